@@ -1,0 +1,1 @@
+"""The rota node agent: NVML inventory and telemetry, Docker runtime, scheduler link."""

@@ -1,0 +1,25 @@
+"""Pure scheduling policy: ``decide(snapshot) -> Plan``.
+
+No database, gRPC, Docker, wall clock or unseeded randomness here; the daemon and the simulator
+run the same code. ``POLICIES`` maps a policy name (config ``policy:``) to its decide function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rota.scheduler.policy import first_fit
+from rota.scheduler.policy.snapshot import Plan, Snapshot
+
+Decide = Callable[[Snapshot], Plan]
+
+POLICIES: dict[str, Decide] = {"first-fit": first_fit.decide}
+DEFAULT_POLICY = "first-fit"
+
+
+def get_policy(name: str) -> Decide:
+    """The decide function for ``name``; ValueError lists the known names."""
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None

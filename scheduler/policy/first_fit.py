@@ -1,0 +1,37 @@
+"""First-fit policy: jobs in submission order, each on the first node where it fits now."""
+
+from __future__ import annotations
+
+from rota.scheduler.policy import reasons
+from rota.scheduler.policy.fit import fits_now, free_resources, node_matches
+from rota.scheduler.policy.snapshot import Allocation, Placement, Plan, Snapshot
+
+
+def decide(snapshot: Snapshot) -> Plan:
+    """Place pending jobs first-come first-served; a job that does not fit blocks none behind it.
+
+    Gang jobs (``nodes > 1``) take ``nodes`` distinct nodes or none.
+    """
+    free = free_resources(snapshot.nodes, snapshot.running)
+    placements: list[Placement] = []
+    why: dict[int, str] = {}
+    for job in sorted(snapshot.pending, key=lambda j: (j.submit_time, j.id)):
+        if job.blocked is not None:
+            why[job.id] = job.blocked
+            continue
+        chosen: list[Allocation] = []
+        for node_free in free.values():
+            indices = fits_now(job, node_free)
+            if indices is not None:
+                chosen.append(Allocation(node_free.node.name, indices, job.cpus, job.memory))
+                if len(chosen) == job.nodes:
+                    break
+        if len(chosen) < job.nodes:
+            capable = [n for n in snapshot.nodes if node_matches(job, n)]
+            up = [n for n in capable if n.schedulable]
+            why[job.id] = reasons.NODE_DOWN if capable and not up else reasons.RESOURCES
+            continue
+        for alloc in chosen:
+            free[alloc.node].take(alloc.gpu_indices, alloc.cpus, alloc.memory)
+        placements.append(Placement(job.id, tuple(chosen)))
+    return Plan(placements=tuple(placements), reasons=why)

@@ -1,0 +1,75 @@
+"""Does a job fit a node: now (free resources) and ever (total resources)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
+
+
+class NodeFree:
+    """Mutable free resources of one node during a pass."""
+
+    __slots__ = ("cpus", "gpus", "memory", "node", "used")
+
+    def __init__(self, node: NodeView) -> None:
+        self.node = node
+        self.gpus: list[int] = [g.index for g in node.gpus if g.allocatable]
+        self.cpus = node.cpus
+        self.memory = node.memory
+        self.used = False  # any job holds something here (for exclusive jobs)
+
+    def take(self, gpu_indices: Iterable[int], cpus: float, memory: int) -> None:
+        """Remove resources that a running or newly placed job holds."""
+        held = set(gpu_indices)
+        self.gpus = [g for g in self.gpus if g not in held]
+        self.cpus -= cpus
+        self.memory -= memory
+        self.used = True
+
+
+def node_matches(job: PendingJob, node: NodeView) -> bool:
+    """Static constraints: labels, GPU type, GPU memory and totals (could it ever fit)."""
+    for key, value in job.node_selector.items():
+        if node.labels.get(key) != value:
+            return False
+    gpus = [g for g in node.gpus if _gpu_ok(job, g.name, g.memory_total)]
+    if len(gpus) < job.gpus:
+        return False
+    if job.cpus and node.cpus and job.cpus > node.cpus:
+        return False
+    return not (job.memory and node.memory and job.memory > node.memory)
+
+
+def _gpu_ok(job: PendingJob, name: str, memory_total: int) -> bool:
+    if job.gpu_type and job.gpu_type.lower() not in name.lower():
+        return False
+    return not (job.gpu_memory and memory_total < job.gpu_memory)
+
+
+def fits_now(job: PendingJob, free: NodeFree) -> tuple[int, ...] | None:
+    """GPU indices this job would get on this node now, or None if it does not fit."""
+    node = free.node
+    if not node.schedulable or not node_matches(job, node):
+        return None
+    if job.exclusive and free.used:
+        return None
+    if job.cpus and node.cpus and job.cpus > free.cpus:
+        return None
+    if job.memory and node.memory and job.memory > free.memory:
+        return None
+    by_index = {g.index: g for g in node.gpus}
+    usable = [i for i in free.gpus if _gpu_ok(job, by_index[i].name, by_index[i].memory_total)]
+    if len(usable) < job.gpus:
+        return None
+    return tuple(sorted(usable)[: job.gpus])
+
+
+def free_resources(nodes: Iterable[NodeView], running: Iterable[RunningJob]) -> dict[str, NodeFree]:
+    """Free resources per node name after subtracting every running job's allocations."""
+    free = {n.name: NodeFree(n) for n in nodes}
+    for job in running:
+        for alloc in job.allocations:
+            if alloc.node in free:
+                free[alloc.node].take(alloc.gpu_indices, alloc.cpus, alloc.memory)
+    return free

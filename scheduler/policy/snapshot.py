@@ -1,0 +1,116 @@
+"""The frozen input of a scheduling pass and the plan it returns.
+
+A snapshot holds everything a decision needs, including ``now``; the policy reads nothing else
+(no clock, no database). GPU indices are host indices as the node's agent reports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class GpuView:
+    """One GPU of a node. ``allocatable`` is False when unhealthy, dirty or foreign-busy."""
+
+    index: int
+    name: str = ""
+    memory_total: int = 0
+    allocatable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """A registered node. ``schedulable`` is False when down, draining or drained."""
+
+    name: str
+    gpus: tuple[GpuView, ...]
+    cpus: float = 0.0
+    memory: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    schedulable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """What one job holds on one node."""
+
+    node: str
+    gpu_indices: tuple[int, ...]
+    cpus: float = 0.0
+    memory: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job holding resources (CONFIGURING, RUNNING or COMPLETING)."""
+
+    id: int
+    user: str
+    account: str
+    allocations: tuple[Allocation, ...]
+    start_time: float
+    time_limit: float
+    priority: int = 0
+    preemptible: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    """A job waiting to run. ``gpus``, ``cpus`` and ``memory`` are per node.
+
+    ``blocked`` is a reason the service already knows (held, dependency, begin time), or None
+    when the job is eligible as far as the service can tell.
+    """
+
+    id: int
+    user: str
+    account: str
+    submit_time: float
+    time_limit: float
+    gpus: int = 0
+    nodes: int = 1
+    cpus: float = 0.0
+    memory: int = 0
+    gpu_type: str = ""
+    gpu_memory: int = 0
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    exclusive: bool = False
+    priority: int = 0
+    qos: str = ""
+    preemptible: bool = False
+    blocked: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one pass sees; ``version`` increases with every change to the model."""
+
+    now: float
+    nodes: tuple[NodeView, ...]
+    pending: tuple[PendingJob, ...]
+    running: tuple[RunningJob, ...]
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Start ``job_id`` with these allocations (one per node of a gang)."""
+
+    job_id: int
+    allocations: tuple[Allocation, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The decisions of one pass.
+
+    ``reasons`` maps every pending job that is not placed to a reason constant;
+    ``est_start`` maps pending jobs to an estimated start time where one is computable.
+    """
+
+    placements: tuple[Placement, ...] = ()
+    preemptions: tuple[int, ...] = ()
+    reasons: Mapping[int, str] = field(default_factory=dict)
+    est_start: Mapping[int, float] = field(default_factory=dict)
