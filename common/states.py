@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class JobState(str, Enum):
+class JobState(StrEnum):
     """The life cycle of a job; the value is the long name users see in JSON."""
 
     PENDING = "PENDING"

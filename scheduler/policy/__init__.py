@@ -8,13 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rota.scheduler.policy import first_fit
+from rota.scheduler.policy import fifo, first_fit, multifactor, sjf_oracle
 from rota.scheduler.policy.snapshot import Plan, Snapshot
 
 Decide = Callable[[Snapshot], Plan]
 
-POLICIES: dict[str, Decide] = {"first-fit": first_fit.decide}
-DEFAULT_POLICY = "first-fit"
+POLICIES: dict[str, Decide] = {
+    "rota": multifactor.decide,
+    "fifo": fifo.decide_fifo,
+    "fifo-backfill": fifo.decide_fifo_backfill,
+    "sjf-oracle": sjf_oracle.decide,
+    "first-fit": first_fit.decide,
+}
+DEFAULT_POLICY = "rota"
 
 
 def get_policy(name: str) -> Decide:

@@ -13,3 +13,6 @@ QOS_MAX_GRES_PER_ACCOUNT = "QOSMaxGRESPerAccount"
 ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
 NODE_DOWN = "NodeDown"  # no node that could ever run the job is up
 NONE = "None"
+QOS_MAX_SUBMIT_PER_USER = "QOSMaxSubmitJobPerUserLimit"  # beyond the user's pending-job limit
+QOS_MAX_SUBMIT_PER_ACCOUNT = "QOSMaxSubmitJobPerAccountLimit"
+BAD_CONSTRAINTS = "BadConstraints"  # no registered node could ever run the job

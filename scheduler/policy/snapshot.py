@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from rota.scheduler.policy.config import PolicyConfig
+from rota.scheduler.policy.usage import Usage
+
 
 @dataclass(frozen=True, slots=True)
 class GpuView:
@@ -22,7 +25,12 @@ class GpuView:
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
-    """A registered node. ``schedulable`` is False when down, draining or drained."""
+    """A registered node. ``schedulable`` is False when down, draining or drained.
+
+    ``links`` is the GPU topology when known: ``(a, b) -> level`` for host indices ``a < b``,
+    levels as in ``nvidia-smi topo -m`` (see ``topology.LEVELS``; lower is closer). Empty when
+    unknown: GPUs are then picked by index.
+    """
 
     name: str
     gpus: tuple[GpuView, ...]
@@ -30,6 +38,7 @@ class NodeView:
     memory: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
     schedulable: bool = True
+    links: Mapping[tuple[int, int], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +53,12 @@ class Allocation:
 
 @dataclass(frozen=True, slots=True)
 class RunningJob:
-    """A job holding resources (CONFIGURING, RUNNING or COMPLETING)."""
+    """A job holding resources (CONFIGURING, RUNNING or COMPLETING).
+
+    ``stopping`` is True once a stop was ordered (COMPLETING, or preempted and not yet gone):
+    its resources count as released now. ``true_duration`` (run time of this attempt) is set
+    only by the simulator, for the ``sjf-oracle`` policy; production leaves it None.
+    """
 
     id: int
     user: str
@@ -54,6 +68,16 @@ class RunningJob:
     time_limit: float
     priority: int = 0
     preemptible: bool = False
+    qos: str = ""
+    exclusive: bool = False
+    array_job_id: int | None = None
+    stopping: bool = False
+    true_duration: float | None = None
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs held over all nodes."""
+        return sum(len(a.gpu_indices) for a in self.allocations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +85,12 @@ class PendingJob:
     """A job waiting to run. ``gpus``, ``cpus`` and ``memory`` are per node.
 
     ``blocked`` is a reason the service already knows (held, dependency, begin time), or None
-    when the job is eligible as far as the service can tell.
+    when the job is eligible as far as the service can tell; the policy passes it through.
+    ``time_limit`` <= 0 means "use ``PolicyConfig.default_time_limit``"; ``default_limit`` is
+    True when the user gave none and the service filled in the default (the policy then trusts
+    history more than the limit). Array tasks carry ``array_job_id`` and the ``%`` limit in
+    ``array_task_limit`` (0: none). ``true_duration`` is set only by the simulator, for the
+    ``sjf-oracle`` policy; production leaves it None.
     """
 
     id: int
@@ -81,17 +110,31 @@ class PendingJob:
     qos: str = ""
     preemptible: bool = False
     blocked: str | None = None
+    default_limit: bool = False
+    array_job_id: int | None = None
+    array_task_limit: int = 0
+    true_duration: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Everything one pass sees; ``version`` increases with every change to the model."""
+    """Everything one pass sees; ``version`` increases with every change to the model.
+
+    ``usage`` is the decayed consumption and run-time history per account and user (see
+    ``usage.UsageLedger``; the daemon republishes it every ``config.priority_period``);
+    ``config`` holds weights, limits and backfill depth. ``full_reasons`` False lets a policy
+    stop examining jobs once nothing more can start (the simulator, which reads no reasons);
+    reasons and estimates then cover only the jobs examined.
+    """
 
     now: float
     nodes: tuple[NodeView, ...]
     pending: tuple[PendingJob, ...]
     running: tuple[RunningJob, ...]
     version: int = 0
+    usage: Usage = field(default_factory=Usage)
+    config: PolicyConfig = field(default_factory=PolicyConfig)
+    full_reasons: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,180 @@
+"""The node agent: reports GPUs and runs the scheduler's launch and kill orders in Docker.
+
+Start-up order: open the GPU backend, adopt this node's containers, then connect. The agent
+keeps running (reconnecting with backoff) when the scheduler goes away, and exits when the
+scheduler refuses its name or token.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rota.agent.gpu import open_backend
+from rota.agent.link.stream import Link, Rejected
+from rota.agent.model import Ack, HelloInfo, Kill, Launch, LogRequest, Order, Report, Welcome
+from rota.agent.runtime.docker_runtime import DockerRuntime
+
+log = logging.getLogger("rota.agent")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Settings of one agent. ``data_dir`` keeps job output per attempt."""
+
+    node: str
+    scheduler: str
+    data_dir: Path
+    token: str = ""
+    address: str = ""
+    simulate_gpus: int | None = None
+    gpu_mode: str = "auto"
+    docker_host: str | None = None
+    network: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    heartbeat_interval: float = 2.0
+    kill_grace: float = 10.0
+
+
+class Agent:
+    """Ties the GPU backend, the container runtime and the scheduler link together."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self.backend, self.inventory = open_backend(config.simulate_gpus, config.node)
+        self.runtime = DockerRuntime(
+            config.node,
+            config.data_dir,
+            self._on_report,
+            gpu_mode=config.gpu_mode,
+            base_url=config.docker_host,
+            network=config.network,
+            kill_grace=config.kill_grace,
+        )
+        self.link = Link(config.scheduler, self._hello, self._on_order)
+        self._interval = config.heartbeat_interval
+        self._stop = threading.Event()
+        self._log_cancels: dict[int, threading.Event] = {}
+
+    def run(self) -> int:
+        """Serve until SIGTERM/SIGINT (exit 0) or until the scheduler refuses us (exit 1)."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.stop())
+        self.runtime.adopt()
+        threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
+        log.info(
+            "rota agent %s: %d GPU(s)%s, GPU mode %s, scheduler %s",
+            self.config.node,
+            len(self.inventory.gpus),
+            " (simulated)" if self.inventory.simulated else "",
+            self.runtime.gpu_mode,
+            self.config.scheduler,
+        )
+        try:
+            self.link.run()
+        except Rejected as exc:
+            log.error("the scheduler refused node %s: %s", self.config.node, exc)
+            return 1
+        finally:
+            self._stop.set()
+            self.backend.close()
+        return 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.link.stop()
+
+    # ------------------------------------------------------------ link callbacks
+
+    def _hello(self) -> HelloInfo:
+        return HelloInfo(
+            node=self.config.node,
+            token=self.config.token,
+            address=self.config.address or socket.gethostname(),
+            inventory=self.inventory,
+            attempts=tuple(self.runtime.attempts()),
+            cpus=float(os.cpu_count() or 0),
+            memory=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+            labels=self.config.labels,
+            gpu_mode=self.runtime.gpu_mode,
+        )
+
+    def _on_report(self, report: Report) -> None:
+        if self.link.connected.is_set():
+            self.link.send_report(report)
+
+    def _on_order(self, order: Order) -> None:
+        if isinstance(order, Welcome):
+            self._interval = order.heartbeat_interval or self._interval
+            self.runtime.keep_only({(a.job_id, a.attempt) for a in order.keep})
+            for report in self.runtime.finals():
+                self.link.send_report(report)
+            self._send_heartbeat()
+        elif isinstance(order, Launch):
+            self.runtime.launch(order)
+        elif isinstance(order, Kill):
+            self.runtime.kill(order)
+        elif isinstance(order, Ack):
+            self.runtime.ack(order.job_id, order.attempt)
+        elif isinstance(order, LogRequest):
+            if order.cancel:
+                self._log_cancels.pop(order.request_id, threading.Event()).set()
+            else:
+                cancel = self._log_cancels.setdefault(order.request_id, threading.Event())
+                threading.Thread(target=self._send_logs, args=(order, cancel), daemon=True).start()
+
+    # ------------------------------------------------------------ heartbeats
+
+    def _heartbeats(self) -> None:
+        while not self._stop.wait(self._interval):
+            if self.link.connected.is_set():
+                self._send_heartbeat()
+
+    def _send_heartbeat(self) -> None:
+        health = self.runtime.health()
+        self.link.send_heartbeat(
+            self.backend.sample(), self.runtime.attempts(), health.healthy, health.error, {}
+        )
+
+    # ------------------------------------------------------------ output
+
+    def _send_logs(self, req: LogRequest, cancel: threading.Event) -> None:
+        """Send an attempt's output from its file; with ``follow``, until the attempt ends."""
+        try:
+            path = self.runtime.log_path(req.job_id, req.attempt)
+            while not path.exists() and (
+                self.runtime.is_pending(req.job_id, req.attempt)
+                or self.runtime.is_running(req.job_id, req.attempt)
+            ):
+                if cancel.wait(0.05):
+                    return
+            if not path.exists():
+                self.link.send_log(
+                    req.request_id,
+                    error=f"no output is kept for job {req.job_id} "
+                    f"attempt {req.attempt} on node {self.config.node}",
+                )
+                return
+            offset = 0
+            with path.open("rb") as live:
+                while not cancel.is_set():
+                    data = live.read(65536)
+                    if data:
+                        offset += len(data)
+                        self.link.send_log(req.request_id, data)
+                    elif req.follow and self.runtime.is_running(req.job_id, req.attempt):
+                        cancel.wait(0.05)
+                    else:
+                        break
+            with path.open("rb") as final:  # the complete output replaces the live file at the end
+                final.seek(offset)
+                while data := final.read(65536):
+                    self.link.send_log(req.request_id, data)
+            self.link.send_log(req.request_id, eof=True)
+        finally:
+            self._log_cancels.pop(req.request_id, None)

@@ -1,0 +1,36 @@
+"""gcancel: cancel jobs (pending ones at once; running ones are stopped, then CANCELLED)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="gcancel", description="Cancel rota jobs.")
+    p.add_argument(
+        "ids", nargs="+", metavar="JOBID", help="123, 123_4 (one array task) or 123 (whole array)"
+    )
+    p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    args = p.parse_args(argv)
+    from rota.cli.client import run_main
+
+    return run_main(lambda: _cancel(args))
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from rota.cli.client import connect, current_user
+    from rota.v1 import rota_pb2 as pb
+
+    with connect(args.scheduler) as client:
+        reply = client.call(
+            client.jobs.CancelJobs, pb.CancelJobsRequest(ids=args.ids, user=current_user())
+        )
+    failed = [r for r in reply.results if not r.ok]
+    for r in failed:
+        print(f"gcancel: error: {r.message}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

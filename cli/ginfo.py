@@ -1,0 +1,101 @@
+"""ginfo: nodes with their state and GPUs free/total; ``-G`` or ``-N NODE`` shows every GPU."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ginfo", description="Show rota nodes and GPUs.")
+    p.add_argument("-G", "--gpus", action="store_true", help="one line per GPU")
+    p.add_argument("-N", "--node", help="only this node, one line per GPU")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    args = p.parse_args(argv)
+    from rota.cli.client import run_main
+
+    return run_main(lambda: _info(args))
+
+
+def _info(args: argparse.Namespace) -> int:
+    from google.protobuf.json_format import MessageToDict
+
+    from rota.cli.client import connect
+    from rota.cli.render import table
+    from rota.units import format_size
+    from rota.v1 import rota_pb2 as pb
+
+    with connect(args.scheduler) as client:
+        if args.node:
+            nodes = [client.call(client.nodes.GetNode, pb.GetNodeRequest(name=args.node))]
+        else:
+            nodes = list(client.call(client.nodes.ListNodes, pb.ListNodesRequest()).nodes)
+    if args.json:
+        print(
+            json.dumps(
+                [MessageToDict(n, preserving_proto_field_name=True) for n in nodes], indent=2
+            )
+        )
+        return 0
+    if args.gpus or args.node:
+        rows = []
+        for n in nodes:
+            for g in n.gpus:
+                t = g.telemetry
+                stale_mark = "*" if g.stale else ""
+                rows.append(
+                    (
+                        n.name,
+                        g.info.index,
+                        g.info.name + (" (simulated)" if n.inventory.simulated else ""),
+                        g.state,
+                        g.job_id or "-",
+                        f"{t.utilization:.0f}%{stale_mark}" if g.HasField("telemetry") else "-",
+                        f"{format_size(t.memory_used)}/{format_size(g.info.memory_total)}{stale_mark}",
+                        f"{t.temperature:.0f}C{stale_mark}" if g.HasField("telemetry") else "-",
+                        g.reason or "",
+                    )
+                )
+        print(
+            table(
+                ["NODE", "GPU", "NAME", "STATE", "JOB", "UTIL", "MEMORY", "TEMP", "REASON"],
+                rows,
+                right=["GPU", "UTIL", "TEMP"],
+            )
+        )
+        if any(g.stale for n in nodes for g in n.gpus):
+            print("* stale: no heartbeat recently; the last values seen are shown")
+        return 0
+    rows = []
+    for n in nodes:
+        types = sorted({g.name for g in n.inventory.gpus}) or ["-"]
+        gpu_type = ",".join(types) + (" (simulated)" if n.inventory.simulated else "")
+        since = (
+            f" since {time.strftime('%H:%M', time.localtime(n.reason_time))}"
+            if n.reason_time
+            else ""
+        )
+        by = f" by {n.reason_by}" if n.reason_by else ""
+        reason = f"{n.reason}{by}{since}" if n.reason else (n.inventory.note or "")
+        rows.append(
+            (
+                n.name,
+                n.state,
+                f"{n.gpus_free}/{n.gpus_total}",
+                gpu_type,
+                f"{n.inventory.cpus:.0f}",
+                format_size(n.inventory.memory),
+                reason,
+            )
+        )
+    print(
+        table(["NODE", "STATE", "GPUS(FREE/TOTAL)", "GPU_TYPE", "CPUS", "MEMORY", "REASON"], rows)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""glogs: print a job's output, from any machine, through the scheduler (``-f`` follows)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="glogs", description="Show the output of a rota job.")
+    p.add_argument("id", metavar="JOBID")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
+    p.add_argument(
+        "--attempt", type=int, default=0, help="an earlier attempt (default: the latest)"
+    )
+    p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    args = p.parse_args(argv)
+    from rota.cli.client import run_main
+
+    return run_main(lambda: _logs(args))
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from rota.cli.client import connect
+    from rota.v1 import rota_pb2 as pb
+
+    request = pb.StreamLogsRequest(id=args.id, attempt=args.attempt, follow=args.follow)
+    out = sys.stdout.buffer
+    with connect(args.scheduler) as client, client.errors():
+        for chunk in client.jobs.StreamLogs(request, timeout=None if args.follow else 60):
+            out.write(chunk.data)
+            out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

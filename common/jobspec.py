@@ -1,0 +1,351 @@
+"""The job file: a strict, typed reading of what users write (CONVENTIONS.md "The job file").
+
+``parse_job_file(data)`` turns the YAML mapping into a ``JobSpec`` or raises ``SpecError`` naming
+the field and what is allowed. Unknown keys are refused. Cluster-dependent checks (is the
+request larger than any node?) happen in the scheduler.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
+
+DEFAULT_SHM_SIZE = 2 * 2**30
+PULL_POLICIES = ("missing", "always", "never")
+DEPENDENCY_TYPES = ("after", "afterok", "afternotok", "afterany")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}$")
+_JOB_ID = re.compile(r"^\d+(_\d+)?$")
+_ARRAY = re.compile(r"^(?P<body>[0-9,\-:]+)(?:%(?P<limit>\d+))?$")
+
+
+class SpecError(ValueError):
+    """A job file field is invalid; ``field`` names it (dotted path)."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """A host path bind-mounted into the container."""
+
+    source: str
+    target: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A validated job request. Sizes in bytes, durations in seconds, times in Unix seconds.
+
+    ``gpus``, ``cpus`` and ``memory`` are per node. ``time_limit`` 0 means the scheduler's
+    default. ``begin_time`` 0 means now.
+    """
+
+    image: str
+    command: tuple[str, ...]
+    name: str = ""
+    gpus: int = 0
+    gpu_type: str = ""
+    gpu_memory: int = 0
+    cpus: float = 0.0
+    memory: int = 0
+    nodes: int = 1
+    time_limit: float = 0.0
+    account: str = ""
+    qos: str = ""
+    priority: int = 0
+    preemptible: bool = False
+    requeue: bool = False
+    dependency: str = ""
+    begin_time: float = 0.0
+    array: str = ""
+    reservation: str = ""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    exclusive: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    workdir: str = ""
+    shm_size: int = DEFAULT_SHM_SIZE
+    pull: str = "missing"
+    hold: bool = False
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _str(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise SpecError(key, f"expected a string, got {_type_name(value)}")
+    return value
+
+
+def _bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(key, f"expected true or false, got {value!r}")
+    return value
+
+
+def _int(key: str, value: Any, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(key, f"expected an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise SpecError(key, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _number(key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(key, f"expected a number, got {value!r}")
+    if value < 0:
+        raise SpecError(key, f"must be >= 0, got {value}")
+    return float(value)
+
+
+def _size(key: str, value: Any) -> int:
+    try:
+        return parse_size(value)
+    except (ValueError, TypeError):
+        raise SpecError(key, f"expected {SIZE_HELP}, got {value!r}") from None
+
+
+def _duration(key: str, value: Any) -> float:
+    try:
+        seconds = parse_duration(value)
+    except (ValueError, TypeError):
+        raise SpecError(key, f"expected {DURATION_HELP}, got {value!r}") from None
+    if seconds <= 0:
+        raise SpecError(key, f"must be longer than zero, got {value!r}")
+    return seconds
+
+
+def _str_map(key: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise SpecError(key, f"expected a mapping of names to values, got {_type_name(value)}")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not k:
+            raise SpecError(key, f"keys must be non-empty strings, got {k!r}")
+        if isinstance(v, Mapping | list) or v is None:
+            raise SpecError(f"{key}.{k}", f"expected a string, number or boolean, got {v!r}")
+        out[k] = str(v).lower() if isinstance(v, bool) else str(v)
+    return out
+
+
+def _command(key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        if not value.strip():
+            raise SpecError(key, "must not be empty")
+        return ("/bin/sh", "-c", value)
+    if isinstance(value, list) and value and all(isinstance(v, str | int | float) for v in value):
+        return tuple(str(v) for v in value)
+    raise SpecError(key, "expected a non-empty list of strings, or one string run by /bin/sh -c")
+
+
+def _mounts(key: str, value: Any) -> tuple[Mount, ...]:
+    if not isinstance(value, list):
+        raise SpecError(key, f"expected a list, got {_type_name(value)}")
+    mounts = []
+    for i, item in enumerate(value):
+        where = f"{key}[{i}]"
+        if isinstance(item, str):
+            parts = item.split(":")
+            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
+                raise SpecError(where, f"expected SOURCE:TARGET[:ro|rw], got {item!r}")
+            item = {"source": parts[0], "target": parts[1], "read_only": parts[2:] == ["ro"]}
+        if not isinstance(item, Mapping):
+            raise SpecError(where, "expected {source, target, read_only} or 'SOURCE:TARGET[:ro]'")
+        unknown = set(item) - {"source", "target", "read_only"}
+        if unknown:
+            raise SpecError(
+                where, f"unknown key(s) {sorted(unknown)}; allowed: source, target, read_only"
+            )
+        source = _str(f"{where}.source", item.get("source"))
+        target = _str(f"{where}.target", item.get("target"))
+        for name, path in (("source", source), ("target", target)):
+            if not path.startswith("/"):
+                raise SpecError(f"{where}.{name}", f"must be an absolute path, got {path!r}")
+        mounts.append(
+            Mount(source, target, _bool(f"{where}.read_only", item.get("read_only", False)))
+        )
+    return tuple(mounts)
+
+
+def parse_dependency(text: str) -> list[tuple[str, list[str]]]:
+    """Parse SLURM's ``afterok:12:13,afterany:14`` into ``[(type, [ids])]``; ValueError if bad."""
+    out = []
+    for clause in text.replace("?", ",").split(","):
+        parts = clause.strip().split(":")
+        if len(parts) < 2 or parts[0] not in DEPENDENCY_TYPES:
+            raise ValueError(
+                f"expected TYPE:ID[:ID...][,TYPE:ID...] with TYPE one of "
+                f"{', '.join(DEPENDENCY_TYPES)}, got {text!r}"
+            )
+        ids = parts[1:]
+        for job_id in ids:
+            if not _JOB_ID.match(job_id):
+                raise ValueError(f"job id {job_id!r} in {text!r} is not a job id like 123 or 123_4")
+        out.append((parts[0], ids))
+    return out
+
+
+def parse_array(text: str) -> tuple[list[int], int]:
+    """Parse ``0-99%10``, ``1,3,5`` or ``0-15:4`` into (task ids, concurrent limit; 0 = none)."""
+    m = _ARRAY.match(text.replace(" ", ""))
+    if not m:
+        raise ValueError(
+            f"expected a range like 0-99, 0-15:4 or 1,3,5 with optional %LIMIT, got {text!r}"
+        )
+    ids: set[int] = set()
+    for part in m.group("body").split(","):
+        step = 1
+        if ":" in part:
+            part, step_text = part.split(":", 1)
+            if not step_text.isdigit() or int(step_text) < 1:
+                raise ValueError(f"bad step in array {text!r}")
+            step = int(step_text)
+        if "-" in part:
+            lo_text, hi_text = part.split("-", 1)
+            if not lo_text.isdigit() or not hi_text.isdigit() or int(lo_text) > int(hi_text):
+                raise ValueError(f"bad range {part!r} in array {text!r}")
+            ids.update(range(int(lo_text), int(hi_text) + 1, step))
+        elif part.isdigit():
+            ids.add(int(part))
+        else:
+            raise ValueError(f"bad element {part!r} in array {text!r}")
+    if len(ids) > 100_000:
+        raise ValueError(f"array {text!r} has {len(ids)} tasks; at most 100000 are allowed")
+    limit = int(m.group("limit")) if m.group("limit") else 0
+    return sorted(ids), limit
+
+
+def parse_begin(value: Any, now: datetime | None = None) -> float:
+    """A begin time: ISO 8601 (naive = local time), ``now+DURATION``, or Unix seconds."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    if text.startswith("now"):
+        base = (now or datetime.now(UTC)).timestamp()
+        rest = text[3:].strip()
+        if not rest:
+            return base
+        if rest.startswith("+"):
+            return base + parse_duration(rest[1:].strip())
+        raise ValueError(f"expected now or now+DURATION, got {text!r}")
+    return datetime.fromisoformat(text).timestamp()
+
+
+def _begin(key: str, value: Any) -> float:
+    try:
+        return parse_begin(value)
+    except (ValueError, TypeError):
+        raise SpecError(
+            key, f"expected an ISO 8601 time (2026-11-23T16:00), now+DURATION or now, got {value!r}"
+        ) from None
+
+
+def _checked(parser: Callable[[str], Any], what: str) -> Callable[[str, Any], str]:
+    def check(key: str, value: Any) -> str:
+        text = _str(key, value)
+        try:
+            parser(text)
+        except ValueError as exc:
+            raise SpecError(key, str(exc)) from None
+        return text
+
+    check.__doc__ = what
+    return check
+
+
+def _name(key: str, value: Any) -> str:
+    text = _str(key, value)
+    if not _NAME.match(text):
+        raise SpecError(key, "use up to 128 letters, digits and _ . : + - (starting alphanumeric)")
+    return text
+
+
+def _pull(key: str, value: Any) -> str:
+    text = _str(key, value)
+    if text not in PULL_POLICIES:
+        raise SpecError(key, f"expected one of {', '.join(PULL_POLICIES)}, got {text!r}")
+    return text
+
+
+def _gpus(key: str, value: Any) -> int:
+    return _int(key, value, minimum=0)
+
+
+_RESOURCE_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
+    "gpus": ("gpus", _gpus),
+    "gpu_type": ("gpu_type", _str),
+    "gpu_memory": ("gpu_memory", _size),
+    "cpus": ("cpus", _number),
+    "memory": ("memory", _size),
+}
+
+_TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
+    "name": ("name", _name),
+    "image": ("image", _str),
+    "command": ("command", _command),
+    "nodes": ("nodes", lambda k, v: _int(k, v, minimum=1)),
+    "time_limit": ("time_limit", _duration),
+    "account": ("account", _name),
+    "qos": ("qos", _name),
+    "priority": ("priority", _int),
+    "preemptible": ("preemptible", _bool),
+    "requeue": ("requeue", _bool),
+    "dependency": ("dependency", _checked(parse_dependency, "dependency")),
+    "begin": ("begin_time", _begin),
+    "array": ("array", _checked(parse_array, "array")),
+    "reservation": ("reservation", _name),
+    "node_selector": ("node_selector", _str_map),
+    "exclusive": ("exclusive", _bool),
+    "env": ("env", _str_map),
+    "mounts": ("mounts", _mounts),
+    "workdir": ("workdir", _str),
+    "shm_size": ("shm_size", _size),
+    "pull": ("pull", _pull),
+    "hold": ("hold", _bool),
+}
+
+ALLOWED_KEYS = (*_TOP_FIELDS, "resources")
+
+
+def parse_job_file(data: Any) -> JobSpec:
+    """Validate a job file's mapping; raise SpecError naming the first bad field."""
+    if not isinstance(data, Mapping):
+        raise SpecError("(top level)", f"expected a mapping of job fields, got {_type_name(data)}")
+    unknown = sorted(str(k) for k in data if k not in ALLOWED_KEYS)
+    if unknown:
+        raise SpecError(unknown[0], f"unknown field; allowed fields: {', '.join(ALLOWED_KEYS)}")
+    for required in ("image", "command"):
+        if data.get(required) in (None, ""):
+            raise SpecError(required, "is required")
+    values: dict[str, Any] = {}
+    for key, (attr, check) in _TOP_FIELDS.items():
+        if key in data and data[key] is not None:
+            values[attr] = check(key, data[key])
+    resources = data.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise SpecError("resources", f"expected a mapping, got {_type_name(resources)}")
+    unknown_res = sorted(str(k) for k in resources if k not in _RESOURCE_FIELDS)
+    if unknown_res:
+        raise SpecError(
+            f"resources.{unknown_res[0]}",
+            f"unknown field; allowed: {', '.join(_RESOURCE_FIELDS)}",
+        )
+    for key, (attr, check) in _RESOURCE_FIELDS.items():
+        if key in resources and resources[key] is not None:
+            values[attr] = check(f"resources.{key}", resources[key])
+    if not values["image"].strip():
+        raise SpecError("image", "must not be empty")
+    return JobSpec(**values)

@@ -1,0 +1,4 @@
+"""Generated code of the rota.v1 wire contract.
+
+See rota.proto; regenerate with scripts/gen_proto.py.
+"""

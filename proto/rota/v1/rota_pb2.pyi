@@ -1,0 +1,680 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_STATE_UNSPECIFIED: _ClassVar[JobState]
+    PENDING: _ClassVar[JobState]
+    CONFIGURING: _ClassVar[JobState]
+    RUNNING: _ClassVar[JobState]
+    COMPLETING: _ClassVar[JobState]
+    COMPLETED: _ClassVar[JobState]
+    FAILED: _ClassVar[JobState]
+    CANCELLED: _ClassVar[JobState]
+    TIMEOUT: _ClassVar[JobState]
+    NODE_FAIL: _ClassVar[JobState]
+    OUT_OF_MEMORY: _ClassVar[JobState]
+    PREEMPTED: _ClassVar[JobState]
+
+class JobEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_EVENT_KIND_UNSPECIFIED: _ClassVar[JobEventKind]
+    STARTED: _ClassVar[JobEventKind]
+    EXITED: _ClassVar[JobEventKind]
+    LAUNCH_FAILED: _ClassVar[JobEventKind]
+    KILLED: _ClassVar[JobEventKind]
+    TIMED_OUT: _ClassVar[JobEventKind]
+    LOST: _ClassVar[JobEventKind]
+JOB_STATE_UNSPECIFIED: JobState
+PENDING: JobState
+CONFIGURING: JobState
+RUNNING: JobState
+COMPLETING: JobState
+COMPLETED: JobState
+FAILED: JobState
+CANCELLED: JobState
+TIMEOUT: JobState
+NODE_FAIL: JobState
+OUT_OF_MEMORY: JobState
+PREEMPTED: JobState
+JOB_EVENT_KIND_UNSPECIFIED: JobEventKind
+STARTED: JobEventKind
+EXITED: JobEventKind
+LAUNCH_FAILED: JobEventKind
+KILLED: JobEventKind
+TIMED_OUT: JobEventKind
+LOST: JobEventKind
+
+class Resources(_message.Message):
+    __slots__ = ("gpus", "gpu_type", "gpu_memory", "cpus", "memory")
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GPU_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    gpus: int
+    gpu_type: str
+    gpu_memory: int
+    cpus: float
+    memory: int
+    def __init__(self, gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpu_memory: _Optional[int] = ..., cpus: _Optional[float] = ..., memory: _Optional[int] = ...) -> None: ...
+
+class Mount(_message.Message):
+    __slots__ = ("source", "target", "read_only")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    target: str
+    read_only: bool
+    def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
+
+class JobSpec(_message.Message):
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold")
+    class NodeSelectorEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    QOS_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTIBLE_FIELD_NUMBER: _ClassVar[int]
+    REQUEUE_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCY_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_TIME_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    MOUNTS_FIELD_NUMBER: _ClassVar[int]
+    WORKDIR_FIELD_NUMBER: _ClassVar[int]
+    SHM_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PULL_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    image: str
+    command: _containers.RepeatedScalarFieldContainer[str]
+    resources: Resources
+    nodes: int
+    time_limit: float
+    account: str
+    qos: str
+    priority: int
+    preemptible: bool
+    requeue: bool
+    dependency: str
+    begin_time: float
+    array: str
+    reservation: str
+    node_selector: _containers.ScalarMap[str, str]
+    exclusive: bool
+    env: _containers.ScalarMap[str, str]
+    mounts: _containers.RepeatedCompositeFieldContainer[Mount]
+    workdir: str
+    shm_size: int
+    pull: str
+    hold: bool
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ...) -> None: ...
+
+class JobEvent(_message.Message):
+    __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    OLD_STATE_FIELD_NUMBER: _ClassVar[int]
+    NEW_STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    time: float
+    old_state: str
+    new_state: str
+    reason: str
+    attempt: int
+    kind: str
+    def __init__(self, time: _Optional[float] = ..., old_state: _Optional[str] = ..., new_state: _Optional[str] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ...) -> None: ...
+
+class GpuIds(_message.Message):
+    __slots__ = ("indices", "uuids")
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    UUIDS_FIELD_NUMBER: _ClassVar[int]
+    indices: _containers.RepeatedScalarFieldContainer[int]
+    uuids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, indices: _Optional[_Iterable[int]] = ..., uuids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Job(_message.Message):
+    __slots__ = ("id", "job_id", "array_job_id", "array_task_id", "name", "user", "account", "state", "state_code", "reason", "has_exit_code", "exit_code", "attempt", "nodes", "gpus", "gpu_ids", "submit_time", "start_time", "end_time", "time_limit", "spec", "estimated_start", "priority", "events")
+    class GpuIdsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: GpuIds
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[GpuIds, _Mapping]] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    STATE_CODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    HAS_EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    job_id: int
+    array_job_id: int
+    array_task_id: int
+    name: str
+    user: str
+    account: str
+    state: JobState
+    state_code: str
+    reason: str
+    has_exit_code: bool
+    exit_code: int
+    attempt: int
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    gpus: int
+    gpu_ids: _containers.MessageMap[str, GpuIds]
+    submit_time: float
+    start_time: float
+    end_time: float
+    time_limit: float
+    spec: JobSpec
+    estimated_start: float
+    priority: float
+    events: _containers.RepeatedCompositeFieldContainer[JobEvent]
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., attempt: _Optional[int] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_ids: _Optional[_Mapping[str, GpuIds]] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., time_limit: _Optional[float] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., estimated_start: _Optional[float] = ..., priority: _Optional[float] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ...) -> None: ...
+
+class SubmitItem(_message.Message):
+    __slots__ = ("client_request_id", "spec", "source")
+    CLIENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    client_request_id: str
+    spec: JobSpec
+    source: str
+    def __init__(self, client_request_id: _Optional[str] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., source: _Optional[str] = ...) -> None: ...
+
+class SubmitJobsRequest(_message.Message):
+    __slots__ = ("items", "user", "test_only")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    TEST_ONLY_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[SubmitItem]
+    user: str
+    test_only: bool
+    def __init__(self, items: _Optional[_Iterable[_Union[SubmitItem, _Mapping]]] = ..., user: _Optional[str] = ..., test_only: _Optional[bool] = ...) -> None: ...
+
+class SubmittedJob(_message.Message):
+    __slots__ = ("client_request_id", "job_ids", "duplicate", "estimated_start", "reason")
+    CLIENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    client_request_id: str
+    job_ids: _containers.RepeatedScalarFieldContainer[str]
+    duplicate: bool
+    estimated_start: float
+    reason: str
+    def __init__(self, client_request_id: _Optional[str] = ..., job_ids: _Optional[_Iterable[str]] = ..., duplicate: _Optional[bool] = ..., estimated_start: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SubmitJobsResponse(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[SubmittedJob]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[SubmittedJob, _Mapping]]] = ...) -> None: ...
+
+class GetJobRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class ListJobsRequest(_message.Message):
+    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token")
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    ALL_STATES_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    states: _containers.RepeatedScalarFieldContainer[JobState]
+    all_states: bool
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    page_size: int
+    page_token: str
+    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListJobsResponse(_message.Message):
+    __slots__ = ("jobs", "next_page_token")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    next_page_token: str
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CancelJobsRequest(_message.Message):
+    __slots__ = ("ids", "user", "reason")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    user: str
+    reason: str
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., user: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelResult(_message.Message):
+    __slots__ = ("id", "ok", "message")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    ok: bool
+    message: str
+    def __init__(self, id: _Optional[str] = ..., ok: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
+class CancelJobsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[CancelResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[CancelResult, _Mapping]]] = ...) -> None: ...
+
+class WatchJobRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class StreamLogsRequest(_message.Message):
+    __slots__ = ("id", "attempt", "follow")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    attempt: int
+    follow: bool
+    def __init__(self, id: _Optional[str] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ...) -> None: ...
+
+class LogChunk(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+
+class GpuInfo(_message.Message):
+    __slots__ = ("index", "uuid", "name", "memory_total", "pci_bus_id", "compute_capability")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    PCI_BUS_ID_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    uuid: str
+    name: str
+    memory_total: int
+    pci_bus_id: str
+    compute_capability: str
+    def __init__(self, index: _Optional[int] = ..., uuid: _Optional[str] = ..., name: _Optional[str] = ..., memory_total: _Optional[int] = ..., pci_bus_id: _Optional[str] = ..., compute_capability: _Optional[str] = ...) -> None: ...
+
+class GpuLink(_message.Message):
+    __slots__ = ("a", "b", "level", "p2p")
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    P2P_FIELD_NUMBER: _ClassVar[int]
+    a: int
+    b: int
+    level: str
+    p2p: bool
+    def __init__(self, a: _Optional[int] = ..., b: _Optional[int] = ..., level: _Optional[str] = ..., p2p: _Optional[bool] = ...) -> None: ...
+
+class Inventory(_message.Message):
+    __slots__ = ("gpus", "links", "driver_version", "cuda_version", "simulated", "note", "cpus", "memory", "labels", "gpu_mode")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
+    DRIVER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CUDA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SIMULATED_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    GPU_MODE_FIELD_NUMBER: _ClassVar[int]
+    gpus: _containers.RepeatedCompositeFieldContainer[GpuInfo]
+    links: _containers.RepeatedCompositeFieldContainer[GpuLink]
+    driver_version: str
+    cuda_version: str
+    simulated: bool
+    note: str
+    cpus: float
+    memory: int
+    labels: _containers.ScalarMap[str, str]
+    gpu_mode: str
+    def __init__(self, gpus: _Optional[_Iterable[_Union[GpuInfo, _Mapping]]] = ..., links: _Optional[_Iterable[_Union[GpuLink, _Mapping]]] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., simulated: _Optional[bool] = ..., note: _Optional[str] = ..., cpus: _Optional[float] = ..., memory: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpu_mode: _Optional[str] = ...) -> None: ...
+
+class GpuProcess(_message.Message):
+    __slots__ = ("pid", "memory_used", "job_id")
+    PID_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_USED_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    pid: int
+    memory_used: int
+    job_id: str
+    def __init__(self, pid: _Optional[int] = ..., memory_used: _Optional[int] = ..., job_id: _Optional[str] = ...) -> None: ...
+
+class GpuTelemetry(_message.Message):
+    __slots__ = ("index", "uuid", "utilization", "memory_used", "temperature", "power", "error", "processes")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_USED_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    POWER_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    uuid: str
+    utilization: float
+    memory_used: int
+    temperature: float
+    power: float
+    error: str
+    processes: _containers.RepeatedCompositeFieldContainer[GpuProcess]
+    def __init__(self, index: _Optional[int] = ..., uuid: _Optional[str] = ..., utilization: _Optional[float] = ..., memory_used: _Optional[int] = ..., temperature: _Optional[float] = ..., power: _Optional[float] = ..., error: _Optional[str] = ..., processes: _Optional[_Iterable[_Union[GpuProcess, _Mapping]]] = ...) -> None: ...
+
+class GpuStatus(_message.Message):
+    __slots__ = ("info", "telemetry", "stale", "sampled_at", "state", "reason", "job_id")
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    TELEMETRY_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    SAMPLED_AT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    info: GpuInfo
+    telemetry: GpuTelemetry
+    stale: bool
+    sampled_at: float
+    state: str
+    reason: str
+    job_id: str
+    def __init__(self, info: _Optional[_Union[GpuInfo, _Mapping]] = ..., telemetry: _Optional[_Union[GpuTelemetry, _Mapping]] = ..., stale: _Optional[bool] = ..., sampled_at: _Optional[float] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., job_id: _Optional[str] = ...) -> None: ...
+
+class Node(_message.Message):
+    __slots__ = ("name", "state", "reason", "reason_by", "reason_time", "inventory", "gpus", "gpus_total", "gpus_free", "last_heartbeat", "address", "engine_healthy", "engine_error", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REASON_BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_TIME_FIELD_NUMBER: _ClassVar[int]
+    INVENTORY_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FREE_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_ERROR_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    state: str
+    reason: str
+    reason_by: str
+    reason_time: float
+    inventory: Inventory
+    gpus: _containers.RepeatedCompositeFieldContainer[GpuStatus]
+    gpus_total: int
+    gpus_free: int
+    last_heartbeat: float
+    address: str
+    engine_healthy: bool
+    engine_error: str
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ListNodesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListNodesResponse(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[Node]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+
+class GetNodeRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class AttemptStatus(_message.Message):
+    __slots__ = ("job_id", "attempt", "container_id", "running")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    attempt: int
+    container_id: str
+    running: bool
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., container_id: _Optional[str] = ..., running: _Optional[bool] = ...) -> None: ...
+
+class Hello(_message.Message):
+    __slots__ = ("node_name", "token", "agent_version", "inventory", "attempts", "address")
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    INVENTORY_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node_name: str
+    token: str
+    agent_version: str
+    inventory: Inventory
+    attempts: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
+    address: str
+    def __init__(self, node_name: _Optional[str] = ..., token: _Optional[str] = ..., agent_version: _Optional[str] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., address: _Optional[str] = ...) -> None: ...
+
+class Heartbeat(_message.Message):
+    __slots__ = ("gpus", "attempts", "engine_healthy", "engine_error", "time")
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_ERROR_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    gpus: _containers.RepeatedCompositeFieldContainer[GpuTelemetry]
+    attempts: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
+    engine_healthy: bool
+    engine_error: str
+    time: float
+    def __init__(self, gpus: _Optional[_Iterable[_Union[GpuTelemetry, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., time: _Optional[float] = ...) -> None: ...
+
+class AgentJobEvent(_message.Message):
+    __slots__ = ("job_id", "attempt", "kind", "exit_code", "oom_killed", "message", "time", "engine_fault")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    OOM_KILLED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FAULT_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    attempt: int
+    kind: JobEventKind
+    exit_code: int
+    oom_killed: bool
+    message: str
+    time: float
+    engine_fault: bool
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[_Union[JobEventKind, str]] = ..., exit_code: _Optional[int] = ..., oom_killed: _Optional[bool] = ..., message: _Optional[str] = ..., time: _Optional[float] = ..., engine_fault: _Optional[bool] = ...) -> None: ...
+
+class LogData(_message.Message):
+    __slots__ = ("request_id", "data", "eof", "error")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    EOF_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    data: bytes
+    eof: bool
+    error: str
+    def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class AgentMessage(_message.Message):
+    __slots__ = ("hello", "heartbeat", "job_event", "log_data")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    JOB_EVENT_FIELD_NUMBER: _ClassVar[int]
+    LOG_DATA_FIELD_NUMBER: _ClassVar[int]
+    hello: Hello
+    heartbeat: Heartbeat
+    job_event: AgentJobEvent
+    log_data: LogData
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ...) -> None: ...
+
+class LaunchOrder(_message.Message):
+    __slots__ = ("job_id", "attempt", "spec", "gpu_indices", "gpu_uuids", "env", "deadline", "time_limit", "display_id", "host_network")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    GPU_INDICES_FIELD_NUMBER: _ClassVar[int]
+    GPU_UUIDS_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_NETWORK_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    attempt: int
+    spec: JobSpec
+    gpu_indices: _containers.RepeatedScalarFieldContainer[int]
+    gpu_uuids: _containers.RepeatedScalarFieldContainer[str]
+    env: _containers.ScalarMap[str, str]
+    deadline: float
+    time_limit: float
+    display_id: str
+    host_network: bool
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., gpu_indices: _Optional[_Iterable[int]] = ..., gpu_uuids: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., deadline: _Optional[float] = ..., time_limit: _Optional[float] = ..., display_id: _Optional[str] = ..., host_network: _Optional[bool] = ...) -> None: ...
+
+class KillOrder(_message.Message):
+    __slots__ = ("job_id", "attempt", "reason", "grace")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    GRACE_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    attempt: int
+    reason: str
+    grace: float
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., reason: _Optional[str] = ..., grace: _Optional[float] = ...) -> None: ...
+
+class LogRequest(_message.Message):
+    __slots__ = ("request_id", "job_id", "attempt", "follow", "cancel")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    job_id: int
+    attempt: int
+    follow: bool
+    cancel: bool
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ..., cancel: _Optional[bool] = ...) -> None: ...
+
+class Welcome(_message.Message):
+    __slots__ = ("heartbeat_interval", "keep", "scheduler_version")
+    HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    heartbeat_interval: float
+    keep: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
+    scheduler_version: str
+    def __init__(self, heartbeat_interval: _Optional[float] = ..., keep: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., scheduler_version: _Optional[str] = ...) -> None: ...
+
+class EventAck(_message.Message):
+    __slots__ = ("job_id", "attempt")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    attempt: int
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class SchedulerMessage(_message.Message):
+    __slots__ = ("welcome", "launch", "kill", "log_request", "ack")
+    WELCOME_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_FIELD_NUMBER: _ClassVar[int]
+    KILL_FIELD_NUMBER: _ClassVar[int]
+    LOG_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    welcome: Welcome
+    launch: LaunchOrder
+    kill: KillOrder
+    log_request: LogRequest
+    ack: EventAck
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,344 @@
+"""protobuf <-> domain conversion for the scheduler (the only scheduler module that imports
+generated code besides the servicers that receive it)."""
+
+from __future__ import annotations
+
+from rota.jobspec import DEFAULT_SHM_SIZE, JobSpec, Mount
+from rota.scheduler.cluster.messages import (
+    AgentEvent,
+    AgentOrder,
+    EventAck,
+    GpuInfo,
+    GpuLink,
+    GpuProcess,
+    GpuTelemetry,
+    Heartbeat,
+    Hello,
+    Inventory,
+    KillOrder,
+    LaunchOrder,
+    LogData,
+    RunningAttempt,
+    Welcome,
+)
+from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
+from rota.scheduler.cluster.status import NodeStatus
+from rota.states import JobState
+from rota.v1 import rota_pb2 as pb
+
+_STATE_TO_PB = {s: pb.JobState.Value(s.value) for s in JobState}
+_PB_TO_STATE = {v: k for k, v in _STATE_TO_PB.items()}
+
+
+def state_to_pb(state: JobState) -> int:
+    return _STATE_TO_PB[state]
+
+
+def state_from_pb(value: int) -> JobState:
+    if value not in _PB_TO_STATE:
+        raise ValueError(f"unknown job state number {value}")
+    return _PB_TO_STATE[value]
+
+
+def spec_from_pb(msg: pb.JobSpec) -> JobSpec:
+    """A domain JobSpec from the wire; structural checks happen in Core."""
+    res = msg.resources
+    return JobSpec(
+        image=msg.image,
+        command=tuple(msg.command),
+        name=msg.name,
+        gpus=res.gpus,
+        gpu_type=res.gpu_type,
+        gpu_memory=res.gpu_memory,
+        cpus=res.cpus,
+        memory=res.memory,
+        nodes=msg.nodes or 1,
+        time_limit=msg.time_limit,
+        account=msg.account,
+        qos=msg.qos,
+        priority=msg.priority,
+        preemptible=msg.preemptible,
+        requeue=msg.requeue,
+        dependency=msg.dependency,
+        begin_time=msg.begin_time,
+        array=msg.array,
+        reservation=msg.reservation,
+        node_selector=dict(msg.node_selector),
+        exclusive=msg.exclusive,
+        env=dict(msg.env),
+        mounts=tuple(Mount(m.source, m.target, m.read_only) for m in msg.mounts),
+        workdir=msg.workdir,
+        shm_size=msg.shm_size or DEFAULT_SHM_SIZE,
+        pull=msg.pull or "missing",
+        hold=msg.hold,
+    )
+
+
+def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
+    return pb.JobSpec(
+        name=spec.name,
+        image=spec.image,
+        command=list(spec.command),
+        resources=pb.Resources(
+            gpus=spec.gpus,
+            gpu_type=spec.gpu_type,
+            gpu_memory=spec.gpu_memory,
+            cpus=spec.cpus,
+            memory=spec.memory,
+        ),
+        nodes=spec.nodes,
+        time_limit=spec.time_limit,
+        account=spec.account,
+        qos=spec.qos,
+        priority=spec.priority,
+        preemptible=spec.preemptible,
+        requeue=spec.requeue,
+        dependency=spec.dependency,
+        begin_time=spec.begin_time,
+        array=spec.array,
+        reservation=spec.reservation,
+        node_selector=dict(spec.node_selector),
+        exclusive=spec.exclusive,
+        env=dict(spec.env),
+        mounts=[
+            pb.Mount(source=m.source, target=m.target, read_only=m.read_only) for m in spec.mounts
+        ],
+        workdir=spec.workdir,
+        shm_size=spec.shm_size,
+        pull=spec.pull,
+        hold=spec.hold,
+    )
+
+
+def job_to_pb(job: JobRecord, events: list[JobEvent] | None = None) -> pb.Job:
+    msg = pb.Job(
+        id=job.display_id,
+        job_id=job.id,
+        array_job_id=job.array_job_id or 0,
+        array_task_id=job.array_task_id if job.array_task_id is not None else -1,
+        name=job.name,
+        user=job.user,
+        account=job.account,
+        state=state_to_pb(job.state),
+        state_code=job.state.code,
+        reason=job.reason,
+        has_exit_code=job.exit_code is not None,
+        exit_code=job.exit_code or 0,
+        attempt=job.attempt,
+        nodes=job.node_names,
+        gpus=job.spec.gpus,
+        submit_time=job.submit_time,
+        start_time=job.start_time or 0.0,
+        end_time=job.end_time or 0.0,
+        time_limit=job.time_limit,
+        spec=spec_to_pb(job.spec),
+        estimated_start=job.estimated_start or 0.0,
+    )
+    for alloc in job.allocation:
+        msg.gpu_ids[alloc.node].indices.extend(alloc.gpus)
+        msg.gpu_ids[alloc.node].uuids.extend(alloc.uuids)
+    for ev in events or ():
+        msg.events.append(
+            pb.JobEvent(
+                time=ev.time,
+                old_state=ev.old_state,
+                new_state=ev.new_state,
+                reason=ev.reason,
+                attempt=ev.attempt,
+                kind=ev.kind,
+            )
+        )
+    return msg
+
+
+def inventory_from_pb(msg: pb.Inventory) -> Inventory:
+    return Inventory(
+        gpus=tuple(
+            GpuInfo(g.index, g.uuid, g.name, g.memory_total, g.pci_bus_id, g.compute_capability)
+            for g in msg.gpus
+        ),
+        links=tuple(GpuLink(link.a, link.b, link.level, link.p2p) for link in msg.links),
+        driver_version=msg.driver_version,
+        cuda_version=msg.cuda_version,
+        simulated=msg.simulated,
+        note=msg.note,
+        cpus=msg.cpus,
+        memory=msg.memory,
+        labels=dict(msg.labels),
+        gpu_mode=msg.gpu_mode,
+    )
+
+
+def inventory_to_pb(inv: Inventory) -> pb.Inventory:
+    return pb.Inventory(
+        gpus=[
+            pb.GpuInfo(
+                index=g.index,
+                uuid=g.uuid,
+                name=g.name,
+                memory_total=g.memory_total,
+                pci_bus_id=g.pci_bus_id,
+                compute_capability=g.compute_capability,
+            )
+            for g in inv.gpus
+        ],
+        links=[
+            pb.GpuLink(a=link.a, b=link.b, level=link.level, p2p=link.p2p) for link in inv.links
+        ],
+        driver_version=inv.driver_version,
+        cuda_version=inv.cuda_version,
+        simulated=inv.simulated,
+        note=inv.note,
+        cpus=inv.cpus,
+        memory=inv.memory,
+        labels=dict(inv.labels),
+        gpu_mode=inv.gpu_mode,
+    )
+
+
+def _attempts(msgs: list[pb.AttemptStatus]) -> tuple[RunningAttempt, ...]:
+    return tuple(RunningAttempt(a.job_id, a.attempt, a.container_id, a.running) for a in msgs)
+
+
+def telemetry_from_pb(msg: pb.GpuTelemetry) -> GpuTelemetry:
+    return GpuTelemetry(
+        index=msg.index,
+        uuid=msg.uuid,
+        utilization=msg.utilization,
+        memory_used=msg.memory_used,
+        temperature=msg.temperature,
+        power=msg.power,
+        error=msg.error,
+        processes=tuple(GpuProcess(p.pid, p.memory_used, p.job_id) for p in msg.processes),
+    )
+
+
+def telemetry_to_pb(t: GpuTelemetry) -> pb.GpuTelemetry:
+    return pb.GpuTelemetry(
+        index=t.index,
+        uuid=t.uuid,
+        utilization=t.utilization,
+        memory_used=t.memory_used,
+        temperature=t.temperature,
+        power=t.power,
+        error=t.error,
+        processes=[
+            pb.GpuProcess(pid=p.pid, memory_used=p.memory_used, job_id=p.job_id)
+            for p in t.processes
+        ],
+    )
+
+
+def hello_from_pb(msg: pb.Hello) -> Hello:
+    return Hello(
+        node_name=msg.node_name,
+        token=msg.token,
+        inventory=inventory_from_pb(msg.inventory),
+        attempts=_attempts(list(msg.attempts)),
+        address=msg.address,
+        agent_version=msg.agent_version,
+    )
+
+
+def heartbeat_from_pb(msg: pb.Heartbeat) -> Heartbeat:
+    return Heartbeat(
+        gpus=tuple(telemetry_from_pb(t) for t in msg.gpus),
+        attempts=_attempts(list(msg.attempts)),
+        engine_healthy=msg.engine_healthy,
+        engine_error=msg.engine_error,
+    )
+
+
+def event_from_pb(msg: pb.AgentJobEvent) -> AgentEvent:
+    return AgentEvent(
+        job_id=msg.job_id,
+        attempt=msg.attempt,
+        kind=pb.JobEventKind.Name(msg.kind),
+        exit_code=msg.exit_code,
+        oom_killed=msg.oom_killed,
+        message=msg.message,
+        time=msg.time,
+        engine_fault=msg.engine_fault,
+    )
+
+
+def log_data_from_pb(msg: pb.LogData) -> LogData:
+    return LogData(msg.request_id, msg.data, msg.eof, msg.error)
+
+
+def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
+    if isinstance(order, LaunchOrder):
+        return pb.SchedulerMessage(
+            launch=pb.LaunchOrder(
+                job_id=order.job_id,
+                attempt=order.attempt,
+                spec=spec_to_pb(order.spec),
+                gpu_indices=list(order.gpu_indices),
+                gpu_uuids=list(order.gpu_uuids),
+                env=dict(order.env),
+                time_limit=order.time_limit,
+                display_id=order.display_id,
+                host_network=order.host_network,
+            )
+        )
+    if isinstance(order, KillOrder):
+        return pb.SchedulerMessage(
+            kill=pb.KillOrder(
+                job_id=order.job_id, attempt=order.attempt, reason=order.reason, grace=order.grace
+            )
+        )
+    if isinstance(order, EventAck):
+        return pb.SchedulerMessage(ack=pb.EventAck(job_id=order.job_id, attempt=order.attempt))
+    if isinstance(order, Welcome):
+        return pb.SchedulerMessage(
+            welcome=pb.Welcome(
+                heartbeat_interval=order.heartbeat_interval,
+                keep=[pb.AttemptStatus(job_id=a.job_id, attempt=a.attempt) for a in order.keep],
+            )
+        )
+    return pb.SchedulerMessage(
+        log_request=pb.LogRequest(
+            request_id=order.request_id,
+            job_id=order.job_id,
+            attempt=order.attempt,
+            follow=order.follow,
+            cancel=order.cancel,
+        )
+    )
+
+
+def node_to_pb(node: NodeState, status: NodeStatus) -> pb.Node:
+    """A node for ``ginfo`` with every GPU's state, holder and latest telemetry."""
+    holders, stale = status.holders, status.stale
+    msg = pb.Node(
+        name=node.name,
+        state=status.state,
+        reason=status.reason,
+        reason_by=node.reason_by,
+        reason_time=node.reason_time or 0.0,
+        inventory=inventory_to_pb(node.inventory),
+        gpus_total=node.gpu_count,
+        gpus_free=sum(1 for g in node.inventory.gpus if g.index not in holders),
+        last_heartbeat=node.last_heartbeat or 0.0,
+        address=node.address,
+        engine_healthy=node.engine_healthy,
+        engine_error=node.engine_error,
+        labels={**node.inventory.labels, **node.labels},
+    )
+    telemetry = {t.index: t for t in node.telemetry}
+    for gpu in node.inventory.gpus:
+        t = telemetry.get(gpu.index)
+        holder = holders.get(gpu.index, "")
+        gpu_state = "unhealthy" if t and t.error else ("allocated" if holder else "idle")
+        status = pb.GpuStatus(
+            info=inventory_to_pb(Inventory(gpus=(gpu,))).gpus[0],
+            stale=stale,
+            sampled_at=node.telemetry_time or 0.0,
+            state=gpu_state,
+            reason=t.error if t else "",
+            job_id=holder,
+        )
+        if t is not None:
+            status.telemetry.CopyFrom(telemetry_to_pb(t))
+        msg.gpus.append(status)
+    return msg

@@ -1,0 +1,101 @@
+"""The scheduler's in-memory cluster model: active jobs and known nodes.
+
+It mirrors committed database rows (it is rebuilt from them at start-up) and is touched only by
+the core thread, so it never disagrees with the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rota.jobspec import JobSpec
+from rota.scheduler.cluster.messages import GpuTelemetry, Inventory, RunningAttempt
+from rota.states import JobState
+
+
+@dataclass(slots=True)
+class NodeAlloc:
+    """What one job holds on one node (host GPU indices and their UUIDs)."""
+
+    node: str
+    gpus: tuple[int, ...]
+    uuids: tuple[str, ...] = ()
+    cpus: float = 0.0
+    memory: int = 0
+
+
+@dataclass(slots=True)
+class JobRecord:
+    """A job as the scheduler tracks it. ``allocation`` is in gang rank order."""
+
+    id: int
+    name: str
+    user: str
+    account: str
+    spec: JobSpec
+    state: JobState
+    submit_time: float
+    time_limit: float
+    reason: str = ""
+    exit_code: int | None = None
+    attempt: int = 0
+    start_time: float | None = None
+    end_time: float | None = None
+    held: str = ""
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    allocation: list[NodeAlloc] = field(default_factory=list)
+    stop_state: str = ""
+    estimated_start: float | None = None
+
+    @property
+    def display_id(self) -> str:
+        """``123``, or ``123_4`` for task 4 of array job 123."""
+        if self.array_job_id is not None:
+            return f"{self.array_job_id}_{self.array_task_id}"
+        return str(self.id)
+
+    @property
+    def node_names(self) -> list[str]:
+        return [a.node for a in self.allocation]
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """A transition or notable event, as stored and shown by ``gcontrol show job``."""
+
+    job_id: int
+    time: float
+    attempt: int
+    old_state: str
+    new_state: str
+    reason: str
+    kind: str = "state"
+
+
+@dataclass(slots=True)
+class NodeState:
+    """A node as the scheduler sees it: registration, connection, inventory and telemetry."""
+
+    name: str
+    token_hash: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    admin_state: str = ""  # "" or "DRAIN"
+    reason: str = ""
+    reason_by: str = ""
+    reason_time: float | None = None
+    inventory: Inventory = field(default_factory=Inventory)
+    address: str = ""
+    connected: bool = False
+    session: int = 0  # id of the live agent stream, 0 when none
+    last_heartbeat: float | None = None
+    down_since: float | None = None
+    engine_healthy: bool = True
+    engine_error: str = ""
+    telemetry: tuple[GpuTelemetry, ...] = ()
+    telemetry_time: float | None = None
+    attempts: tuple[RunningAttempt, ...] = ()
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.inventory.gpus)

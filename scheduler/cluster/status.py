@@ -1,0 +1,46 @@
+"""How a node is shown: its SLURM-style state, reason, which job holds each GPU, staleness."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rota.scheduler.cluster.model import JobRecord, NodeState
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStatus:
+    state: str  # IDLE MIXED ALLOCATED DRAINING DRAINED DOWN
+    reason: str
+    holders: dict[int, str]  # GPU index -> display id of the job holding it
+    stale: bool  # telemetry older than the stale window
+
+
+def node_status(
+    node: NodeState, active: Iterable[JobRecord], now: float, stale_after: float
+) -> NodeStatus:
+    """Derive the displayed state of ``node`` from its connection, admin state and jobs."""
+    holders: dict[int, str] = {}
+    busy = False
+    for job in active:
+        for alloc in job.allocation:
+            if alloc.node == node.name:
+                busy = True
+                holders.update(dict.fromkeys(alloc.gpus, job.display_id))
+    stale = node.telemetry_time is None or now - node.telemetry_time > stale_after
+    if not node.connected:
+        return NodeStatus("DOWN", node.reason or "agent not connected", holders, True)
+    if node.admin_state:
+        return NodeStatus("DRAINING" if busy else "DRAINED", node.reason, holders, stale)
+    if not node.engine_healthy:
+        return NodeStatus(
+            "DOWN", f"container engine unhealthy: {node.engine_error}", holders, stale
+        )
+    total = node.gpu_count
+    if not busy:
+        state = "IDLE"
+    elif total and len(holders) >= total:
+        state = "ALLOCATED"
+    else:
+        state = "MIXED" if total else "ALLOCATED"
+    return NodeStatus(state, "", holders, stale)

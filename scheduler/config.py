@@ -1,0 +1,71 @@
+"""Scheduler settings: defaults, overridden by a YAML file, overridden by flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rota.paths import DEFAULT_ADDRESS, data_dir
+from rota.units import parse_duration
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Everything the daemon reads at start-up. Durations are seconds."""
+
+    listen: str = DEFAULT_ADDRESS
+    database_url: str = ""  # empty: SQLite file in the data directory
+    policy: str = "first-fit"
+    default_time_limit: float = 24 * 3600.0
+    max_time_limit: float = 0.0  # 0 = unlimited
+    heartbeat_interval: float = 2.0
+    node_timeout: float = 30.0  # no heartbeat for this long: node DOWN
+    node_grace: float = 300.0  # DOWN this long with jobs: they end NODE_FAIL
+    kill_grace: float = 10.0  # SIGTERM -> SIGKILL
+    max_requeue: int = 3
+    tick_interval: float = 5.0  # periodic pass and housekeeping
+    master_port_range: tuple[int, int] = (29500, 29999)  # MASTER_PORT of gang jobs
+    open_registration: bool = False  # accept any node name without a token (demos, tests)
+
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy URL, defaulting to ``sqlite:///<data dir>/scheduler.db``."""
+        if self.database_url:
+            return self.database_url
+        path = data_dir() / "scheduler.db"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{path}"
+
+
+_DURATIONS = {
+    "default_time_limit",
+    "max_time_limit",
+    "heartbeat_interval",
+    "node_timeout",
+    "node_grace",
+    "kill_grace",
+    "tick_interval",
+}
+
+
+def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
+    """Read ``path`` (its ``scheduler:`` section or the whole file), then apply overrides.
+
+    Unknown keys raise ValueError naming them; None overrides are ignored.
+    """
+    values: dict[str, Any] = {}
+    if path is not None:
+        raw = yaml.safe_load(path.read_text()) or {}
+        section = raw.get("scheduler", raw) if isinstance(raw, dict) else {}
+        values.update(section)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    known = {f.name for f in fields(SchedulerConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown scheduler setting(s) {unknown}; known: {sorted(known)}")
+    for key in _DURATIONS & set(values):
+        if isinstance(values[key], str):
+            values[key] = parse_duration(values[key])
+    return replace(SchedulerConfig(), **values)

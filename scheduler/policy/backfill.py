@@ -1,0 +1,141 @@
+"""The pass every queue policy shares: jobs in a given order, conservative backfill, reasons.
+
+Jobs are taken in the policy's order. A job that fits now (``state.ClusterState.find``:
+enough free resources that no reservation needs before its time limit ends) starts on the
+best-fit nodes. The first ``backfill_depth`` jobs that do not fit get a reservation at their
+earliest start (``Plan.est_start``), which every later job must leave intact; with backfill
+off (strict FIFO) nothing behind the first blocked job starts. Reasons: the service's
+``blocked`` reason, else a limit, else ``Resources`` for the first job that waits for
+resources and ``Priority`` for those behind it, ``NodeDown`` / ``BadConstraints`` when no
+schedulable / registered node could ever run it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from rota.scheduler.policy import reasons
+from rota.scheduler.policy.fit import node_matches
+from rota.scheduler.policy.limits import LimitCounter
+from rota.scheduler.policy.preemption import Preemptor
+from rota.scheduler.policy.snapshot import (
+    Allocation,
+    PendingJob,
+    Placement,
+    Plan,
+    RunningJob,
+    Snapshot,
+)
+from rota.scheduler.policy.state import INF, ClusterState, constraint_key
+
+Duration = Callable[[PendingJob], float]
+RunningEnd = Callable[[RunningJob], float]
+_Shape = tuple[int, float, float, int]  # gpus, duration, cpus, memory
+
+
+def run_pass(
+    snapshot: Snapshot,
+    ordered: Iterable[PendingJob],
+    *,
+    duration: Duration,
+    running_end: RunningEnd,
+    backfill: bool = True,
+    preemption: bool = False,
+) -> Plan:
+    """Plan one pass over ``ordered`` (every pending job, highest priority first).
+
+    ``duration`` is how long a pending job is assumed to run once started and
+    ``running_end`` when a running job is assumed to end (time limits, or true durations for
+    the oracle).
+    """
+    cfg = snapshot.config
+    now = snapshot.now
+    state = ClusterState(snapshot.nodes, snapshot.running, now, running_end)
+    limits = LimitCounter(cfg.limits, snapshot.running, snapshot.pending)
+    preemptor = (
+        Preemptor(state, snapshot.running, cfg, running_end)
+        if preemption and cfg.preemption
+        else None
+    )
+    depth = cfg.backfill_depth if backfill else 1
+    placements: list[Placement] = []
+    preempted: list[int] = []
+    why: dict[int, str] = {}
+    est: dict[int, float] = {}
+    failed: dict[tuple[object, int, bool], list[_Shape]] = {}
+    reserved = 0
+    waiting = False  # an eligible job ahead waits for resources
+    frozen = False  # strict FIFO: the first blocked job stops everything behind it
+    for job in ordered:
+        if job.blocked is not None:
+            why[job.id] = job.blocked
+            continue
+        limit_reason = limits.check(job)
+        if limit_reason is not None:
+            why[job.id] = limit_reason
+            continue
+        if frozen:
+            why[job.id] = reasons.PRIORITY
+            continue
+        if (
+            not snapshot.full_reasons
+            and state.total_free == 0
+            and (preemptor is None or not preemptor.possible)
+        ):
+            break
+        key = constraint_key(job)
+        length = duration(job)
+        shape = (job.gpus, length, job.cpus, job.memory)
+        fkey = (key, job.nodes, job.exclusive)
+        known = failed.get(fkey)
+        if known is None or not any(_dominates(f, shape) for f in known):
+            nodes = state.find(job, key, now + length)
+            if nodes is not None:
+                allocs = []
+                for node in nodes:
+                    gpus = state.gpus_for(job, node, key)
+                    state.take(node, gpus, job.cpus, job.memory, job.exclusive, now + length)
+                    allocs.append(Allocation(node.view.name, gpus, job.cpus, job.memory))
+                placements.append(Placement(job.id, tuple(allocs)))
+                limits.add(job)
+                continue
+            failed.setdefault(fkey, []).append(shape)
+        if not state.matching(job, key):
+            capable = any(node_matches(job, n) for n in snapshot.nodes)
+            why[job.id] = reasons.NODE_DOWN if capable else reasons.BAD_CONSTRAINTS
+            continue
+        why[job.id] = reasons.PRIORITY if waiting else reasons.RESOURCES
+        waiting = True
+        if reserved >= depth:
+            continue
+        reserved += 1
+        if preemptor is not None and preemptor.possible:
+            plan = preemptor.plan(job, key, length)
+            if plan is not None:
+                victims, nodes = plan
+                preempted.extend(victims)
+                state.reserve(nodes, -1 if job.exclusive else job.gpus, now, now + length)
+                est[job.id] = now
+                continue
+        if snapshot.full_reasons or state.total_free > 0:
+            start, nodes = state.earliest(job, key, length)
+            if start < INF:
+                state.reserve(nodes, -1 if job.exclusive else job.gpus, start, start + length)
+                est[job.id] = start
+        frozen = not backfill
+    return Plan(
+        placements=tuple(placements),
+        preemptions=tuple(preempted),
+        reasons=why,
+        est_start=est,
+    )
+
+
+def _dominates(failed: _Shape, shape: _Shape) -> bool:
+    """A job at least as large and as long as one that did not fit does not fit either."""
+    return (
+        shape[0] >= failed[0]
+        and shape[1] >= failed[1]
+        and shape[2] >= failed[2]
+        and shape[3] >= failed[3]
+    )

@@ -1,0 +1,40 @@
+"""``sjf-oracle``: shortest true duration first, with backfill on true durations.
+
+A reference that cannot exist in production: it reads ``true_duration``, which only the
+simulator sets (jobs without it fall back to their time limit). It shows how much room a
+policy that does not know durations has left.
+"""
+
+from __future__ import annotations
+
+from rota.scheduler.policy.backfill import run_pass
+from rota.scheduler.policy.snapshot import PendingJob, Plan, RunningJob, Snapshot
+
+
+def _duration(snapshot: Snapshot, job: PendingJob) -> float:
+    if job.true_duration is not None:
+        return job.true_duration
+    return snapshot.config.limit_of(job.time_limit)
+
+
+def ordered(snapshot: Snapshot) -> list[PendingJob]:
+    """Pending jobs by true duration, then GPUs, submission time and id."""
+    return sorted(
+        snapshot.pending,
+        key=lambda j: (_duration(snapshot, j), j.gpus * j.nodes, j.submit_time, j.id),
+    )
+
+
+def decide(snapshot: Snapshot) -> Plan:
+    """Plan in order of true duration, backfilling on true durations."""
+    cfg = snapshot.config
+
+    def duration(job: PendingJob) -> float:
+        return _duration(snapshot, job)
+
+    def running_end(job: RunningJob) -> float:
+        if job.true_duration is not None:
+            return job.start_time + job.true_duration
+        return job.start_time + cfg.limit_of(job.time_limit)
+
+    return run_pass(snapshot, ordered(snapshot), duration=duration, running_end=running_end)

@@ -1,0 +1,290 @@
+"""Mutable per-pass cluster state: free resources now and free GPUs over time per node.
+
+Each node keeps the GPUs free now and a step profile of how its free GPU count changes later
+(running jobs release theirs at start + time limit; reservations take theirs during their
+window). A job fits now on a node when it gets enough GPUs, CPUs and memory now and the
+profile never drops below its GPU count before its time limit ends, so a job placed now
+never delays a reservation. Profiles count GPUs only: CPUs and memory are checked now, not
+reserved ahead (jobs that need them but no GPU are rare); GPU-type filters are checked on
+the GPUs free now, and profiles assume a node's GPUs are alike.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import insort
+from collections.abc import Callable, Iterable
+
+from rota.scheduler.policy.fit import _gpu_ok, node_matches
+from rota.scheduler.policy.snapshot import GpuView, NodeView, PendingJob, RunningJob
+from rota.scheduler.policy.topology import choose_gpus
+
+INF = math.inf
+ConstraintKey = tuple[str, int, tuple[tuple[str, str], ...]] | None
+
+
+def constraint_key(job: PendingJob) -> ConstraintKey:
+    """Static constraints of a job (None: any node will do)."""
+    if not job.node_selector and not job.gpu_type and not job.gpu_memory:
+        return None
+    return (job.gpu_type, job.gpu_memory, tuple(sorted(job.node_selector.items())))
+
+
+def window_ok(
+    level: int, changes: list[tuple[float, int]], gpus: int, start: float, end: float
+) -> bool:
+    """Whether a profile (free GPUs now, sorted changes) keeps ``gpus`` free over ``[start, end)``.
+
+    Changes at one instant net out before the level is compared.
+    """
+    n = len(changes)
+    i = 0
+    while i < n and changes[i][0] <= start:
+        level += changes[i][1]
+        i += 1
+    if level < gpus:
+        return False
+    while i < n and changes[i][0] < end:
+        when = changes[i][0]
+        while i < n and changes[i][0] == when:
+            level += changes[i][1]
+            i += 1
+        if level < gpus:
+            return False
+    return True
+
+
+class NodeState:
+    """One node during a pass."""
+
+    __slots__ = (
+        "changes",
+        "cpus",
+        "free",
+        "gpu_by_index",
+        "idx",
+        "memory",
+        "reserved",
+        "stopping",
+        "total",
+        "used",
+        "view",
+    )
+
+    def __init__(self, idx: int, view: NodeView) -> None:
+        self.idx = idx
+        self.view = view
+        self.gpu_by_index: dict[int, GpuView] = {g.index: g for g in view.gpus}
+        self.free: list[int] = sorted(g.index for g in view.gpus if g.allocatable)
+        self.total = len(self.free)
+        self.cpus = view.cpus
+        self.memory = view.memory
+        self.used = False
+        self.reserved = False  # some reservation takes GPUs here later
+        self.stopping = 0  # GPUs held by jobs that were told to stop
+        self.changes: list[tuple[float, int]] = []  # (time, delta of free GPUs), sorted
+
+    def window_ok(self, gpus: int, start: float, end: float) -> bool:
+        """Whether ``gpus`` GPUs stay free over ``[start, end)``."""
+        return window_ok(len(self.free), self.changes, gpus, start, end)
+
+    def earliest(self, gpus: int, duration: float, after: float) -> float:
+        """Earliest ``t >= after`` with ``gpus`` GPUs free over ``[t, t + duration)``; INF if never."""
+        candidates = [after] + [when for when, delta in self.changes if when > after and delta > 0]
+        for t in candidates:
+            if self.window_ok(gpus, t, t + duration):
+                return t
+        return INF
+
+    def lower_bound(self, gpus: int, after: float) -> float:
+        """A time before which ``gpus`` GPUs cannot be free (ignores reservations)."""
+        level = len(self.free)
+        if level >= gpus:
+            return after
+        for when, delta in self.changes:
+            if delta > 0:
+                level += delta
+                if level >= gpus:
+                    return max(after, when)
+        return INF
+
+
+class ClusterState:
+    """Free resources of every node, indexed by free GPU count for best-fit placement."""
+
+    def __init__(
+        self,
+        nodes: Iterable[NodeView],
+        running: Iterable[RunningJob],
+        now: float,
+        end_of: Callable[[RunningJob], float],
+    ) -> None:
+        self.now = now
+        self.nodes = [NodeState(i, v) for i, v in enumerate(nodes)]
+        self.by_name = {n.view.name: n for n in self.nodes}
+        self._match: dict[tuple[ConstraintKey, int], list[NodeState]] = {}
+        for job in running:
+            end = now if job.stopping else max(now, end_of(job))
+            for alloc in job.allocations:
+                node = self.by_name.get(alloc.node)
+                if node is None:
+                    continue
+                if job.exclusive:
+                    taken, node.free = node.free, []
+                else:
+                    held = set(alloc.gpu_indices)
+                    taken = [g for g in node.free if g in held]
+                    node.free = [g for g in node.free if g not in held]
+                node.cpus -= alloc.cpus
+                node.memory -= alloc.memory
+                node.used = True
+                n_taken = len(taken)
+                if job.stopping:
+                    node.stopping += n_taken
+                if n_taken:
+                    node.changes.append((end, n_taken))
+        width = max((n.total for n in self.nodes), default=0)
+        self.buckets: list[list[int]] = [[] for _ in range(width + 1)]
+        self.total_free = 0
+        for node in self.nodes:
+            node.changes.sort()
+            if node.view.schedulable:
+                self.buckets[len(node.free)].append(node.idx)
+                self.total_free += len(node.free)
+
+    def matching(self, job: PendingJob, key: ConstraintKey) -> list[NodeState]:
+        """Schedulable nodes that could ever run ``job`` (static constraints and totals)."""
+        cache_key = (key, job.gpus)
+        nodes = self._match.get(cache_key)
+        if nodes is None:
+            nodes = [n for n in self.nodes if n.view.schedulable and node_matches(job, n.view)]
+            self._match[cache_key] = nodes
+        return nodes
+
+    def _fits(self, job: PendingJob, node: NodeState, key: ConstraintKey, end: float) -> bool:
+        if job.exclusive:
+            if node.used or len(node.free) < node.total:
+                return False
+            need = node.total
+        else:
+            need = job.gpus
+        if job.cpus and node.view.cpus and job.cpus > node.cpus:
+            return False
+        if job.memory and node.view.memory and job.memory > node.memory:
+            return False
+        if key is not None:
+            if not node_matches(job, node.view):
+                return False
+            if key[0] or key[1]:
+                usable = [i for i in node.free if _gpu_ok(job, *_name_mem(node, i))]
+                if len(usable) < job.gpus:
+                    return False
+        return not node.reserved or node.window_ok(need, self.now, end)
+
+    def find(self, job: PendingJob, key: ConstraintKey, end: float) -> list[NodeState] | None:
+        """Best-fit nodes (fewest free GPUs first) where ``job`` fits now until ``end``."""
+        if job.gpus * job.nodes > self.total_free:
+            return None
+        chosen: list[NodeState] = []
+        for count in range(job.gpus, len(self.buckets)):
+            for idx in self.buckets[count]:
+                node = self.nodes[idx]
+                if self._fits(job, node, key, end):
+                    chosen.append(node)
+                    if len(chosen) == job.nodes:
+                        return chosen
+        return None
+
+    def gpus_for(self, job: PendingJob, node: NodeState, key: ConstraintKey) -> tuple[int, ...]:
+        """The GPU indices ``job`` gets on ``node`` (closest interconnect first)."""
+        free = node.free
+        if key is not None and (key[0] or key[1]):
+            free = [i for i in free if _gpu_ok(job, *_name_mem(node, i))]
+        return choose_gpus(free, job.gpus, node.view.links)
+
+    def take(
+        self,
+        node: NodeState,
+        gpus: tuple[int, ...],
+        cpus: float,
+        memory: int,
+        exclusive: bool,
+        end: float,
+    ) -> None:
+        """A job placed now holds these resources until ``end``."""
+        self._drop_bucket(node)
+        taken = list(node.free) if exclusive else list(gpus)
+        held = set(taken)
+        before = len(node.free)
+        node.free = [g for g in node.free if g not in held]
+        node.cpus -= cpus
+        node.memory -= memory
+        node.used = True
+        self.total_free -= before - len(node.free)
+        self._add_bucket(node)
+        if taken:
+            insort(node.changes, (end, len(taken)))
+
+    def reserve(self, nodes: Iterable[NodeState], gpus: int, start: float, end: float) -> None:
+        """Set ``gpus`` GPUs of each node aside over ``[start, end)`` for a blocked job."""
+        for node in nodes:
+            need = node.total if gpus < 0 else gpus
+            insort(node.changes, (start, -need))
+            insort(node.changes, (end, need))
+            node.reserved = True
+
+    def earliest(
+        self, job: PendingJob, key: ConstraintKey, duration: float
+    ) -> tuple[float, list[NodeState]]:
+        """Earliest start of ``job`` on schedulable nodes and the nodes it would get there."""
+        nodes = self.matching(job, key)
+        bounds = sorted((n.lower_bound(self._need(job, n), self.now), n.idx) for n in nodes)
+        if job.nodes == 1:
+            best, best_node = INF, None
+            for bound, idx in bounds:
+                if bound >= best:
+                    break
+                node = self.nodes[idx]
+                t = node.earliest(self._need(job, node), duration, bound)
+                if t < best:
+                    best, best_node = t, node
+            return (best, [best_node]) if best_node is not None else (INF, [])
+        starts = sorted(
+            (self.nodes[idx].earliest(self._need(job, self.nodes[idx]), duration, bound), idx)
+            for bound, idx in bounds
+            if bound < INF
+        )
+        if len(starts) < job.nodes:
+            return INF, []
+        for t, _ in starts[job.nodes - 1 :]:
+            if t == INF:
+                break
+            ok = [
+                self.nodes[idx]
+                for start, idx in starts
+                if start <= t
+                and (
+                    not self.nodes[idx].reserved
+                    or self.nodes[idx].window_ok(self._need(job, self.nodes[idx]), t, t + duration)
+                )
+            ]
+            if len(ok) >= job.nodes:
+                return t, ok[: job.nodes]
+        return INF, []
+
+    @staticmethod
+    def _need(job: PendingJob, node: NodeState) -> int:
+        return node.total if job.exclusive else job.gpus
+
+    def _drop_bucket(self, node: NodeState) -> None:
+        if node.view.schedulable:
+            self.buckets[len(node.free)].remove(node.idx)
+
+    def _add_bucket(self, node: NodeState) -> None:
+        if node.view.schedulable:
+            insort(self.buckets[len(node.free)], node.idx)
+
+
+def _name_mem(node: NodeState, index: int) -> tuple[str, int]:
+    gpu = node.gpu_by_index[index]
+    return gpu.name, gpu.memory_total

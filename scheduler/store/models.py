@@ -1,0 +1,86 @@
+"""SQLAlchemy tables: the database is the source of truth for jobs, events and nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every rota table."""
+
+
+class JobRow(Base):
+    """One job (or one array task). ``spec`` is the validated job file as JSON."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        Index("ix_jobs_state", "state"),
+        Index("ix_jobs_array", "array_job_id"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    array_job_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    array_task_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    name: Mapped[str] = mapped_column(String(128))
+    user: Mapped[str] = mapped_column(String(64), index=True)
+    account: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(String(512), default="")
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    submit_time: Mapped[float] = mapped_column(Float)
+    start_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    end_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    time_limit: Mapped[float] = mapped_column(Float)
+    held: Mapped[str] = mapped_column(String(8), default="")  # "", "user", "admin"
+    # {node: {"gpus": [indices], "uuids": [...], "cpus": float, "memory": int}} in gang rank order
+    allocation: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # the final state a stop was ordered for (COMPLETING -> this), e.g. CANCELLED
+    stop_state: Mapped[str] = mapped_column(String(16), default="")
+
+
+class JobEventRow(Base):
+    """A transition or notable event of a job (time, old, new, why)."""
+
+    __tablename__ = "job_events"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
+    time: Mapped[float] = mapped_column(Float)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    kind: Mapped[str] = mapped_column(String(16), default="state")
+    old_state: Mapped[str] = mapped_column(String(16), default="")
+    new_state: Mapped[str] = mapped_column(String(16), default="")
+    reason: Mapped[str] = mapped_column(Text, default="")
+
+
+class SubmitRequestRow(Base):
+    """An idempotency key: a retried SubmitJobs with this id returns these job ids."""
+
+    __tablename__ = "submit_requests"
+
+    request_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user: Mapped[str] = mapped_column(String(64))
+    job_ids: Mapped[list[str]] = mapped_column(JSON)
+
+
+class NodeRow(Base):
+    """A registered node: its join token (hashed), labels, admin state and last inventory."""
+
+    __tablename__ = "nodes"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(128), default="")
+    labels: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    admin_state: Mapped[str] = mapped_column(String(16), default="")  # "", DRAIN
+    reason: Mapped[str] = mapped_column(String(512), default="")
+    reason_by: Mapped[str] = mapped_column(String(64), default="")
+    reason_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    inventory: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    address: Mapped[str] = mapped_column(String(256), default="")
+    last_seen: Mapped[float | None] = mapped_column(Float, nullable=True)
