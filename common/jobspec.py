@@ -334,7 +334,8 @@ def parse_job_file(data: Any) -> JobSpec:
     for key, (attr, check) in _TOP_FIELDS.items():
         if key in data and data[key] is not None:
             values[attr] = check(key, data[key])
-    resources = data.get("resources") or {}
+    resources = data.get("resources")
+    resources = {} if resources is None else resources
     if not isinstance(resources, Mapping):
         raise SpecError("resources", f"expected a mapping, got {_type_name(resources)}")
     unknown_res = sorted(str(k) for k in resources if k not in _RESOURCE_FIELDS)

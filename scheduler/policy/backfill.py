@@ -30,7 +30,7 @@ from rota.scheduler.policy.state import INF, ClusterState, constraint_key
 
 Duration = Callable[[PendingJob], float]
 RunningEnd = Callable[[RunningJob], float]
-_Shape = tuple[int, float, float, int]  # gpus, duration, cpus, memory
+_Size = tuple[int, float, int]  # gpus, cpus, memory
 
 
 def run_pass(
@@ -62,7 +62,7 @@ def run_pass(
     preempted: list[int] = []
     why: dict[int, str] = {}
     est: dict[int, float] = {}
-    failed: dict[tuple[object, int, bool], list[_Shape]] = {}
+    failed: dict[tuple[object, int, bool], dict[_Size, float]] = {}
     reserved = 0
     waiting = False  # an eligible job ahead waits for resources
     frozen = False  # strict FIFO: the first blocked job stops everything behind it
@@ -85,10 +85,10 @@ def run_pass(
             break
         key = constraint_key(job)
         length = duration(job)
-        shape = (job.gpus, length, job.cpus, job.memory)
+        size = (job.gpus, job.cpus, job.memory)
         fkey = (key, job.nodes, job.exclusive)
         known = failed.get(fkey)
-        if known is None or not any(_dominates(f, shape) for f in known):
+        if known is None or not _known_misfit(known, size, length):
             nodes = state.find(job, key, now + length)
             if nodes is not None:
                 allocs = []
@@ -99,7 +99,8 @@ def run_pass(
                 placements.append(Placement(job.id, tuple(allocs)))
                 limits.add(job)
                 continue
-            failed.setdefault(fkey, []).append(shape)
+            known = failed.setdefault(fkey, {})
+            known[size] = min(length, known.get(size, INF))
         if not state.matching(job, key):
             capable = any(node_matches(job, n) for n in snapshot.nodes)
             why[job.id] = reasons.NODE_DOWN if capable else reasons.BAD_CONSTRAINTS
@@ -131,11 +132,13 @@ def run_pass(
     )
 
 
-def _dominates(failed: _Shape, shape: _Shape) -> bool:
-    """A job at least as large and as long as one that did not fit does not fit either."""
-    return (
-        shape[0] >= failed[0]
-        and shape[1] >= failed[1]
-        and shape[2] >= failed[2]
-        and shape[3] >= failed[3]
-    )
+def _known_misfit(known: dict[_Size, float], size: _Size, length: float) -> bool:
+    """Whether a job no smaller and no shorter than this one already failed to fit.
+
+    Within a pass resources only shrink, so such a job cannot fit either.
+    """
+    gpus, cpus, memory = size
+    for (g, c, m), shortest in known.items():
+        if gpus >= g and cpus >= c and memory >= m and length >= shortest:
+            return True
+    return False

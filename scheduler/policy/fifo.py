@@ -8,8 +8,12 @@ limits as run times; no preemption.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from rota.scheduler.policy.backfill import run_pass
 from rota.scheduler.policy.snapshot import PendingJob, Plan, RunningJob, Snapshot
+
+SUBMIT_ORDER = attrgetter("submit_time", "id")
 
 
 def _pass(snapshot: Snapshot, backfill: bool) -> Plan:
@@ -21,7 +25,7 @@ def _pass(snapshot: Snapshot, backfill: bool) -> Plan:
     def running_end(job: RunningJob) -> float:
         return job.start_time + cfg.limit_of(job.time_limit)
 
-    order = sorted(snapshot.pending, key=lambda j: (j.submit_time, j.id))
+    order = sorted(snapshot.pending, key=SUBMIT_ORDER)
     return run_pass(snapshot, order, duration=duration, running_end=running_end, backfill=backfill)
 
 

@@ -89,8 +89,7 @@ class Preemptor:
             for alloc in victim.job.allocations:
                 holder = self.state.by_name.get(alloc.node)
                 if holder is not None:
-                    gpus = len(alloc.gpu_indices)
-                    _move_release(holder, victim.end, now, gpus)
+                    holder.move_release(victim.end, now, len(alloc.gpu_indices))
         return sorted(victims), [s[4] for s in picked]
 
     def _window(self, node: NodeState, chosen: list[_Victim], need: int, end: float) -> bool:
@@ -105,10 +104,3 @@ class Preemptor:
             changes.append((now, gpus))
         changes.sort()
         return window_ok(len(node.free), changes, need, now, end)
-
-
-def _move_release(node: NodeState, old: float, new: float, gpus: int) -> None:
-    if (old, gpus) in node.changes:
-        node.changes.remove((old, gpus))
-    node.changes.append((new, gpus))
-    node.changes.sort()

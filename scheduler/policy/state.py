@@ -16,7 +16,7 @@ from bisect import insort
 from collections.abc import Callable, Iterable
 
 from rota.scheduler.policy.fit import _gpu_ok, node_matches
-from rota.scheduler.policy.snapshot import GpuView, NodeView, PendingJob, RunningJob
+from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 from rota.scheduler.policy.topology import choose_gpus
 
 INF = math.inf
@@ -61,9 +61,9 @@ class NodeState:
         "changes",
         "cpus",
         "free",
-        "gpu_by_index",
         "idx",
         "memory",
+        "releases",
         "reserved",
         "stopping",
         "total",
@@ -74,7 +74,6 @@ class NodeState:
     def __init__(self, idx: int, view: NodeView) -> None:
         self.idx = idx
         self.view = view
-        self.gpu_by_index: dict[int, GpuView] = {g.index: g for g in view.gpus}
         self.free: list[int] = sorted(g.index for g in view.gpus if g.allocatable)
         self.total = len(self.free)
         self.cpus = view.cpus
@@ -83,6 +82,21 @@ class NodeState:
         self.reserved = False  # some reservation takes GPUs here later
         self.stopping = 0  # GPUs held by jobs that were told to stop
         self.changes: list[tuple[float, int]] = []  # (time, delta of free GPUs), sorted
+        self.releases: list[float] = []  # one end time per held GPU, sorted (no reservations)
+
+    def hold(self, count: int, end: float) -> None:
+        """``count`` GPUs taken now come free again at ``end``."""
+        insort(self.changes, (end, count))
+        for _ in range(count):
+            insort(self.releases, end)
+
+    def move_release(self, old: float, new: float, count: int) -> None:
+        """``count`` GPUs expected free at ``old`` come free at ``new`` instead."""
+        if (old, count) in self.changes:
+            self.changes.remove((old, count))
+            for _ in range(count):
+                self.releases.remove(old)
+        self.hold(count, new)
 
     def window_ok(self, gpus: int, start: float, end: float) -> bool:
         """Whether ``gpus`` GPUs stay free over ``[start, end)``."""
@@ -97,16 +111,13 @@ class NodeState:
         return INF
 
     def lower_bound(self, gpus: int, after: float) -> float:
-        """A time before which ``gpus`` GPUs cannot be free (ignores reservations)."""
-        level = len(self.free)
-        if level >= gpus:
+        """A time before which ``gpus`` GPUs cannot be free (reservations only lower levels)."""
+        missing = gpus - len(self.free)
+        if missing <= 0:
             return after
-        for when, delta in self.changes:
-            if delta > 0:
-                level += delta
-                if level >= gpus:
-                    return max(after, when)
-        return INF
+        if missing > len(self.releases):
+            return INF
+        return max(after, self.releases[missing - 1])
 
 
 class ClusterState:
@@ -138,16 +149,17 @@ class ClusterState:
                 node.cpus -= alloc.cpus
                 node.memory -= alloc.memory
                 node.used = True
-                n_taken = len(taken)
                 if job.stopping:
-                    node.stopping += n_taken
-                if n_taken:
-                    node.changes.append((end, n_taken))
+                    node.stopping += len(taken)
+                if taken:
+                    node.changes.append((end, len(taken)))
+                    node.releases.extend([end] * len(taken))
         width = max((n.total for n in self.nodes), default=0)
         self.buckets: list[list[int]] = [[] for _ in range(width + 1)]
         self.total_free = 0
         for node in self.nodes:
             node.changes.sort()
+            node.releases.sort()
             if node.view.schedulable:
                 self.buckets[len(node.free)].append(node.idx)
                 self.total_free += len(node.free)
@@ -157,7 +169,10 @@ class ClusterState:
         cache_key = (key, job.gpus)
         nodes = self._match.get(cache_key)
         if nodes is None:
-            nodes = [n for n in self.nodes if n.view.schedulable and node_matches(job, n.view)]
+            if key is None and not job.cpus and not job.memory:
+                nodes = [n for n in self.nodes if n.view.schedulable and len(n.view.gpus) >= job.gpus]
+            else:
+                nodes = [n for n in self.nodes if n.view.schedulable and node_matches(job, n.view)]
             self._match[cache_key] = nodes
         return nodes
 
@@ -223,7 +238,7 @@ class ClusterState:
         self.total_free -= before - len(node.free)
         self._add_bucket(node)
         if taken:
-            insort(node.changes, (end, len(taken)))
+            node.hold(len(taken), end)
 
     def reserve(self, nodes: Iterable[NodeState], gpus: int, start: float, end: float) -> None:
         """Set ``gpus`` GPUs of each node aside over ``[start, end)`` for a blocked job."""
@@ -238,7 +253,14 @@ class ClusterState:
     ) -> tuple[float, list[NodeState]]:
         """Earliest start of ``job`` on schedulable nodes and the nodes it would get there."""
         nodes = self.matching(job, key)
-        bounds = sorted((n.lower_bound(self._need(job, n), self.now), n.idx) for n in nodes)
+        now = self.now
+        bounds = [(n.lower_bound(self._need(job, n), now), n.idx) for n in nodes]
+        if job.nodes == 1 and bounds:
+            first = min(bounds)
+            node = self.nodes[first[1]]
+            if first[0] < INF and not node.reserved:
+                return first[0], [node]
+        bounds.sort()
         if job.nodes == 1:
             best, best_node = INF, None
             for bound, idx in bounds:
@@ -286,5 +308,5 @@ class ClusterState:
 
 
 def _name_mem(node: NodeState, index: int) -> tuple[str, int]:
-    gpu = node.gpu_by_index[index]
+    gpu = next(g for g in node.view.gpus if g.index == index)
     return gpu.name, gpu.memory_total
