@@ -41,7 +41,7 @@ def _info(args: argparse.Namespace) -> int:
         )
         return 0
     if args.gpus or args.node:
-        rows = []
+        rows: list[tuple[object, ...]] = []
         for n in nodes:
             for g in n.gpus:
                 t = g.telemetry

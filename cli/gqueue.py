@@ -59,16 +59,16 @@ def _show(args: argparse.Namespace) -> int:
         print(json.dumps([job_json(j, pb.JobState.Name(j.state)) for j in jobs], indent=2))
         return 0
     if args.start:
-        rows = [
+        starts = [
             (j.id, j.user, j.name, j.state_code, iso(j.estimated_start) or "N/A", f"({j.reason})")
             for j in jobs
             if j.state == pb.PENDING
         ]
         print(
-            table(["JOBID", "USER", "NAME", "ST", "START_TIME", "(REASON)"], rows, right=["JOBID"])
+            table(["JOBID", "USER", "NAME", "ST", "START_TIME", "(REASON)"], starts, right=["JOBID"])
         )
         return 0
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for j in jobs:
         where = ",".join(j.nodes) if j.state != pb.PENDING else f"({j.reason or 'None'})"
         rows.append(

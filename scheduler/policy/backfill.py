@@ -4,7 +4,9 @@ Jobs are taken in the policy's order. A job that fits now (``state.ClusterState.
 enough free resources that no reservation needs before its time limit ends) starts on the
 best-fit nodes. The first ``backfill_depth`` jobs that do not fit get a reservation at their
 earliest start (``Plan.est_start``), which every later job must leave intact; with backfill
-off (strict FIFO) nothing behind the first blocked job starts. Reasons: the service's
+off (strict FIFO) nothing behind the first blocked job starts. With ``full_reasons`` off,
+reservations are computed only once a later job could start, since only then can they
+change the plan (the plan is the same; estimates are missing). Reasons: the service's
 ``blocked`` reason, else a limit, else ``Resources`` for the first job that waits for
 resources and ``Priority`` for those behind it, ``NodeDown`` / ``BadConstraints`` when no
 schedulable / registered node could ever run it.
@@ -26,7 +28,7 @@ from rota.scheduler.policy.snapshot import (
     RunningJob,
     Snapshot,
 )
-from rota.scheduler.policy.state import INF, ClusterState, constraint_key
+from rota.scheduler.policy.state import INF, ClusterState, ConstraintKey, constraint_key
 
 Duration = Callable[[PendingJob], float]
 RunningEnd = Callable[[RunningJob], float]
@@ -63,9 +65,17 @@ def run_pass(
     why: dict[int, str] = {}
     est: dict[int, float] = {}
     failed: dict[tuple[object, int, bool], dict[_Size, float]] = {}
+    deferred: list[tuple[PendingJob, ConstraintKey, float]] = []
     reserved = 0
     waiting = False  # an eligible job ahead waits for resources
     frozen = False  # strict FIFO: the first blocked job stops everything behind it
+
+    def reserve(job: PendingJob, key: ConstraintKey, length: float) -> None:
+        start, nodes = state.earliest(job, key, length)
+        if start < INF:
+            state.reserve(nodes, -1 if job.exclusive else job.gpus, start, start + length)
+            est[job.id] = start
+
     for job in ordered:
         if job.blocked is not None:
             why[job.id] = job.blocked
@@ -90,6 +100,11 @@ def run_pass(
         known = failed.get(fkey)
         if known is None or not _known_misfit(known, size, length):
             nodes = state.find(job, key, now + length)
+            if nodes is not None and deferred:
+                for args in deferred:
+                    reserve(*args)
+                deferred.clear()
+                nodes = state.find(job, key, now + length)
             if nodes is not None:
                 allocs = []
                 for node in nodes:
@@ -111,6 +126,9 @@ def run_pass(
             continue
         reserved += 1
         if preemptor is not None and preemptor.possible:
+            for args in deferred:
+                reserve(*args)
+            deferred.clear()
             plan = preemptor.plan(job, key, length)
             if plan is not None:
                 victims, nodes = plan
@@ -118,11 +136,10 @@ def run_pass(
                 state.reserve(nodes, -1 if job.exclusive else job.gpus, now, now + length)
                 est[job.id] = now
                 continue
-        if snapshot.full_reasons or state.total_free > 0:
-            start, nodes = state.earliest(job, key, length)
-            if start < INF:
-                state.reserve(nodes, -1 if job.exclusive else job.gpus, start, start + length)
-                est[job.id] = start
+        if snapshot.full_reasons:
+            reserve(job, key, length)
+        else:  # only needed if a later job would otherwise start
+            deferred.append((job, key, length))
         frozen = not backfill
     return Plan(
         placements=tuple(placements),

@@ -104,6 +104,8 @@ class NodeState:
 
     def earliest(self, gpus: int, duration: float, after: float) -> float:
         """Earliest ``t >= after`` with ``gpus`` GPUs free over ``[t, t + duration)``; INF if never."""
+        if not self.reserved:  # the profile only rises: free from its lower bound on
+            return self.lower_bound(gpus, after)
         candidates = [after] + [when for when, delta in self.changes if when > after and delta > 0]
         for t in candidates:
             if self.window_ok(gpus, t, t + duration):

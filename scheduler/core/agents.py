@@ -1,0 +1,258 @@
+"""What agents report: hello and reconciliation, heartbeats, job events; lost nodes."""
+
+from __future__ import annotations
+
+import hmac
+
+from rota.scheduler.cluster.messages import (
+    AgentEvent,
+    EventAck,
+    Heartbeat,
+    Hello,
+    RunningAttempt,
+    Welcome,
+)
+from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
+from rota.scheduler.core.base import (
+    AuthError,
+    Orders,
+    hash_token,
+    log,
+)
+from rota.scheduler.core.planning import PlanningCore
+from rota.states import ACTIVE_STATES, JobState
+
+
+class AgentsCore(PlanningCore):
+    """The agent side of the life cycle."""
+
+    def agent_hello(self, hello: Hello, session: int) -> Orders:
+        """Authenticate a (re)connecting agent, record its inventory, and reconcile attempts.
+
+        The Welcome lists the attempts the agent must keep; it stops every other container.
+        Launch orders that were sent but never started are sent again (same attempt).
+        """
+        node = self.nodes.get(hello.node_name)
+        if node is None:
+            if not self.config.open_registration:
+                raise AuthError(
+                    f"node {hello.node_name!r} is not registered; an admin registers it with "
+                    f"`gadmin node add {hello.node_name}`"
+                )
+            node = NodeState(name=hello.node_name, token_hash=hash_token(hello.token))
+            self.nodes[node.name] = node
+        elif node.token_hash and not hmac.compare_digest(node.token_hash, hash_token(hello.token)):
+            raise AuthError(f"wrong join token for node {hello.node_name!r}")
+        now = self.clock()
+        node.inventory = hello.inventory
+        node.address = hello.address
+        node.connected = True
+        node.session = session
+        node.last_heartbeat = now
+        node.down_since = None
+        node.engine_healthy = True
+        node.attempts = hello.attempts
+        self.store.save_node(node)
+        running = {(a.job_id, a.attempt): a.running for a in hello.attempts}
+        reported = set(running)
+        keep: list[RunningAttempt] = []
+        orders: Orders = []
+        changed: list[JobRecord] = []
+        events: list[JobEvent] = []
+        for job in list(self.jobs.values()):
+            if job.state not in ACTIVE_STATES or node.name not in job.node_names:
+                continue
+            key = (job.id, job.attempt)
+            if key in reported:
+                keep.append(RunningAttempt(job.id, job.attempt))
+                if job.state is JobState.CONFIGURING and running.get(key):
+                    job.start_time = now  # its STARTED report was lost with the old stream
+                    events.append(
+                        self._transition(job, JobState.RUNNING, f"running on {node.name}")
+                    )
+                    changed.append(job)
+                if job.state is JobState.COMPLETING:
+                    orders.extend(
+                        (n, o) for n, o in self._kill_orders(job, "stop ordered") if n == node.name
+                    )
+            elif job.state is JobState.CONFIGURING:
+                keep.append(RunningAttempt(job.id, job.attempt))
+                orders.extend((n, o) for n, o in self._launch_orders(job) if n == node.name)
+            else:
+                events.extend(
+                    self._attempt_ended(
+                        job, JobState.NODE_FAIL, f"container lost on {node.name}", orders
+                    )
+                )
+                changed.append(job)
+        self.store.save(changed, events)
+        self.version += 1
+        welcome: Orders = [(node.name, Welcome(self.config.heartbeat_interval, tuple(keep)))]
+        log.info("node %s connected with %d GPU(s)", node.name, node.gpu_count)
+        return welcome + orders
+
+    def agent_heartbeat(self, node_name: str, session: int, beat: Heartbeat) -> bool:
+        """Record telemetry and engine health; True when schedulability changed."""
+        node = self.nodes.get(node_name)
+        if node is None or node.session != session:
+            return False
+        before = self._schedulable(node)
+        node.telemetry = beat.gpus
+        node.telemetry_time = self.clock()
+        node.last_heartbeat = node.telemetry_time
+        node.engine_healthy = beat.engine_healthy
+        node.engine_error = beat.engine_error
+        node.attempts = beat.attempts
+        node.down_since = None
+        changed = before != self._schedulable(node)
+        if changed:
+            self.version += 1
+            log.warning(
+                "node %s engine %s%s",
+                node_name,
+                "healthy" if beat.engine_healthy else "unhealthy: ",
+                "" if beat.engine_healthy else beat.engine_error,
+            )
+        return changed
+
+    def agent_disconnected(self, node_name: str, session: int) -> None:
+        node = self.nodes.get(node_name)
+        if node is None or node.session != session:
+            return
+        node.connected = False
+        node.session = 0
+        node.down_since = self.clock()
+        self.store.save_node(node)
+        self.version += 1
+        log.warning("node %s disconnected", node_name)
+
+    def agent_event(self, node_name: str, session: int, ev: AgentEvent) -> Orders:
+        """Apply what an agent reports about one attempt; stale reports only get an ack."""
+        node = self.nodes.get(node_name)
+        if node is None or node.session != session:
+            return []
+        orders: Orders = []
+        job = self.jobs.get(ev.job_id)
+        current = (
+            job is not None
+            and job.attempt == ev.attempt
+            and node_name in job.node_names
+            and job.state in ACTIVE_STATES
+        )
+        if ev.kind != "STARTED":
+            orders.append((node_name, EventAck(ev.job_id, ev.attempt)))
+        if not current or job is None:
+            return orders
+        events: list[JobEvent] = []
+        when = ev.time or self.clock()
+        if ev.kind == "STARTED":
+            if job.state is JobState.CONFIGURING:
+                job.start_time = when
+                events.append(self._transition(job, JobState.RUNNING, f"started on {node_name}"))
+        elif ev.kind == "LAUNCH_FAILED" and ev.engine_fault:
+            node.engine_healthy = False
+            node.engine_error = ev.message
+            events.extend(self._requeue(job, f"engine on {node_name} failed: {ev.message}", orders))
+        else:
+            final, why = self._final_state(job, ev)
+            events.extend(self._gang_part_ended(job, node_name, final, why, ev, orders))
+        self.store.save([job], events)
+        self.version += 1
+        return orders
+
+    def _final_state(self, job: JobRecord, ev: AgentEvent) -> tuple[JobState, str]:
+        if job.stop_state and ev.kind in ("KILLED", "EXITED", "TIMED_OUT"):
+            return JobState(job.stop_state), job.reason or "stopped"
+        if ev.kind == "TIMED_OUT":
+            return JobState.TIMEOUT, f"time limit of {job.time_limit:.0f}s reached"
+        if ev.kind == "KILLED":
+            return JobState.CANCELLED, ev.message or "killed"
+        if ev.kind == "LAUNCH_FAILED":
+            return JobState.FAILED, ev.message
+        if ev.kind == "LOST":
+            return JobState.NODE_FAIL, ev.message or "container lost"
+        if ev.exit_code == 0:
+            return JobState.COMPLETED, ""
+        if ev.oom_killed:
+            return JobState.OUT_OF_MEMORY, f"out of memory (exit code {ev.exit_code})"
+        return JobState.FAILED, f"exit code {ev.exit_code}"
+
+    def _gang_part_ended(
+        self,
+        job: JobRecord,
+        node_name: str,
+        final: JobState,
+        why: str,
+        ev: AgentEvent,
+        orders: Orders,
+    ) -> list[JobEvent]:
+        events: list[JobEvent] = []
+        if ev.kind == "EXITED" and ev.oom_killed and ev.exit_code == 0:
+            events.append(
+                self._note(job, "warning", f"OOMKilled reported on {node_name} but exit code 0")
+            )
+        if ev.kind in ("EXITED", "KILLED", "TIMED_OUT") and not job.exit_code:
+            job.exit_code = ev.exit_code  # a gang keeps its first non-zero exit code
+        if len(job.allocation) > 1:
+            key = (job.id, job.attempt)
+            done = self._gang_results.setdefault(key, {})
+            done[node_name] = final
+            if final is not JobState.COMPLETED and job.state is not JobState.COMPLETING:
+                events.append(
+                    self._transition(job, JobState.COMPLETING, f"rank on {node_name}: {why}")
+                )
+                job.stop_state = final.value
+                orders.extend((n, o) for n, o in self._kill_orders(job, why) if n not in done)
+            if len(done) < len(job.allocation):
+                return events
+            self._gang_results.pop(key, None)
+            worst = next(
+                (s for s in done.values() if s is not JobState.COMPLETED), JobState.COMPLETED
+            )
+            final = JobState(job.stop_state) if job.stop_state else worst
+        events.extend(self._attempt_ended(job, final, why, orders))
+        return events
+
+    def tick(self) -> Orders:
+        """Mark nodes whose heartbeats stopped DOWN; end the attempts of nodes DOWN past the
+        grace period as NODE_FAIL (requeued when allowed)."""
+        now = self.clock()
+        orders: Orders = []
+        changed: list[JobRecord] = []
+        events: list[JobEvent] = []
+        for node in self.nodes.values():
+            if (
+                node.connected
+                and node.last_heartbeat
+                and now - node.last_heartbeat > self.config.node_timeout
+            ):
+                node.connected = False
+                node.session = 0
+                node.down_since = node.last_heartbeat
+                self.version += 1
+                log.warning(
+                    "node %s missed heartbeats for %.0fs: DOWN",
+                    node.name,
+                    now - node.last_heartbeat,
+                )
+            if (
+                node.connected
+                or node.down_since is None
+                or now - node.down_since < self.config.node_grace
+            ):
+                continue
+            for job in list(self.jobs.values()):
+                if job.state in ACTIVE_STATES and node.name in job.node_names:
+                    events.extend(
+                        self._attempt_ended(
+                            job,
+                            JobState.NODE_FAIL,
+                            f"node {node.name} down for more than {self.config.node_grace:.0f}s",
+                            orders,
+                        )
+                    )
+                    changed.append(job)
+        if changed:
+            self.store.save(changed, events)
+            self.version += 1
+        return orders

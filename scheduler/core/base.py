@@ -1,0 +1,254 @@
+"""Core state and the job life-cycle transitions shared by every part of Core.
+
+``CoreBase`` owns the in-memory cluster model and the store. Every Core method runs on one
+thread (the engine's core thread), commits before it returns, and returns the orders to send to
+agents afterwards, so an order never goes out for a change that was not committed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rota.jobspec import JobSpec
+from rota.scheduler.cluster.messages import (
+    AgentOrder,
+    KillOrder,
+    LaunchOrder,
+)
+from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
+from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.policy import Decide
+from rota.scheduler.policy.snapshot import (
+    GpuView,
+    NodeView,
+    PendingJob,
+)
+from rota.scheduler.store.store import JobQuery, Store
+from rota.states import JobState
+
+log = logging.getLogger("rota.scheduler")
+
+Orders = list[tuple[str, AgentOrder]]
+LAUNCH_PREFIX = "launch ordered on "  # event reason of a launch; the node list follows
+
+
+class UserError(Exception):
+    """A request that is invalid as sent (maps to INVALID_ARGUMENT)."""
+
+
+class NotFound(Exception):
+    """An id that names nothing (maps to NOT_FOUND)."""
+
+
+class AuthError(Exception):
+    """An agent that may not join (maps to UNAUTHENTICATED)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitItem:
+    spec: JobSpec
+    client_request_id: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    client_request_id: str
+    job_ids: tuple[str, ...]
+    duplicate: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    id: str
+    ok: bool
+    message: str
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a node join token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class CoreBase:
+    """State of the scheduler and the transitions every part uses. Not thread-safe."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: SchedulerConfig,
+        clock: Callable[[], float],
+        decide: Decide,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.decide = decide
+        self.jobs: dict[int, JobRecord] = {j.id: j for j in store.active_jobs()}
+        self.nodes: dict[str, NodeState] = {n.name: n for n in store.nodes()}
+        now = clock()
+        for node in self.nodes.values():
+            node.down_since = now  # no agent is connected until it says hello
+        self.version = 0
+        self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
+
+    def _transition(self, job: JobRecord, new: JobState, why: str) -> JobEvent:
+        old = job.state
+        job.state = new
+        return JobEvent(job.id, self.clock(), job.attempt, old.value, new.value, why)
+
+    def _note(self, job: JobRecord, kind: str, text: str) -> JobEvent:
+        return JobEvent(
+            job.id, self.clock(), job.attempt, job.state.value, job.state.value, text, kind
+        )
+
+    def _finish(self, job: JobRecord, final: JobState, why: str) -> JobEvent:
+        ev = self._transition(job, final, why)
+        job.reason = why
+        job.end_time = self.clock()
+        job.stop_state = ""
+        self.jobs.pop(job.id, None)
+        return ev
+
+    def _attempt_ended(
+        self, job: JobRecord, final: JobState, why: str, orders: Orders
+    ) -> list[JobEvent]:
+        """End the current attempt: requeue NODE_FAIL/PREEMPTED when allowed, else finish."""
+        if final in (JobState.NODE_FAIL, JobState.PREEMPTED):
+            allowed = final is JobState.PREEMPTED or (
+                job.spec.requeue and job.attempt <= self.config.max_requeue
+            )
+            if allowed:
+                ev = self._transition(job, final, why)
+                return [ev, *self._requeue(job, f"requeued after {final.value}: {why}", orders)]
+        if len(job.allocation) > 1:
+            orders.extend(self._kill_orders(job, why))
+        return [self._finish(job, final, why)]
+
+    def _requeue(self, job: JobRecord, why: str, orders: Orders) -> list[JobEvent]:
+        del orders
+        ev = self._transition(job, JobState.PENDING, why)
+        job.allocation = []
+        job.stop_state = ""
+        job.start_time = None
+        job.reason = ""
+        return [ev]
+
+    def _kill_orders(self, job: JobRecord, why: str) -> Orders:
+        return [
+            (a.node, KillOrder(job.id, job.attempt, why, self.config.kill_grace))
+            for a in job.allocation
+        ]
+
+    def _launch_orders(self, job: JobRecord) -> Orders:
+        nodes = job.node_names
+        env = {
+            "ROTA_JOB_ID": job.display_id,
+            "ROTA_ATTEMPT": str(job.attempt),
+            "ROTA_JOB_NAME": job.name,
+            "ROTA_USER": job.user,
+            "ROTA_ACCOUNT": job.account,
+            "ROTA_NODELIST": ",".join(nodes),
+        }
+        if job.array_job_id is not None:
+            env["ROTA_ARRAY_JOB_ID"] = str(job.array_job_id)
+            env["ROTA_ARRAY_TASK_ID"] = str(job.array_task_id)
+        gang = len(job.allocation) > 1
+        if gang:
+            master = self.nodes[nodes[0]].address or nodes[0]
+            env.update(
+                MASTER_ADDR=master,
+                MASTER_PORT=str(self._master_port(job.id)),
+                WORLD_SIZE=str(len(nodes)),
+                ROTA_NNODES=str(len(nodes)),
+                ROTA_GPUS_PER_NODE=str(job.spec.gpus),
+            )
+        orders: Orders = []
+        for rank, alloc in enumerate(job.allocation):
+            node_env = dict(env)
+            node_env["ROTA_GPU_UUIDS"] = ",".join(alloc.uuids)
+            node_env["ROTA_GPU_INDICES"] = ",".join(str(i) for i in alloc.gpus)
+            if gang:
+                node_env["NODE_RANK"] = str(rank)
+            orders.append(
+                (
+                    alloc.node,
+                    LaunchOrder(
+                        job_id=job.id,
+                        attempt=job.attempt,
+                        display_id=job.display_id,
+                        spec=job.spec,
+                        gpu_indices=alloc.gpus,
+                        gpu_uuids=alloc.uuids,
+                        env=node_env,
+                        time_limit=job.time_limit,
+                        host_network=gang,
+                    ),
+                )
+            )
+        return orders
+
+    def _master_port(self, job_id: int) -> int:
+        low, high = self.config.master_port_range
+        return low + job_id % (high - low + 1)
+
+    def _resolve_one(self, display_id: str) -> list[JobRecord]:
+        text = display_id.strip()
+        try:
+            if "_" in text:
+                array_text, task_text = text.split("_", 1)
+                array_id, task_id = int(array_text), int(task_text)
+                rows = self.store.query_jobs(JobQuery(array_ids=(array_id,)))
+                return [self._live(r) for r in rows if r.array_task_id == task_id]
+            job_id = int(text)
+        except ValueError:
+            raise UserError(f"{display_id!r} is not a job id like 123 or 123_4") from None
+        rows = self.store.query_jobs(JobQuery(ids=(job_id,), array_ids=(job_id,)))
+        return [self._live(r) for r in rows if r.array_job_id in (None, job_id)]
+
+    def _live(self, job: JobRecord) -> JobRecord:
+        return dataclasses.replace(self.jobs.get(job.id, job))
+
+    def _schedulable(self, node: NodeState) -> bool:
+        return node.connected and node.engine_healthy and not node.admin_state
+
+    def _node_view(self, node: NodeState) -> NodeView:
+        broken = {t.index for t in node.telemetry if t.error}
+        return NodeView(
+            name=node.name,
+            gpus=tuple(
+                GpuView(g.index, g.name, g.memory_total, allocatable=g.index not in broken)
+                for g in node.inventory.gpus
+            ),
+            cpus=node.inventory.cpus,
+            memory=node.inventory.memory,
+            labels={**node.inventory.labels, **node.labels},
+            schedulable=self._schedulable(node),
+        )
+
+    def _pending_view(self, job: JobRecord, blocked: str | None) -> PendingJob:
+        spec = job.spec
+        return PendingJob(
+            id=job.id,
+            user=job.user,
+            account=job.account,
+            submit_time=job.submit_time,
+            time_limit=job.time_limit,
+            gpus=spec.gpus,
+            nodes=spec.nodes,
+            cpus=spec.cpus,
+            memory=spec.memory,
+            gpu_type=spec.gpu_type,
+            gpu_memory=spec.gpu_memory,
+            node_selector=spec.node_selector,
+            exclusive=spec.exclusive,
+            priority=spec.priority,
+            qos=spec.qos,
+            preemptible=spec.preemptible,
+            blocked=blocked,
+        )

@@ -1,0 +1,225 @@
+"""Submitting, finding, listing and cancelling jobs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from rota.jobspec import JobSpec, parse_array, parse_dependency
+from rota.scheduler.cluster.model import JobEvent, JobRecord
+from rota.scheduler.core.base import (
+    LAUNCH_PREFIX,
+    CancelResult,
+    NotFound,
+    Orders,
+    SubmitItem,
+    SubmitResult,
+    UserError,
+)
+from rota.scheduler.core.planning import PlanningCore
+from rota.scheduler.policy import reasons
+from rota.scheduler.policy.fit import node_matches
+from rota.scheduler.store.store import JobQuery
+from rota.states import ACTIVE_STATES, JobState
+
+
+class JobsCore(PlanningCore):
+    """What users ask of jobs."""
+
+    def submit(
+        self, items: Sequence[SubmitItem], user: str, test_only: bool = False
+    ) -> list[SubmitResult]:
+        """Validate every item against the cluster, then store all of them or none.
+
+        Items whose client request id was seen before return the stored ids (duplicate=True).
+        Raises UserError naming the source and field of the first invalid item.
+        """
+        known = self.store.known_requests(i.client_request_id for i in items)
+        new_items = [i for i in items if i.client_request_id not in known]
+        for item in new_items:
+            self._check_fits_cluster(item)
+        now = self.clock()
+        groups = [self._expand(item.spec, user, now) for item in new_items]
+        if test_only:
+            return [
+                self._dry_run(item, group) for item, group in zip(new_items, groups, strict=True)
+            ]
+        stored = self.store.submit(groups, [i.client_request_id for i in new_items], user)
+        by_request: dict[str, list[JobRecord]] = {}
+        for item, group in zip(new_items, stored, strict=True):
+            for job in group:
+                self.jobs[job.id] = job
+            by_request[item.client_request_id or f"#{id(item)}"] = group
+        self.version += 1
+        results = []
+        for item in items:
+            if item.client_request_id in known:
+                ids = tuple(known[item.client_request_id])
+                results.append(SubmitResult(item.client_request_id, ids, duplicate=True))
+            else:
+                group = by_request[item.client_request_id or f"#{id(item)}"]
+                results.append(
+                    SubmitResult(item.client_request_id, tuple(j.display_id for j in group))
+                )
+        return results
+
+    def _dry_run(self, item: SubmitItem, group: list[JobRecord]) -> SubmitResult:
+        probe = dataclasses.replace(group[0], id=-1)
+        snap = self.snapshot(extra=[probe])
+        plan = self.decide(snap)
+        placed = any(p.job_id == -1 for p in plan.placements)
+        reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
+        return SubmitResult(item.client_request_id, (), reason=reason)
+
+    def _expand(self, spec: JobSpec, user: str, now: float) -> list[JobRecord]:
+        account = spec.account or user
+        limit = spec.time_limit or self.config.default_time_limit
+        base = JobRecord(
+            id=0,
+            name=spec.name or "job",
+            user=user,
+            account=account,
+            spec=spec,
+            state=JobState.PENDING,
+            submit_time=now,
+            time_limit=limit,
+            held="user" if spec.hold else "",
+        )
+        if not spec.array:
+            return [base]
+        task_ids, _limit = parse_array(spec.array)
+        return [dataclasses.replace(base, array_task_id=t) for t in task_ids]
+
+    def _check_fits_cluster(self, item: SubmitItem) -> None:
+        spec, src = item.spec, item.source or "job"
+        if not spec.image.strip():
+            raise UserError(f"{src}: image: is required")
+        if not spec.command:
+            raise UserError(f"{src}: command: is required")
+        if spec.gpus < 0 or spec.nodes < 1:
+            raise UserError(f"{src}: resources.gpus must be >= 0 and nodes >= 1")
+        if self.config.max_time_limit and spec.time_limit > self.config.max_time_limit:
+            raise UserError(
+                f"{src}: time_limit: {spec.time_limit:.0f}s exceeds the maximum of "
+                f"{self.config.max_time_limit:.0f}s"
+            )
+        if spec.reservation:
+            raise UserError(f"{src}: reservation: unknown reservation {spec.reservation!r}")
+        if spec.dependency:
+            self._check_dependency_targets(src, spec.dependency)
+        if not self.nodes:
+            raise UserError(f"{src}: no node is registered yet, so nothing could ever run this job")
+        probe = self._pending_view(
+            dataclasses.replace(self._expand(spec, "probe", 0.0)[0], id=-1),
+            blocked=None,
+        )
+        capable = [n for n in self.nodes.values() if node_matches(probe, self._node_view(n))]
+        if len(capable) < spec.nodes:
+            largest = max(
+                self.nodes.values(),
+                key=lambda n: (n.gpu_count, n.inventory.cpus, n.inventory.memory),
+            )
+            raise UserError(
+                f"{src}: resources: asks for {spec.nodes} node(s) with {spec.gpus} GPU(s)"
+                f"{' of type ' + spec.gpu_type if spec.gpu_type else ''}"
+                f"{' and labels ' + str(dict(spec.node_selector)) if spec.node_selector else ''}"
+                f" each, but only {len(capable)} registered node(s) could ever hold that "
+                f"(the largest, {largest.name}, has {largest.gpu_count} GPU(s))"
+            )
+
+    def _check_dependency_targets(self, src: str, text: str) -> None:
+        for _kind, ids in parse_dependency(text):
+            for job_id in ids:
+                if not self._resolve_one(job_id):
+                    raise UserError(f"{src}: dependency: job {job_id} does not exist")
+
+    def resolve(self, display_id: str) -> list[JobRecord]:
+        """Jobs named by ``123`` (a job, or every task of array 123) or ``123_4``."""
+        return self._resolve_one(display_id)
+
+    def list_jobs(self, query: JobQuery, display_ids: Sequence[str] = ()) -> list[JobRecord]:
+        """Jobs matching the query (and ids, if given), as copies safe to read elsewhere."""
+        if display_ids:
+            ids: list[int] = []
+            arrays: list[int] = []
+            for text in display_ids:
+                for job in self._resolve_one(text):
+                    ids.append(job.id)
+            query = dataclasses.replace(query, ids=tuple(ids), array_ids=tuple(arrays))
+            if not ids:
+                return []
+        if not query.states or set(query.states) - {JobState.PENDING, *ACTIVE_STATES}:
+            return [self._live(r) for r in self.store.query_jobs(query)]
+        out = [
+            dataclasses.replace(j)
+            for j in sorted(self.jobs.values(), key=lambda j: j.id)
+            if j.state in query.states
+            and (not query.ids or j.id in query.ids)
+            and (not query.users or j.user in query.users)
+            and (not query.accounts or j.account in query.accounts)
+            and j.id > query.after_id
+        ]
+        return out[: query.limit] if query.limit else out
+
+    def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
+        jobs = self._resolve_one(display_id)
+        if len(jobs) != 1:
+            if not jobs:
+                raise NotFound(f"job {display_id} does not exist")
+            raise UserError(f"{display_id} is an array job; name one task like {display_id}_0")
+        return jobs[0], self.store.events(jobs[0].id)
+
+    def job_location(self, display_id: str, attempt: int) -> tuple[JobRecord, str, int]:
+        """(job, node, attempt) whose output ``glogs`` should read; NotFound if none."""
+        job, _events = self.get_job(display_id)
+        if job.attempt == 0:
+            raise NotFound(f"job {display_id} has not started, so it has no output yet")
+        wanted = attempt or job.attempt
+        if wanted == job.attempt and job.allocation:
+            return job, job.allocation[0].node, wanted
+        launches = [
+            e.reason.removeprefix(LAUNCH_PREFIX).split(",")[0]
+            for e in self.store.events(job.id)
+            if e.attempt == wanted and e.reason.startswith(LAUNCH_PREFIX)
+        ]
+        if not launches:
+            raise NotFound(f"job {display_id} has no attempt {wanted}")
+        return job, launches[0], wanted
+
+    def cancel(
+        self, display_ids: Sequence[str], user: str, reason: str = ""
+    ) -> tuple[list[CancelResult], Orders]:
+        """Cancel pending jobs at once and order running ones stopped (COMPLETING -> CANCELLED)."""
+        results: list[CancelResult] = []
+        changed: list[JobRecord] = []
+        events: list[JobEvent] = []
+        orders: Orders = []
+        why = reason or f"cancelled by {user}"
+        for display_id in display_ids:
+            try:
+                jobs = self._resolve_one(display_id)
+            except UserError as exc:
+                results.append(CancelResult(display_id, False, str(exc)))
+                continue
+            if not jobs:
+                results.append(CancelResult(display_id, False, f"job {display_id} does not exist"))
+                continue
+            live = [self.jobs[j.id] for j in jobs if j.id in self.jobs]
+            if not live:
+                results.append(
+                    CancelResult(display_id, False, f"job {display_id} has already ended")
+                )
+                continue
+            for job in live:
+                if job.state is JobState.PENDING:
+                    events.append(self._finish(job, JobState.CANCELLED, why))
+                    changed.append(job)
+                elif job.state in (JobState.CONFIGURING, JobState.RUNNING):
+                    events.append(self._transition(job, JobState.COMPLETING, why))
+                    job.stop_state = JobState.CANCELLED.value
+                    changed.append(job)
+                    orders.extend(self._kill_orders(job, why))
+            results.append(CancelResult(display_id, True, ""))
+        self.store.save(changed, events)
+        self.version += 1
+        return results, orders
