@@ -55,7 +55,9 @@ def build_test_image() -> str:
     with tempfile.TemporaryDirectory() as ctx:
         shutil.copy(busybox, Path(ctx) / "busybox")
         (Path(ctx) / "Dockerfile").write_text(DOCKERFILE)
-        subprocess.run(["docker", "build", "-q", "-t", TEST_IMAGE, ctx], check=True, capture_output=True)
+        subprocess.run(
+            ["docker", "build", "-q", "-t", TEST_IMAGE, ctx], check=True, capture_output=True
+        )
     return TEST_IMAGE
 
 
@@ -65,7 +67,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1, what: str = "") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1, what: str = ""
+) -> Any:
     """Poll until ``predicate()`` is truthy; return its value or fail naming ``what``."""
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -74,7 +78,9 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: floa
         if last:
             return last
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}; last value {last!r}")
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what or predicate}; last value {last!r}"
+    )
 
 
 @dataclass
@@ -105,7 +111,9 @@ class Cluster:
     def node_name(self, short: str) -> str:
         return f"{short}-{self.tag}"
 
-    def _spawn(self, key: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, key: str, args: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = (self.root / f"{key}.log").open("ab")
         proc = subprocess.Popen(
             [sys.executable, "-m", "rota.cli.rota_main", *args],
@@ -118,25 +126,53 @@ class Cluster:
         return proc
 
     def start_scheduler(self, *extra: str) -> subprocess.Popen[bytes]:
-        args = ["scheduler", "--listen", self.address, "--db", f"sqlite:///{self.root / 'sched.db'}"]
+        args = [
+            "scheduler",
+            "--listen",
+            self.address,
+            "--db",
+            f"sqlite:///{self.root / 'sched.db'}",
+        ]
         args += list(extra or self.scheduler_args or ["--open-registration"])
         proc = self._spawn("scheduler", args)
-        wait_for(lambda: "listening on" in self.log("scheduler") or proc.poll() is not None, 20,
-                 what="scheduler start")
+        wait_for(
+            lambda: "listening on" in self.log("scheduler") or proc.poll() is not None,
+            20,
+            what="scheduler start",
+        )
         assert proc.poll() is None, self.log("scheduler")
         return proc
 
-    def start_agent(self, short: str = "n1", gpus: int | None = 2, *extra: str,
-                    env: dict[str, str] | None = None, wait: bool = True) -> subprocess.Popen[bytes]:
+    def start_agent(
+        self,
+        short: str = "n1",
+        gpus: int | None = 2,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        wait: bool = True,
+    ) -> subprocess.Popen[bytes]:
         name = self.node_name(short)
-        args = ["agent", "--scheduler", self.address, "--node", name,
-                "--data-dir", str(self.root / f"agent-{name}"), "--heartbeat", "0.5", *extra]
+        args = [
+            "agent",
+            "--scheduler",
+            self.address,
+            "--node",
+            name,
+            "--data-dir",
+            str(self.root / f"agent-{name}"),
+            "--heartbeat",
+            "0.5",
+            *extra,
+        ]
         if gpus is not None:
             args += ["--simulate-gpus", str(gpus)]
         proc = self._spawn(f"agent-{short}", args, env)
         if wait:
-            wait_for(lambda: self.node(name) and self.node(name)["state"] != "DOWN", 20,
-                     what=f"node {name} up")
+            wait_for(
+                lambda: self.node(name) and self.node(name)["state"] != "DOWN",
+                20,
+                what=f"node {name} up",
+            )
         return proc
 
     def log(self, key: str) -> str:
@@ -149,12 +185,18 @@ class Cluster:
             os.killpg(proc.pid, sig)
             proc.wait(timeout=30)
 
-    def cli(self, *args: str, input: str | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, input: str | None = None, check: bool = False
+    ) -> subprocess.CompletedProcess[str]:
         """Run a user command (gsub, gqueue ...) as a subprocess."""
         module = {"rota": "rota_main"}.get(args[0], args[0])
         result = subprocess.run(
             [sys.executable, "-m", f"rota.cli.{module}", *args[1:]],
-            env=self.env, capture_output=True, text=True, input=input, timeout=120,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            input=input,
+            timeout=120,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"{args} exited {result.returncode}: {result.stderr}")
@@ -180,8 +222,10 @@ class Cluster:
 
     def wait_state(self, job_id: str, *states: str, timeout: float = 60) -> dict[str, Any]:
         return wait_for(
-            lambda: (j := self.job(job_id))["state"] in states and j, timeout,
-            interval=0.2, what=f"job {job_id} in {states}",
+            lambda: (j := self.job(job_id))["state"] in states and j,
+            timeout,
+            interval=0.2,
+            what=f"job {job_id} in {states}",
         )
 
     def node(self, name: str) -> dict[str, Any] | None:
@@ -193,9 +237,18 @@ class Cluster:
     def containers(self, all_states: bool = True) -> list[str]:
         """Names of this cluster's containers (every node name carries the cluster tag)."""
         out = subprocess.run(
-            ["docker", "ps", "--format", "{{.Names}}", *(["-a"] if all_states else []),
-             "--filter", "label=rota.node"],
-            capture_output=True, text=True, check=True,
+            [
+                "docker",
+                "ps",
+                "--format",
+                "{{.Names}}",
+                *(["-a"] if all_states else []),
+                "--filter",
+                "label=rota.node",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         return [n for n in out.split() if f"-{self.tag}-" in n]
 

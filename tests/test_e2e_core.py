@@ -90,7 +90,9 @@ resources: {{gpus: 2}}
     assert waiting["state"] == "PENDING" and waiting["reason"] == "Resources"
     a = cluster.wait_state(first, "COMPLETED")
     b = cluster.wait_state(second, "COMPLETED")
-    assert b["start_time"] >= a["end_time"], "the second job started before the first released its GPUs"
+    assert b["start_time"] >= a["end_time"], (
+        "the second job started before the first released its GPUs"
+    )
     node = cluster.node_name("n1")
     assert sorted(a["gpu_ids"][node]) == sorted(b["gpu_ids"][node]) == [0, 1]
     assert "gpus=0,1" in cluster.cli("glogs", second, check=True).stdout
@@ -99,7 +101,9 @@ resources: {{gpus: 2}}
 def test_cpu_only_job_completes(cluster: Cluster) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=0)
-    job_id = cluster.submit(f"image: {TEST_IMAGE}\ncommand: echo cpu-only ok\nresources: {{gpus: 0}}\n")
+    job_id = cluster.submit(
+        f"image: {TEST_IMAGE}\ncommand: echo cpu-only ok\nresources: {{gpus: 0}}\n"
+    )
     job = cluster.wait_state(job_id, "COMPLETED")
     assert job["exit_code"] == 0
     assert cluster.cli("glogs", job_id, check=True).stdout == "cpu-only ok\n"
@@ -108,9 +112,7 @@ def test_cpu_only_job_completes(cluster: Cluster) -> None:
 def test_missing_image_fails_with_engine_message_and_no_container(cluster: Cluster) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=1)
-    job_id = cluster.submit(
-        "image: rota-test-no-such-image:1\ncommand: [\"true\"]\npull: never\n"
-    )
+    job_id = cluster.submit('image: rota-test-no-such-image:1\ncommand: ["true"]\npull: never\n')
     job = cluster.wait_state(job_id, "FAILED")
     assert "rota-test-no-such-image:1" in job["reason"]
     assert not cluster.containers()
@@ -121,7 +123,7 @@ def test_out_of_memory_is_reported(cluster: Cluster) -> None:
     cluster.start_agent("n1", gpus=0)
     job_id = cluster.submit(
         f"image: {TEST_IMAGE}\n"
-        "command: [\"sh\", \"-c\", \"dd if=/dev/zero of=/dev/null bs=256M count=1\"]\n"
+        'command: ["sh", "-c", "dd if=/dev/zero of=/dev/null bs=256M count=1"]\n'
         "resources: {memory: 32Mi}\n"
     )
     job = cluster.wait_state(job_id, "OUT_OF_MEMORY", "FAILED", "COMPLETED")
@@ -143,12 +145,27 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
     c = Cluster(tmp_path)
     env = c.env
     up = subprocess.Popen(
-        ["rota", "up", "--port", str(c.port), "--simulate-gpus", "2", "--node", c.node_name("up"),
-         "--data-dir", str(tmp_path / "up")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            "rota",
+            "up",
+            "--port",
+            str(c.port),
+            "--simulate-gpus",
+            "2",
+            "--node",
+            c.node_name("up"),
+            "--data-dir",
+            str(tmp_path / "up"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
-        wait_for(lambda: (n := c.node(c.node_name("up"))) and n["state"] == "IDLE", 30, what="rota up")
+        wait_for(
+            lambda: (n := c.node(c.node_name("up"))) and n["state"] == "IDLE", 30, what="rota up"
+        )
         job_id = c.submit(f"image: {test_image}\ncommand: echo hello from rota\n")
         assert c.wait_state(job_id, "COMPLETED")["exit_code"] == 0
         assert "hello from rota" in c.cli("glogs", job_id, check=True).stdout

@@ -6,7 +6,7 @@ import pytest
 
 from tests.cluster import TEST_IMAGE, Cluster
 
-GOOD = f"image: {TEST_IMAGE}\ncommand: [\"true\"]\n"
+GOOD = f'image: {TEST_IMAGE}\ncommand: ["true"]\n'
 
 BAD_FILES = [
     ("unknown key", GOOD + "gpu: 1\n", "gpu: unknown field"),
@@ -14,7 +14,7 @@ BAD_FILES = [
     ("negative gpus", GOOD + "resources: {gpus: -1}\n", "resources.gpus: must be >= 0"),
     ("bad duration", GOOD + "time_limit: soon\n", "time_limit: expected a duration"),
     ("bad size", GOOD + "resources: {memory: lots}\n", "resources.memory: expected a size"),
-    ("missing image", "command: [\"true\"]\n", "image: is required"),
+    ("missing image", 'command: ["true"]\n', "image: is required"),
     ("invalid yaml", "image: [unclosed\n", "invalid YAML"),
     ("unknown resource", GOOD + "resources: {tpus: 1}\n", "resources.tpus: unknown field"),
     ("bad dependency", GOOD + "dependency: whenever:1\n", "dependency: expected TYPE:ID"),

@@ -14,8 +14,13 @@ def test_full_job_file() -> None:
         {
             **BASE,
             "name": "resnet50",
-            "resources": {"gpus": 4, "gpu_type": "A100", "gpu_memory": "40GiB", "cpus": 16,
-                          "memory": "64GiB"},
+            "resources": {
+                "gpus": 4,
+                "gpu_type": "A100",
+                "gpu_memory": "40GiB",
+                "cpus": 16,
+                "memory": "64GiB",
+            },
             "nodes": 2,
             "time_limit": "12h",
             "account": "vision",
@@ -26,8 +31,10 @@ def test_full_job_file() -> None:
             "array": "0-99%10",
             "node_selector": {"rack": "a", "ib": True},
             "env": {"WANDB_MODE": "offline", "SEED": 3},
-            "mounts": [{"source": "/data/imagenet", "target": "/data", "read_only": True},
-                       "/scratch:/scratch"],
+            "mounts": [
+                {"source": "/data/imagenet", "target": "/data", "read_only": True},
+                "/scratch:/scratch",
+            ],
             "shm_size": "8Gi",
             "pull": "never",
         }
@@ -36,7 +43,10 @@ def test_full_job_file() -> None:
     assert spec.time_limit == 12 * 3600 and spec.nodes == 2
     assert spec.node_selector == {"rack": "a", "ib": "true"}
     assert spec.env == {"WANDB_MODE": "offline", "SEED": "3"}
-    assert spec.mounts == (Mount("/data/imagenet", "/data", True), Mount("/scratch", "/scratch", False))
+    assert spec.mounts == (
+        Mount("/data/imagenet", "/data", True),
+        Mount("/scratch", "/scratch", False),
+    )
     assert spec.shm_size == 8 * 2**30
 
 
@@ -47,7 +57,11 @@ def test_defaults() -> None:
 
 
 def test_string_command_runs_through_sh() -> None:
-    assert parse_job_file({"image": "i", "command": "echo hi"}).command == ("/bin/sh", "-c", "echo hi")
+    assert parse_job_file({"image": "i", "command": "echo hi"}).command == (
+        "/bin/sh",
+        "-c",
+        "echo hi",
+    )
 
 
 @pytest.mark.parametrize(
@@ -84,4 +98,7 @@ def test_arrays_and_dependencies() -> None:
     assert parse_array("0-3%2") == ([0, 1, 2, 3], 2)
     assert parse_array("1,5,7") == ([1, 5, 7], 0)
     assert parse_array("0-10:5") == ([0, 5, 10], 0)
-    assert parse_dependency("afterok:1:2,afterany:3_4") == [("afterok", ["1", "2"]), ("afterany", ["3_4"])]
+    assert parse_dependency("afterok:1:2,afterany:3_4") == [
+        ("afterok", ["1", "2"]),
+        ("afterany", ["3_4"]),
+    ]

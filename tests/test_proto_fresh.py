@@ -11,7 +11,9 @@ GENERATED = REPO / "proto" / "rota" / "v1"
 
 
 def test_generated_code_is_fresh(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(REPO / "scripts" / "gen_proto.py"), str(tmp_path)], check=True)
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gen_proto.py"), str(tmp_path)], check=True
+    )
     fresh = sorted((tmp_path / "rota" / "v1").glob("*_pb2*"))
     assert fresh, "the generator wrote nothing"
     for path in fresh:

@@ -20,10 +20,12 @@ class LimitCounter:
         self.user_gpus: Counter[str] = Counter()
         self.account_gpus: Counter[str] = Counter()
         self.array_tasks: Counter[int] = Counter()
+        count_gpus = limits.max_gpus_per_user is not None or limits.max_gpus_per_account is not None
         for job in running:
-            gpus = sum(len(a.gpu_indices) for a in job.allocations)
-            self.user_gpus[job.user] += gpus
-            self.account_gpus[job.account] += gpus
+            if count_gpus:
+                gpus = sum(len(a.gpu_indices) for a in job.allocations)
+                self.user_gpus[job.user] += gpus
+                self.account_gpus[job.account] += gpus
             if job.array_job_id is not None:
                 self.array_tasks[job.array_job_id] += 1
         self.over_pending = _over_pending(limits, pending)

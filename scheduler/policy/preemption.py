@@ -89,7 +89,7 @@ class Preemptor:
             for alloc in victim.job.allocations:
                 holder = self.state.by_name.get(alloc.node)
                 if holder is not None:
-                    holder.move_release(victim.end, now, len(alloc.gpu_indices))
+                    self.state.move_release(holder, victim.end, now, len(alloc.gpu_indices))
         return sorted(victims), [s[4] for s in picked]
 
     def _window(self, node: NodeState, chosen: list[_Victim], need: int, end: float) -> bool:

@@ -114,12 +114,16 @@ class NodeState:
 
     def lower_bound(self, gpus: int, after: float) -> float:
         """A time before which ``gpus`` GPUs cannot be free (reservations only lower levels)."""
+        return max(after, self.release_bound(gpus))
+
+    def release_bound(self, gpus: int) -> float:
+        """When running and placed jobs will have released enough for ``gpus`` free GPUs."""
         missing = gpus - len(self.free)
         if missing <= 0:
-            return after
+            return -INF
         if missing > len(self.releases):
             return INF
-        return max(after, self.releases[missing - 1])
+        return self.releases[missing - 1]
 
 
 class ClusterState:
@@ -135,27 +139,29 @@ class ClusterState:
         self.now = now
         self.nodes = [NodeState(i, v) for i, v in enumerate(nodes)]
         self.by_name = {n.view.name: n for n in self.nodes}
-        self._match: dict[tuple[ConstraintKey, int], list[NodeState]] = {}
+        self._match: dict[tuple[ConstraintKey, int, float, int], list[NodeState]] = {}
+        self._bounds: dict[int, list[tuple[float, int]]] = {}  # gpus -> sorted release bounds
         for job in running:
             end = now if job.stopping else max(now, end_of(job))
             for alloc in job.allocations:
                 node = self.by_name.get(alloc.node)
                 if node is None:
                     continue
+                before = len(node.free)
                 if job.exclusive:
-                    taken, node.free = node.free, []
+                    node.free = []
                 else:
-                    held = set(alloc.gpu_indices)
-                    taken = [g for g in node.free if g in held]
+                    held = alloc.gpu_indices
                     node.free = [g for g in node.free if g not in held]
+                taken = before - len(node.free)
                 node.cpus -= alloc.cpus
                 node.memory -= alloc.memory
                 node.used = True
                 if job.stopping:
-                    node.stopping += len(taken)
+                    node.stopping += taken
                 if taken:
-                    node.changes.append((end, len(taken)))
-                    node.releases.extend([end] * len(taken))
+                    node.changes.append((end, taken))
+                    node.releases.extend([end] * taken)
         width = max((n.total for n in self.nodes), default=0)
         self.buckets: list[list[int]] = [[] for _ in range(width + 1)]
         self.total_free = 0
@@ -168,7 +174,7 @@ class ClusterState:
 
     def matching(self, job: PendingJob, key: ConstraintKey) -> list[NodeState]:
         """Schedulable nodes that could ever run ``job`` (static constraints and totals)."""
-        cache_key = (key, job.gpus)
+        cache_key = (key, job.gpus, job.cpus, job.memory)
         nodes = self._match.get(cache_key)
         if nodes is None:
             if key is None and not job.cpus and not job.memory:
@@ -229,6 +235,10 @@ class ClusterState:
         end: float,
     ) -> None:
         """A job placed now holds these resources until ``end``."""
+        for gpus_needed, bounds in self._bounds.items():
+            old = (node.release_bound(gpus_needed), node.idx)
+            if old[0] < INF:
+                bounds.remove(old)
         self._drop_bucket(node)
         taken = list(node.free) if exclusive else list(gpus)
         held = set(taken)
@@ -241,6 +251,15 @@ class ClusterState:
         self._add_bucket(node)
         if taken:
             node.hold(len(taken), end)
+        for gpus_needed, bounds in self._bounds.items():
+            new = (node.release_bound(gpus_needed), node.idx)
+            if new[0] < INF:
+                insort(bounds, new)
+
+    def move_release(self, node: NodeState, old: float, new: float, count: int) -> None:
+        """GPUs of ``node`` expected free at ``old`` come free at ``new`` (a preemption)."""
+        node.move_release(old, new, count)
+        self._bounds.clear()
 
     def reserve(self, nodes: Iterable[NodeState], gpus: int, start: float, end: float) -> None:
         """Set ``gpus`` GPUs of each node aside over ``[start, end)`` for a blocked job."""
@@ -254,15 +273,11 @@ class ClusterState:
         self, job: PendingJob, key: ConstraintKey, duration: float
     ) -> tuple[float, list[NodeState]]:
         """Earliest start of ``job`` on schedulable nodes and the nodes it would get there."""
-        nodes = self.matching(job, key)
         now = self.now
-        bounds = [(n.lower_bound(self._need(job, n), now), n.idx) for n in nodes]
-        if job.nodes == 1 and bounds:
-            first = min(bounds)
-            node = self.nodes[first[1]]
-            if first[0] < INF and not node.reserved:
-                return first[0], [node]
-        bounds.sort()
+        if job.nodes == 1 and key is None and not (job.exclusive or job.cpus or job.memory):
+            return self._earliest_plain(job, duration)
+        nodes = self.matching(job, key)
+        bounds = sorted((n.lower_bound(self._need(job, n), now), n.idx) for n in nodes)
         if job.nodes == 1:
             best, best_node = INF, None
             for bound, idx in bounds:
@@ -295,6 +310,29 @@ class ClusterState:
             if len(ok) >= job.nodes:
                 return t, ok[: job.nodes]
         return INF, []
+
+    def _earliest_plain(
+        self, job: PendingJob, duration: float
+    ) -> tuple[float, list[NodeState]]:
+        """``earliest`` for a one-node job without constraints, from kept release bounds."""
+        bounds = self._bounds.get(job.gpus)
+        if bounds is None:
+            bounds = sorted(
+                (b, n.idx)
+                for n in self.matching(job, None)
+                if (b := n.release_bound(job.gpus)) < INF
+            )
+            self._bounds[job.gpus] = bounds
+        best, best_node = INF, None
+        for raw, idx in bounds:
+            bound = max(self.now, raw)
+            if bound >= best:
+                break
+            node = self.nodes[idx]
+            t = node.earliest(job.gpus, duration, bound)
+            if t < best:
+                best, best_node = t, node
+        return (best, [best_node]) if best_node is not None else (INF, [])
 
     @staticmethod
     def _need(job: PendingJob, node: NodeState) -> int:
