@@ -65,7 +65,9 @@ def _show(args: argparse.Namespace) -> int:
             if j.state == pb.PENDING
         ]
         print(
-            table(["JOBID", "USER", "NAME", "ST", "START_TIME", "(REASON)"], starts, right=["JOBID"])
+            table(
+                ["JOBID", "USER", "NAME", "ST", "START_TIME", "(REASON)"], starts, right=["JOBID"]
+            )
         )
         return 0
     rows: list[tuple[object, ...]] = []
