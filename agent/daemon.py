@@ -19,6 +19,7 @@ from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
 from rota.agent.model import Ack, HelloInfo, Kill, Launch, LogRequest, Order, Report, Welcome
 from rota.agent.runtime.docker_runtime import DockerRuntime
+from rota.agent.runtime.owners import ProcessOwners
 
 log = logging.getLogger("rota.agent")
 
@@ -56,6 +57,7 @@ class Agent:
             network=config.network,
             kill_grace=config.kill_grace,
         )
+        self.owners = ProcessOwners(self.runtime.container_info)
         self.link = Link(config.scheduler, self._hello, self._on_order)
         self._interval = config.heartbeat_interval
         self._stop = threading.Event()
@@ -137,9 +139,13 @@ class Agent:
 
     def _send_heartbeat(self) -> None:
         health = self.runtime.health()
-        self.link.send_heartbeat(
-            self.backend.sample(), self.runtime.attempts(), health.healthy, health.error, {}
+        samples = self.backend.sample()
+        attempts = self.runtime.attempts()
+        owners = self.owners.owners(
+            (p.pid for s in samples for p in s.processes),
+            (a.container_id for a in attempts),
         )
+        self.link.send_heartbeat(samples, attempts, health.healthy, health.error, owners)
 
     # ------------------------------------------------------------ output
 

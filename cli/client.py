@@ -94,6 +94,8 @@ class Client:
         self.channel = grpc.insecure_channel(target.address)
         self.jobs = pb_grpc.JobServiceStub(self.channel)
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
+        self.admin = pb_grpc.AdminServiceStub(self.channel)
+        self.gpus = pb_grpc.GpuServiceStub(self.channel)
 
     def close(self) -> None:
         self.channel.close()

@@ -40,34 +40,15 @@ def _info(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    from rota.cli.ginfo_gpus import gpu_note
+
     if args.gpus or args.node:
-        rows: list[tuple[object, ...]] = []
-        for n in nodes:
-            for g in n.gpus:
-                t = g.telemetry
-                stale_mark = "*" if g.stale else ""
-                rows.append(
-                    (
-                        n.name,
-                        g.info.index,
-                        g.info.name + (" (simulated)" if n.inventory.simulated else ""),
-                        g.state,
-                        g.job_id or "-",
-                        f"{t.utilization:.0f}%{stale_mark}" if g.HasField("telemetry") else "-",
-                        f"{format_size(t.memory_used)}/{format_size(g.info.memory_total)}{stale_mark}",
-                        f"{t.temperature:.0f}C{stale_mark}" if g.HasField("telemetry") else "-",
-                        g.reason or "",
-                    )
-                )
-        print(
-            table(
-                ["NODE", "GPU", "NAME", "STATE", "JOB", "UTIL", "MEMORY", "TEMP", "REASON"],
-                rows,
-                right=["GPU", "UTIL", "TEMP"],
-            )
-        )
-        if any(g.stale for n in nodes for g in n.gpus):
-            print("* stale: no heartbeat recently; the last values seen are shown")
+        from rota.cli.ginfo_gpus import gpu_table, node_detail
+
+        print(gpu_table(nodes))
+        if args.node:
+            print()
+            print(node_detail(nodes[0]))
         return 0
     rows = []
     for n in nodes:
@@ -79,7 +60,7 @@ def _info(args: argparse.Namespace) -> int:
             else ""
         )
         by = f" by {n.reason_by}" if n.reason_by else ""
-        reason = f"{n.reason}{by}{since}" if n.reason else (n.inventory.note or "")
+        reason = f"{n.reason}{by}{since}" if n.reason else (n.inventory.note or gpu_note(n))
         rows.append(
             (
                 n.name,

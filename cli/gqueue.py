@@ -73,6 +73,10 @@ def _show(args: argparse.Namespace) -> int:
     rows: list[tuple[object, ...]] = []
     for j in jobs:
         where = ",".join(j.nodes) if j.state != pb.PENDING else f"({j.reason or 'None'})"
+        if j.reason and j.state in (pb.CONFIGURING, pb.RUNNING):
+            where += f" (WARN: {j.reason})"  # the latest warning: GPU idle or unhealthy
+        elif j.reason and j.state == pb.COMPLETING:
+            where += f" ({j.reason})"
         rows.append(
             (
                 j.id,

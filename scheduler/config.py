@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from rota.paths import DEFAULT_ADDRESS, data_dir
-from rota.units import parse_duration
+from rota.units import parse_duration, parse_size
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,15 @@ class SchedulerConfig:
     tick_interval: float = 5.0  # periodic pass and housekeeping
     master_port_range: tuple[int, int] = (29500, 29999)  # MASTER_PORT of gang jobs
     open_registration: bool = False  # accept any node name without a token (demos, tests)
+    # GPUs (docs/gpus.md): health, foreign processes, dirty memory, idle jobs
+    gpu_max_temperature: float = 90.0  # Celsius; 0 = never drain for heat
+    gpu_hot_for: float = 60.0  # at or above the maximum this long: unhealthy
+    gpu_auto_resume_after: float = 0.0  # healthy again this long: back in service; 0 = admin
+    gpu_foreign_blocks: bool = True  # a GPU running a non-rota process gets no jobs
+    gpu_dirty_memory: int = 512 * 2**20  # bytes in use on a free GPU that count as held
+    gpu_dirty_grace: float = 60.0  # held this long after its job ended: dirty
+    idle_gpu_warn_after: float = 1800.0  # a job's GPUs all at 0 % this long: warning; 0 = off
+    idle_gpu_cancel_after: float = 0.0  # ... this long: the job is cancelled; 0 = never
 
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL, defaulting to ``sqlite:///<data dir>/scheduler.db``."""
@@ -47,7 +56,13 @@ _DURATIONS = {
     "node_grace",
     "kill_grace",
     "tick_interval",
+    "gpu_hot_for",
+    "gpu_auto_resume_after",
+    "gpu_dirty_grace",
+    "idle_gpu_warn_after",
+    "idle_gpu_cancel_after",
 }
+_SIZES = {"gpu_dirty_memory"}
 
 
 def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
@@ -68,4 +83,7 @@ def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
     for key in _DURATIONS & set(values):
         if isinstance(values[key], str):
             values[key] = parse_duration(values[key])
+    for key in _SIZES & set(values):
+        if isinstance(values[key], str):
+            values[key] = parse_size(values[key])
     return replace(SchedulerConfig(), **values)

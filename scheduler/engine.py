@@ -107,7 +107,28 @@ class Engine:
     async def tick(self) -> None:
         """Periodic housekeeping (APScheduler calls this): node timeouts, then a pass."""
         self.dispatch(await self.call(self.core.tick))
+        await self._close_stale_sessions()
         self.request_pass()
+
+    async def _close_stale_sessions(self) -> None:
+        """Close streams of nodes that Core no longer counts as connected (heartbeats stopped,
+        or the node was removed): a frozen agent that wakes up must say hello again and be
+        reconciled, not carry on over its old stream."""
+        before = list(self._sessions.values())  # newer sessions are checked next tick
+        live = await self.call(
+            lambda: {name: node.session for name, node in self.core.nodes.items()}
+        )
+        for session in before:
+            if self._sessions.get(session.node) is session and live.get(session.node) != session.id:
+                log.warning("closing the stale stream of node %s", session.node)
+                self.disconnect(session.node)
+
+    def disconnect(self, node: str) -> None:
+        """End the node's live stream (orders queued before this still go out first)."""
+        session = self._sessions.pop(node, None)
+        if session is not None:
+            session.outbox.put_nowait(None)
+            self._fail_log_streams(node)
 
     # ------------------------------------------------------------ orders
 
@@ -135,6 +156,12 @@ class Engine:
         self.request_pass()
         return results
 
+    async def control(self, action: str, ids: Sequence[str], user: str) -> list[CancelResult]:
+        results, orders = await self.call(self.core.control, action, ids, user)
+        self.dispatch(orders)
+        self.request_pass()
+        return results
+
     async def list_jobs(self, query: JobQuery, ids: Sequence[str]) -> list[JobRecord]:
         return await self.call(self.core.list_jobs, query, ids)
 
@@ -150,10 +177,11 @@ class Engine:
         active = [j for j in core.jobs.values() if j.state.active]
         now = core.clock()
         stale_after = 3 * core.config.heartbeat_interval
-        return [
-            (replace(n), node_status(n, active, now, stale_after))
-            for n in sorted(core.nodes.values(), key=lambda n: n.name)
-        ]
+        out = []
+        for n in sorted(core.nodes.values(), key=lambda n: n.name):
+            status = node_status(n, active, now, stale_after)
+            out.append((replace(n), replace(status, gpus=core.gpu_display(n, status.holders))))
+        return out
 
     async def stream_logs(
         self, display_id: str, attempt: int, follow: bool

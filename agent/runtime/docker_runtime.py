@@ -126,6 +126,19 @@ class DockerRuntime:
                 for a in self._attempts.values()
             ]
 
+    def container_info(self, container_id: str) -> tuple[int, str] | None:
+        """(host pid of the container's init process, job display id); None when it is gone.
+
+        Used to map GPU processes to jobs (``owners.ProcessOwners``).
+        """
+        try:
+            attrs = self._probe.api.inspect_container(container_id)
+        except (DockerException, *_ENGINE_DOWN):
+            return None
+        labels = attrs.get("Config", {}).get("Labels") or {}
+        display = labels.get(LABEL_DISPLAY) or labels.get(LABEL_JOB, "")
+        return int(attrs.get("State", {}).get("Pid") or 0), display
+
     def finals(self) -> list[Report]:
         """Final reports not yet acknowledged (sent again after a reconnect)."""
         with self._lock:
@@ -198,7 +211,15 @@ class DockerRuntime:
     def _launch(self, order: Launch, att: _Attempt) -> None:
         try:
             self._ensure_image(order)
-            container = self._client.containers.create(**self._create_args(order))
+            args = self._create_args(order)
+            if args.get("device_requests"):
+                log.info(
+                    "job %s attempt %d: GPUs %s passed as an nvidia DeviceRequest",
+                    order.display_id,
+                    order.attempt,
+                    ",".join(order.gpu_uuids),
+                )
+            container = self._client.containers.create(**args)
         except _ENGINE_DOWN as exc:
             self._fail(att, f"container engine not answering: {_short(exc)}", engine_fault=True)
             return

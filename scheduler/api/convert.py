@@ -21,6 +21,7 @@ from rota.scheduler.cluster.messages import (
     RunningAttempt,
     Welcome,
 )
+from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
 from rota.states import JobState
@@ -121,7 +122,7 @@ def job_to_pb(job: JobRecord, events: list[JobEvent] | None = None) -> pb.Job:
         account=job.account,
         state=state_to_pb(job.state),
         state_code=job.state.code,
-        reason=job.reason,
+        reason=job.reason or (job.warning if job.state.active else ""),
         has_exit_code=job.exit_code is not None,
         exit_code=job.exit_code or 0,
         attempt=job.attempt,
@@ -309,16 +310,20 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
 
 def node_to_pb(node: NodeState, status: NodeStatus) -> pb.Node:
     """A node for ``ginfo`` with every GPU's state, holder and latest telemetry."""
-    holders, stale = status.holders, status.stale
+    holders, stale, shown = status.holders, status.stale, status.gpus
     msg = pb.Node(
         name=node.name,
         state=status.state,
         reason=status.reason,
-        reason_by=node.reason_by,
-        reason_time=node.reason_time or 0.0,
+        reason_by=status.reason_by,
+        reason_time=status.since or 0.0,
         inventory=inventory_to_pb(node.inventory),
         gpus_total=node.gpu_count,
-        gpus_free=sum(1 for g in node.inventory.gpus if g.index not in holders),
+        gpus_free=sum(
+            1
+            for g in node.inventory.gpus
+            if g.index not in holders and (g.index not in shown or shown[g.index].allocatable)
+        ),
         last_heartbeat=node.last_heartbeat or 0.0,
         address=node.address,
         engine_healthy=node.engine_healthy,
@@ -329,14 +334,22 @@ def node_to_pb(node: NodeState, status: NodeStatus) -> pb.Node:
     for gpu in node.inventory.gpus:
         t = telemetry.get(gpu.index)
         holder = holders.get(gpu.index, "")
-        gpu_state = "unhealthy" if t and t.error else ("allocated" if holder else "idle")
+        view = shown.get(gpu.index)
+        if view is None:  # no GPU status computed: judge from the telemetry alone
+            view = GpuDisplay(
+                "unhealthy" if t and t.error else ("allocated" if holder else "idle"),
+                t.error if t else "",
+                holder,
+            )
         status = pb.GpuStatus(
             info=inventory_to_pb(Inventory(gpus=(gpu,))).gpus[0],
             stale=stale,
             sampled_at=node.telemetry_time or 0.0,
-            state=gpu_state,
-            reason=t.error if t else "",
-            job_id=holder,
+            state=view.state,
+            reason=view.reason,
+            job_id=view.job_id,
+            marked_by=view.marked_by,
+            marked_time=view.marked_time,
         )
         if t is not None:
             status.telemetry.CopyFrom(telemetry_to_pb(t))

@@ -99,6 +99,19 @@ class JobServicer(pb_grpc.JobServiceServicer):
             results=[pb.CancelResult(id=r.id, ok=r.ok, message=r.message) for r in results]
         )
 
+    async def ControlJobs(
+        self, request: pb.ControlJobsRequest, context: Any
+    ) -> pb.ControlJobsResponse:
+        if request.action == pb.CONTROL_ACTION_UNSPECIFIED:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no action given")
+        action = pb.ControlAction.Name(request.action).lower()
+        results = await _guard(
+            context, self.engine.control(action, list(request.ids), request.user or "unknown")
+        )
+        return pb.ControlJobsResponse(
+            results=[pb.CancelResult(id=r.id, ok=r.ok, message=r.message) for r in results]
+        )
+
     async def WatchJob(self, request: pb.WatchJobRequest, context: Any) -> AsyncIterator[pb.Job]:
         last = None
         while True:
@@ -201,6 +214,11 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
 
 
 def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
+    from rota.scheduler.api.admin import add_admin_servicer  # it imports _guard from here
+    from rota.scheduler.api.gpus import add_gpu_servicer  # likewise
+
     pb_grpc.add_JobServiceServicer_to_server(JobServicer(engine), server)
+    add_admin_servicer(server, engine)
+    add_gpu_servicer(server, engine)
     pb_grpc.add_NodeServiceServicer_to_server(NodeServicer(engine), server)
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)

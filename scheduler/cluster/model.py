@@ -47,6 +47,7 @@ class JobRecord:
     allocation: list[NodeAlloc] = field(default_factory=list)
     stop_state: str = ""
     estimated_start: float | None = None
+    warning: str = ""  # latest warning of the current attempt (GPU idle, GPU unhealthy)
 
     @property
     def display_id(self) -> str:

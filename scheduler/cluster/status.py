@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.model import JobRecord, NodeState
 
 
@@ -14,6 +16,9 @@ class NodeStatus:
     reason: str
     holders: dict[int, str]  # GPU index -> display id of the job holding it
     stale: bool  # telemetry older than the stale window
+    reason_by: str = ""  # who set the state (drains: the admin)
+    since: float | None = None  # when the state's reason was set
+    gpus: Mapping[int, GpuDisplay] = field(default_factory=dict)  # per GPU index (cluster.gpus)
 
 
 def node_status(
@@ -29,9 +34,13 @@ def node_status(
                 holders.update(dict.fromkeys(alloc.gpus, job.display_id))
     stale = node.telemetry_time is None or now - node.telemetry_time > stale_after
     if not node.connected:
-        return NodeStatus("DOWN", node.reason or "agent not connected", holders, True)
+        reason = "agent not connected"
+        if node.admin_state:
+            reason += f"; drained: {node.reason}"
+        return NodeStatus("DOWN", reason, holders, True, node.reason_by, node.down_since)
     if node.admin_state:
-        return NodeStatus("DRAINING" if busy else "DRAINED", node.reason, holders, stale)
+        state = "DRAINING" if busy else "DRAINED"
+        return NodeStatus(state, node.reason, holders, stale, node.reason_by, node.reason_time)
     if not node.engine_healthy:
         return NodeStatus(
             "DOWN", f"container engine unhealthy: {node.engine_error}", holders, stale

@@ -42,7 +42,11 @@ class AgentsCore(PlanningCore):
             node = NodeState(name=hello.node_name, token_hash=hash_token(hello.token))
             self.nodes[node.name] = node
         elif node.token_hash and not hmac.compare_digest(node.token_hash, hash_token(hello.token)):
-            raise AuthError(f"wrong join token for node {hello.node_name!r}")
+            raise AuthError(
+                f"wrong join token for node {hello.node_name!r}; use the token that `gadmin node "
+                f"add` printed, or issue a new one with `gadmin node add {hello.node_name} "
+                "--rotate-token`"
+            )
         now = self.clock()
         node.inventory = hello.inventory
         node.address = hello.address

@@ -118,7 +118,10 @@ class CoreBase:
     def _attempt_ended(
         self, job: JobRecord, final: JobState, why: str, orders: Orders
     ) -> list[JobEvent]:
-        """End the current attempt: requeue NODE_FAIL/PREEMPTED when allowed, else finish."""
+        """End the current attempt: requeue NODE_FAIL/PREEMPTED when allowed, and PENDING (a
+        requeue that was ordered) always; otherwise finish the job."""
+        if final is JobState.PENDING:
+            return self._requeue(job, why, orders)
         if final in (JobState.NODE_FAIL, JobState.PREEMPTED):
             allowed = final is JobState.PREEMPTED or (
                 job.spec.requeue and job.attempt <= self.config.max_requeue

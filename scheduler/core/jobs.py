@@ -19,7 +19,7 @@ from rota.scheduler.core.base import (
 from rota.scheduler.core.planning import PlanningCore
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.fit import node_matches
-from rota.scheduler.store.store import JobQuery
+from rota.scheduler.store.store import DuplicateRequest, JobQuery
 from rota.states import ACTIVE_STATES, JobState
 
 
@@ -34,6 +34,9 @@ class JobsCore(PlanningCore):
         Items whose client request id was seen before return the stored ids (duplicate=True).
         Raises UserError naming the source and field of the first invalid item.
         """
+        ids = [i.client_request_id for i in items if i.client_request_id]
+        if len(ids) != len(set(ids)):
+            raise UserError("client request ids must be unique within one SubmitJobs request")
         known = self.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]
         for item in new_items:
@@ -44,7 +47,10 @@ class JobsCore(PlanningCore):
             return [
                 self._dry_run(item, group) for item, group in zip(new_items, groups, strict=True)
             ]
-        stored = self.store.submit(groups, [i.client_request_id for i in new_items], user)
+        try:
+            stored = self.store.submit(groups, [i.client_request_id for i in new_items], user)
+        except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
+            return self.submit(items, user, test_only)
         by_request: dict[str, list[JobRecord]] = {}
         for item, group in zip(new_items, stored, strict=True):
             for job in group:

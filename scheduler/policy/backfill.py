@@ -76,29 +76,41 @@ def run_pass(
             state.reserve(nodes, -1 if job.exclusive else job.gpus, start, start + length)
             est[job.id] = start
 
+    check_limits = limits.active
+    full = snapshot.full_reasons
+    # Shortest time limit of a plain job (one node, no constraints) that did not fit, per
+    # GPU count and above: such jobs fail fast without a search.
+    plain_failed = [INF] * (len(state.buckets) + 1)
     for job in ordered:
         if job.blocked is not None:
             why[job.id] = job.blocked
             continue
-        limit_reason = limits.check(job)
-        if limit_reason is not None:
-            why[job.id] = limit_reason
-            continue
+        if check_limits or job.array_task_limit:
+            limit_reason = limits.check(job)
+            if limit_reason is not None:
+                why[job.id] = limit_reason
+                continue
         if frozen:
             why[job.id] = reasons.PRIORITY
             continue
-        if (
-            not snapshot.full_reasons
-            and state.total_free == 0
-            and (preemptor is None or not preemptor.possible)
-        ):
+        if not full and state.total_free == 0 and (preemptor is None or not preemptor.possible):
             break
-        key = constraint_key(job)
         length = duration(job)
-        size = (job.gpus, job.cpus, job.memory)
-        fkey = (key, job.nodes, job.exclusive)
-        known = failed.get(fkey)
-        if known is None or not _known_misfit(known, size, length):
+        plain = (
+            job.nodes == 1
+            and job.gpus < len(plain_failed)
+            and not (job.exclusive or job.cpus or job.memory)
+            and not (job.gpu_type or job.gpu_memory or job.node_selector)
+        )
+        key = None if plain else constraint_key(job)
+        if plain:
+            misfit = length >= plain_failed[job.gpus]
+        else:
+            known = failed.get((key, job.nodes, job.exclusive))
+            misfit = known is not None and _known_misfit(
+                known, (job.gpus, job.cpus, job.memory), length
+            )
+        if not misfit:
             nodes = state.find(job, key, now + length)
             if nodes is not None and deferred:
                 for args in deferred:
@@ -114,10 +126,17 @@ def run_pass(
                 placements.append(Placement(job.id, tuple(allocs)))
                 limits.add(job)
                 continue
-            known = failed.setdefault(fkey, {})
-            known[size] = min(length, known.get(size, INF))
-        if not state.matching(job, key):
-            capable = any(node_matches(job, n) for n in snapshot.nodes)
+            if plain:
+                for g in range(job.gpus, len(plain_failed)):
+                    plain_failed[g] = min(plain_failed[g], length)
+            else:
+                known = failed.setdefault((key, job.nodes, job.exclusive), {})
+                size = (job.gpus, job.cpus, job.memory)
+                known[size] = min(length, known.get(size, INF))
+        if not full and reserved >= depth:
+            continue  # no reason wanted, no reservation to make
+        if len(state.matching(job, key)) < job.nodes:
+            capable = sum(node_matches(job, n) for n in snapshot.nodes) >= job.nodes
             why[job.id] = reasons.NODE_DOWN if capable else reasons.BAD_CONSTRAINTS
             continue
         why[job.id] = reasons.PRIORITY if waiting else reasons.RESOURCES

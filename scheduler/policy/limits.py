@@ -29,6 +29,8 @@ class LimitCounter:
             if job.array_job_id is not None:
                 self.array_tasks[job.array_job_id] += 1
         self.over_pending = _over_pending(limits, pending)
+        # whether any job can hit a user or account limit (array limits are per job)
+        self.active = count_gpus or bool(self.over_pending)
 
     def check(self, job: PendingJob) -> str | None:
         """The limit reason that keeps ``job`` from starting now, or None."""
@@ -52,9 +54,10 @@ class LimitCounter:
 
     def add(self, job: PendingJob) -> None:
         """Count a job placed in this pass."""
-        gpus = job.gpus * job.nodes
-        self.user_gpus[job.user] += gpus
-        self.account_gpus[job.account] += gpus
+        if self.active:
+            gpus = job.gpus * job.nodes
+            self.user_gpus[job.user] += gpus
+            self.account_gpus[job.account] += gpus
         if job.array_job_id is not None:
             self.array_tasks[job.array_job_id] += 1
 

@@ -25,7 +25,7 @@ def decay(value: float, elapsed: float, half_life: float) -> float:
 
 def accrued(rate: float, elapsed: float, half_life: float) -> float:
     """Decayed GPU-seconds that ``rate`` GPUs add over ``elapsed`` seconds, valued at the end."""
-    return rate * half_life / _LN2 * (1.0 - 2.0 ** (-elapsed / half_life))
+    return -rate * half_life / _LN2 * math.expm1(-elapsed * _LN2 / half_life)
 
 
 @dataclass(frozen=True, slots=True)

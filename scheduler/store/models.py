@@ -84,3 +84,16 @@ class NodeRow(Base):
     inventory: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     address: Mapped[str] = mapped_column(String(256), default="")
     last_seen: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class GpuMarkRow(Base):
+    """A GPU taken out of service (unhealthy) and why, so a scheduler restart keeps it."""
+
+    __tablename__ = "gpu_marks"
+
+    node: Mapped[str] = mapped_column(String(128), primary_key=True)
+    index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(128), default="")
+    reason: Mapped[str] = mapped_column(String(512), default="")
+    since: Mapped[float] = mapped_column(Float)
+    marked_by: Mapped[str] = mapped_column(String(64), default="")

@@ -12,14 +12,17 @@ from typing import Any
 
 from sqlalchemy import create_engine, event, or_, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rota.jobspec import JobSpec, Mount
 from rota.scheduler.cluster.messages import GpuInfo, GpuLink, Inventory
+from rota.scheduler.cluster.gpus import GpuMark
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
 from rota.scheduler.store.models import (
     Base,
     JobEventRow,
+    GpuMarkRow,
     JobRow,
     NodeRow,
     SubmitRequestRow,
@@ -150,6 +153,10 @@ class JobQuery:
     limit: int = 0
 
 
+class DuplicateRequest(Exception):
+    """A client request id was stored by another writer between the check and the insert."""
+
+
 class Store:
     """Durable state of the scheduler behind one SQLAlchemy engine."""
 
@@ -180,9 +187,23 @@ class Store:
         """Insert each group of jobs (one group per request: one job, or an array's tasks).
 
         Assigns ids; an array's tasks get ``array_job_id`` = the first task's id. Request ids
-        (non-empty) are recorded with the display ids in the same transaction. Returns the stored
-        records.
+        (non-empty) are recorded with the display ids in the same transaction; they are unique
+        (the primary key), so a concurrent duplicate raises DuplicateRequest and stores nothing.
+        Returns the stored records.
         """
+        try:
+            return self._submit(jobs, request_ids, user)
+        except IntegrityError:
+            if self.known_requests(request_ids):
+                raise DuplicateRequest("a client request id was stored concurrently") from None
+            raise
+
+    def _submit(
+        self,
+        jobs: Sequence[Sequence[JobRecord]],
+        request_ids: Sequence[str],
+        user: str,
+    ) -> list[list[JobRecord]]:
         out: list[list[JobRecord]] = []
         with self._session() as session, session.begin():
             for group, request_id in zip(jobs, request_ids, strict=True):
@@ -368,6 +389,35 @@ class Store:
             row = session.get(NodeRow, name)
             if row is not None:
                 session.delete(row)
+
+    # -------------------------------------------------------------- GPU health
+
+    def gpu_marks(self) -> dict[str, list[GpuMark]]:
+        """Every GPU taken out of service, per node name."""
+        out: dict[str, list[GpuMark]] = {}
+        with self._session() as session:
+            for r in session.scalars(select(GpuMarkRow).order_by(GpuMarkRow.node, GpuMarkRow.index)):
+                mark = GpuMark(r.index, r.uuid, r.reason, r.since, r.marked_by)
+                out.setdefault(r.node, []).append(mark)
+        return out
+
+    def save_gpu_marks(self, node: str, marks: Iterable[GpuMark]) -> None:
+        """Replace the stored marks of one node with ``marks``."""
+        with self._session() as session, session.begin():
+            for row in session.scalars(select(GpuMarkRow).where(GpuMarkRow.node == node)):
+                session.delete(row)
+            session.flush()
+            for m in marks:
+                session.add(
+                    GpuMarkRow(
+                        node=node,
+                        index=m.index,
+                        uuid=m.uuid,
+                        reason=m.reason[:512],
+                        since=m.since,
+                        marked_by=m.by,
+                    )
+                )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

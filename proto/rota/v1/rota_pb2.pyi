@@ -22,6 +22,13 @@ class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OUT_OF_MEMORY: _ClassVar[JobState]
     PREEMPTED: _ClassVar[JobState]
 
+class ControlAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONTROL_ACTION_UNSPECIFIED: _ClassVar[ControlAction]
+    HOLD: _ClassVar[ControlAction]
+    RELEASE: _ClassVar[ControlAction]
+    REQUEUE: _ClassVar[ControlAction]
+
 class JobEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     JOB_EVENT_KIND_UNSPECIFIED: _ClassVar[JobEventKind]
@@ -43,6 +50,10 @@ TIMEOUT: JobState
 NODE_FAIL: JobState
 OUT_OF_MEMORY: JobState
 PREEMPTED: JobState
+CONTROL_ACTION_UNSPECIFIED: ControlAction
+HOLD: ControlAction
+RELEASE: ControlAction
+REQUEUE: ControlAction
 JOB_EVENT_KIND_UNSPECIFIED: JobEventKind
 STARTED: JobEventKind
 EXITED: JobEventKind
@@ -320,6 +331,22 @@ class CancelJobsResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[CancelResult]
     def __init__(self, results: _Optional[_Iterable[_Union[CancelResult, _Mapping]]] = ...) -> None: ...
 
+class ControlJobsRequest(_message.Message):
+    __slots__ = ("action", "ids", "user")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    action: ControlAction
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    user: str
+    def __init__(self, action: _Optional[_Union[ControlAction, str]] = ..., ids: _Optional[_Iterable[str]] = ..., user: _Optional[str] = ...) -> None: ...
+
+class ControlJobsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[CancelResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[CancelResult, _Mapping]]] = ...) -> None: ...
+
 class WatchJobRequest(_message.Message):
     __slots__ = ("id",)
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -432,7 +459,7 @@ class GpuTelemetry(_message.Message):
     def __init__(self, index: _Optional[int] = ..., uuid: _Optional[str] = ..., utilization: _Optional[float] = ..., memory_used: _Optional[int] = ..., temperature: _Optional[float] = ..., power: _Optional[float] = ..., error: _Optional[str] = ..., processes: _Optional[_Iterable[_Union[GpuProcess, _Mapping]]] = ...) -> None: ...
 
 class GpuStatus(_message.Message):
-    __slots__ = ("info", "telemetry", "stale", "sampled_at", "state", "reason", "job_id")
+    __slots__ = ("info", "telemetry", "stale", "sampled_at", "state", "reason", "job_id", "marked_by", "marked_time")
     INFO_FIELD_NUMBER: _ClassVar[int]
     TELEMETRY_FIELD_NUMBER: _ClassVar[int]
     STALE_FIELD_NUMBER: _ClassVar[int]
@@ -440,6 +467,8 @@ class GpuStatus(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    MARKED_BY_FIELD_NUMBER: _ClassVar[int]
+    MARKED_TIME_FIELD_NUMBER: _ClassVar[int]
     info: GpuInfo
     telemetry: GpuTelemetry
     stale: bool
@@ -447,7 +476,9 @@ class GpuStatus(_message.Message):
     state: str
     reason: str
     job_id: str
-    def __init__(self, info: _Optional[_Union[GpuInfo, _Mapping]] = ..., telemetry: _Optional[_Union[GpuTelemetry, _Mapping]] = ..., stale: _Optional[bool] = ..., sampled_at: _Optional[float] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., job_id: _Optional[str] = ...) -> None: ...
+    marked_by: str
+    marked_time: float
+    def __init__(self, info: _Optional[_Union[GpuInfo, _Mapping]] = ..., telemetry: _Optional[_Union[GpuTelemetry, _Mapping]] = ..., stale: _Optional[bool] = ..., sampled_at: _Optional[float] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., job_id: _Optional[str] = ..., marked_by: _Optional[str] = ..., marked_time: _Optional[float] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ("name", "state", "reason", "reason_by", "reason_time", "inventory", "gpus", "gpus_total", "gpus_free", "last_heartbeat", "address", "engine_healthy", "engine_error", "labels")
@@ -503,6 +534,87 @@ class GetNodeRequest(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class AddNodeRequest(_message.Message):
+    __slots__ = ("name", "labels", "user", "rotate_token")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ROTATE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    labels: _containers.ScalarMap[str, str]
+    user: str
+    rotate_token: bool
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., user: _Optional[str] = ..., rotate_token: _Optional[bool] = ...) -> None: ...
+
+class AddNodeResponse(_message.Message):
+    __slots__ = ("name", "token")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    token: str
+    def __init__(self, name: _Optional[str] = ..., token: _Optional[str] = ...) -> None: ...
+
+class DrainNodeRequest(_message.Message):
+    __slots__ = ("name", "reason", "user")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    reason: str
+    user: str
+    def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
+
+class ResumeNodeRequest(_message.Message):
+    __slots__ = ("name", "user")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    user: str
+    def __init__(self, name: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
+
+class RemoveNodeRequest(_message.Message):
+    __slots__ = ("name", "force", "user")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    force: bool
+    user: str
+    def __init__(self, name: _Optional[str] = ..., force: _Optional[bool] = ..., user: _Optional[str] = ...) -> None: ...
+
+class RemoveNodeResponse(_message.Message):
+    __slots__ = ("requeued", "failed")
+    REQUEUED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    requeued: _containers.RepeatedScalarFieldContainer[str]
+    failed: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, requeued: _Optional[_Iterable[str]] = ..., failed: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GpuActionRequest(_message.Message):
+    __slots__ = ("node", "index", "user", "reason")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    index: int
+    user: str
+    reason: str
+    def __init__(self, node: _Optional[str] = ..., index: _Optional[int] = ..., user: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class GpuActionResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
 
 class AttemptStatus(_message.Message):
     __slots__ = ("job_id", "attempt", "container_id", "running")

@@ -54,6 +54,11 @@ class JobServiceStub:
                 request_serializer=rota_dot_v1_dot_rota__pb2.CancelJobsRequest.SerializeToString,
                 response_deserializer=rota_dot_v1_dot_rota__pb2.CancelJobsResponse.FromString,
                 _registered_method=True)
+        self.ControlJobs = channel.unary_unary(
+                '/rota.v1.JobService/ControlJobs',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ControlJobsRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ControlJobsResponse.FromString,
+                _registered_method=True)
         self.WatchJob = channel.unary_stream(
                 '/rota.v1.JobService/WatchJob',
                 request_serializer=rota_dot_v1_dot_rota__pb2.WatchJobRequest.SerializeToString,
@@ -93,6 +98,12 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ControlJobs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchJob(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -127,6 +138,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.CancelJobs,
                     request_deserializer=rota_dot_v1_dot_rota__pb2.CancelJobsRequest.FromString,
                     response_serializer=rota_dot_v1_dot_rota__pb2.CancelJobsResponse.SerializeToString,
+            ),
+            'ControlJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControlJobs,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ControlJobsRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ControlJobsResponse.SerializeToString,
             ),
             'WatchJob': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchJob,
@@ -247,6 +263,33 @@ class JobService:
             '/rota.v1.JobService/CancelJobs',
             rota_dot_v1_dot_rota__pb2.CancelJobsRequest.SerializeToString,
             rota_dot_v1_dot_rota__pb2.CancelJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControlJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.JobService/ControlJobs',
+            rota_dot_v1_dot_rota__pb2.ControlJobsRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ControlJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -416,6 +459,324 @@ class NodeService:
             '/rota.v1.NodeService/GetNode',
             rota_dot_v1_dot_rota__pb2.GetNodeRequest.SerializeToString,
             rota_dot_v1_dot_rota__pb2.Node.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class AdminServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.AddNode = channel.unary_unary(
+                '/rota.v1.AdminService/AddNode',
+                request_serializer=rota_dot_v1_dot_rota__pb2.AddNodeRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.AddNodeResponse.FromString,
+                _registered_method=True)
+        self.DrainNode = channel.unary_unary(
+                '/rota.v1.AdminService/DrainNode',
+                request_serializer=rota_dot_v1_dot_rota__pb2.DrainNodeRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.Node.FromString,
+                _registered_method=True)
+        self.ResumeNode = channel.unary_unary(
+                '/rota.v1.AdminService/ResumeNode',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ResumeNodeRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.Node.FromString,
+                _registered_method=True)
+        self.RemoveNode = channel.unary_unary(
+                '/rota.v1.AdminService/RemoveNode',
+                request_serializer=rota_dot_v1_dot_rota__pb2.RemoveNodeRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.RemoveNodeResponse.FromString,
+                _registered_method=True)
+
+
+class AdminServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def AddNode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrainNode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeNode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveNode(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_AdminServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'AddNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddNode,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.AddNodeRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.AddNodeResponse.SerializeToString,
+            ),
+            'DrainNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrainNode,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.DrainNodeRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.Node.SerializeToString,
+            ),
+            'ResumeNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeNode,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ResumeNodeRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.Node.SerializeToString,
+            ),
+            'RemoveNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveNode,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.RemoveNodeRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.RemoveNodeResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rota.v1.AdminService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rota.v1.AdminService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class AdminService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def AddNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.AdminService/AddNode',
+            rota_dot_v1_dot_rota__pb2.AddNodeRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.AddNodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrainNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.AdminService/DrainNode',
+            rota_dot_v1_dot_rota__pb2.DrainNodeRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.Node.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.AdminService/ResumeNode',
+            rota_dot_v1_dot_rota__pb2.ResumeNodeRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.Node.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.AdminService/RemoveNode',
+            rota_dot_v1_dot_rota__pb2.RemoveNodeRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.RemoveNodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class GpuServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.ResumeGpu = channel.unary_unary(
+                '/rota.v1.GpuService/ResumeGpu',
+                request_serializer=rota_dot_v1_dot_rota__pb2.GpuActionRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.GpuActionResponse.FromString,
+                _registered_method=True)
+        self.DrainGpu = channel.unary_unary(
+                '/rota.v1.GpuService/DrainGpu',
+                request_serializer=rota_dot_v1_dot_rota__pb2.GpuActionRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.GpuActionResponse.FromString,
+                _registered_method=True)
+
+
+class GpuServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def ResumeGpu(self, request, context):
+        """Return an unhealthy GPU to service.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrainGpu(self, request, context):
+        """Take a GPU out of service by hand (shown unhealthy with the reason).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_GpuServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'ResumeGpu': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeGpu,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.GpuActionRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.GpuActionResponse.SerializeToString,
+            ),
+            'DrainGpu': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrainGpu,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.GpuActionRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.GpuActionResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rota.v1.GpuService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rota.v1.GpuService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class GpuService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def ResumeGpu(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.GpuService/ResumeGpu',
+            rota_dot_v1_dot_rota__pb2.GpuActionRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.GpuActionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrainGpu(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.GpuService/DrainGpu',
+            rota_dot_v1_dot_rota__pb2.GpuActionRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.GpuActionResponse.FromString,
             options,
             channel_credentials,
             insecure,

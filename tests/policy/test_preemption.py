@@ -1,0 +1,62 @@
+"""Preemption: only of preemptible lower-class jobs, only when the waiting job then fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from rota.scheduler.policy.config import PolicyConfig
+from tests.policy.builders import make_job, make_nodes, make_running, make_snapshot, plan_of
+
+NODES = make_nodes(1)
+
+
+def low(id, gpus, start, **kw):
+    return make_running(id, "n0", gpus, start=start, qos="low", preemptible=True, **kw)
+
+
+@pytest.mark.parametrize(
+    ("running", "job", "victims"),
+    [
+        # the most recently started low job goes first, and only as many as needed
+        ((low(7, (0, 1, 2, 3), 0.0), low(8, (4, 5, 6, 7), 50.0)), make_job(1, 4, qos="high"), (8,)),
+        ((low(7, (0, 1, 2, 3), 0.0), low(8, (4, 5, 6, 7), 50.0)), make_job(1, 8, qos="high"), (7, 8)),
+        # free GPUs count: only one victim needed for 6 GPUs
+        ((low(7, (0, 1), 0.0), low(8, (2, 3), 50.0)), make_job(1, 6, qos="high"), (8,)),
+        # same class: no preemption
+        ((low(7, tuple(range(8)), 0.0),), make_job(1, 8, qos="low"), ()),
+        # not preemptible: none
+        ((make_running(7, "n0", tuple(range(8)), qos="low"),), make_job(1, 8, qos="high"), ()),
+        # would not fit even after preempting everything preemptible: none
+        (
+            (low(7, (0, 1, 2, 3), 0.0), make_running(8, "n0", (4, 5, 6, 7), qos="low")),
+            make_job(1, 8, qos="high"),
+            (),
+        ),
+    ],
+)
+def test_victims(running, job, victims):
+    plan = plan_of(make_snapshot(NODES, (job,), running, now=100.0))
+    assert plan.preemptions == victims
+    assert plan.placements == ()
+    if victims:
+        assert plan.est_start[job.id] == 100.0
+
+
+def test_no_new_victims_while_earlier_ones_stop():
+    running = (low(7, tuple(range(8)), 0.0, stopping=True), low(8, (), 10.0))
+    plan = plan_of(make_snapshot(NODES, (make_job(1, 8, qos="high"),), running, now=100.0))
+    assert plan.preemptions == ()
+
+
+def test_preemption_can_be_turned_off():
+    running = (low(7, tuple(range(8)), 0.0),)
+    cfg = PolicyConfig(preemption=False)
+    plan = plan_of(make_snapshot(NODES, (make_job(1, 8, qos="high"),), running, config=cfg))
+    assert plan.preemptions == ()
+
+
+def test_baselines_never_preempt():
+    running = (low(7, tuple(range(8)), 0.0),)
+    for policy in ("fifo", "fifo-backfill", "sjf-oracle"):
+        plan = plan_of(make_snapshot(NODES, (make_job(1, 8, qos="high"),), running), policy)
+        assert plan.preemptions == ()
