@@ -27,7 +27,9 @@ def main(runs: int) -> None:
         try:
             cluster.start_scheduler()
             cluster.start_agent("bench", gpus=2)
-            job = cluster.write_job("first.yaml", f"image: {image}\ncommand: cat /proc/uptime\nresources: {{gpus: 1}}\n")
+            job = cluster.write_job(
+                "first.yaml", f"image: {image}\ncommand: cat /proc/uptime\nresources: {{gpus: 1}}\n"
+            )
             first_output, gsub_times = [], []
             for _ in range(runs + 1):  # the first run warms caches and is dropped
                 t0 = time.clock_gettime(time.CLOCK_BOOTTIME)

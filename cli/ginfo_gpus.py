@@ -21,7 +21,7 @@ def gpu_rows(nodes: Sequence[Any]) -> list[tuple[object, ...]]:
     for n in nodes:
         for g in n.gpus:
             t = g.telemetry
-            seen = g.HasField("telemetry")
+            seen = g.HasField("telemetry") and not t.error  # a failing GPU has no values
             mark = "*" if g.stale else ""
             memory = f"{format_size(t.memory_used)}/" if seen else "-/"
             rows.append(

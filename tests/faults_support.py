@@ -35,6 +35,14 @@ def add_node(cluster: Cluster, short: str, *flags: str) -> str:
     return out.stdout.strip()
 
 
+def spawn_agent(cluster: Cluster, key: str, node: str, *extra: str) -> subprocess.Popen[bytes]:
+    """Start an agent for node name ``node`` under its own process key (log ``key.log``),
+    without waiting for it to connect (for agents that are meant to be refused)."""
+    args = ["agent", "--scheduler", cluster.address, "--node", node, "--simulate-gpus", "1"]
+    args += ["--data-dir", str(cluster.root / key), "--heartbeat", "0.5", *extra]
+    return cluster._spawn(key, args)
+
+
 def restart_scheduler(cluster: Cluster, *args: str) -> subprocess.Popen[bytes]:
     """Start the scheduler again on the same port and database; wait until it listens."""
     seen = cluster.log("scheduler").count("listening on")

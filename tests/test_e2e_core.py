@@ -80,7 +80,7 @@ def test_two_jobs_wanting_all_gpus_run_one_after_the_other(cluster: Cluster) -> 
     cluster.start_agent("n1", gpus=2)
     job = f"""
 image: {TEST_IMAGE}
-command: ["sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES; sleep 2"]
+command: ["sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES; sleep 6"]
 resources: {{gpus: 2}}
 """
     first = cluster.submit(job)

@@ -7,7 +7,14 @@ import json
 import signal
 
 from tests.cluster import TEST_IMAGE, Cluster, wait_for
-from tests.faults_support import Api, add_node, config_file, restart_scheduler, wait_gone
+from tests.faults_support import (
+    Api,
+    add_node,
+    config_file,
+    restart_scheduler,
+    spawn_agent,
+    wait_gone,
+)
 
 SLEEP = f"image: {TEST_IMAGE}\ncommand: [sleep, '600']\nresources: {{gpus: 1}}\n"
 
@@ -31,12 +38,12 @@ def test_wrong_token_and_unregistered_node_are_refused_and_change_nothing(
     cluster.wait_state(job, "RUNNING")
     before_nodes, before_jobs = _nodes_view(cluster), cluster.jobs()
 
-    wrong = cluster.start_agent("n1", 1, "--token", "not-the-token", wait=False)
+    wrong = spawn_agent(cluster, "wrong", cluster.node_name("n1"), "--token", "not-the-token")
     assert wait_gone(wrong) == 1
-    assert "wrong join token for node" in cluster.log("agent-n1")
-    ghost = cluster.start_agent("ghost", 1, "--token", token, wait=False)
+    assert "wrong join token for node" in cluster.log("wrong")
+    ghost = spawn_agent(cluster, "ghost", cluster.node_name("ghost"), "--token", token)
     assert wait_gone(ghost) == 1
-    ghost_log = cluster.log("agent-ghost")
+    ghost_log = cluster.log("ghost")
     assert "is not registered" in ghost_log and "gadmin node add" in ghost_log
 
     assert _nodes_view(cluster) == before_nodes
@@ -52,9 +59,7 @@ def test_drain_resume_and_ginfo_shows_who_and_since(cluster: Cluster) -> None:
     cluster.start_scheduler("--config", config_file(cluster))
     name = cluster.node_name("n1")
     cluster.start_agent("n1", 1, "--token", add_node(cluster, "n1"))
-    running = cluster.submit(
-        f"image: {TEST_IMAGE}\ncommand: [sleep, '3']\nresources: {{gpus: 1}}\n"
-    )
+    running = cluster.submit(SLEEP)
     cluster.wait_state(running, "RUNNING")
     out = cluster.cli("gadmin", "node", "drain", name, "--reason", "fan noise", check=True)
     assert "DRAINING" in out.stdout
@@ -65,7 +70,8 @@ def test_drain_resume_and_ginfo_shows_who_and_since(cluster: Cluster) -> None:
     table = cluster.cli("ginfo", check=True).stdout
     assert f"fan noise by {node['reason_by']} since" in table
     waiting = cluster.submit(SLEEP)
-    cluster.wait_state(running, "COMPLETED")
+    cluster.cli("gcancel", running, check=True)
+    cluster.wait_state(running, "CANCELLED")
     wait_for(lambda: (n := cluster.node(name)) and n["state"] == "DRAINED", 20, what="DRAINED")
     assert cluster.job(waiting)["state"] == "PENDING"
     listing = cluster.cli("gadmin", "node", "list", check=True).stdout

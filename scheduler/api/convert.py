@@ -4,6 +4,7 @@ generated code besides the servicers that receive it)."""
 from __future__ import annotations
 
 from rota.jobspec import DEFAULT_SHM_SIZE, JobSpec, Mount
+from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.messages import (
     AgentEvent,
     AgentOrder,
@@ -21,7 +22,6 @@ from rota.scheduler.cluster.messages import (
     RunningAttempt,
     Welcome,
 )
-from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
 from rota.states import JobState

@@ -21,7 +21,6 @@ from rota.scheduler.config import SchedulerConfig
 from rota.units import format_size
 
 AUTO = "rota"  # who marks a GPU unhealthy from telemetry
-MISSING = "no telemetry for this GPU in the agent's heartbeat"
 
 
 @dataclass(slots=True)
@@ -58,11 +57,8 @@ class GpuTrack:
     dirty: bool = False
     busy: bool = False
 
-    def problem(self, t: GpuTelemetry | None, now: float, cfg: SchedulerConfig) -> str:
+    def problem(self, t: GpuTelemetry, now: float, cfg: SchedulerConfig) -> str:
         """Why this GPU is unhealthy now ("" when it is fine); tracks how long it was hot."""
-        if t is None:
-            self.hot_since = None
-            return MISSING
         if t.error:
             self.hot_since = None
             return t.error
@@ -145,6 +141,8 @@ def display(
     busy, idle."""
     if mark is not None:
         return GpuDisplay("unhealthy", mark.reason, holder, mark.by, mark.since, False)
+    if t is not None and t.error:  # resumed by hand but still failing: marked again next beat
+        return GpuDisplay("unhealthy", t.error, holder, allocatable=False)
     others = _foreign_text(t) if t is not None else ""
     if holder:
         note = f"also used by {others} (not a rota job)" if others else ""

@@ -96,7 +96,7 @@ class AdminCore(PlanningCore):
         Refused while jobs run on it, unless ``force``: then each job's attempt ends NODE_FAIL
         (requeued when the job allows it) and the agent is told to stop the containers.
         """
-        node = self._admin_node(name)
+        self._admin_node(name)
         jobs = [j for j in self.jobs.values() if j.state in ACTIVE_STATES and name in j.node_names]
         if jobs and not force:
             ids = ", ".join(j.display_id for j in jobs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from rota.scheduler.cluster.gpus import (
     AUTO,
@@ -25,7 +26,7 @@ from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.agents import AgentsCore
 from rota.scheduler.core.base import NotFound, Orders, UserError, log
 from rota.scheduler.policy import Decide
-from rota.scheduler.policy.snapshot import NodeView, Plan
+from rota.scheduler.policy.snapshot import GpuView, NodeView, Plan
 from rota.scheduler.store.store import Store
 from rota.states import JobState
 
@@ -46,7 +47,13 @@ class GpusCore(AgentsCore):
             name: {m.index: m for m in marks} for name, marks in store.gpu_marks().items()
         }
         self._gpu_tracks: dict[str, dict[int, GpuTrack]] = {}
+        # per node: GPUs that take no jobs (dropped when its marks or tracks change), and the
+        # (base view, blocked, links, final view) of its last snapshot
+        self._gpu_blocked: dict[str, frozenset[int]] = {}
+        self._views: dict[str, tuple[NodeView, frozenset[int], object, NodeView]] = {}
         self._links: dict[str, tuple[object, dict[tuple[int, int], str]]] = {}
+        self._holders_index: dict[str, dict[int, JobRecord]] = {}
+        self._holders_version = -1
         now = clock()
         # job id -> last time one of its GPUs was seen busy (a restart starts counting anew)
         self._active_at: dict[int, float] = {}
@@ -67,6 +74,7 @@ class GpusCore(AgentsCore):
         orders = super().agent_hello(hello, session)
         node = self.nodes[hello.node_name]
         self._gpu_tracks[node.name] = {}
+        self._gpu_blocked.pop(node.name, None)
         self._rekey_marks(node)
         return orders
 
@@ -114,7 +122,10 @@ class GpusCore(AgentsCore):
             t = telemetry.get(gpu.index)
             track = tracks.setdefault(gpu.index, GpuTrack())
             job = holders.get(gpu.index)
-            if job is not None and t is not None and t.utilization > 0:
+            if t is None:  # no sample of this GPU (an agent without telemetry): no judgement
+                changed = track.occupancy(None, "", now, cfg) or changed
+                continue
+            if job is not None and t.utilization > 0:
                 self._active_at[job.id] = now
             problem = track.problem(t, now, cfg)
             mark = marks.get(gpu.index)
@@ -150,17 +161,21 @@ class GpusCore(AgentsCore):
         if jobs:
             self.store.save(jobs, events)
         if changed:
+            self._gpu_blocked.pop(node.name, None)
             self.version += 1
         return changed
 
     def _holders(self, node_name: str) -> dict[int, JobRecord]:
-        out: dict[int, JobRecord] = {}
-        for job in self.jobs.values():
-            if job.state.active:
-                for alloc in job.allocation:
-                    if alloc.node == node_name:
-                        out.update(dict.fromkeys(alloc.gpus, job))
-        return out
+        """GPU index -> active job on that node; the index over all nodes is rebuilt only when
+        the model's version changed (every allocation change bumps it), not per heartbeat."""
+        if self._holders_version != self.version:
+            index: dict[str, dict[int, JobRecord]] = {}
+            for job in self.jobs.values():
+                if job.state.active:
+                    for alloc in job.allocation:
+                        index.setdefault(alloc.node, {}).update(dict.fromkeys(alloc.gpus, job))
+            self._holders_index, self._holders_version = index, self.version
+        return self._holders_index.get(node_name, {})
 
     def _warn(self, job: JobRecord, text: str) -> JobEvent:
         job.warning = text
@@ -169,18 +184,42 @@ class GpusCore(AgentsCore):
     # ------------------------------------------------------------ planning
 
     def _node_view(self, node: NodeState) -> NodeView:
+        """The base view with GPUs that take no jobs made unallocatable and the topology;
+        the last result is reused while the base view, the blocked GPUs and links are equal."""
         view = super()._node_view(node)
-        marks = self.gpu_marks.get(node.name) or {}
-        tracks = self._gpu_tracks.get(node.name) or {}
-        if marks or tracks:
-            out = []
-            for g in view.gpus:
-                track = tracks.get(g.index)
-                blocked = g.index in marks or (track is not None and (track.dirty or track.busy))
-                out.append(dataclasses.replace(g, allocatable=False) if blocked else g)
-            view = dataclasses.replace(view, gpus=tuple(out))
+        blocked = self._blocked_gpus(node.name)
         links = self._node_links(node)
-        return dataclasses.replace(view, links=links) if links else view
+        last = self._views.get(node.name)
+        if last is not None and last[1] is blocked and last[2] is links and last[0] == view:
+            return last[3]
+        final = self._with_gpu_state(view, blocked, links)
+        self._views[node.name] = (view, blocked, links, final)
+        return final
+
+    @staticmethod
+    def _with_gpu_state(
+        view: NodeView, blocked: frozenset[int], links: dict[tuple[int, int], str]
+    ) -> NodeView:
+        changes: dict[str, Any] = {}
+        if blocked and any(g.allocatable and g.index in blocked for g in view.gpus):
+            changes["gpus"] = tuple(
+                GpuView(g.index, g.name, g.memory_total, False) if g.index in blocked else g
+                for g in view.gpus
+            )
+        if links:
+            changes["links"] = links
+        return dataclasses.replace(view, **changes) if changes else view
+
+    def _blocked_gpus(self, node_name: str) -> frozenset[int]:
+        """Indices that take no jobs: marked unhealthy, dirty or busy (cached per node)."""
+        found = self._gpu_blocked.get(node_name)
+        if found is None:
+            tracks = self._gpu_tracks.get(node_name) or {}
+            found = frozenset(self.gpu_marks.get(node_name) or ()) | {
+                i for i, t in tracks.items() if t.dirty or t.busy
+            }
+            self._gpu_blocked[node_name] = found
+        return found
 
     def _node_links(self, node: NodeState) -> dict[tuple[int, int], str]:
         """The topology as the policy reads it, cached per reported inventory."""
@@ -233,6 +272,7 @@ class GpusCore(AgentsCore):
             return f"GPU {index} on {node.name} is not marked unhealthy; nothing to do"
         self.store.save_gpu_marks(node.name, marks.values())
         self._gpu_tracks.get(node.name, {}).pop(index, None)
+        self._gpu_blocked.pop(node.name, None)
         self.version += 1
         log.info("GPU %d on %s resumed by %s (was: %s)", index, node.name, user, mark.reason)
         message = f"GPU {index} on {node.name} resumed by {user} (was unhealthy: {mark.reason})"
@@ -248,6 +288,7 @@ class GpusCore(AgentsCore):
         marks = self.gpu_marks.setdefault(node.name, {})
         marks[index] = GpuMark(index, uuid, why, self.clock(), user)
         self.store.save_gpu_marks(node.name, marks.values())
+        self._gpu_blocked.pop(node.name, None)
         job = self._holders(node.name).get(index)
         if job is not None:
             self.store.save([job], [self._warn(job, f"GPU {index} on {node.name}: {why}")])

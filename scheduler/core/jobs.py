@@ -34,8 +34,8 @@ class JobsCore(PlanningCore):
         Items whose client request id was seen before return the stored ids (duplicate=True).
         Raises UserError naming the source and field of the first invalid item.
         """
-        ids = [i.client_request_id for i in items if i.client_request_id]
-        if len(ids) != len(set(ids)):
+        request_ids = [i.client_request_id for i in items if i.client_request_id]
+        if len(request_ids) != len(set(request_ids)):
             raise UserError("client request ids must be unique within one SubmitJobs request")
         known = self.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]

@@ -91,6 +91,8 @@ def run_pass(
                 why[job.id] = limit_reason
                 continue
         if frozen:
+            if not full:
+                break
             why[job.id] = reasons.PRIORITY
             continue
         if not full and state.total_free == 0 and (preemptor is None or not preemptor.possible):

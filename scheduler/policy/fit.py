@@ -33,7 +33,7 @@ def node_matches(job: PendingJob, node: NodeView) -> bool:
     for key, value in job.node_selector.items():
         if node.labels.get(key) != value:
             return False
-    gpus = [g for g in node.gpus if _gpu_ok(job, g.name, g.memory_total)]
+    gpus = [g for g in node.gpus if gpu_ok(job, g.name, g.memory_total)]
     if len(gpus) < job.gpus:
         return False
     if job.cpus and node.cpus and job.cpus > node.cpus:
@@ -41,7 +41,8 @@ def node_matches(job: PendingJob, node: NodeView) -> bool:
     return not (job.memory and node.memory and job.memory > node.memory)
 
 
-def _gpu_ok(job: PendingJob, name: str, memory_total: int) -> bool:
+def gpu_ok(job: PendingJob, name: str, memory_total: int) -> bool:
+    """Whether one GPU suits the job's ``gpu_type`` (substring, any case) and ``gpu_memory``."""
     if job.gpu_type and job.gpu_type.lower() not in name.lower():
         return False
     return not (job.gpu_memory and memory_total < job.gpu_memory)
@@ -59,7 +60,7 @@ def fits_now(job: PendingJob, free: NodeFree) -> tuple[int, ...] | None:
     if job.memory and node.memory and job.memory > free.memory:
         return None
     by_index = {g.index: g for g in node.gpus}
-    usable = [i for i in free.gpus if _gpu_ok(job, by_index[i].name, by_index[i].memory_total)]
+    usable = [i for i in free.gpus if gpu_ok(job, by_index[i].name, by_index[i].memory_total)]
     if len(usable) < job.gpus:
         return None
     return tuple(sorted(usable)[: job.gpus])

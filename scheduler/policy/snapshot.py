@@ -74,11 +74,6 @@ class RunningJob:
     stopping: bool = False
     true_duration: float | None = None
 
-    @property
-    def gpu_count(self) -> int:
-        """GPUs held over all nodes."""
-        return sum(len(a.gpu_indices) for a in self.allocations)
-
 
 @dataclass(frozen=True, slots=True)
 class PendingJob:

@@ -15,7 +15,7 @@ import math
 from bisect import insort
 from collections.abc import Callable, Iterable
 
-from rota.scheduler.policy.fit import _gpu_ok, node_matches
+from rota.scheduler.policy.fit import gpu_ok, node_matches
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 from rota.scheduler.policy.topology import choose_gpus
 
@@ -74,7 +74,7 @@ class NodeState:
     def __init__(self, idx: int, view: NodeView) -> None:
         self.idx = idx
         self.view = view
-        self.free: list[int] = sorted(g.index for g in view.gpus if g.allocatable)
+        self.free: list[int] = list(_allocatable(view))
         self.total = len(self.free)
         self.cpus = view.cpus
         self.memory = view.memory
@@ -140,6 +140,7 @@ class ClusterState:
         self.nodes = [NodeState(i, v) for i, v in enumerate(nodes)]
         self.by_name = {n.view.name: n for n in self.nodes}
         self._match: dict[tuple[ConstraintKey, int, float, int], list[NodeState]] = {}
+        self._usable_by_key: dict[ConstraintKey, list[tuple[NodeState, int]]] = {}
         self._bounds: dict[int, list[tuple[float, int]]] = {}  # gpus -> sorted release bounds
         for job in running:
             end = now if job.stopping else max(now, end_of(job))
@@ -177,12 +178,32 @@ class ClusterState:
         cache_key = (key, job.gpus, job.cpus, job.memory)
         nodes = self._match.get(cache_key)
         if nodes is None:
-            if key is None and not job.cpus and not job.memory:
-                nodes = [n for n in self.nodes if n.view.schedulable and len(n.view.gpus) >= job.gpus]
-            else:
-                nodes = [n for n in self.nodes if n.view.schedulable and node_matches(job, n.view)]
+            nodes = [
+                n
+                for n, usable in self._usable(job, key)
+                if usable >= job.gpus
+                and not (job.cpus and n.view.cpus and job.cpus > n.view.cpus)
+                and not (job.memory and n.view.memory and job.memory > n.view.memory)
+            ]
             self._match[cache_key] = nodes
         return nodes
+
+    def _usable(self, job: PendingJob, key: ConstraintKey) -> list[tuple[NodeState, int]]:
+        """Schedulable nodes whose labels suit ``key``, with their GPUs that suit it."""
+        usable = self._usable_by_key.get(key)
+        if usable is None:
+            usable = []
+            for n in self.nodes:
+                if not n.view.schedulable:
+                    continue
+                if key is None:
+                    usable.append((n, len(n.view.gpus)))
+                elif all(n.view.labels.get(k) == v for k, v in key[2]):
+                    usable.append(
+                        (n, sum(gpu_ok(job, g.name, g.memory_total) for g in n.view.gpus))
+                    )
+            self._usable_by_key[key] = usable
+        return usable
 
     def _fits(self, job: PendingJob, node: NodeState, key: ConstraintKey, end: float) -> bool:
         if job.exclusive:
@@ -199,7 +220,7 @@ class ClusterState:
             if not node_matches(job, node.view):
                 return False
             if key[0] or key[1]:
-                usable = [i for i in node.free if _gpu_ok(job, *_name_mem(node, i))]
+                usable = [i for i in node.free if gpu_ok(job, *_name_mem(node, i))]
                 if len(usable) < job.gpus:
                     return False
         return not node.reserved or node.window_ok(need, self.now, end)
@@ -222,7 +243,7 @@ class ClusterState:
         """The GPU indices ``job`` gets on ``node`` (closest interconnect first)."""
         free = node.free
         if key is not None and (key[0] or key[1]):
-            free = [i for i in free if _gpu_ok(job, *_name_mem(node, i))]
+            free = [i for i in free if gpu_ok(job, *_name_mem(node, i))]
         return choose_gpus(free, job.gpus, node.view.links)
 
     def take(
@@ -311,9 +332,7 @@ class ClusterState:
                 return t, ok[: job.nodes]
         return INF, []
 
-    def _earliest_plain(
-        self, job: PendingJob, duration: float
-    ) -> tuple[float, list[NodeState]]:
+    def _earliest_plain(self, job: PendingJob, duration: float) -> tuple[float, list[NodeState]]:
         """``earliest`` for a one-node job without constraints, from kept release bounds."""
         bounds = self._bounds.get(job.gpus)
         if bounds is None:
@@ -345,6 +364,20 @@ class ClusterState:
     def _add_bucket(self, node: NodeState) -> None:
         if node.view.schedulable:
             insort(self.buckets[len(node.free)], node.idx)
+
+
+_ALLOCATABLE: dict[int, tuple[NodeView, tuple[int, ...]]] = {}
+
+
+def _allocatable(view: NodeView) -> tuple[int, ...]:
+    """Sorted allocatable GPU indices of a node view (remembered per view object)."""
+    entry = _ALLOCATABLE.get(id(view))
+    if entry is None or entry[0] is not view:
+        if len(_ALLOCATABLE) > 100_000:
+            _ALLOCATABLE.clear()
+        entry = (view, tuple(sorted(g.index for g in view.gpus if g.allocatable)))
+        _ALLOCATABLE[id(view)] = entry
+    return entry[1]
 
 
 def _name_mem(node: NodeState, index: int) -> tuple[str, int]:

@@ -16,13 +16,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rota.jobspec import JobSpec, Mount
-from rota.scheduler.cluster.messages import GpuInfo, GpuLink, Inventory
 from rota.scheduler.cluster.gpus import GpuMark
+from rota.scheduler.cluster.messages import GpuInfo, GpuLink, Inventory
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
 from rota.scheduler.store.models import (
     Base,
-    JobEventRow,
     GpuMarkRow,
+    JobEventRow,
     JobRow,
     NodeRow,
     SubmitRequestRow,
@@ -396,7 +396,9 @@ class Store:
         """Every GPU taken out of service, per node name."""
         out: dict[str, list[GpuMark]] = {}
         with self._session() as session:
-            for r in session.scalars(select(GpuMarkRow).order_by(GpuMarkRow.node, GpuMarkRow.index)):
+            for r in session.scalars(
+                select(GpuMarkRow).order_by(GpuMarkRow.node, GpuMarkRow.index)
+            ):
                 mark = GpuMark(r.index, r.uuid, r.reason, r.since, r.marked_by)
                 out.setdefault(r.node, []).append(mark)
         return out

@@ -28,9 +28,7 @@ def make_node(
     gpu_memory: int = 80 * GIB,
     **kw: Any,
 ) -> NodeView:
-    return NodeView(
-        name, tuple(GpuView(i, gpu_name, gpu_memory) for i in range(gpus)), **kw
-    )
+    return NodeView(name, tuple(GpuView(i, gpu_name, gpu_memory) for i in range(gpus)), **kw)
 
 
 def make_nodes(count: int, gpus: int = 8, **kw: Any) -> tuple[NodeView, ...]:
@@ -73,9 +71,7 @@ def make_snapshot(
     config: PolicyConfig | None = None,
     **kw: Any,
 ) -> Snapshot:
-    return Snapshot(
-        now, nodes, pending, running, config=config or PolicyConfig(), **kw
-    )
+    return Snapshot(now, nodes, pending, running, config=config or PolicyConfig(), **kw)
 
 
 def plan_of(snapshot: Snapshot, policy: str = "rota") -> Plan:
@@ -84,6 +80,4 @@ def plan_of(snapshot: Snapshot, policy: str = "rota") -> Plan:
 
 def placed(plan: Plan) -> dict[int, list[tuple[str, tuple[int, ...]]]]:
     """job id -> [(node, gpu indices)] of a plan's placements."""
-    return {
-        p.job_id: [(a.node, a.gpu_indices) for a in p.allocations] for p in plan.placements
-    }
+    return {p.job_id: [(a.node, a.gpu_indices) for a in p.allocations] for p in plan.placements}

@@ -6,7 +6,15 @@ import pytest
 
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.config import PolicyConfig
-from tests.policy.builders import HOUR, make_job, make_node, make_running, make_snapshot, placed, plan_of
+from tests.policy.builders import (
+    HOUR,
+    make_job,
+    make_node,
+    make_running,
+    make_snapshot,
+    placed,
+    plan_of,
+)
 
 # One 8-GPU node, 6 GPUs busy for an hour: the 8-GPU head job waits; 2 GPUs stay idle.
 NODE = (make_node("n0", 8),)

@@ -5,11 +5,23 @@ from __future__ import annotations
 import pytest
 
 from rota.scheduler.policy import reasons
-from tests.policy.builders import GIB, make_job, make_node, make_running, make_snapshot, placed, plan_of
+from tests.policy.builders import (
+    GIB,
+    make_job,
+    make_node,
+    make_running,
+    make_snapshot,
+    placed,
+    plan_of,
+)
 
 NODES = (
-    make_node("a100", 8, gpu_name="NVIDIA A100-SXM4-80GB", gpu_memory=80 * GIB, labels={"zone": "a"}),
-    make_node("v100", 8, gpu_name="Tesla V100-SXM2-16GB", gpu_memory=16 * GIB, labels={"zone": "b"}),
+    make_node(
+        "a100", 8, gpu_name="NVIDIA A100-SXM4-80GB", gpu_memory=80 * GIB, labels={"zone": "a"}
+    ),
+    make_node(
+        "v100", 8, gpu_name="Tesla V100-SXM2-16GB", gpu_memory=16 * GIB, labels={"zone": "b"}
+    ),
 )
 
 
@@ -24,7 +36,11 @@ NODES = (
         (make_job(gpus=1, gpu_memory=96 * GIB), None, reasons.BAD_CONSTRAINTS),
         (make_job(gpus=1, node_selector={"zone": "c"}), None, reasons.BAD_CONSTRAINTS),
         (make_job(gpus=9), None, reasons.BAD_CONSTRAINTS),
-        (make_job(gpus=1, gpu_type="A100", node_selector={"zone": "b"}), None, reasons.BAD_CONSTRAINTS),
+        (
+            make_job(gpus=1, gpu_type="A100", node_selector={"zone": "b"}),
+            None,
+            reasons.BAD_CONSTRAINTS,
+        ),
     ],
 )
 @pytest.mark.parametrize("policy", ["rota", "fifo-backfill", "fifo"])
@@ -62,7 +78,9 @@ def test_unallocatable_gpus_are_never_given():
 def test_exclusive_takes_a_whole_empty_node(running, placed_on):
     nodes = (make_node("n0", 8), make_node("n1", 8))
     job = make_job(1, 2, exclusive=True)
-    plan = plan_of(make_snapshot(nodes, (job, make_job(2, 1, submit=1.0)), running), "fifo-backfill")
+    plan = plan_of(
+        make_snapshot(nodes, (job, make_job(2, 1, submit=1.0)), running), "fifo-backfill"
+    )
     got = placed(plan)
     assert got[1][0][0] == placed_on
     assert got[2][0][0] != placed_on  # nothing else lands on the exclusive node
@@ -79,7 +97,11 @@ def test_running_exclusive_job_blocks_its_node():
 
 def test_cpu_and_memory_are_consumed():
     nodes = (make_node("n0", 8, cpus=16, memory=64 * GIB),)
-    jobs = (make_job(1, 1, cpus=12), make_job(2, 1, cpus=8, submit=1), make_job(3, 1, memory=32 * GIB, submit=2))
+    jobs = (
+        make_job(1, 1, cpus=12),
+        make_job(2, 1, cpus=8, submit=1),
+        make_job(3, 1, memory=32 * GIB, submit=2),
+    )
     plan = plan_of(make_snapshot(nodes, jobs), "fifo-backfill")
     assert set(placed(plan)) == {1, 3}
     assert plan.reasons[2] == reasons.RESOURCES

@@ -6,7 +6,15 @@ import pytest
 
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.topology import choose_gpus, level_rank
-from tests.policy.builders import make_job, make_node, make_nodes, make_running, make_snapshot, placed, plan_of
+from tests.policy.builders import (
+    make_job,
+    make_node,
+    make_nodes,
+    make_running,
+    make_snapshot,
+    placed,
+    plan_of,
+)
 
 
 def test_best_fit_keeps_whole_nodes_free():
@@ -18,7 +26,7 @@ def test_best_fit_keeps_whole_nodes_free():
 
 def test_small_jobs_pack_so_an_eight_gpu_job_still_fits():
     nodes = make_nodes(2)
-    jobs = tuple(make_job(i, 1, submit=i) for i in range(1, 5)) + (make_job(5, 8, submit=5),)
+    jobs = (*tuple(make_job(i, 1, submit=i) for i in range(1, 5)), make_job(5, 8, submit=5))
     plan = plan_of(make_snapshot(nodes, jobs), "fifo-backfill")
     got = placed(plan)
     assert {got[i][0][0] for i in range(1, 5)} == {"n0"}
@@ -26,10 +34,7 @@ def test_small_jobs_pack_so_an_eight_gpu_job_still_fits():
 
 
 LINKS = {
-    (a, b): ("NV12" if a // 4 == b // 4 else "SYS")
-    for a in range(8)
-    for b in range(8)
-    if a < b
+    (a, b): ("NV12" if a // 4 == b // 4 else "SYS") for a in range(8) for b in range(8) if a < b
 }
 
 
@@ -54,7 +59,9 @@ def test_topology_used_by_the_policy():
     assert placed(plan)[1] == [("n0", (4, 5, 6, 7))]
 
 
-@pytest.mark.parametrize(("level", "rank"), [("SAME", 0), ("NV4", 1), ("PIX", 2), ("SYS", 6), ("??", 7)])
+@pytest.mark.parametrize(
+    ("level", "rank"), [("SAME", 0), ("NV4", 1), ("PIX", 2), ("SYS", 6), ("??", 7)]
+)
 def test_level_ranks(level, rank):
     assert level_rank(level) == rank
 

