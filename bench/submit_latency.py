@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.cluster import Cluster, build_test_image, wait_for  # noqa: E402
+from tests.cluster import Cluster, build_test_image, wait_for
 
 
 def main(runs: int) -> None:
