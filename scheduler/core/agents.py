@@ -156,7 +156,7 @@ class AgentsCore(PlanningCore):
         elif ev.kind == "LAUNCH_FAILED" and ev.engine_fault:
             node.engine_healthy = False
             node.engine_error = ev.message
-            events.extend(self._requeue(job, f"engine on {node_name} failed: {ev.message}", orders))
+            events.extend(self._requeue(job, f"engine on {node_name} failed: {ev.message}"))
         else:
             final, why = self._final_state(job, ev)
             events.extend(self._gang_part_ended(job, node_name, final, why, ev, orders))

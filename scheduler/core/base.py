@@ -121,20 +121,19 @@ class CoreBase:
         """End the current attempt: requeue NODE_FAIL/PREEMPTED when allowed, and PENDING (a
         requeue that was ordered) always; otherwise finish the job."""
         if final is JobState.PENDING:
-            return self._requeue(job, why, orders)
+            return self._requeue(job, why)
         if final in (JobState.NODE_FAIL, JobState.PREEMPTED):
             allowed = final is JobState.PREEMPTED or (
                 job.spec.requeue and job.attempt <= self.config.max_requeue
             )
             if allowed:
                 ev = self._transition(job, final, why)
-                return [ev, *self._requeue(job, f"requeued after {final.value}: {why}", orders)]
+                return [ev, *self._requeue(job, f"requeued after {final.value}: {why}")]
         if len(job.allocation) > 1:
             orders.extend(self._kill_orders(job, why))
         return [self._finish(job, final, why)]
 
-    def _requeue(self, job: JobRecord, why: str, orders: Orders) -> list[JobEvent]:
-        del orders
+    def _requeue(self, job: JobRecord, why: str) -> list[JobEvent]:
         ev = self._transition(job, JobState.PENDING, why)
         job.allocation = []
         job.stop_state = ""

@@ -146,12 +146,8 @@ class JobsCore(PlanningCore):
     def list_jobs(self, query: JobQuery, display_ids: Sequence[str] = ()) -> list[JobRecord]:
         """Jobs matching the query (and ids, if given), as copies safe to read elsewhere."""
         if display_ids:
-            ids: list[int] = []
-            arrays: list[int] = []
-            for text in display_ids:
-                for job in self._resolve_one(text):
-                    ids.append(job.id)
-            query = dataclasses.replace(query, ids=tuple(ids), array_ids=tuple(arrays))
+            ids = [job.id for text in display_ids for job in self._resolve_one(text)]
+            query = dataclasses.replace(query, ids=tuple(ids))
             if not ids:
                 return []
         if not query.states or set(query.states) - {JobState.PENDING, *ACTIVE_STATES}:
