@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,8 +59,11 @@ class Agent:
             kill_grace=config.kill_grace,
         )
         self.owners = ProcessOwners(self.runtime.container_info)
-        self.link = Link(config.scheduler, self._hello, self._on_order)
+        self.link = Link(config.scheduler, self._hello, self._on_order, self._on_disconnect)
         self._interval = config.heartbeat_interval
+        self._node_grace = 0.0  # from the scheduler's welcome; 0 = never self-fence
+        self._lost_since: float | None = None  # monotonic time the stream broke
+        self._fenced = False
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}
 
@@ -113,6 +117,8 @@ class Agent:
     def _on_order(self, order: Order) -> None:
         if isinstance(order, Welcome):
             self._interval = order.heartbeat_interval or self._interval
+            self._node_grace = order.node_grace
+            self._lost_since, self._fenced = None, False
             self.runtime.keep_only({(a.job_id, a.attempt) for a in order.keep})
             for report in self.runtime.finals():
                 self.link.send_report(report)
@@ -135,7 +141,41 @@ class Agent:
     def _heartbeats(self) -> None:
         while not self._stop.wait(self._interval):
             if self.link.connected.is_set():
+                silent = time.monotonic() - self.link.last_heard
+                if silent > max(5 * self._interval, 10.0):
+                    log.warning("the scheduler has not answered for %.0fs; reconnecting", silent)
+                    self.link.drop()
+                    continue
                 self._send_heartbeat()
+            else:
+                self._maybe_fence()
+
+    # ------------------------------------------------------------ self-fencing
+
+    def _on_disconnect(self) -> None:
+        self._lost_since = time.monotonic()
+
+    def fence_after(self) -> float:
+        """Seconds without the scheduler after which this agent stops its jobs: before the
+        scheduler's ``node_grace`` ends (when it may run them elsewhere), leaving room for the
+        stream's keepalive to notice the break and for the stop's grace period."""
+        margin = 30.0 + self.config.kill_grace
+        return max(self._node_grace - margin, self._node_grace / 2)
+
+    def _maybe_fence(self) -> None:
+        lost = self._lost_since
+        if self._fenced or lost is None or not self._node_grace:
+            return
+        away = time.monotonic() - lost
+        if away >= self.fence_after():
+            self._fenced = True
+            log.warning(
+                "no contact with the scheduler for %.0fs: stopping this node's jobs before they "
+                "may be run elsewhere (node_grace %.0fs)",
+                away,
+                self._node_grace,
+            )
+            self.runtime.fence(f"no contact with the scheduler for {away:.0f}s")
 
     def _send_heartbeat(self) -> None:
         health = self.runtime.health()

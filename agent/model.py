@@ -90,6 +90,7 @@ class EngineHealth:
 class Welcome:
     heartbeat_interval: float
     keep: tuple[AttemptRef, ...] = field(default_factory=tuple)
+    node_grace: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

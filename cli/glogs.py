@@ -13,6 +13,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--attempt", type=int, default=0, help="an earlier attempt (default: the latest)"
     )
+    p.add_argument(
+        "--node", default="", help="a gang job's node whose output to show (default: rank 0's)"
+    )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     args = p.parse_args(argv)
     from rota.cli.client import run_main
@@ -24,7 +27,9 @@ def _logs(args: argparse.Namespace) -> int:
     from rota.cli.client import connect
     from rota.v1 import rota_pb2 as pb
 
-    request = pb.StreamLogsRequest(id=args.id, attempt=args.attempt, follow=args.follow)
+    request = pb.StreamLogsRequest(
+        id=args.id, attempt=args.attempt, follow=args.follow, node=args.node
+    )
     out = sys.stdout.buffer
     with connect(args.scheduler) as client, client.errors():
         for chunk in client.jobs.StreamLogs(request, timeout=None if args.follow else 60):

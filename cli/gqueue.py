@@ -19,6 +19,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--start", action="store_true", help="show estimated start times of pending jobs"
     )
+    p.add_argument(
+        "--explain",
+        metavar="JOBID",
+        help="why a pending job waits: its priority factors, rank, reason and estimated start",
+    )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     return p
 
@@ -27,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
+    if args.explain:
+        from rota.cli.gqueue_explain import explain
+
+        return run_main(lambda: explain(args.explain, args.scheduler, args.json))
     return run_main(lambda: _show(args))
 
 

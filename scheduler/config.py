@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from rota.paths import DEFAULT_ADDRESS, data_dir
+from rota.scheduler.policy import get_policy
+from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
 from rota.units import parse_duration, parse_size
 
 
@@ -18,7 +21,7 @@ class SchedulerConfig:
 
     listen: str = DEFAULT_ADDRESS
     database_url: str = ""  # empty: SQLite file in the data directory
-    policy: str = "first-fit"
+    policy: str = "rota"  # rota (default), fifo-backfill, fifo, first-fit (docs/policy.md)
     default_time_limit: float = 24 * 3600.0
     max_time_limit: float = 0.0  # 0 = unlimited
     heartbeat_interval: float = 2.0
@@ -38,6 +41,16 @@ class SchedulerConfig:
     gpu_dirty_grace: float = 60.0  # held this long after its job ended: dirty
     idle_gpu_warn_after: float = 1800.0  # a job's GPUs all at 0 % this long: warning; 0 = off
     idle_gpu_cancel_after: float = 0.0  # ... this long: the job is cancelled; 0 = never
+    # policy (docs/policy.md "Configuration"); weights/limits/qos_levels name their keys
+    weights: Mapping[str, float] = field(default_factory=dict)  # merged over the defaults
+    limits: Mapping[str, int] = field(default_factory=dict)  # max_gpus_per_user, ...
+    account_shares: Mapping[str, float] = field(default_factory=dict)
+    qos_levels: Mapping[str, float] = field(default_factory=dict)  # merged over the defaults
+    backfill_depth: int = 16
+    usage_half_life: float = 7 * DAY
+    priority_period: float = 300.0  # priorities and published usage refresh this often
+    max_age: float = 7 * DAY  # waiting this long gives the full age factor
+    preemption: bool = True
 
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL, defaulting to ``sqlite:///<data dir>/scheduler.db``."""
@@ -61,6 +74,9 @@ _DURATIONS = {
     "gpu_dirty_grace",
     "idle_gpu_warn_after",
     "idle_gpu_cancel_after",
+    "usage_half_life",
+    "priority_period",
+    "max_age",
 }
 _SIZES = {"gpu_dirty_memory"}
 
@@ -86,4 +102,51 @@ def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
     for key in _SIZES & set(values):
         if isinstance(values[key], str):
             values[key] = parse_size(values[key])
-    return replace(SchedulerConfig(), **values)
+    config = replace(SchedulerConfig(), **values)
+    get_policy(config.policy)  # ValueError lists the known names
+    policy_config(config)  # names a bad policy setting now, not at the first pass
+    return config
+
+
+def policy_config(config: SchedulerConfig) -> PolicyConfig:
+    """The policy's settings from the scheduler's; ValueError names an unknown or bad key."""
+    weights = _merge("weights", Weights(), config.weights, float)
+    limits = _merge("limits", Limits(), config.limits, _limit)
+    qos = {**PolicyConfig().qos_levels, **{str(k): float(v) for k, v in config.qos_levels.items()}}
+    if config.backfill_depth < 0:
+        raise ValueError("backfill_depth must be >= 0")
+    if min(config.usage_half_life, config.priority_period, config.max_age) <= 0:
+        raise ValueError("usage_half_life, priority_period and max_age must be > 0")
+    return PolicyConfig(
+        weights=weights,
+        limits=limits,
+        max_age=config.max_age,
+        priority_period=config.priority_period,
+        usage_half_life=config.usage_half_life,
+        account_shares={str(k): float(v) for k, v in config.account_shares.items()},
+        qos_levels=qos,
+        default_time_limit=config.default_time_limit,
+        backfill_depth=int(config.backfill_depth),
+        preemption=bool(config.preemption),
+    )
+
+
+def _limit(value: Any) -> int | None:
+    if value is None:
+        return None
+    number = int(value)
+    if number < 0:
+        raise ValueError(f"must be >= 0, got {value!r}")
+    return number
+
+
+def _merge(name: str, default: Any, given: Mapping[str, Any], cast: Any) -> Any:
+    """``default`` (a frozen dataclass) with the keys of ``given`` replaced."""
+    known = {f.name for f in fields(default)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(f"unknown {name} key(s) {unknown}; known: {sorted(known)}")
+    try:
+        return replace(default, **{k: cast(v) for k, v in given.items()})
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: {exc}") from None

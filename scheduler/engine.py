@@ -11,6 +11,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -23,10 +24,12 @@ from rota.scheduler.cluster.messages import (
     Hello,
     LogData,
     LogRequest,
+    Pong,
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus, node_status
 from rota.scheduler.core import CancelResult, Core, NotFound, Orders, SubmitItem, SubmitResult
+from rota.scheduler.policy.explain import Explanation, explain
 from rota.scheduler.store.store import JobQuery
 
 log = logging.getLogger("rota.scheduler")
@@ -168,6 +171,16 @@ class Engine:
     async def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
         return await self.call(self.core.get_job, display_id)
 
+    async def explain(self, display_id: str) -> tuple[JobRecord, Explanation | None, int]:
+        """The job, and when pending why it waits (computed on the policy thread) and how many
+        jobs are pending."""
+        job, snapshot = await self.call(self.core.explain_target, display_id)
+        if snapshot is None:
+            return job, None, 0
+        loop = asyncio.get_running_loop()
+        why = functools.partial(explain, snapshot, job.id, self.core.config.policy)
+        return job, await loop.run_in_executor(self._policy_pool, why), len(snapshot.pending)
+
     async def list_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
         """Copies of every node with its displayed status, in name order."""
         return await self.call(self._nodes_view)
@@ -184,10 +197,11 @@ class Engine:
         return out
 
     async def stream_logs(
-        self, display_id: str, attempt: int, follow: bool
+        self, display_id: str, attempt: int, follow: bool, node: str = ""
     ) -> AsyncIterator[bytes]:
-        """Relay an attempt's output from the agent that ran it. NotFound when unreachable."""
-        job, node, attempt = await self.call(self.core.job_location, display_id, attempt)
+        """Relay an attempt's output from the agent that ran it (``node``: one rank of a gang;
+        default rank 0). NotFound when unreachable."""
+        job, node, attempt = await self.call(self.core.job_location, display_id, attempt, node)
         session = self._sessions.get(node)
         if session is None:
             raise NotFound(
@@ -230,6 +244,7 @@ class Engine:
     async def agent_heartbeat(self, session: AgentSession, beat: Heartbeat) -> None:
         if await self.call(self.core.agent_heartbeat, session.node, session.id, beat):
             self.request_pass()
+        session.outbox.put_nowait(Pong(time.time()))
 
     async def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
         self.dispatch(await self.call(self.core.agent_event, session.node, session.id, event))

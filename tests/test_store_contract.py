@@ -104,6 +104,23 @@ def test_query_filters(store: Store) -> None:
     assert [j.id for j in store.query_jobs(JobQuery(ids=(ids[2],)))] == [ids[2]]
 
 
+def test_ended_jobs_since(store: Store) -> None:
+    stored = store.submit(
+        [[_job("old")], [_job("new")], [_job("never")], [_job("live")]], [""] * 4, "x"
+    )
+    old, new, never, live = (g[0] for g in stored)
+    store.save(
+        [
+            replace(old, state=JobState.COMPLETED, start_time=100.0, end_time=200.0),
+            replace(new, state=JobState.FAILED, start_time=900.0, end_time=1000.0),
+            replace(never, state=JobState.CANCELLED, end_time=1000.0),
+            replace(live, state=JobState.RUNNING, start_time=950.0),
+        ]
+    )
+    assert [j.name for j in store.ended_jobs(0.0)] == ["old", "new"]
+    assert [j.name for j in store.ended_jobs(500.0)] == ["new"]
+
+
 def test_nodes_round_trip(store: Store) -> None:
     node = NodeState(
         name="gpu01",

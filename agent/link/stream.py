@@ -67,6 +67,8 @@ class Link:
         self._outbox: queue.Queue[pb.AgentMessage | None] = queue.Queue()
         self._stop = threading.Event()
         self.connected = threading.Event()
+        self.last_heard = time.monotonic()  # when the scheduler last sent anything
+        self._call: grpc.Future | None = None
 
     # ------------------------------------------------------------ sending
 
@@ -116,6 +118,12 @@ class Link:
         )
 
     # ------------------------------------------------------------ loop
+
+    def drop(self) -> None:
+        """Abandon the current stream (it looks dead); ``run`` reconnects."""
+        call = self._call
+        if call is not None:
+            call.cancel()
 
     def stop(self) -> None:
         self._stop.set()
@@ -174,8 +182,13 @@ class Link:
         with grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS) as channel:
             stub = pb_grpc.AgentServiceStub(channel)
             responses = stub.Connect(self._requests(hello))
+            self._call = responses
+            self.last_heard = time.monotonic()
             try:
                 for msg in responses:
+                    self.last_heard = time.monotonic()
+                    if msg.WhichOneof("msg") == "pong":
+                        continue
                     order = _order_from_pb(msg)
                     if isinstance(order, Welcome):
                         self.connected.set()
@@ -183,6 +196,7 @@ class Link:
                     if self._stop.is_set():
                         break
             finally:
+                self._call = None
                 responses.cancel()
                 self._outbox.put(None)
 
@@ -277,6 +291,7 @@ def _order_from_pb(msg: pb.SchedulerMessage) -> Order:
         return Welcome(
             msg.welcome.heartbeat_interval,
             tuple(AttemptRef(a.job_id, a.attempt) for a in msg.welcome.keep),
+            msg.welcome.node_grace,
         )
     r = msg.log_request
     return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)

@@ -44,7 +44,8 @@ class _Attempt:
     deadline: float = 0.0
     running: bool = False
     final: Report | None = None
-    stop_kind: str = ""  # KILLED or TIMED_OUT once the agent decided to stop it
+    stop_kind: str = ""  # KILLED, TIMED_OUT or LOST once the agent decided to stop it
+    stop_reason: str = ""  # reported as the message of the final report
 
     @property
     def key(self) -> tuple[int, int]:
@@ -394,7 +395,7 @@ class DockerRuntime:
             kind,
             exit_code=code,
             oom_killed=bool(state.get("OOMKilled")),
-            message=state.get("Error", "") or "",
+            message=att.stop_reason or state.get("Error", "") or "",
             time=_parse_time(state.get("FinishedAt", "")) or time.time(),
         )
         self._complete(att, report)
@@ -438,6 +439,16 @@ class DockerRuntime:
                 return
             except (DockerException, *_ENGINE_DOWN):
                 time.sleep(1.0)
+
+    def fence(self, reason: str) -> None:
+        """Stop every running attempt because this node lost the scheduler; they are reported
+        LOST (the scheduler ends them NODE_FAIL and requeues those that allow it)."""
+        with self._lock:
+            running = [a for a in self._attempts.values() if a.running and not a.stop_kind]
+            for att in running:
+                att.stop_kind, att.stop_reason = "LOST", f"fenced: {reason}"
+        for att in running:
+            self._spawn(self._stop, att, self._kill_grace)
 
     def keep_only(self, keep: set[tuple[int, int]]) -> None:
         """After a (re)connect: stop running attempts the scheduler does not list."""

@@ -19,11 +19,14 @@ from rota.scheduler.cluster.messages import (
     KillOrder,
     LaunchOrder,
     LogData,
+    Pong,
     RunningAttempt,
     Welcome,
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.policy import reasons
+from rota.scheduler.policy.explain import Explanation
 from rota.states import JobState
 from rota.v1 import rota_pb2 as pb
 
@@ -149,6 +152,30 @@ def job_to_pb(job: JobRecord, events: list[JobEvent] | None = None) -> pb.Job:
                 kind=ev.kind,
             )
         )
+    return msg
+
+
+def explanation_to_pb(
+    job: JobRecord, why: Explanation | None, pending: int = 0
+) -> pb.ExplainJobResponse:
+    """``gqueue --explain``: the job, and for a pending job its priority and blocking reason."""
+    msg = pb.ExplainJobResponse(job=job_to_pb(job))
+    if why is None:
+        return msg
+    reason = why.reason or ""
+    msg.pending = True
+    msg.policy = why.policy
+    msg.priority = why.priority
+    msg.factors.extend(
+        pb.PriorityFactor(name=f.name, value=f.value, weight=f.weight, contribution=f.contribution)
+        for f in why.factors
+    )
+    msg.rank = why.rank
+    msg.pending_jobs = pending
+    msg.starts_now = why.starts_now
+    msg.reason = reason
+    msg.reason_detail = reasons.describe(reason)
+    msg.estimated_start = why.est_start or 0.0
     return msg
 
 
@@ -290,11 +317,14 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
         )
     if isinstance(order, EventAck):
         return pb.SchedulerMessage(ack=pb.EventAck(job_id=order.job_id, attempt=order.attempt))
+    if isinstance(order, Pong):
+        return pb.SchedulerMessage(pong=pb.Pong(time=order.time))
     if isinstance(order, Welcome):
         return pb.SchedulerMessage(
             welcome=pb.Welcome(
                 heartbeat_interval=order.heartbeat_interval,
                 keep=[pb.AttemptStatus(job_id=a.job_id, attempt=a.attempt) for a in order.keep],
+                node_grace=order.node_grace,
             )
         )
     return pb.SchedulerMessage(

@@ -127,7 +127,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
     async def StreamLogs(
         self, request: pb.StreamLogsRequest, context: Any
     ) -> AsyncIterator[pb.LogChunk]:
-        stream = self.engine.stream_logs(request.id, request.attempt, request.follow)
+        stream = self.engine.stream_logs(request.id, request.attempt, request.follow, request.node)
         try:
             while True:
                 data = await _guard(context, anext(stream))
@@ -136,6 +136,12 @@ class JobServicer(pb_grpc.JobServiceServicer):
             return
         finally:
             await stream.aclose()
+
+    async def ExplainJob(
+        self, request: pb.ExplainJobRequest, context: Any
+    ) -> pb.ExplainJobResponse:
+        job, why, pending = await _guard(context, self.engine.explain(request.id))
+        return convert.explanation_to_pb(job, why, pending)
 
 
 class NodeServicer(pb_grpc.NodeServiceServicer):

@@ -135,6 +135,7 @@ class EventAck:
 class Welcome:
     heartbeat_interval: float
     keep: tuple[RunningAttempt, ...]
+    node_grace: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,4 +159,11 @@ class LogData:
     error: str = ""
 
 
-AgentOrder = LaunchOrder | KillOrder | EventAck | Welcome | LogRequest
+@dataclass(frozen=True, slots=True)
+class Pong:
+    """The answer to a heartbeat (the agent's proof that its stream is alive)."""
+
+    time: float
+
+
+AgentOrder = LaunchOrder | KillOrder | EventAck | Welcome | LogRequest | Pong

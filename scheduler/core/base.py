@@ -8,19 +8,21 @@ agents afterwards, so an order never goes out for a change that was not committe
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rota.jobspec import JobSpec
+from rota.jobspec import JobSpec, parse_array
 from rota.scheduler.cluster.messages import (
     AgentOrder,
     KillOrder,
     LaunchOrder,
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, policy_config
+from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.policy import Decide
 from rota.scheduler.policy.snapshot import (
     GpuView,
@@ -96,11 +98,21 @@ class CoreBase:
             node.down_since = now  # no agent is connected until it says hello
         self.version = 0
         self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
+        self.policy_config = policy_config(config)
+        half_life = self.policy_config.usage_half_life
+        self.usage = UsageBook.rebuild(
+            half_life,
+            store.ended_jobs(now - HISTORY_HALF_LIVES * half_life),
+            self.jobs.values(),
+            now,
+        )
 
     def _transition(self, job: JobRecord, new: JobState, why: str) -> JobEvent:
         old = job.state
         job.state = new
-        return JobEvent(job.id, self.clock(), job.attempt, old.value, new.value, why)
+        now = self.clock()
+        self.usage.changed(job, new, now)
+        return JobEvent(job.id, now, job.attempt, old.value, new.value, why)
 
     def _note(self, job: JobRecord, kind: str, text: str) -> JobEvent:
         return JobEvent(
@@ -253,4 +265,13 @@ class CoreBase:
             qos=spec.qos,
             preemptible=spec.preemptible,
             blocked=blocked,
+            default_limit=spec.time_limit <= 0,
+            array_job_id=job.array_job_id,
+            array_task_limit=array_task_limit(spec.array) if spec.array else 0,
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def array_task_limit(text: str) -> int:
+    """The ``%`` limit of an ``array:`` value (0: none)."""
+    return parse_array(text)[1] or 0

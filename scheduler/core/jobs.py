@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 
 from rota.jobspec import JobSpec, parse_array, parse_dependency
@@ -19,6 +20,7 @@ from rota.scheduler.core.base import (
 from rota.scheduler.core.planning import PlanningCore
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.fit import node_matches
+from rota.scheduler.policy.snapshot import Snapshot
 from rota.scheduler.store.store import DuplicateRequest, JobQuery
 from rota.states import ACTIVE_STATES, JobState
 
@@ -43,6 +45,7 @@ class JobsCore(PlanningCore):
             self._check_fits_cluster(item)
         now = self.clock()
         groups = [self._expand(item.spec, user, now) for item in new_items]
+        self._check_pending_limits(new_items, groups)
         if test_only:
             return [
                 self._dry_run(item, group) for item, group in zip(new_items, groups, strict=True)
@@ -133,6 +136,33 @@ class JobsCore(PlanningCore):
                 f"(the largest, {largest.name}, has {largest.gpu_count} GPU(s))"
             )
 
+    def _check_pending_limits(
+        self, items: Sequence[SubmitItem], groups: Sequence[Sequence[JobRecord]]
+    ) -> None:
+        """Refuse a submission that would take a user or account past its pending-job limit
+        (``limits.max_pending_per_user`` / ``_per_account``; every array task counts)."""
+        limits = self.policy_config.limits
+        caps = (
+            ("user", "max_pending_per_user", limits.max_pending_per_user),
+            ("account", "max_pending_per_account", limits.max_pending_per_account),
+        )
+        if all(cap is None for _, _, cap in caps):
+            return
+        pending = [j for j in self.jobs.values() if j.state is JobState.PENDING]
+        for kind, key, cap in caps:
+            if cap is None:
+                continue
+            counts = Counter(getattr(j, kind) for j in pending)
+            for item, group in zip(items, groups, strict=True):
+                owner = getattr(group[0], kind)
+                counts[owner] += len(group)
+                if counts[owner] > cap:
+                    raise UserError(
+                        f"{item.source or 'job'}: {kind} {owner} would have {counts[owner]} "
+                        f"pending jobs; the limit is {cap} (scheduler setting limits.{key}; "
+                        "every array task counts)"
+                    )
+
     def _check_dependency_targets(self, src: str, text: str) -> None:
         for _kind, ids in parse_dependency(text):
             for job_id in ids:
@@ -171,22 +201,40 @@ class JobsCore(PlanningCore):
             raise UserError(f"{display_id} is an array job; name one task like {display_id}_0")
         return jobs[0], self.store.events(jobs[0].id)
 
-    def job_location(self, display_id: str, attempt: int) -> tuple[JobRecord, str, int]:
-        """(job, node, attempt) whose output ``glogs`` should read; NotFound if none."""
+    def explain_target(self, display_id: str) -> tuple[JobRecord, Snapshot | None]:
+        """The job named and, when it is pending, a snapshot to explain it with."""
+        job, _events = self.get_job(display_id)
+        if job.state is not JobState.PENDING:
+            return job, None
+        return job, self.snapshot()
+
+    def job_location(
+        self, display_id: str, attempt: int, node: str = ""
+    ) -> tuple[JobRecord, str, int]:
+        """(job, node, attempt) whose output ``glogs`` should read; NotFound if none.
+
+        ``node`` picks one node of a gang (default: rank 0's)."""
         job, _events = self.get_job(display_id)
         if job.attempt == 0:
             raise NotFound(f"job {display_id} has not started, so it has no output yet")
         wanted = attempt or job.attempt
         if wanted == job.attempt and job.allocation:
-            return job, job.allocation[0].node, wanted
-        launches = [
-            e.reason.removeprefix(LAUNCH_PREFIX).split(",")[0]
-            for e in self.store.events(job.id)
-            if e.attempt == wanted and e.reason.startswith(LAUNCH_PREFIX)
-        ]
-        if not launches:
-            raise NotFound(f"job {display_id} has no attempt {wanted}")
-        return job, launches[0], wanted
+            nodes = job.node_names
+        else:
+            launches = [
+                e.reason.removeprefix(LAUNCH_PREFIX).split(",")
+                for e in self.store.events(job.id)
+                if e.attempt == wanted and e.reason.startswith(LAUNCH_PREFIX)
+            ]
+            if not launches:
+                raise NotFound(f"job {display_id} has no attempt {wanted}")
+            nodes = launches[-1]
+        if node and node not in nodes:
+            raise NotFound(
+                f"job {display_id} attempt {wanted} did not run on node {node}; "
+                f"it ran on {', '.join(nodes)}"
+            )
+        return job, node or nodes[0], wanted
 
     def cancel(
         self, display_ids: Sequence[str], user: str, reason: str = ""

@@ -13,11 +13,14 @@ from rota.scheduler.core.base import (
 )
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.snapshot import Allocation, PendingJob, Plan, RunningJob, Snapshot
+from rota.scheduler.policy.usage import Usage
 from rota.states import ACTIVE_STATES, JobState
 
 
 class PlanningCore(CoreBase):
     """Snapshots for the policy, and applying its plans."""
+
+    _usage_view: Usage | None = None
 
     def snapshot(self, extra: Iterable[JobRecord] = ()) -> Snapshot:
         """A frozen view of the cluster for one pass (``extra`` adds probe jobs for dry runs)."""
@@ -40,6 +43,10 @@ class PlanningCore(CoreBase):
                         time_limit=job.time_limit,
                         priority=job.spec.priority,
                         preemptible=job.spec.preemptible,
+                        qos=job.spec.qos,
+                        exclusive=job.spec.exclusive,
+                        array_job_id=job.array_job_id,
+                        stopping=job.state is JobState.COMPLETING or bool(job.stop_state),
                     )
                 )
         return Snapshot(
@@ -48,7 +55,17 @@ class PlanningCore(CoreBase):
             pending=tuple(pending),
             running=tuple(running),
             version=self.version,
+            usage=self._published_usage(now),
+            config=self.policy_config,
         )
+
+    def _published_usage(self, now: float) -> Usage:
+        """The ledger's view, republished at most once per ``priority_period`` so that the
+        policy's cached priorities stay valid in between."""
+        published = self._usage_view
+        if published is None or now - published.as_of >= self.policy_config.priority_period:
+            published = self._usage_view = self.usage.ledger.view(now)
+        return published
 
     def _blocked(self, job: JobRecord, now: float) -> str | None:
         if job.held:

@@ -20,6 +20,7 @@ from rota.scheduler.policy import reasons
 from rota.scheduler.policy.fit import node_matches
 from rota.scheduler.policy.limits import LimitCounter
 from rota.scheduler.policy.preemption import Preemptor
+from rota.scheduler.policy.queue import OrderCache
 from rota.scheduler.policy.snapshot import (
     Allocation,
     PendingJob,
@@ -28,7 +29,13 @@ from rota.scheduler.policy.snapshot import (
     RunningJob,
     Snapshot,
 )
-from rota.scheduler.policy.state import INF, ClusterState, ConstraintKey, constraint_key
+from rota.scheduler.policy.state import (
+    INF,
+    ClusterState,
+    ConstraintKey,
+    StateCache,
+    constraint_key,
+)
 
 Duration = Callable[[PendingJob], float]
 RunningEnd = Callable[[RunningJob], float]
@@ -43,16 +50,54 @@ def run_pass(
     running_end: RunningEnd,
     backfill: bool = True,
     preemption: bool = False,
+    cache: StateCache | None = None,
+    end_key: object = None,
+    max_job_test: int = 0,
+    queue: OrderCache | None = None,
 ) -> Plan:
     """Plan one pass over ``ordered`` (every pending job, highest priority first).
 
     ``duration`` is how long a pending job is assumed to run once started and
     ``running_end`` when a running job is assumed to end (time limits, or true durations for
-    the oracle).
+    the oracle). ``cache`` keeps the cluster state between passes (``end_key`` names what
+    ``running_end`` computes). ``max_job_test`` > 0 caps how many eligible jobs are tested
+    (SLURM's ``bf_max_job_test``): later ones wait with ``Priority`` untested. ``queue``: the
+    ``OrderCache`` whose ``jobs`` list ``ordered`` is, for bulk reasons.
     """
+    if cache is None:
+        state = ClusterState(snapshot.nodes, snapshot.running, snapshot.now, running_end)
+        return _pass(
+            snapshot,
+            ordered,
+            state,
+            duration,
+            running_end,
+            backfill,
+            preemption,
+            max_job_test,
+            queue,
+        )
+    state = cache.acquire(snapshot.nodes, snapshot.running, snapshot.now, end_key, running_end)
+    plan = _pass(
+        snapshot, ordered, state, duration, running_end, backfill, preemption, max_job_test, queue
+    )
+    cache.release(state)  # not reached when the pass raised: the state is dropped
+    return plan
+
+
+def _pass(
+    snapshot: Snapshot,
+    ordered: Iterable[PendingJob],
+    state: ClusterState,
+    duration: Duration,
+    running_end: RunningEnd,
+    backfill: bool,
+    preemption: bool,
+    max_job_test: int,
+    queue: OrderCache | None,
+) -> Plan:
     cfg = snapshot.config
     now = snapshot.now
-    state = ClusterState(snapshot.nodes, snapshot.running, now, running_end)
     limits = LimitCounter(cfg.limits, snapshot.running, snapshot.pending)
     preemptor = (
         Preemptor(state, snapshot.running, cfg, running_end)
@@ -81,7 +126,24 @@ def run_pass(
     # Shortest time limit of a plain job (one node, no constraints) that did not fit, per
     # GPU count and above: such jobs fail fast without a search.
     plain_failed = [INF] * (len(state.buckets) + 1)
-    for job in ordered:
+    tested = 0
+    todo = ordered if isinstance(ordered, list) else list(ordered)
+    # Bulk reasons (see ``_bulk``) need the queue's record of special jobs.
+    bulk = (
+        queue is not None and todo is queue.jobs and full and not check_limits and not max_job_test
+    )
+    placed: set[int] = set()
+    i, n = 0, len(todo)
+    while i < n:
+        job = todo[i]
+        i += 1
+        if bulk and state.total_free == 0 and (frozen or (waiting and reserved >= depth)):
+            assert queue is not None
+            specials = _bulk(todo, i - 1, queue, state, why, placed)
+            bulk = False
+            if specials is not None:
+                todo, i, n = specials, 0, len(specials)
+                continue
         if job.blocked is not None:
             why[job.id] = job.blocked
             continue
@@ -97,6 +159,13 @@ def run_pass(
             continue
         if not full and state.total_free == 0 and (preemptor is None or not preemptor.possible):
             break
+        if max_job_test:
+            if tested >= max_job_test:
+                if not full:
+                    break
+                why[job.id] = reasons.PRIORITY
+                continue
+            tested += 1
         length = duration(job)
         plain = (
             job.nodes == 1
@@ -126,6 +195,7 @@ def run_pass(
                     state.take(node, gpus, job.cpus, job.memory, job.exclusive, now + length)
                     allocs.append(Allocation(node.view.name, gpus, job.cpus, job.memory))
                 placements.append(Placement(job.id, tuple(allocs)))
+                placed.add(job.id)
                 limits.add(job)
                 continue
             if plain:
@@ -168,6 +238,38 @@ def run_pass(
         reasons=why,
         est_start=est,
     )
+
+
+def _bulk(
+    todo: list[PendingJob],
+    start: int,
+    queue: OrderCache,
+    state: ClusterState,
+    why: dict[int, str],
+    placed: set[int],
+) -> list[PendingJob] | None:
+    """Reasons for every simple job from ``todo[start]`` on, once nothing more can start.
+
+    Called when no GPU is free, every reservation is made and a job ahead waits (or strict
+    FIFO stopped): a simple job (``queue.simple``: one node, at least one GPU, nothing else
+    that could hold it) then cannot start, gets no reservation and waits with ``Priority``,
+    unless no schedulable node has enough GPUs (then the per-job path names it). Returns the
+    special jobs left, in queue order, for the per-job path; None to go on job by job.
+    """
+    most = max((g for g, count in queue.simple_gpus.items() if count > 0), default=0)
+    widest = max((len(n.view.gpus) for n in state.nodes if n.view.schedulable), default=0)
+    if most > widest:
+        return None
+    special = queue.special
+    left = [job for job_id, job in special.items() if job_id not in why and job_id not in placed]
+    entries = queue.entries
+    left.sort(key=lambda job: entries[job.id][1])
+    rest = todo[start:]
+    if special:
+        why.update(dict.fromkeys([j.id for j in rest if j.id not in special], reasons.PRIORITY))
+    else:
+        why.update(dict.fromkeys([j.id for j in rest], reasons.PRIORITY))
+    return left
 
 
 def _known_misfit(known: dict[_Size, float], size: _Size, length: float) -> bool:

@@ -43,7 +43,7 @@ class Preemptor:
             if not job.preemptible or job.stopping:
                 continue
             cls = (cfg.qos_level(job.qos), job.priority)
-            end = max(state.now, end_of(job))
+            end = end_of(job)  # as the state stores it (before now: released now)
             victim = _Victim(job, (*cls, -job.start_time, -job.id), end)
             for alloc in job.allocations:
                 self.by_node[alloc.node].append((victim, len(alloc.gpu_indices)))

@@ -8,7 +8,9 @@ policy that does not know durations has left.
 from __future__ import annotations
 
 from rota.scheduler.policy.backfill import run_pass
+from rota.scheduler.policy.queue import OrderCache
 from rota.scheduler.policy.snapshot import PendingJob, Plan, RunningJob, Snapshot
+from rota.scheduler.policy.state import StateCache
 
 
 def _duration(snapshot: Snapshot, job: PendingJob) -> float:
@@ -17,12 +19,17 @@ def _duration(snapshot: Snapshot, job: PendingJob) -> float:
     return snapshot.config.limit_of(job.time_limit)
 
 
+_STATE = StateCache()
+_ORDER = OrderCache()  # kept between passes (keys depend on the job and the default limit)
+
+
 def ordered(snapshot: Snapshot) -> list[PendingJob]:
     """Pending jobs by true duration, then GPUs, submission time and id."""
-    return sorted(
-        snapshot.pending,
-        key=lambda j: (_duration(snapshot, j), j.gpus * j.nodes, j.submit_time, j.id),
-    )
+
+    def sort_key(j: PendingJob) -> tuple[float, int, float, int]:
+        return (_duration(snapshot, j), j.gpus * j.nodes, j.submit_time, j.id)
+
+    return _ORDER.ordered(snapshot, snapshot.config.default_time_limit, sort_key)
 
 
 def decide(snapshot: Snapshot) -> Plan:
@@ -37,4 +44,12 @@ def decide(snapshot: Snapshot) -> Plan:
             return job.start_time + job.true_duration
         return job.start_time + cfg.limit_of(job.time_limit)
 
-    return run_pass(snapshot, ordered(snapshot), duration=duration, running_end=running_end)
+    return run_pass(
+        snapshot,
+        ordered(snapshot),
+        duration=duration,
+        running_end=running_end,
+        cache=_STATE,
+        end_key=cfg.default_time_limit,
+        queue=_ORDER,
+    )

@@ -112,6 +112,21 @@ class PendingJob:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingDelta:
+    """How ``Snapshot.pending`` differs from that of the snapshot whose ``version`` is ``base``.
+
+    Optional: the pending jobs of this snapshot are those of snapshot ``base`` without the ids
+    in ``removed``, plus ``added`` (a changed job is removed and added). A producer that keeps
+    it right lets policies update their cached queue order in O(change); policies check the
+    counts and otherwise find the change themselves.
+    """
+
+    base: int
+    removed: tuple[int, ...] = ()
+    added: tuple[PendingJob, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one pass sees; ``version`` increases with every change to the model.
 
@@ -119,7 +134,8 @@ class Snapshot:
     ``usage.UsageLedger``; the daemon republishes it every ``config.priority_period``);
     ``config`` holds weights, limits and backfill depth. ``full_reasons`` False lets a policy
     stop examining jobs once nothing more can start (the simulator, which reads no reasons);
-    reasons and estimates then cover only the jobs examined.
+    reasons and estimates then cover only the jobs examined. ``delta`` (optional) tells how
+    ``pending`` changed since an earlier snapshot (see ``PendingDelta``).
     """
 
     now: float
@@ -130,6 +146,7 @@ class Snapshot:
     usage: Usage = field(default_factory=Usage)
     config: PolicyConfig = field(default_factory=PolicyConfig)
     full_reasons: bool = True
+    delta: PendingDelta | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,10 @@ from rota.scheduler.policy.topology import choose_gpus
 
 INF = math.inf
 ConstraintKey = tuple[str, int, tuple[tuple[str, str], ...]] | None
+# free, cpus, memory, used, reserved, changes, releases
+_Saved = tuple[list[int], float, int, bool, bool, list[tuple[float, int]], list[float]]
+# (job, [(node idx, GPUs taken)], release time, regular)
+_Held = tuple[RunningJob, list[tuple[int, int]], float, bool]
 
 
 def constraint_key(job: PendingJob) -> ConstraintKey:
@@ -61,6 +65,7 @@ class NodeState:
         "changes",
         "cpus",
         "free",
+        "holders",
         "idx",
         "memory",
         "releases",
@@ -79,10 +84,41 @@ class NodeState:
         self.cpus = view.cpus
         self.memory = view.memory
         self.used = False
+        self.holders: dict[int, tuple[float, int]] = {}  # running job id -> (cpus, memory)
         self.reserved = False  # some reservation takes GPUs here later
         self.stopping = 0  # GPUs held by jobs that were told to stop
         self.changes: list[tuple[float, int]] = []  # (time, delta of free GPUs), sorted
         self.releases: list[float] = []  # one end time per held GPU, sorted (no reservations)
+
+    def save(self) -> _Saved:
+        """The fields a pass may change (for ``ClusterState.undo``)."""
+        return (
+            self.free,
+            self.cpus,
+            self.memory,
+            self.used,
+            self.reserved,
+            list(self.changes),
+            list(self.releases),
+        )
+
+    def restore(self, saved: _Saved) -> None:
+        (
+            self.free,
+            self.cpus,
+            self.memory,
+            self.used,
+            self.reserved,
+            self.changes,
+            self.releases,
+        ) = saved
+
+    def refresh_held(self) -> None:
+        """CPUs and memory left by running jobs (``fsum``: the same in any order)."""
+        held = self.holders.values()
+        self.cpus = self.view.cpus - math.fsum(c for c, _ in held) if held else self.view.cpus
+        self.memory = self.view.memory - sum(m for _, m in held) if held else self.view.memory
+        self.used = bool(self.holders)
 
     def hold(self, count: int, end: float) -> None:
         """``count`` GPUs taken now come free again at ``end``."""
@@ -127,7 +163,15 @@ class NodeState:
 
 
 class ClusterState:
-    """Free resources of every node, indexed by free GPU count for best-fit placement."""
+    """Free resources of every node, indexed by free GPU count for best-fit placement.
+
+    Built once from the nodes and running jobs, then kept between passes (``StateCache``):
+    ``update`` applies the jobs that started or ended since, ``begin`` starts a pass and
+    records what it changes, ``undo`` puts the state back as the snapshot left it. Release
+    times are stored as the policy's ``end_of`` gives them (``-inf`` for stopping jobs), not
+    clamped to ``now``: every reader treats a time before ``now`` as ``now``, so the same
+    state serves passes at different times.
+    """
 
     def __init__(
         self,
@@ -142,36 +186,155 @@ class ClusterState:
         self._match: dict[tuple[ConstraintKey, int, float, int], list[NodeState]] = {}
         self._usable_by_key: dict[ConstraintKey, list[tuple[NodeState, int]]] = {}
         self._bounds: dict[int, list[tuple[float, int]]] = {}  # gpus -> sorted release bounds
+        self._saved: dict[int, _Saved] | None = None  # node idx -> fields before this pass
+        self._saved_total = 0
+        # running job id -> (job, [(node idx, GPUs taken)], end, regular)
+        self._running: dict[int, _Held] = {}
+        self.regular = True  # every running job holds GPUs no other holds (order-independent)
         for job in running:
-            end = now if job.stopping else max(now, end_of(job))
-            for alloc in job.allocations:
-                node = self.by_name.get(alloc.node)
-                if node is None:
-                    continue
-                before = len(node.free)
-                if job.exclusive:
-                    node.free = []
-                else:
-                    held = alloc.gpu_indices
-                    node.free = [g for g in node.free if g not in held]
-                taken = before - len(node.free)
-                node.cpus -= alloc.cpus
-                node.memory -= alloc.memory
-                node.used = True
-                if job.stopping:
-                    node.stopping += taken
-                if taken:
-                    node.changes.append((end, taken))
-                    node.releases.extend([end] * taken)
+            self._running[job.id] = self._apply(job, end_of(job), sort=False)
         width = max((n.total for n in self.nodes), default=0)
         self.buckets: list[list[int]] = [[] for _ in range(width + 1)]
         self.total_free = 0
         for node in self.nodes:
             node.changes.sort()
             node.releases.sort()
+            node.refresh_held()
             if node.view.schedulable:
                 self.buckets[len(node.free)].append(node.idx)
                 self.total_free += len(node.free)
+
+    def _apply(self, job: RunningJob, end: float, sort: bool) -> _Held:
+        """Take what a running job holds; ``sort`` keeps profiles sorted (else sort later)."""
+        if job.stopping:
+            end = -INF
+        parts: list[tuple[int, int]] = []
+        regular = not job.exclusive
+        for alloc in job.allocations:
+            node = self.by_name.get(alloc.node)
+            if node is None:
+                continue
+            before = len(node.free)
+            if job.exclusive:
+                node.free = []
+            else:
+                held = alloc.gpu_indices
+                prior = node.free
+                node.free = [g for g in prior if g not in held]
+                if before - len(node.free) != len(held):  # held elsewhere too, or not allocatable
+                    allocatable = _allocatable(node.view)
+                    regular = regular and all(g not in allocatable for g in held if g not in prior)
+            taken_count = before - len(node.free)
+            cpus, memory = node.holders.get(job.id, (0.0, 0))
+            node.holders[job.id] = (cpus + alloc.cpus, memory + alloc.memory)
+            if job.stopping:
+                node.stopping += taken_count
+            if taken_count:
+                if sort:
+                    insort(node.changes, (end, taken_count))
+                    for _ in range(taken_count):
+                        insort(node.releases, end)
+                else:
+                    node.changes.append((end, taken_count))
+                    node.releases.extend([end] * taken_count)
+            parts.append((node.idx, taken_count))
+        self.regular = self.regular and regular
+        return (job, parts, end, regular)
+
+    def update(
+        self, running: tuple[RunningJob, ...], end_of: Callable[[RunningJob], float]
+    ) -> bool:
+        """Apply the running jobs that started, ended or changed; False: rebuild instead."""
+        if self._saved is not None or not self.regular:
+            return False
+        known = self._running
+        seen: set[int] = set()
+        gone: list[int] = []
+        new: list[RunningJob] = []
+        unknown = 0
+        for job in running:
+            entry = known.get(job.id)
+            seen.add(job.id)
+            if entry is None:
+                new.append(job)
+                unknown += 1
+            elif entry[0] is not job:
+                if entry[0] != job:
+                    gone.append(job.id)
+                    new.append(job)
+                else:
+                    known[job.id] = (job, *entry[1:])
+        if len(seen) != len(running):
+            return False
+        if len(known) > len(seen) - unknown:  # some kept jobs are no longer running
+            gone.extend(i for i in known if i not in seen)
+        if len(gone) + len(new) > max(32, len(running) // 2):
+            return False
+        touched: dict[int, int] = {}  # node idx -> free GPUs before
+        for job_id in gone:
+            job, parts, end, _ = known.pop(job_id)
+            for idx, count in parts:
+                node = self.nodes[idx]
+                touched.setdefault(idx, len(node.free))
+                held: set[int] = set()
+                for alloc in job.allocations:
+                    if alloc.node == node.view.name:
+                        held.update(alloc.gpu_indices)
+                if count:
+                    allocatable = _allocatable(node.view)
+                    node.free = sorted([*node.free, *(g for g in held if g in allocatable)])
+                    node.changes.remove((end, count))
+                    for _ in range(count):
+                        node.releases.remove(end)
+                node.holders.pop(job_id, None)
+                if job.stopping:
+                    node.stopping -= count
+        for job in new:
+            for alloc in job.allocations:
+                holder = self.by_name.get(alloc.node)
+                if holder is not None:
+                    touched.setdefault(holder.idx, len(holder.free))
+            known[job.id] = self._apply(job, end_of(job), sort=True)
+            if not self.regular:
+                return False
+        for idx, before in touched.items():
+            node = self.nodes[idx]
+            node.refresh_held()
+            if node.view.schedulable and before != len(node.free):
+                self.buckets[before].remove(idx)
+                insort(self.buckets[len(node.free)], idx)
+                self.total_free += len(node.free) - before
+        if touched:
+            self._bounds.clear()
+        return True
+
+    def begin(self, now: float) -> None:
+        """Start a pass at ``now``: record every node's fields before it first changes."""
+        self.now = now
+        self._saved = {}
+        self._saved_total = self.total_free
+
+    def undo(self) -> None:
+        """Put back every node a pass changed (the state as the snapshot left it)."""
+        saved = self._saved
+        if saved is None:
+            return
+        for idx, fields in saved.items():
+            node = self.nodes[idx]
+            if node.view.schedulable:
+                self.buckets[len(node.free)].remove(idx)
+            node.restore(fields)
+            if node.view.schedulable:
+                insort(self.buckets[len(node.free)], idx)
+        self.total_free = self._saved_total
+        if saved:
+            self._bounds.clear()
+        self._saved = None
+
+    def _touch(self, node: NodeState) -> None:
+        saved = self._saved
+        if saved is not None and node.idx not in saved:
+            saved[node.idx] = node.save()
 
     def matching(self, job: PendingJob, key: ConstraintKey) -> list[NodeState]:
         """Schedulable nodes that could ever run ``job`` (static constraints and totals)."""
@@ -256,8 +419,10 @@ class ClusterState:
         end: float,
     ) -> None:
         """A job placed now holds these resources until ``end``."""
+        self._touch(node)
+        now = self.now
         for gpus_needed, bounds in self._bounds.items():
-            old = (node.release_bound(gpus_needed), node.idx)
+            old = (max(now, node.release_bound(gpus_needed)), node.idx)
             if old[0] < INF:
                 bounds.remove(old)
         self._drop_bucket(node)
@@ -273,18 +438,20 @@ class ClusterState:
         if taken:
             node.hold(len(taken), end)
         for gpus_needed, bounds in self._bounds.items():
-            new = (node.release_bound(gpus_needed), node.idx)
+            new = (max(now, node.release_bound(gpus_needed)), node.idx)
             if new[0] < INF:
                 insort(bounds, new)
 
     def move_release(self, node: NodeState, old: float, new: float, count: int) -> None:
         """GPUs of ``node`` expected free at ``old`` come free at ``new`` (a preemption)."""
+        self._touch(node)
         node.move_release(old, new, count)
         self._bounds.clear()
 
     def reserve(self, nodes: Iterable[NodeState], gpus: int, start: float, end: float) -> None:
         """Set ``gpus`` GPUs of each node aside over ``[start, end)`` for a blocked job."""
         for node in nodes:
+            self._touch(node)
             need = node.total if gpus < 0 else gpus
             insort(node.changes, (start, -need))
             insort(node.changes, (end, need))
@@ -336,15 +503,15 @@ class ClusterState:
         """``earliest`` for a one-node job without constraints, from kept release bounds."""
         bounds = self._bounds.get(job.gpus)
         if bounds is None:
+            now = self.now
             bounds = sorted(
-                (b, n.idx)
+                (max(now, b), n.idx)
                 for n in self.matching(job, None)
                 if (b := n.release_bound(job.gpus)) < INF
             )
             self._bounds[job.gpus] = bounds
         best, best_node = INF, None
-        for raw, idx in bounds:
-            bound = max(self.now, raw)
+        for bound, idx in bounds:
             if bound >= best:
                 break
             node = self.nodes[idx]
@@ -383,3 +550,43 @@ def _allocatable(view: NodeView) -> tuple[int, ...]:
 def _name_mem(node: NodeState, index: int) -> tuple[str, int]:
     gpu = next(g for g in node.view.gpus if g.index == index)
     return gpu.name, gpu.memory_total
+
+
+class StateCache:
+    """One policy's ``ClusterState`` between passes.
+
+    ``acquire`` returns the state for a snapshot: the kept one updated with the running jobs
+    that changed when the nodes (same tuple, or equal) and ``end_key`` (what ``end_of``
+    computes, e.g. the default time limit) are unchanged, else a new one. ``release`` undoes
+    the pass's changes and keeps the state for the next pass; a pass that raised never
+    releases, so its half-changed state is dropped.
+    """
+
+    def __init__(self) -> None:
+        self.state: ClusterState | None = None
+        self.nodes: tuple[NodeView, ...] | None = None
+        self.end_key: object = None
+
+    def acquire(
+        self,
+        nodes: tuple[NodeView, ...],
+        running: tuple[RunningJob, ...],
+        now: float,
+        end_key: object,
+        end_of: Callable[[RunningJob], float],
+    ) -> ClusterState:
+        state, self.state = self.state, None
+        if (
+            state is None
+            or not (end_key is self.end_key or end_key == self.end_key)
+            or not (nodes is self.nodes or nodes == self.nodes)
+            or not state.update(running, end_of)
+        ):
+            state = ClusterState(nodes, running, now, end_of)
+            self.nodes, self.end_key = nodes, end_key
+        state.begin(now)
+        return state
+
+    def release(self, state: ClusterState) -> None:
+        state.undo()
+        self.state = state

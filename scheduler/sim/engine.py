@@ -8,6 +8,8 @@ arrivals while no GPU is free and no running job is preemptible). Placements sta
 queue with its original submission time; the next pass at the same instant may place the
 job that preempted it. Usage for fair share is fed into a ``UsageLedger`` at every start and
 end, and republished to the policy every ``config.priority_period``, as the daemon does.
+Job objects are kept between snapshots and every snapshot carries a ``PendingDelta`` against
+the previous one, so policies update their cached queue order in O(change).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.snapshot import (
     GpuView,
     NodeView,
+    PendingDelta,
     PendingJob,
     RunningJob,
     Snapshot,
@@ -87,6 +90,9 @@ def simulate(
     free = nodes * gpus_per_node
     preemptible = 0
     passes = preemptions = 0
+    version = 0  # of the last snapshot; ``added``/``removed``: pending changes since
+    added: list[PendingJob] = []
+    removed: list[int] = []
 
     def stop(job_id: int, now: float) -> RunningJob:
         nonlocal free, preemptible
@@ -105,7 +111,8 @@ def simulate(
             _, kind, job_id, attempt = heapq.heappop(events)
             rec = records[job_id]
             if kind == _ARRIVE:
-                pending[job_id] = _pending(rec, gpus_per_node, cfg, oracle)
+                pending[job_id] = job_view = _pending(rec, gpus_per_node, cfg, oracle)
+                added.append(job_view)
                 continue
             if attempt != rec.attempts or job_id not in running:
                 continue  # an attempt that was preempted
@@ -121,19 +128,25 @@ def simulate(
         if now - published >= cfg.priority_period:
             usage, published = ledger.view(now), now
         while True:
+            version += 1
             snapshot = Snapshot(
                 now=now,
                 nodes=node_views,
                 pending=tuple(pending.values()),
                 running=tuple(running.values()),
+                version=version,
                 usage=usage,
                 config=cfg,
                 full_reasons=False,
+                delta=PendingDelta(version - 1, tuple(removed), tuple(added)),
             )
+            added.clear()
+            removed.clear()
             plan = decide(snapshot)
             passes += 1
             for placement in plan.placements:
                 job = pending.pop(placement.job_id)
+                removed.append(job.id)
                 rec = records[job.id]
                 rec.attempts += 1
                 if rec.start < 0:
@@ -156,7 +169,8 @@ def simulate(
             for job_id in plan.preemptions:
                 stop(job_id, now)
                 preemptions += 1
-                pending[job_id] = _pending(records[job_id], gpus_per_node, cfg, oracle)
+                pending[job_id] = job_view = _pending(records[job_id], gpus_per_node, cfg, oracle)
+                added.append(job_view)
             if not plan.preemptions:
                 break
     unfinished = [i for i, r in records.items() if r.end < 0]

@@ -294,6 +294,21 @@ class Store:
             )
             return [_record(r) for r in rows]
 
+    def ended_jobs(self, since: float) -> list[JobRecord]:
+        """Jobs in a terminal state that started and ended at or after ``since``, in end-time
+        order (fair share is rebuilt from them at start-up)."""
+        with self._session() as session:
+            rows = session.scalars(
+                select(JobRow)
+                .where(
+                    JobRow.state.in_(_TERMINAL),
+                    JobRow.start_time.is_not(None),
+                    JobRow.end_time >= since,
+                )
+                .order_by(JobRow.end_time, JobRow.id)
+            )
+            return [_record(r) for r in rows]
+
     def query_jobs(self, query: JobQuery) -> list[JobRecord]:
         """Jobs matching ``query`` in id order."""
         stmt = select(JobRow).order_by(JobRow.id)

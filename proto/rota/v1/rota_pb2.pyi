@@ -354,20 +354,66 @@ class WatchJobRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class StreamLogsRequest(_message.Message):
-    __slots__ = ("id", "attempt", "follow")
+    __slots__ = ("id", "attempt", "follow", "node")
     ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
     id: str
     attempt: int
     follow: bool
-    def __init__(self, id: _Optional[str] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ...) -> None: ...
+    node: str
+    def __init__(self, id: _Optional[str] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ..., node: _Optional[str] = ...) -> None: ...
 
 class LogChunk(_message.Message):
     __slots__ = ("data",)
     DATA_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+
+class ExplainJobRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class PriorityFactor(_message.Message):
+    __slots__ = ("name", "value", "weight", "contribution")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    CONTRIBUTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: float
+    weight: float
+    contribution: float
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., weight: _Optional[float] = ..., contribution: _Optional[float] = ...) -> None: ...
+
+class ExplainJobResponse(_message.Message):
+    __slots__ = ("job", "pending", "policy", "priority", "factors", "rank", "pending_jobs", "starts_now", "reason", "reason_detail", "estimated_start")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    FACTORS_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    PENDING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    STARTS_NOW_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REASON_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
+    job: Job
+    pending: bool
+    policy: str
+    priority: float
+    factors: _containers.RepeatedCompositeFieldContainer[PriorityFactor]
+    rank: int
+    pending_jobs: int
+    starts_now: bool
+    reason: str
+    reason_detail: str
+    estimated_start: float
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., pending: _Optional[bool] = ..., policy: _Optional[str] = ..., priority: _Optional[float] = ..., factors: _Optional[_Iterable[_Union[PriorityFactor, _Mapping]]] = ..., rank: _Optional[int] = ..., pending_jobs: _Optional[int] = ..., starts_now: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_detail: _Optional[str] = ..., estimated_start: _Optional[float] = ...) -> None: ...
 
 class GpuInfo(_message.Message):
     __slots__ = ("index", "uuid", "name", "memory_total", "pci_bus_id", "compute_capability")
@@ -760,14 +806,16 @@ class LogRequest(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ..., cancel: _Optional[bool] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("heartbeat_interval", "keep", "scheduler_version")
+    __slots__ = ("heartbeat_interval", "keep", "scheduler_version", "node_grace")
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     KEEP_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NODE_GRACE_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval: float
     keep: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
     scheduler_version: str
-    def __init__(self, heartbeat_interval: _Optional[float] = ..., keep: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., scheduler_version: _Optional[str] = ...) -> None: ...
+    node_grace: float
+    def __init__(self, heartbeat_interval: _Optional[float] = ..., keep: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., scheduler_version: _Optional[str] = ..., node_grace: _Optional[float] = ...) -> None: ...
 
 class EventAck(_message.Message):
     __slots__ = ("job_id", "attempt")
@@ -778,15 +826,23 @@ class EventAck(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class SchedulerMessage(_message.Message):
-    __slots__ = ("welcome", "launch", "kill", "log_request", "ack")
+    __slots__ = ("welcome", "launch", "kill", "log_request", "ack", "pong")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     LAUNCH_FIELD_NUMBER: _ClassVar[int]
     KILL_FIELD_NUMBER: _ClassVar[int]
     LOG_REQUEST_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
+    PONG_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     launch: LaunchOrder
     kill: KillOrder
     log_request: LogRequest
     ack: EventAck
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ...) -> None: ...
+    pong: Pong
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ...) -> None: ...
+
+class Pong(_message.Message):
+    __slots__ = ("time",)
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    time: float
+    def __init__(self, time: _Optional[float] = ...) -> None: ...

@@ -69,6 +69,11 @@ class JobServiceStub:
                 request_serializer=rota_dot_v1_dot_rota__pb2.StreamLogsRequest.SerializeToString,
                 response_deserializer=rota_dot_v1_dot_rota__pb2.LogChunk.FromString,
                 _registered_method=True)
+        self.ExplainJob = channel.unary_unary(
+                '/rota.v1.JobService/ExplainJob',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ExplainJobRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ExplainJobResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -116,6 +121,12 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExplainJob(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -153,6 +164,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.StreamLogs,
                     request_deserializer=rota_dot_v1_dot_rota__pb2.StreamLogsRequest.FromString,
                     response_serializer=rota_dot_v1_dot_rota__pb2.LogChunk.SerializeToString,
+            ),
+            'ExplainJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExplainJob,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ExplainJobRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ExplainJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -344,6 +360,33 @@ class JobService:
             '/rota.v1.JobService/StreamLogs',
             rota_dot_v1_dot_rota__pb2.StreamLogsRequest.SerializeToString,
             rota_dot_v1_dot_rota__pb2.LogChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExplainJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.JobService/ExplainJob',
+            rota_dot_v1_dot_rota__pb2.ExplainJobRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ExplainJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,219 @@
+"""The rota policy wired into Core, driven in-process with a fake clock: the snapshot's fields,
+fair share that survives a restart, limits, arrays, gangs, preemption and ``explain``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rota.jobspec import JobSpec
+from rota.scheduler.cluster.messages import KillOrder, LaunchOrder, RunningAttempt
+from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core import Core, SubmitItem, UserError
+from rota.scheduler.policy import get_policy
+from rota.scheduler.policy.explain import explain
+from rota.scheduler.store.store import Store
+from rota.states import JobState
+from tests.test_core import Harness
+
+
+class RotaHarness(Harness):
+    """The in-process harness running the configured policy (``rota`` by default)."""
+
+    def _core(self) -> Core:
+        return Core(
+            Store(f"sqlite:///{self.path / 'db'}"),
+            self.config,
+            self.clock,
+            get_policy(self.config.policy),
+        )
+
+    def launches(self, orders: list) -> list[LaunchOrder]:
+        return [o for _, o in orders if isinstance(o, LaunchOrder)]
+
+    def run(self, node: str, job: str, attempt: int = 1) -> None:
+        self.event(node, job, "STARTED", attempt=attempt)
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> RotaHarness:
+    return RotaHarness(tmp_path)
+
+
+def test_rota_is_the_default_policy_and_settings_reach_the_snapshot(tmp_path: Path) -> None:
+    assert SchedulerConfig().policy == "rota"
+    h = RotaHarness(
+        tmp_path,
+        weights={"age": 7},
+        limits={"max_gpus_per_user": 3},
+        account_shares={"vision": 2},
+        qos_levels={"urgent": 0.9},
+        backfill_depth=4,
+        usage_half_life=3600,
+        preemption=False,
+    )
+    h.connect("n1", gpus=4)
+    h.submit(gpus=1, array="0-3%2", qos="high")
+    cfg = h.core.snapshot().config
+    assert cfg.weights.age == 7 and cfg.weights.qos == 4000  # merged over the defaults
+    assert cfg.limits.max_gpus_per_user == 3 and cfg.limits.max_pending_per_user is None
+    assert cfg.account_shares == {"vision": 2.0} and cfg.qos_levels["urgent"] == 0.9
+    assert cfg.qos_levels["high"] == 1.0 and cfg.backfill_depth == 4
+    assert cfg.usage_half_life == 3600 and not cfg.preemption
+    assert cfg.default_time_limit == h.config.default_time_limit
+
+
+def test_snapshot_fills_array_limit_default_limit_and_running_fields(h: RotaHarness) -> None:
+    h.connect("n1", gpus=4)
+    first = h.submit(gpus=1, array="0-3%2", qos="high", exclusive=False)
+    limited = h.submit(gpus=1, time_limit=600.0)
+    pending = {j.id: j for j in h.core.snapshot().pending}
+    array_id = int(first.split("_")[0])
+    task = next(j for j in pending.values() if j.array_job_id == array_id)
+    assert task.array_task_limit == 2 and task.default_limit and task.qos == "high"
+    assert not pending[int(limited)].default_limit and pending[int(limited)].time_limit == 600
+    h.schedule()
+    running = {j.id: j for j in h.core.snapshot().running}
+    assert sum(1 for j in running.values() if j.array_job_id == array_id) == 2
+    assert not any(j.stopping for j in running.values())
+    assert running[array_id].qos == "high"
+    h.core.cancel([limited], "ann")
+    assert h.core.snapshot().running  # still there while the kill is not confirmed ...
+    stopping = {j.id for j in h.core.snapshot().running if j.stopping}
+    assert stopping == {int(limited)}  # ... but stopping: its GPUs count as released
+
+
+def test_array_percent_limit_keeps_tasks_waiting(h: RotaHarness) -> None:
+    h.connect("n1", gpus=4)
+    first = h.submit(gpus=1, array="0-5%2")
+    array_id = first.split("_")[0]
+    launches = h.launches(h.schedule())
+    assert len(launches) == 2
+    waiting = [j for j in h.core.resolve(array_id) if j.state is JobState.PENDING]
+    assert len(waiting) == 4 and {j.reason for j in waiting} == {"JobArrayTaskLimit"}
+    done = launches[0]
+    h.run("n1", done.display_id)
+    h.event("n1", done.display_id, "EXITED", exit_code=0)
+    assert len(h.launches(h.schedule())) == 1, "one task ended, one more starts"
+
+
+def test_gpu_limit_per_user_and_pending_limit_at_submit(tmp_path: Path) -> None:
+    h = RotaHarness(tmp_path, limits={"max_gpus_per_user": 2, "max_pending_per_user": 3})
+    h.connect("n1", gpus=4)
+    a, b = h.submit(gpus=2), h.submit(gpus=1)
+    (started,) = h.launches(h.schedule())
+    waiting = b if started.display_id == a else a
+    assert h.core.get_job(waiting)[0].reason == "QOSMaxGRESPerUser"
+    h.submit(gpus=1)
+    h.submit(gpus=1)
+    with pytest.raises(UserError, match=r"user ann would have 4 pending jobs; the limit is 3"):
+        h.submit(gpus=1)
+    with pytest.raises(UserError, match="max_pending_per_user"):
+        h.core.submit([SubmitItem(JobSpec(image="i", command=("x",), array="0-1"))], "ann")
+    (ok,) = h.core.submit([SubmitItem(JobSpec(image="i", command=("x",)))], "bob")
+    assert ok.job_ids, "the limit is per user"
+
+
+def test_preemption_stops_the_victim_then_gives_its_gpus_to_the_waiting_job(
+    h: RotaHarness,
+) -> None:
+    h.connect("n1", gpus=2)
+    low = h.submit(gpus=2, qos="low", preemptible=True)
+    h.schedule()
+    h.run("n1", low)
+    high = h.submit(gpus=2, qos="high")
+    orders = h.schedule()
+    assert orders == [("n1", KillOrder(int(low), 1, "preempted", h.config.kill_grace))]
+    assert h.state(low) is JobState.COMPLETING and h.state(high) is JobState.PENDING
+    assert h.launches(h.schedule()) == [], "the victim's GPUs are not free until it is gone"
+    h.event("n1", low, "KILLED", exit_code=143)
+    record, events = h.core.get_job(low)
+    assert record.state is JobState.PENDING
+    assert [e.new_state for e in events][-2:] == ["PREEMPTED", "PENDING"]
+    (launch,) = h.launches(h.schedule())
+    assert launch.job_id == int(high)
+    h.run("n1", high)
+    h.event("n1", high, "EXITED", exit_code=0)
+    (again,) = h.launches(h.schedule())
+    assert again.job_id == int(low) and again.attempt == 2
+
+
+def test_no_preemption_unless_the_waiting_job_then_fits(h: RotaHarness) -> None:
+    h.connect("n1", gpus=2)
+    keep = h.submit(gpus=1, qos="low")
+    victim = h.submit(gpus=1, qos="low", preemptible=True)
+    h.schedule()
+    h.run("n1", keep)
+    h.run("n1", victim)
+    h.submit(gpus=2, qos="high")
+    assert h.schedule() == [], "preempting the one preemptible job would not make room"
+    assert h.state(victim) is JobState.RUNNING
+
+
+def test_gang_launch_orders_carry_the_rendezvous_env(h: RotaHarness) -> None:
+    h.connect("n1", gpus=2)
+    h.connect("n2", gpus=2)
+    gang = h.submit(gpus=2, nodes=2)
+    launches = h.launches(h.schedule())
+    assert len(launches) == 2
+    envs = {o.env["NODE_RANK"]: o.env for o in launches}
+    assert set(envs) == {"0", "1"}
+    for env in envs.values():
+        assert env["WORLD_SIZE"] == env["ROTA_NNODES"] == "2"
+        assert env["ROTA_GPUS_PER_NODE"] == "2" and env["MASTER_PORT"].isdigit()
+    assert all(o.host_network for o in launches) and gang
+
+
+def test_fair_share_usage_is_kept_and_survives_a_restart(tmp_path: Path) -> None:
+    h = RotaHarness(tmp_path, priority_period=1.0)
+    h.connect("n1", gpus=2)
+    job = h.submit(gpus=2, time_limit=7200.0)
+    h.schedule()
+    h.run("n1", job)
+    h.clock.now += 3600
+    h.event("n1", job, "EXITED", exit_code=0)
+    h.clock.now += 10
+    before = h.core.snapshot().usage
+    assert before.user["ann"] == pytest.approx(2 * 3600, rel=0.01)
+    assert before.runtime_user["ann"] == pytest.approx(3600, rel=0.01)
+    assert before.limit_ratio_user["ann"] == pytest.approx(0.5, rel=0.01)
+    h.restart()
+    after = h.core.snapshot().usage
+    assert after.user["ann"] == pytest.approx(before.user["ann"], rel=0.01)
+    assert after.account["ann"] == pytest.approx(before.account["ann"], rel=0.01)
+    assert after.runtime_user == pytest.approx(before.runtime_user, rel=0.01)
+
+
+def test_usage_is_published_once_per_priority_period(tmp_path: Path) -> None:
+    h = RotaHarness(tmp_path, priority_period=300.0)
+    h.connect("n1", gpus=1)
+    first = h.core.snapshot().usage
+    job = h.submit(gpus=1)
+    h.schedule()
+    h.clock.now += 60
+    assert h.core.snapshot().usage is first, "kept within the period"
+    h.clock.now += 300
+    assert h.core.snapshot().usage.user["ann"] > 0
+    h.restart()
+    h.connect("n1", gpus=1, attempts=(RunningAttempt(int(job), 1),))
+    h.clock.now += 60
+    assert h.core.snapshot().usage.user["ann"] > 0, "a running job counts after a restart"
+
+
+def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
+    h.connect("n1", gpus=2)
+    h.submit(gpus=2)
+    h.schedule()
+    waiting = h.submit(gpus=2, priority=5)
+    h.schedule()
+    job, snap = h.core.explain_target(waiting)
+    assert snap is not None
+    why = explain(snap, job.id, h.config.policy)
+    assert why.reason == "Resources" and why.rank == 1 and not why.starts_now
+    assert why.est_start is not None
+    factors = {f.name: f for f in why.factors}
+    assert factors["job_priority"].contribution == 5
+    assert why.priority == pytest.approx(sum(f.contribution for f in why.factors))
+    running, none = h.core.explain_target("1")
+    assert none is None and running.state is JobState.CONFIGURING
