@@ -63,7 +63,7 @@ def render(data: dict[str, Any]) -> str:
     else:
         why = data["reason"] or "None"
         if data["reason_detail"]:
-            why += f" ({data['reason_detail']})"
+            why += f": {data['reason_detail']}"
     lines = [
         f"job {data['id']} is PENDING (policy {data['policy']})",
         f"  reason:          {why}",

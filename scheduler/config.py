@@ -110,6 +110,20 @@ def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
 
 def policy_config(config: SchedulerConfig) -> PolicyConfig:
     """The policy's settings from the scheduler's; ValueError names an unknown or bad key."""
+    for name in ("weights", "limits", "account_shares", "qos_levels"):
+        if not isinstance(getattr(config, name), Mapping):
+            raise ValueError(f"{name} must be a map of names to numbers")
+    for name in ("backfill_depth", "usage_half_life", "priority_period", "max_age"):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{name} must be a number, got {value!r}")
+    try:
+        return _policy_config(config)
+    except (TypeError, AttributeError) as exc:
+        raise ValueError(f"bad policy setting: {exc}") from None
+
+
+def _policy_config(config: SchedulerConfig) -> PolicyConfig:
     weights = _merge("weights", Weights(), config.weights, float)
     limits = _merge("limits", Limits(), config.limits, _limit)
     qos = {**PolicyConfig().qos_levels, **{str(k): float(v) for k, v in config.qos_levels.items()}}

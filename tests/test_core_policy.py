@@ -9,7 +9,7 @@ import pytest
 
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.messages import KillOrder, LaunchOrder, RunningAttempt
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, load_config, policy_config
 from rota.scheduler.core import Core, SubmitItem, UserError
 from rota.scheduler.policy import get_policy
 from rota.scheduler.policy.explain import explain
@@ -165,6 +165,19 @@ def test_gang_launch_orders_carry_the_rendezvous_env(h: RotaHarness) -> None:
     assert all(o.host_network for o in launches) and gang
 
 
+def test_gang_is_all_or_nothing(h: RotaHarness) -> None:
+    h.connect("n1", gpus=2)
+    h.connect("n2", gpus=2)
+    busy = h.submit(gpus=2, time_limit=600.0)
+    h.schedule()
+    h.run(h.core.get_job(busy)[0].allocation[0].node, busy)
+    gang = h.submit(gpus=2, nodes=2)
+    assert h.schedule() == [], "one free node is not enough for a gang of two"
+    record = h.core.get_job(gang)[0]
+    assert record.allocation == [] and record.reason == "Resources"
+    assert record.estimated_start is not None
+
+
 def test_fair_share_usage_is_kept_and_survives_a_restart(tmp_path: Path) -> None:
     h = RotaHarness(tmp_path, priority_period=1.0)
     h.connect("n1", gpus=2)
@@ -217,3 +230,31 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
     assert why.priority == pytest.approx(sum(f.contribution for f in why.factors))
     running, none = h.core.explain_target("1")
     assert none is None and running.state is JobState.CONFIGURING
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("weights: 5\n", "weights must be a map"),
+        ("limits: {max_gpu_per_user: 3}\n", "unknown limits key"),
+        ("limits: {max_gpus_per_user: -1}\n", "must be >= 0"),
+        ("backfill_depth: lots\n", "backfill_depth must be a number"),
+        ("usage_half_life: 0\n", "must be > 0"),
+        ("policy: best\n", "unknown policy 'best'"),
+    ],
+)
+def test_bad_policy_settings_are_named(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        load_config(path)
+
+
+def test_policy_settings_from_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(
+        "scheduler:\n  usage_half_life: 2d\n  priority_period: 1m\n  qos_levels: {urgent: 0.9}\n"
+    )
+    cfg = policy_config(load_config(path))
+    assert cfg.usage_half_life == 2 * 86400 and cfg.priority_period == 60
+    assert cfg.qos_level("urgent") == 0.9 and cfg.qos_level("low") == 0.0

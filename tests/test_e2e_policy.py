@@ -27,6 +27,14 @@ command: ["sh", "-c", "if [ $NODE_RANK = 1 ]; then sleep 1; exit 3; fi; sleep 30
 """
 
 
+def _wait_reason(cluster: Cluster, job_id: str, reason: str) -> None:
+    wait_for(
+        lambda: (j := cluster.job(job_id))["state"] == "PENDING" and j["reason"] == reason,
+        30,
+        what=f"job {job_id} pending with reason {reason}",
+    )
+
+
 def _job(command: str, gpus: int = 1, extra: str = "") -> str:
     return f"image: {TEST_IMAGE}\ncommand: {json.dumps(['sh', '-c', command])}\nresources: {{gpus: {gpus}}}\n{extra}"
 
@@ -115,14 +123,12 @@ def test_dependencies_hold_release_and_begin_time(cluster: Cluster) -> None:
     notok = cluster.submit(_job("echo notok"), "--dependency", f"afternotok:{first}")
     anydep = cluster.submit(_job("echo any", extra=f"dependency: afterany:{first}\n"))
     after = cluster.submit(_job("echo after"), "--dependency", f"after:{first}")
-    assert cluster.wait_state(ok, "PENDING")["reason"] == "Dependency"
+    _wait_reason(cluster, ok, "Dependency")
     cluster.cli("gcontrol", "hold", notok, check=True)
-    assert cluster.wait_state(notok, "PENDING")["reason"] == "JobHeldUser"
+    _wait_reason(cluster, notok, "JobHeldUser")
     assert cluster.wait_state(after, "COMPLETED")["start_time"] >= cluster.job(first)["start_time"]
     cluster.wait_state(first, "FAILED")
-    wait_for(
-        lambda: cluster.job(ok)["reason"] == "DependencyNeverSatisfied", 30, what="never satisfied"
-    )
+    _wait_reason(cluster, ok, "DependencyNeverSatisfied")
     cluster.wait_state(anydep, "COMPLETED")
     assert cluster.job(notok)["state"] == "PENDING", "held, though its dependency is met"
     cluster.cli("gcontrol", "release", notok, check=True)
@@ -131,8 +137,7 @@ def test_dependencies_hold_release_and_begin_time(cluster: Cluster) -> None:
     assert "DependencyNeverSatisfied" in explained
 
     later = cluster.submit(_job("echo later", extra="begin: now+4s\n"))
-    waiting = cluster.wait_state(later, "PENDING")
-    assert waiting["reason"] == "BeginTime"
+    _wait_reason(cluster, later, "BeginTime")
     done = cluster.wait_state(later, "COMPLETED", timeout=60)
     assert done["start_time"] > done["submit_time"]
 
@@ -177,7 +182,7 @@ def test_limits_and_explain(cluster: Cluster) -> None:
     running = cluster.submit(_job("sleep 300"))
     cluster.wait_state(running, "RUNNING")
     second = cluster.submit(_job("sleep 300"))
-    assert cluster.wait_state(second, "PENDING")["reason"] == "QOSMaxGRESPerUser"
+    _wait_reason(cluster, second, "QOSMaxGRESPerUser")
     text = cluster.cli("gqueue", "--explain", second, check=True).stdout
     assert f"job {second} is PENDING (policy rota)" in text
     assert "QOSMaxGRESPerUser" in text and "max_gpus_per_user" in text

@@ -91,7 +91,12 @@ class AgentsCore(PlanningCore):
                 changed.append(job)
         self.store.save(changed, events)
         self.version += 1
-        welcome: Orders = [(node.name, Welcome(self.config.heartbeat_interval, tuple(keep), self.config.node_grace))]
+        welcome: Orders = [
+            (
+                node.name,
+                Welcome(self.config.heartbeat_interval, tuple(keep), self.config.node_grace),
+            )
+        ]
         log.info("node %s connected with %d GPU(s)", node.name, node.gpu_count)
         return welcome + orders
 
