@@ -6,13 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rota.agent.gpu.base import Inventory
-
-
-@dataclass(frozen=True, slots=True)
-class MountSpec:
-    source: str
-    target: str
-    read_only: bool = False
+from rota.jobspec import Mount
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +25,7 @@ class Launch:
     cpus: float = 0.0
     memory: int = 0
     shm_size: int = 0
-    mounts: tuple[MountSpec, ...] = ()
+    mounts: tuple[Mount, ...] = ()
     workdir: str = ""
     pull: str = "missing"
     host_network: bool = False

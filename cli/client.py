@@ -17,9 +17,7 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 import yaml
 
-from rota.jobspec import JobSpec
 from rota.paths import DEFAULT_ADDRESS, config_file
-from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
@@ -133,40 +131,3 @@ def connect(flag: str | None) -> Iterator[Client]:
         yield client
     finally:
         client.close()
-
-
-def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
-    """The wire form of a validated job file."""
-    return pb.JobSpec(
-        name=spec.name,
-        image=spec.image,
-        command=list(spec.command),
-        resources=pb.Resources(
-            gpus=spec.gpus,
-            gpu_type=spec.gpu_type,
-            gpu_memory=spec.gpu_memory,
-            cpus=spec.cpus,
-            memory=spec.memory,
-        ),
-        nodes=spec.nodes,
-        time_limit=spec.time_limit,
-        account=spec.account,
-        qos=spec.qos,
-        priority=spec.priority,
-        preemptible=spec.preemptible,
-        requeue=spec.requeue,
-        dependency=spec.dependency,
-        begin_time=spec.begin_time,
-        array=spec.array,
-        reservation=spec.reservation,
-        node_selector=dict(spec.node_selector),
-        exclusive=spec.exclusive,
-        env=dict(spec.env),
-        mounts=[
-            pb.Mount(source=m.source, target=m.target, read_only=m.read_only) for m in spec.mounts
-        ],
-        workdir=spec.workdir,
-        shm_size=spec.shm_size,
-        pull=spec.pull,
-        hold=spec.hold,
-    )

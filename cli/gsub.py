@@ -57,9 +57,10 @@ def main(argv: list[str] | None = None) -> int:
 def _submit(args: argparse.Namespace) -> int:
     import grpc
 
-    from rota.cli.client import CliError, connect, current_user, spec_to_pb
+    from rota.cli.client import CliError, connect, current_user
     from rota.jobspec import JobSpec, parse_dependency
     from rota.v1 import rota_pb2 as pb
+    from rota.wire import spec_to_pb
 
     if args.dependency:
         try:

@@ -23,13 +23,13 @@ from rota.agent.model import (
     Kill,
     Launch,
     LogRequest,
-    MountSpec,
     Order,
     Report,
     Welcome,
 )
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
+from rota.wire import spec_from_pb
 
 log = logging.getLogger("rota.agent")
 
@@ -264,23 +264,23 @@ def _order_from_pb(msg: pb.SchedulerMessage) -> Order:
     kind = msg.WhichOneof("msg")
     if kind == "launch":
         o = msg.launch
-        spec = o.spec
+        spec = spec_from_pb(o.spec)
         return Launch(
             job_id=o.job_id,
             attempt=o.attempt,
             display_id=o.display_id,
             image=spec.image,
-            command=tuple(spec.command),
-            env={**dict(spec.env), **dict(o.env)},
+            command=spec.command,
+            env={**spec.env, **dict(o.env)},
             gpu_indices=tuple(o.gpu_indices),
             gpu_uuids=tuple(o.gpu_uuids),
             time_limit=o.time_limit,
-            cpus=spec.resources.cpus,
-            memory=spec.resources.memory,
+            cpus=spec.cpus,
+            memory=spec.memory,
             shm_size=spec.shm_size,
-            mounts=tuple(MountSpec(m.source, m.target, m.read_only) for m in spec.mounts),
+            mounts=spec.mounts,
             workdir=spec.workdir,
-            pull=spec.pull or "missing",
+            pull=spec.pull,
             host_network=o.host_network,
         )
     if kind == "kill":
