@@ -1,11 +1,13 @@
-"""The job file on the wire: ``JobSpec`` <-> ``rota.v1.JobSpec``.
+"""Shared wire conversions: the job file (``JobSpec``) and static GPU facts.
 
-Shared by the two conversion layers that carry job specs (the CLI's client and the scheduler's
-api); nothing else imports generated code for this.
+Used by the conversion layers only (the CLI's client, the scheduler's api, the agent's link).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import DEFAULT_SHM_SIZE, JobSpec, Mount
 from rota.v1 import rota_pb2 as pb
 
@@ -78,3 +80,32 @@ def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
         pull=spec.pull,
         hold=spec.hold,
     )
+
+
+def gpus_to_pb(gpus: Iterable[GpuInfo]) -> list[pb.GpuInfo]:
+    return [
+        pb.GpuInfo(
+            index=g.index,
+            uuid=g.uuid,
+            name=g.name,
+            memory_total=g.memory_total,
+            pci_bus_id=g.pci_bus_id,
+            compute_capability=g.compute_capability,
+        )
+        for g in gpus
+    ]
+
+
+def gpus_from_pb(msgs: Iterable[pb.GpuInfo]) -> tuple[GpuInfo, ...]:
+    return tuple(
+        GpuInfo(g.index, g.uuid, g.name, g.memory_total, g.pci_bus_id, g.compute_capability)
+        for g in msgs
+    )
+
+
+def links_to_pb(links: Iterable[GpuLink]) -> list[pb.GpuLink]:
+    return [pb.GpuLink(a=link.a, b=link.b, level=link.level, p2p=link.p2p) for link in links]
+
+
+def links_from_pb(msgs: Iterable[pb.GpuLink]) -> tuple[GpuLink, ...]:
+    return tuple(GpuLink(link.a, link.b, link.level, link.p2p) for link in msgs)

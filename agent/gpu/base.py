@@ -9,27 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-
-@dataclass(frozen=True, slots=True)
-class GpuInfo:
-    """Static facts of one GPU."""
-
-    index: int
-    uuid: str
-    name: str
-    memory_total: int
-    pci_bus_id: str = ""
-    compute_capability: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class GpuLink:
-    """How two GPUs connect: NVML topology level name and whether P2P reads work."""
-
-    a: int
-    b: int
-    level: str
-    p2p: bool
+from rota.gpus import GpuInfo, GpuLink
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 import pynvml as nv
 
-from rota.agent.gpu.base import GpuInfo, GpuLink, GpuProcess, GpuSample, Inventory
+from rota.agent.gpu.base import GpuProcess, GpuSample, Inventory
+from rota.gpus import GpuInfo, GpuLink
 
 log = logging.getLogger("rota.agent")
 

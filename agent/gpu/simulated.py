@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rota.agent.gpu.base import GpuInfo, GpuSample, Inventory
+from rota.agent.gpu.base import GpuSample, Inventory
+from rota.gpus import GpuInfo
 
 SIMULATED_MEMORY = 80 * 2**30
 

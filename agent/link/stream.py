@@ -29,7 +29,7 @@ from rota.agent.model import (
 )
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
-from rota.wire import spec_from_pb
+from rota.wire import gpus_to_pb, links_to_pb, spec_from_pb
 
 log = logging.getLogger("rota.agent")
 
@@ -239,20 +239,8 @@ def _sample_to_pb(s: GpuSample, owners: dict[int, str]) -> pb.GpuTelemetry:
 
 def _inventory_to_pb(inv: Inventory) -> pb.Inventory:
     return pb.Inventory(
-        gpus=[
-            pb.GpuInfo(
-                index=g.index,
-                uuid=g.uuid,
-                name=g.name,
-                memory_total=g.memory_total,
-                pci_bus_id=g.pci_bus_id,
-                compute_capability=g.compute_capability,
-            )
-            for g in inv.gpus
-        ],
-        links=[
-            pb.GpuLink(a=link.a, b=link.b, level=link.level, p2p=link.p2p) for link in inv.links
-        ],
+        gpus=gpus_to_pb(inv.gpus),
+        links=links_to_pb(inv.links),
         driver_version=inv.driver_version,
         cuda_version=inv.cuda_version,
         simulated=inv.simulated,

@@ -8,8 +8,6 @@ from rota.scheduler.cluster.messages import (
     AgentEvent,
     AgentOrder,
     EventAck,
-    GpuInfo,
-    GpuLink,
     GpuProcess,
     GpuTelemetry,
     Heartbeat,
@@ -28,7 +26,7 @@ from rota.scheduler.policy import reasons
 from rota.scheduler.policy.explain import Explanation
 from rota.states import JobState
 from rota.v1 import rota_pb2 as pb
-from rota.wire import spec_to_pb
+from rota.wire import gpus_from_pb, gpus_to_pb, links_from_pb, links_to_pb, spec_to_pb
 
 _STATE_TO_PB = {s: pb.JobState.Value(s.value) for s in JobState}
 _PB_TO_STATE = {v: k for k, v in _STATE_TO_PB.items()}
@@ -111,11 +109,8 @@ def explanation_to_pb(
 
 def inventory_from_pb(msg: pb.Inventory) -> Inventory:
     return Inventory(
-        gpus=tuple(
-            GpuInfo(g.index, g.uuid, g.name, g.memory_total, g.pci_bus_id, g.compute_capability)
-            for g in msg.gpus
-        ),
-        links=tuple(GpuLink(link.a, link.b, link.level, link.p2p) for link in msg.links),
+        gpus=gpus_from_pb(msg.gpus),
+        links=links_from_pb(msg.links),
         driver_version=msg.driver_version,
         cuda_version=msg.cuda_version,
         simulated=msg.simulated,
@@ -129,20 +124,8 @@ def inventory_from_pb(msg: pb.Inventory) -> Inventory:
 
 def inventory_to_pb(inv: Inventory) -> pb.Inventory:
     return pb.Inventory(
-        gpus=[
-            pb.GpuInfo(
-                index=g.index,
-                uuid=g.uuid,
-                name=g.name,
-                memory_total=g.memory_total,
-                pci_bus_id=g.pci_bus_id,
-                compute_capability=g.compute_capability,
-            )
-            for g in inv.gpus
-        ],
-        links=[
-            pb.GpuLink(a=link.a, b=link.b, level=link.level, p2p=link.p2p) for link in inv.links
-        ],
+        gpus=gpus_to_pb(inv.gpus),
+        links=links_to_pb(inv.links),
         driver_version=inv.driver_version,
         cuda_version=inv.cuda_version,
         simulated=inv.simulated,

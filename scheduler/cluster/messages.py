@@ -5,25 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import JobSpec
-
-
-@dataclass(frozen=True, slots=True)
-class GpuInfo:
-    index: int
-    uuid: str
-    name: str
-    memory_total: int
-    pci_bus_id: str = ""
-    compute_capability: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class GpuLink:
-    a: int
-    b: int
-    level: str
-    p2p: bool
 
 
 @dataclass(frozen=True, slots=True)

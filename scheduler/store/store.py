@@ -15,9 +15,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import JobSpec, Mount
 from rota.scheduler.cluster.gpus import GpuMark
-from rota.scheduler.cluster.messages import GpuInfo, GpuLink, Inventory
+from rota.scheduler.cluster.messages import Inventory
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
 from rota.scheduler.store.models import (
     Base,
