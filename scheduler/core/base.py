@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rota.jobspec import JobSpec, parse_array
@@ -224,6 +224,42 @@ class CoreBase:
             raise UserError(f"{display_id!r} is not a job id like 123 or 123_4") from None
         rows = self.store.query_jobs(JobQuery(ids=(job_id,), array_ids=(job_id,)))
         return [self._live(r) for r in rows if r.array_job_id in (None, job_id)]
+
+    def _act_on(
+        self,
+        display_ids: Sequence[str],
+        act: Callable[[JobRecord, list[JobEvent], Orders], str],
+        live_only: bool = False,
+    ) -> tuple[list[CancelResult], Orders]:
+        """Apply ``act`` to every job each id names and commit; ``act`` returns why it could
+        not apply ("" when it did). ``live_only`` skips jobs that have ended."""
+        results: list[CancelResult] = []
+        changed: list[JobRecord] = []
+        events: list[JobEvent] = []
+        orders: Orders = []
+        for display_id in display_ids:
+            try:
+                found = self._resolve_one(display_id)
+            except UserError as exc:
+                results.append(CancelResult(display_id, False, str(exc)))
+                continue
+            jobs = [self.jobs.get(j.id, j) for j in found if not live_only or j.id in self.jobs]
+            if not jobs:
+                why = "has already ended" if found else "does not exist"
+                results.append(CancelResult(display_id, False, f"job {display_id} {why}"))
+                continue
+            problems = []
+            for job in jobs:
+                problem = act(job, events, orders)
+                if problem:
+                    problems.append(f"{job.display_id} {problem}")
+                else:
+                    changed.append(job)
+            results.append(CancelResult(display_id, not problems, "; ".join(problems)))
+        if changed or events:
+            self.store.save(changed, events)
+            self.version += 1
+        return results, orders
 
     def _live(self, job: JobRecord) -> JobRecord:
         return dataclasses.replace(self.jobs.get(job.id, job))

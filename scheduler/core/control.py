@@ -21,32 +21,10 @@ class ControlCore(PlanningCore):
         """Apply ``action`` to each id; a result per id says whether it applied and why not."""
         if action not in ACTIONS:
             raise UserError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
-        results: list[CancelResult] = []
-        changed: list[JobRecord] = []
-        events: list[JobEvent] = []
-        orders: Orders = []
-        for display_id in display_ids:
-            try:
-                jobs = self._resolve_one(display_id)
-            except UserError as exc:
-                results.append(CancelResult(display_id, False, str(exc)))
-                continue
-            if not jobs:
-                results.append(CancelResult(display_id, False, f"job {display_id} does not exist"))
-                continue
-            problems = []
-            for found in jobs:
-                job = self.jobs.get(found.id, found)
-                problem = getattr(self, f"_action_{action}")(job, user, events, orders)
-                if problem:
-                    problems.append(f"{job.display_id} {problem}")
-                else:
-                    changed.append(job)
-            results.append(CancelResult(display_id, not problems, "; ".join(problems)))
-        if changed or events:
-            self.store.save(changed, events)
-            self.version += 1
-        return results, orders
+        handler = getattr(self, f"_action_{action}")
+        return self._act_on(
+            display_ids, lambda job, events, orders: handler(job, user, events, orders)
+        )
 
     def _action_hold(
         self, job: JobRecord, user: str, events: list[JobEvent], orders: Orders

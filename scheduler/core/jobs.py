@@ -240,36 +240,15 @@ class JobsCore(PlanningCore):
         self, display_ids: Sequence[str], user: str, reason: str = ""
     ) -> tuple[list[CancelResult], Orders]:
         """Cancel pending jobs at once and order running ones stopped (COMPLETING -> CANCELLED)."""
-        results: list[CancelResult] = []
-        changed: list[JobRecord] = []
-        events: list[JobEvent] = []
-        orders: Orders = []
         why = reason or f"cancelled by {user}"
-        for display_id in display_ids:
-            try:
-                jobs = self._resolve_one(display_id)
-            except UserError as exc:
-                results.append(CancelResult(display_id, False, str(exc)))
-                continue
-            if not jobs:
-                results.append(CancelResult(display_id, False, f"job {display_id} does not exist"))
-                continue
-            live = [self.jobs[j.id] for j in jobs if j.id in self.jobs]
-            if not live:
-                results.append(
-                    CancelResult(display_id, False, f"job {display_id} has already ended")
-                )
-                continue
-            for job in live:
-                if job.state is JobState.PENDING:
-                    events.append(self._finish(job, JobState.CANCELLED, why))
-                    changed.append(job)
-                elif job.state in (JobState.CONFIGURING, JobState.RUNNING):
-                    events.append(self._transition(job, JobState.COMPLETING, why))
-                    job.stop_state = JobState.CANCELLED.value
-                    changed.append(job)
-                    orders.extend(self._kill_orders(job, why))
-            results.append(CancelResult(display_id, True, ""))
-        self.store.save(changed, events)
-        self.version += 1
-        return results, orders
+
+        def stop(job: JobRecord, events: list[JobEvent], orders: Orders) -> str:
+            if job.state is JobState.PENDING:
+                events.append(self._finish(job, JobState.CANCELLED, why))
+            elif job.state in (JobState.CONFIGURING, JobState.RUNNING):
+                events.append(self._transition(job, JobState.COMPLETING, why))
+                job.stop_state = JobState.CANCELLED.value
+                orders.extend(self._kill_orders(job, why))
+            return ""
+
+        return self._act_on(display_ids, stop, live_only=True)
