@@ -118,7 +118,7 @@ def test_array_runs_at_most_its_percent_limit_at_once_and_cancels_as_one(
 def test_dependencies_hold_release_and_begin_time(cluster: Cluster) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=4)
-    first = cluster.submit(_job("sleep 3; exit 1"))
+    first = cluster.submit(_job("sleep 10; exit 1"))
     ok = cluster.submit(_job("echo ok"), "--dependency", f"afterok:{first}")
     notok = cluster.submit(_job("echo notok"), "--dependency", f"afternotok:{first}")
     anydep = cluster.submit(_job("echo any", extra=f"dependency: afterany:{first}\n"))
