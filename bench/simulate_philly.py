@@ -2,6 +2,7 @@
 
     python bench/simulate_philly.py [--trace ../shared/traces/philly.csv] [--clusters 100 60]
         [--policies fifo fifo-backfill rota sjf-oracle] [--seed 0] [--limit-jobs N] [--jobs 2]
+        [--bf-max-job-test 0]
 
 Runs every (policy, cluster) with 8 GPUs per node, in parallel processes (``--jobs``), and
 prints a markdown table with each run's CPU time (robust on a shared machine) and wall time. Needs the shared trace (tests never do).
@@ -15,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rota.scheduler.policy import get_policy
+from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.sim.engine import simulate
 from rota.scheduler.sim.metrics import summarise
 from rota.scheduler.sim.trace import derive_limits, read_trace
@@ -22,11 +24,19 @@ from rota.scheduler.sim.trace import derive_limits, read_trace
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly.csv"
 
 
-def one(trace: str, policy: str, nodes: int, seed: int, limit: int | None) -> dict[str, float]:
+def one(
+    trace: str, policy: str, nodes: int, seed: int, limit: int | None, max_job_test: int
+) -> dict[str, float]:
     jobs = derive_limits(read_trace(trace, limit), seed)
+    config = PolicyConfig(backfill_max_job_test=max_job_test)
     began, cpu = time.perf_counter(), time.process_time()
     result = simulate(
-        jobs, get_policy(policy), nodes=nodes, gpus_per_node=8, oracle=policy == "sjf-oracle"
+        jobs,
+        get_policy(policy),
+        nodes=nodes,
+        gpus_per_node=8,
+        config=config,
+        oracle=policy == "sjf-oracle",
     )
     figures = summarise(result)
     figures["wall"] = time.perf_counter() - began
@@ -44,11 +54,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit-jobs", type=int)
     parser.add_argument("--jobs", type=int, default=2, help="parallel processes")
+    parser.add_argument(
+        "--bf-max-job-test",
+        type=int,
+        default=0,
+        help="cap on jobs tested per pass (SLURM's bf_max_job_test; 0: none)",
+    )
     args = parser.parse_args()
     runs = [(p, n) for n in args.clusters for p in args.policies]
     with ProcessPoolExecutor(args.jobs) as pool:
         futures = {
-            r: pool.submit(one, args.trace, r[0], r[1], args.seed, args.limit_jobs) for r in runs
+            r: pool.submit(
+                one, args.trace, r[0], r[1], args.seed, args.limit_jobs, args.bf_max_job_test
+            )
+            for r in runs
         }
         results = {r: f.result() for r, f in futures.items()}
     print(

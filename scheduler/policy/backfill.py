@@ -14,6 +14,7 @@ schedulable / registered node could ever run it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 
 from rota.scheduler.policy import reasons
@@ -42,11 +43,85 @@ RunningEnd = Callable[[RunningJob], float]
 _Size = tuple[int, float, int]  # gpus, cpus, memory
 
 
+class _Loop:
+    """What a pass carries from one job to the next; kept after the pass so that the next
+    pass may resume it (see ``run_pass``)."""
+
+    __slots__ = (
+        "changes",
+        "deferred",
+        "est",
+        "failed",
+        "frozen",
+        "generation",
+        "last_change",
+        "limits",
+        "placed",
+        "placements",
+        "plain_failed",
+        "preempted",
+        "preemptor",
+        "reserved",
+        "snapshot",
+        "tested",
+        "waiting",
+        "why",
+    )
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        limits: LimitCounter,
+        preemptor: Preemptor | None,
+        width: int,
+        generation: int,
+    ) -> None:
+        self.snapshot = snapshot
+        self.generation = generation  # of the queue order the pass ran on
+        self.limits = limits
+        self.preemptor = preemptor
+        self.placements: list[Placement] = []
+        self.placed: set[int] = set()
+        self.preempted: list[int] = []
+        self.why: dict[int, str] = {}
+        self.est: dict[int, float] = {}
+        self.failed: dict[tuple[object, int, bool], dict[_Size, float]] = {}
+        # Shortest time limit of a plain job (one node, no constraints) that did not fit,
+        # per GPU count and above: such jobs fail fast without a search.
+        self.plain_failed = [INF] * (width + 1)
+        self.deferred: list[tuple[PendingJob, ConstraintKey, float]] = []
+        self.reserved = 0
+        self.waiting = False  # an eligible job ahead waits for resources
+        self.frozen = False  # strict FIFO: the first blocked job stops everything behind it
+        self.tested = 0
+        self.changes = 0  # placements, reservations and flag changes so far
+        self.last_change: PendingJob | None = None  # the last job that made one
+
+    def plan(self) -> Plan:
+        return Plan(
+            placements=tuple(self.placements),
+            preemptions=tuple(self.preempted),
+            reasons=self.why,
+            est_start=self.est,
+        )
+
+    def resumed(self, snapshot: Snapshot, generation: int) -> _Loop:
+        """A copy for the next pass: what the last plan handed out is copied, the rest is
+        taken over (this loop is not used again)."""
+        loop = _Loop.__new__(_Loop)
+        for name in _Loop.__slots__:
+            setattr(loop, name, getattr(self, name))
+        loop.snapshot, loop.generation = snapshot, generation
+        loop.why, loop.est = dict(self.why), dict(self.est)
+        loop.placements, loop.preempted = list(self.placements), list(self.preempted)
+        return loop
+
+
 def run_pass(
     snapshot: Snapshot,
     ordered: Iterable[PendingJob],
     *,
-    duration: Duration,
+    duration: Duration | None,
     running_end: RunningEnd,
     backfill: bool = True,
     preemption: bool = False,
@@ -57,63 +132,133 @@ def run_pass(
 ) -> Plan:
     """Plan one pass over ``ordered`` (every pending job, highest priority first).
 
-    ``duration`` is how long a pending job is assumed to run once started and
-    ``running_end`` when a running job is assumed to end (time limits, or true durations for
-    the oracle). ``cache`` keeps the cluster state between passes (``end_key`` names what
-    ``running_end`` computes). ``max_job_test`` > 0 caps how many eligible jobs are tested
-    (SLURM's ``bf_max_job_test``): later ones wait with ``Priority`` untested. ``queue``: the
-    ``OrderCache`` whose ``jobs`` list ``ordered`` is, for bulk reasons.
+    ``duration`` is how long a pending job is assumed to run once started (None: its time
+    limit, ``config.limit_of``) and ``running_end`` when a running job is assumed to end
+    (time limits, or true durations for the oracle). ``cache`` keeps the cluster state
+    between passes (``end_key`` names what ``running_end`` computes). ``max_job_test`` > 0
+    caps how many eligible jobs are tested (SLURM's ``bf_max_job_test``): later ones wait
+    with ``Priority`` untested. ``queue``: the ``OrderCache`` whose ``jobs`` list
+    ``ordered`` is, for bulk reasons and resumed passes.
+
+    A resumed pass: when the only change since the cached pass is new submissions (same
+    nodes, running jobs, ``now``, usage and config), each placed after the last job that
+    changed anything in that pass (placement, reservation, a flag), the jobs before them
+    would be decided exactly as before and the state they meet is that pass's final state.
+    The new jobs are then examined against it; the first one that changes anything
+    continues the pass over every job behind it. The plan equals a fresh pass's.
     """
+    todo = ordered if isinstance(ordered, list) else list(ordered)
+    args = (duration, running_end, backfill, preemption, max_job_test, queue)
     if cache is None:
         state = ClusterState(snapshot.nodes, snapshot.running, snapshot.now, running_end)
-        return _pass(
-            snapshot,
-            ordered,
-            state,
-            duration,
-            running_end,
-            backfill,
-            preemption,
-            max_job_test,
-            queue,
-        )
-    state = cache.acquire(snapshot.nodes, snapshot.running, snapshot.now, end_key, running_end)
-    plan = _pass(
-        snapshot, ordered, state, duration, running_end, backfill, preemption, max_job_test, queue
-    )
-    cache.release(state)  # not reached when the pass raised: the state is dropped
-    return plan
+        loop = _new_loop(snapshot, state, running_end, preemption, queue)
+        _pass(snapshot, todo, 0, state, loop, *args)
+        return loop.plan()
+    resumable = _resumable(snapshot, cache, end_key, todo, max_job_test, queue)
+    if resumable is not None:
+        state, loop, new = resumable
+        stop = _pass(snapshot, new, 0, state, loop, *args, stop_on_change=True)
+        if stop is not None:
+            assert queue is not None
+            at = bisect_left(queue.keys, queue.entries[new[stop].id][1]) + 1
+            # every job behind it again, one by one (no bulk: their old reasons are still in)
+            _pass(snapshot, todo, at, state, loop, *args[:-1], None)
+    else:
+        state = cache.acquire(snapshot.nodes, snapshot.running, snapshot.now, end_key, running_end)
+        loop = _new_loop(snapshot, state, running_end, preemption, queue)
+        _pass(snapshot, todo, 0, state, loop, *args)
+    # not reached when the pass raised: the state is dropped
+    cache.release(state, loop if snapshot.full_reasons else None)
+    return loop.plan()
 
 
-def _pass(
+def _new_loop(
     snapshot: Snapshot,
-    ordered: Iterable[PendingJob],
     state: ClusterState,
-    duration: Duration,
     running_end: RunningEnd,
-    backfill: bool,
     preemption: bool,
-    max_job_test: int,
     queue: OrderCache | None,
-) -> Plan:
+) -> _Loop:
     cfg = snapshot.config
-    now = snapshot.now
     limits = LimitCounter(cfg.limits, snapshot.running, snapshot.pending)
     preemptor = (
         Preemptor(state, snapshot.running, cfg, running_end)
         if preemption and cfg.preemption
         else None
     )
+    generation = queue.generation if queue is not None else -1
+    return _Loop(snapshot, limits, preemptor, len(state.buckets), generation)
+
+
+def _resumable(
+    snapshot: Snapshot,
+    cache: StateCache,
+    end_key: object,
+    todo: list[PendingJob],
+    max_job_test: int,
+    queue: OrderCache | None,
+) -> tuple[ClusterState, _Loop, list[PendingJob]] | None:
+    """(state, loop, new jobs in order) when this pass may resume the cached one."""
+    kept = cache.run
+    if kept is None or queue is None or todo is not queue.jobs or max_job_test:
+        return None
+    old = kept.snapshot
+    assert isinstance(old, Snapshot) and isinstance(kept, _Loop)
+    if not (
+        snapshot.full_reasons
+        and snapshot.now == old.now
+        and (snapshot.nodes is old.nodes or snapshot.nodes == old.nodes)
+        and (snapshot.running is old.running or snapshot.running == old.running)
+        and (snapshot.usage is old.usage or snapshot.usage == old.usage)
+        and (snapshot.config is old.config or snapshot.config == old.config)
+        and (end_key is cache.end_key or end_key == cache.end_key)
+        and not kept.limits.active
+        and snapshot.config.limits.max_pending_per_user is None
+        and snapshot.config.limits.max_pending_per_account is None
+    ):
+        return None
+    if queue.generation == kept.generation:
+        new: list[PendingJob] = []
+    elif queue.generation == kept.generation + 1 and queue.last_added is not None:
+        new = sorted(queue.last_added, key=lambda job: queue.entries[job.id][1])
+    else:
+        return None
+    if new and kept.last_change is not None:
+        horizon = queue.entries.get(kept.last_change.id)
+        if horizon is None or queue.entries[new[0].id][1] <= horizon[1]:
+            return None
+    state = cache.resume()
+    if state is None:
+        return None
+    return state, kept.resumed(snapshot, queue.generation), new
+
+
+def _pass(
+    snapshot: Snapshot,
+    todo: list[PendingJob],
+    i: int,
+    state: ClusterState,
+    loop: _Loop,
+    duration: Duration | None,
+    running_end: RunningEnd,
+    backfill: bool,
+    preemption: bool,
+    max_job_test: int,
+    queue: OrderCache | None,
+    stop_on_change: bool = False,
+) -> int | None:
+    """Decide ``todo[i:]`` in order, carrying ``loop``. With ``stop_on_change``, return the
+    index of the first job that changed anything (after deciding it); else None."""
+    cfg = snapshot.config
+    now = snapshot.now
+    limits, preemptor = loop.limits, loop.preemptor
     depth = cfg.backfill_depth if backfill else 1
-    placements: list[Placement] = []
-    preempted: list[int] = []
-    why: dict[int, str] = {}
-    est: dict[int, float] = {}
-    failed: dict[tuple[object, int, bool], dict[_Size, float]] = {}
-    deferred: list[tuple[PendingJob, ConstraintKey, float]] = []
-    reserved = 0
-    waiting = False  # an eligible job ahead waits for resources
-    frozen = False  # strict FIFO: the first blocked job stops everything behind it
+    placements, placed, preempted = loop.placements, loop.placed, loop.preempted
+    why, est, failed, deferred = loop.why, loop.est, loop.failed, loop.deferred
+    plain_failed = loop.plain_failed
+    reserved, waiting, frozen, tested = loop.reserved, loop.waiting, loop.frozen, loop.tested
+    changes, last_change = loop.changes, loop.last_change
+    stopped: int | None = None
 
     def reserve(job: PendingJob, key: ConstraintKey, length: float) -> None:
         start, nodes = state.earliest(job, key, length)
@@ -122,19 +267,18 @@ def _pass(
             est[job.id] = start
 
     check_limits = limits.active
+    default_limit = cfg.default_time_limit
     full = snapshot.full_reasons
-    # Shortest time limit of a plain job (one node, no constraints) that did not fit, per
-    # GPU count and above: such jobs fail fast without a search.
-    plain_failed = [INF] * (len(state.buckets) + 1)
-    tested = 0
-    todo = ordered if isinstance(ordered, list) else list(ordered)
     # Bulk reasons (see ``_bulk``) need the queue's record of special jobs.
     bulk = (
         queue is not None and todo is queue.jobs and full and not check_limits and not max_job_test
     )
-    placed: set[int] = set()
-    i, n = 0, len(todo)
+    n = len(todo)
+    seen = changes
     while i < n:
+        if stop_on_change and changes != seen:
+            stopped = i - 1
+            break
         job = todo[i]
         i += 1
         if bulk and state.total_free == 0 and (frozen or (waiting and reserved >= depth)):
@@ -166,7 +310,10 @@ def _pass(
                 why[job.id] = reasons.PRIORITY
                 continue
             tested += 1
-        length = duration(job)
+        if duration is None:
+            length = job.time_limit if job.time_limit > 0 else default_limit
+        else:
+            length = duration(job)
         plain = (
             job.nodes == 1
             and job.gpus < len(plain_failed)
@@ -197,6 +344,8 @@ def _pass(
                 placements.append(Placement(job.id, tuple(allocs)))
                 placed.add(job.id)
                 limits.add(job)
+                changes += 1
+                last_change = job
                 continue
             if plain:
                 for g in range(job.gpus, len(plain_failed)):
@@ -212,10 +361,15 @@ def _pass(
             why[job.id] = reasons.NODE_DOWN if capable else reasons.BAD_CONSTRAINTS
             continue
         why[job.id] = reasons.PRIORITY if waiting else reasons.RESOURCES
-        waiting = True
+        if not waiting:
+            waiting = True
+            changes += 1
+            last_change = job
         if reserved >= depth:
             continue
         reserved += 1
+        changes += 1
+        last_change = job
         if preemptor is not None and preemptor.possible:
             for args in deferred:
                 reserve(*args)
@@ -232,12 +386,12 @@ def _pass(
         else:  # only needed if a later job would otherwise start
             deferred.append((job, key, length))
         frozen = not backfill
-    return Plan(
-        placements=tuple(placements),
-        preemptions=tuple(preempted),
-        reasons=why,
-        est_start=est,
-    )
+    else:
+        if stop_on_change and changes != seen:
+            stopped = n - 1
+    loop.reserved, loop.waiting, loop.frozen, loop.tested = reserved, waiting, frozen, tested
+    loop.changes, loop.last_change = changes, last_change
+    return stopped
 
 
 def _bulk(

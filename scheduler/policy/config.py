@@ -54,6 +54,10 @@ class PolicyConfig:
     - ``default_time_limit``: for jobs whose ``time_limit`` <= 0.
     - ``backfill_depth``: the first K blocked jobs in priority order get a reservation
       (conservative backfill); a lower-priority job starts only if it delays none of them.
+    - ``backfill_max_job_test``: test at most this many eligible jobs per pass, in order (SLURM's
+      ``bf_max_job_test``, default 500 there); later jobs wait with ``Priority`` untested. 0 (the
+      default): no cap. A cap bounds a pass on huge queues but leaves idle GPUs that a job
+      beyond it could use, so rota's daemon keeps it off.
     - ``preemption``: allow preempting preemptible jobs for blocked higher-class jobs.
     """
 
@@ -69,6 +73,7 @@ class PolicyConfig:
     )
     default_time_limit: float = 7 * DAY
     backfill_depth: int = 16
+    backfill_max_job_test: int = 0
     preemption: bool = True
 
     def qos_level(self, qos: str) -> float:

@@ -12,6 +12,8 @@ moves only new, changed or removed jobs. The plan is the same with or without th
 
 from __future__ import annotations
 
+import threading
+
 from rota.scheduler.policy.backfill import run_pass
 from rota.scheduler.policy.priority import PriorityContext
 from rota.scheduler.policy.queue import OrderCache
@@ -20,10 +22,17 @@ from rota.scheduler.policy.state import StateCache
 
 _CACHE = OrderCache()
 _STATE = StateCache()
+_LOCK = threading.RLock()  # the caches serve one pass at a time (the daemon's dry runs too)
 
 
 def ordered(snapshot: Snapshot) -> list[PendingJob]:
-    """Pending jobs, highest priority first (ties: older, then lower id). Read-only list."""
+    """Pending jobs, highest priority first (ties: older, then lower id)."""
+    with _LOCK:
+        return list(_ordered(snapshot))
+
+
+def _ordered(snapshot: Snapshot) -> list[PendingJob]:
+    """``ordered`` without the copy: the cache's own list, valid while the lock is held."""
     ctx = PriorityContext(snapshot)
     priority = ctx.priority
 
@@ -37,19 +46,18 @@ def decide(snapshot: Snapshot) -> Plan:
     """rota's plan for one pass."""
     cfg = snapshot.config
 
-    def duration(job: PendingJob) -> float:
-        return cfg.limit_of(job.time_limit)
-
     def running_end(job: RunningJob) -> float:
         return job.start_time + cfg.limit_of(job.time_limit)
 
-    return run_pass(
-        snapshot,
-        ordered(snapshot),
-        duration=duration,
-        running_end=running_end,
-        preemption=True,
-        cache=_STATE,
-        end_key=cfg.default_time_limit,
-        queue=_CACHE,
-    )
+    with _LOCK:
+        return run_pass(
+            snapshot,
+            _ordered(snapshot),
+            duration=None,  # time limits
+            running_end=running_end,
+            preemption=True,
+            cache=_STATE,
+            end_key=cfg.default_time_limit,
+            max_job_test=cfg.backfill_max_job_test,
+            queue=_CACHE,
+        )

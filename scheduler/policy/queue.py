@@ -31,6 +31,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from rota.scheduler.policy.snapshot import PendingJob, Snapshot
@@ -50,8 +51,16 @@ class OrderCache:
         self.keys: list[Any] = []
         self.jobs: list[PendingJob] = []
         # jobs that are not ``simple`` (see there), and how many simple jobs want N GPUs
-        self.special: dict[int, PendingJob] = {}
-        self.simple_gpus: Counter[int] = Counter()
+        self.generation = 0  # counts changes of the order
+        self.last_added: list[PendingJob] | None = None  # the last change, if only additions
+        self._special: dict[int, PendingJob] | None = {}
+        self._simple_gpus: Counter[int] = Counter()
+
+    def clear(self) -> None:
+        """Forget everything (the next pass sorts from scratch)."""
+        generation = self.generation
+        self.__init__()  # type: ignore[misc]
+        self.generation = generation + 1
 
     def ordered(self, snapshot: Snapshot, context: object, sort_key: SortKey) -> list[PendingJob]:
         """Pending jobs sorted by ``sort_key`` (read-only: do not mutate the list)."""
@@ -67,11 +76,14 @@ class OrderCache:
         removed, added = change
         if len(removed) + len(added) > max(64, len(pending) // 4):
             return self._rebuild(snapshot, context, sort_key)
+        if removed or added:
+            self.generation += 1
+            self.last_added = None if removed else list(added)
         entries, keys, jobs = self.entries, self.keys, self.jobs
-        special, simple_gpus = self.special, self.simple_gpus
+        special, simple_gpus = self._special, self._simple_gpus  # kept once counted
         for job_id in removed:
             gone, key = entries.pop(job_id)
-            if special.pop(job_id, None) is None:
+            if special is not None and special.pop(job_id, None) is None:
                 simple_gpus[gone.gpus] -= 1
             at = bisect_left(keys, key)
             del keys[at]
@@ -81,10 +93,11 @@ class OrderCache:
                 return self._rebuild(snapshot, context, sort_key)
             key = sort_key(job)
             entries[job.id] = (job, key)
-            if simple(job):
-                simple_gpus[job.gpus] += 1
-            else:
-                special[job.id] = job
+            if special is not None:
+                if simple(job):
+                    simple_gpus[job.gpus] += 1
+                else:
+                    special[job.id] = job
             at = bisect_left(keys, key)
             keys.insert(at, key)
             jobs.insert(at, job)
@@ -129,25 +142,51 @@ class OrderCache:
         return removed + removed_changed, added
 
     def _rebuild(self, snapshot: Snapshot, context: object, sort_key: SortKey) -> list[PendingJob]:
+        pending = snapshot.pending
         old = self.entries if self.pending is not None and context == self.context else {}
-        entries: dict[int, tuple[PendingJob, Any]] = {}
-        for job in snapshot.pending:
-            entry = old.get(job.id)
-            if entry is None or not (entry[0] is job or entry[0] == job):
-                entry = (job, sort_key(job))
-            entries[job.id] = entry
-        ordered = sorted(entries.values(), key=_second)
+        if old:
+            keys = []
+            for job in pending:
+                entry = old.get(job.id)
+                same = entry is not None and (entry[0] is job or entry[0] == job)
+                keys.append(entry[1] if same and entry is not None else sort_key(job))
+        else:
+            keys = list(map(sort_key, pending))
+        order = sorted(range(len(pending)), key=keys.__getitem__)
         self.context, self.sort_key = context, sort_key
-        self.pending, self.version = snapshot.pending, snapshot.version
-        self.entries = entries
-        self.keys = [key for _, key in ordered]
-        self.jobs = [job for job, _ in ordered]
-        self.special = {job.id: job for job in self.jobs if not simple(job)}
-        self.simple_gpus = Counter(job.gpus for job in self.jobs if job.id not in self.special)
-        if len(entries) != len(snapshot.pending):  # duplicate ids: keep every job, uncached
+        self.pending, self.version = pending, snapshot.version
+        self.generation += 1
+        self.last_added = None
+        self.keys = list(map(keys.__getitem__, order))
+        self.jobs = list(map(pending.__getitem__, order))
+        self.entries = dict(
+            zip(map(_job_id, pending), zip(pending, keys, strict=True), strict=True)
+        )
+        self._special = None  # counted when first needed
+        if len(self.entries) != len(pending):  # duplicate ids: keep every job, uncached
             self.pending = None
-            return sorted(snapshot.pending, key=sort_key)
+            return sorted(pending, key=sort_key)
         return self.jobs
+
+    @property
+    def special(self) -> dict[int, PendingJob]:
+        """The queued jobs that are not ``simple``, by id."""
+        if self._special is None:
+            self._count()
+        assert self._special is not None
+        return self._special
+
+    @property
+    def simple_gpus(self) -> Counter[int]:
+        """How many queued simple jobs want N GPUs."""
+        if self._special is None:
+            self._count()
+        return self._simple_gpus
+
+    def _count(self) -> None:
+        special = {job.id: job for job in self.jobs if not simple(job)}
+        self._simple_gpus = Counter(job.gpus for job in self.jobs if job.id not in special)
+        self._special = special
 
 
 def simple(job: PendingJob) -> bool:
@@ -164,5 +203,4 @@ def simple(job: PendingJob) -> bool:
     )
 
 
-def _second(entry: tuple[PendingJob, Any]) -> Any:
-    return entry[1]
+_job_id = attrgetter("id")

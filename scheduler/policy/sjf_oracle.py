@@ -7,6 +7,8 @@ policy that does not know durations has left.
 
 from __future__ import annotations
 
+import threading
+
 from rota.scheduler.policy.backfill import run_pass
 from rota.scheduler.policy.queue import OrderCache
 from rota.scheduler.policy.snapshot import PendingJob, Plan, RunningJob, Snapshot
@@ -23,8 +25,16 @@ _STATE = StateCache()
 _ORDER = OrderCache()  # kept between passes (keys depend on the job and the default limit)
 
 
+_LOCK = threading.RLock()  # the caches serve one pass at a time
+
+
 def ordered(snapshot: Snapshot) -> list[PendingJob]:
     """Pending jobs by true duration, then GPUs, submission time and id."""
+    with _LOCK:
+        return list(_ordered(snapshot))
+
+
+def _ordered(snapshot: Snapshot) -> list[PendingJob]:
 
     def sort_key(j: PendingJob) -> tuple[float, int, float, int]:
         return (_duration(snapshot, j), j.gpus * j.nodes, j.submit_time, j.id)
@@ -44,12 +54,14 @@ def decide(snapshot: Snapshot) -> Plan:
             return job.start_time + job.true_duration
         return job.start_time + cfg.limit_of(job.time_limit)
 
-    return run_pass(
-        snapshot,
-        ordered(snapshot),
-        duration=duration,
-        running_end=running_end,
-        cache=_STATE,
-        end_key=cfg.default_time_limit,
-        queue=_ORDER,
-    )
+    with _LOCK:
+        return run_pass(
+            snapshot,
+            _ordered(snapshot),
+            duration=duration,
+            running_end=running_end,
+            cache=_STATE,
+            end_key=cfg.default_time_limit,
+            max_job_test=cfg.backfill_max_job_test,
+            queue=_ORDER,
+        )

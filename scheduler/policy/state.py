@@ -115,10 +115,15 @@ class NodeState:
 
     def refresh_held(self) -> None:
         """CPUs and memory left by running jobs (``fsum``: the same in any order)."""
-        held = self.holders.values()
-        self.cpus = self.view.cpus - math.fsum(c for c, _ in held) if held else self.view.cpus
-        self.memory = self.view.memory - sum(m for _, m in held) if held else self.view.memory
-        self.used = bool(self.holders)
+        held = self.holders
+        view = self.view
+        if not held:
+            self.cpus, self.memory, self.used = view.cpus, view.memory, False
+            return
+        self.used = True
+        cpus = [c for c, _ in held.values() if c]
+        self.cpus = view.cpus - math.fsum(cpus) if cpus else view.cpus
+        self.memory = view.memory - sum(m for _, m in held.values())
 
     def hold(self, count: int, end: float) -> None:
         """``count`` GPUs taken now come free again at ``end``."""
@@ -191,54 +196,65 @@ class ClusterState:
         # running job id -> (job, [(node idx, GPUs taken)], end, regular)
         self._running: dict[int, _Held] = {}
         self.regular = True  # every running job holds GPUs no other holds (order-independent)
+        apply, kept = self._apply, self._running
         for job in running:
-            self._running[job.id] = self._apply(job, end_of(job), sort=False)
+            kept[job.id] = apply(job, end_of(job), False)
         width = max((n.total for n in self.nodes), default=0)
         self.buckets: list[list[int]] = [[] for _ in range(width + 1)]
         self.total_free = 0
+        held_cr = any(c or m for n in self.nodes for c, m in n.holders.values())
         for node in self.nodes:
             node.changes.sort()
             node.releases.sort()
-            node.refresh_held()
+            if held_cr:
+                node.refresh_held()
+            else:  # no running job holds CPUs or memory: only ``used`` changes
+                node.used = bool(node.holders)
             if node.view.schedulable:
                 self.buckets[len(node.free)].append(node.idx)
                 self.total_free += len(node.free)
 
     def _apply(self, job: RunningJob, end: float, sort: bool) -> _Held:
         """Take what a running job holds; ``sort`` keeps profiles sorted (else sort later)."""
-        if job.stopping:
+        stopping, exclusive, job_id = job.stopping, job.exclusive, job.id
+        if stopping:
             end = -INF
         parts: list[tuple[int, int]] = []
-        regular = not job.exclusive
+        regular = not exclusive
+        by_name = self.by_name
         for alloc in job.allocations:
-            node = self.by_name.get(alloc.node)
+            node = by_name.get(alloc.node)
             if node is None:
                 continue
-            before = len(node.free)
-            if job.exclusive:
-                node.free = []
+            prior = node.free
+            if exclusive:
+                node.free = free = []
             else:
                 held = alloc.gpu_indices
-                prior = node.free
-                node.free = [g for g in prior if g not in held]
-                if before - len(node.free) != len(held):  # held elsewhere too, or not allocatable
+                node.free = free = [g for g in prior if g not in held]
+                if len(prior) - len(free) != len(held):  # held elsewhere too, or not allocatable
                     allocatable = _allocatable(node.view)
                     regular = regular and all(g not in allocatable for g in held if g not in prior)
-            taken_count = before - len(node.free)
-            cpus, memory = node.holders.get(job.id, (0.0, 0))
-            node.holders[job.id] = (cpus + alloc.cpus, memory + alloc.memory)
-            if job.stopping:
-                node.stopping += taken_count
-            if taken_count:
+            taken = len(prior) - len(free)
+            holders = node.holders
+            if job_id in holders:
+                cpus, memory = holders[job_id]
+                holders[job_id] = (cpus + alloc.cpus, memory + alloc.memory)
+            else:
+                holders[job_id] = (alloc.cpus, alloc.memory)
+            if taken:
+                if stopping:
+                    node.stopping += taken
                 if sort:
-                    insort(node.changes, (end, taken_count))
-                    for _ in range(taken_count):
+                    insort(node.changes, (end, taken))
+                    for _ in range(taken):
                         insort(node.releases, end)
                 else:
-                    node.changes.append((end, taken_count))
-                    node.releases.extend([end] * taken_count)
-            parts.append((node.idx, taken_count))
-        self.regular = self.regular and regular
+                    node.changes.append((end, taken))
+                    node.releases += [end] * taken
+            parts.append((node.idx, taken))
+        if not regular:
+            self.regular = False
         return (job, parts, end, regular)
 
     def update(
@@ -330,6 +346,11 @@ class ClusterState:
         if saved:
             self._bounds.clear()
         self._saved = None
+
+    @property
+    def dirty(self) -> bool:
+        """Whether a pass's changes are recorded and not undone yet."""
+        return self._saved is not None
 
     def _touch(self, node: NodeState) -> None:
         saved = self._saved
@@ -464,6 +485,8 @@ class ClusterState:
         now = self.now
         if job.nodes == 1 and key is None and not (job.exclusive or job.cpus or job.memory):
             return self._earliest_plain(job, duration)
+        if key is None and not (job.exclusive or job.cpus or job.memory):  # a plain gang
+            return self._earliest_gang(job, duration, self._plain_bounds(job))
         nodes = self.matching(job, key)
         bounds = sorted((n.lower_bound(self._need(job, n), now), n.idx) for n in nodes)
         if job.nodes == 1:
@@ -476,31 +499,56 @@ class ClusterState:
                 if t < best:
                     best, best_node = t, node
             return (best, [best_node]) if best_node is not None else (INF, [])
-        starts = sorted(
-            (self.nodes[idx].earliest(self._need(job, self.nodes[idx]), duration, bound), idx)
-            for bound, idx in bounds
-            if bound < INF
-        )
-        if len(starts) < job.nodes:
-            return INF, []
-        for t, _ in starts[job.nodes - 1 :]:
+        return self._earliest_gang(job, duration, bounds)
+
+    def _earliest_gang(
+        self, job: PendingJob, duration: float, bounds: list[tuple[float, int]]
+    ) -> tuple[float, list[NodeState]]:
+        """Earliest start of a gang: the first time at which ``job.nodes`` nodes can each
+        hold their share for ``duration``, from nodes sorted by lower bound.
+
+        Candidate times are the nodes' own earliest starts in increasing order. A node's
+        start is computed only once its lower bound is no later than the candidate being
+        tried (a node with a later bound cannot start by then), so a gang looks at the nodes
+        that free up first, not at all of them; the answer is the one that computing every
+        node's start would give.
+        """
+        starts: list[tuple[float, int]] = []  # computed (start, idx), sorted
+        nodes, count = self.nodes, len(bounds)
+        j = 0
+        at = job.nodes - 1  # index in ``starts`` of the candidate tried
+        while True:
+            while (
+                j < count
+                and bounds[j][0] < INF
+                and (at >= len(starts) or bounds[j][0] <= starts[at][0])
+            ):
+                bound, idx = bounds[j]
+                j += 1
+                insort(
+                    starts, (nodes[idx].earliest(self._need(job, nodes[idx]), duration, bound), idx)
+                )
+            if at >= len(starts):
+                return INF, []
+            t = starts[at][0]
             if t == INF:
-                break
+                return INF, []
             ok = [
-                self.nodes[idx]
+                nodes[idx]
                 for start, idx in starts
                 if start <= t
                 and (
-                    not self.nodes[idx].reserved
-                    or self.nodes[idx].window_ok(self._need(job, self.nodes[idx]), t, t + duration)
+                    not nodes[idx].reserved
+                    or nodes[idx].window_ok(self._need(job, nodes[idx]), t, t + duration)
                 )
             ]
             if len(ok) >= job.nodes:
                 return t, ok[: job.nodes]
-        return INF, []
+            at += 1
 
-    def _earliest_plain(self, job: PendingJob, duration: float) -> tuple[float, list[NodeState]]:
-        """``earliest`` for a one-node job without constraints, from kept release bounds."""
+    def _plain_bounds(self, job: PendingJob) -> list[tuple[float, int]]:
+        """Schedulable nodes with their earliest possible time for ``job.gpus`` free GPUs
+        (release times only), sorted; kept up to date by ``take`` for the rest of the pass."""
         bounds = self._bounds.get(job.gpus)
         if bounds is None:
             now = self.now
@@ -510,6 +558,11 @@ class ClusterState:
                 if (b := n.release_bound(job.gpus)) < INF
             )
             self._bounds[job.gpus] = bounds
+        return bounds
+
+    def _earliest_plain(self, job: PendingJob, duration: float) -> tuple[float, list[NodeState]]:
+        """``earliest`` for a one-node job without constraints, from kept release bounds."""
+        bounds = self._plain_bounds(job)
         best, best_node = INF, None
         for bound, idx in bounds:
             if bound >= best:
@@ -557,15 +610,17 @@ class StateCache:
 
     ``acquire`` returns the state for a snapshot: the kept one updated with the running jobs
     that changed when the nodes (same tuple, or equal) and ``end_key`` (what ``end_of``
-    computes, e.g. the default time limit) are unchanged, else a new one. ``release`` undoes
-    the pass's changes and keeps the state for the next pass; a pass that raised never
-    releases, so its half-changed state is dropped.
+    computes, e.g. the default time limit) are unchanged, else a new one. ``release`` keeps
+    the state for the next pass: undone at once, or, with ``run`` (what the pass carried
+    from job to job), left as the pass ended so that the next pass may ``resume`` it; the
+    next ``acquire`` undoes it. A pass that raised never releases: its state is dropped.
     """
 
     def __init__(self) -> None:
         self.state: ClusterState | None = None
         self.nodes: tuple[NodeView, ...] | None = None
         self.end_key: object = None
+        self.run: object = None  # the kept pass's loop state (``backfill._Loop``)
 
     def acquire(
         self,
@@ -575,7 +630,9 @@ class StateCache:
         end_key: object,
         end_of: Callable[[RunningJob], float],
     ) -> ClusterState:
-        state, self.state = self.state, None
+        state, self.state, self.run = self.state, None, None
+        if state is not None:
+            state.undo()
         if (
             state is None
             or not (end_key is self.end_key or end_key == self.end_key)
@@ -587,6 +644,16 @@ class StateCache:
         state.begin(now)
         return state
 
-    def release(self, state: ClusterState) -> None:
-        state.undo()
-        self.state = state
+    def resume(self) -> ClusterState | None:
+        """The state as the kept pass left it (its changes still recorded), or None."""
+        state, self.state, self.run = self.state, None, None
+        return state if state is not None and state.dirty else None
+
+    def clear(self) -> None:
+        """Forget the kept state (the next pass builds it from scratch)."""
+        self.state = self.nodes = self.run = None
+
+    def release(self, state: ClusterState, run: object = None) -> None:
+        if run is None:
+            state.undo()
+        self.state, self.run = state, run

@@ -1,7 +1,8 @@
 """The caches kept between passes (queue order, cluster state) never change a plan.
 
 Every pass of a run is planned twice: by the policy with its caches warm from the previous
-passes, and by the same policy with fresh, empty caches. The plans must be equal.
+passes and bulk reasons on, and by the same policy with fresh, empty caches and every job
+examined one by one. The plans must be equal.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from rota.scheduler.policy import fifo, get_policy, multifactor, sjf_oracle
+from rota.scheduler.policy import backfill, fifo, get_policy, multifactor, sjf_oracle
 from rota.scheduler.policy.config import HOUR, PolicyConfig
 from rota.scheduler.policy.queue import OrderCache
 from rota.scheduler.policy.snapshot import (
@@ -34,9 +35,25 @@ from tests.policy.test_simulator import generated_jobs
 POLICIES = ["rota", "fifo", "fifo-backfill", "sjf-oracle"]
 
 
+BULK_CALLS: list[int] = []
+_bulk = backfill._bulk
+
+
+def _counted_bulk(*args):  # type: ignore[no-untyped-def]
+    BULK_CALLS.append(1)
+    return _bulk(*args)
+
+
+@pytest.fixture(autouse=True)
+def count_bulk(monkeypatch):
+    monkeypatch.setattr(backfill, "_bulk", _counted_bulk)
+
+
 @contextmanager
 def fresh_caches() -> Iterator[None]:
-    """Swap every policy cache for an empty one, and back."""
+    """Swap every policy cache for an empty one and turn bulk reasons off, and back."""
+    bulk = backfill._bulk
+    backfill._bulk = lambda *args: None
     saved = (
         multifactor._CACHE,
         multifactor._STATE,
@@ -61,6 +78,7 @@ def fresh_caches() -> Iterator[None]:
             sjf_oracle._STATE,
         ) = saved
         fifo._STATE.update(states)
+        backfill._bulk = bulk
 
 
 def checked(policy: str, seen: list[int]):
@@ -152,6 +170,13 @@ def test_cached_passes_equal_fresh_ones_as_the_daemon_runs_them(policy, seed):
     _daemon_run(policy, seed)
 
 
+def test_bulk_reasons_were_exercised():
+    before = len(BULK_CALLS)
+    for seed in range(3):
+        _daemon_run("rota", seed)
+    assert len(BULK_CALLS) > before
+
+
 def test_a_wrong_delta_is_noticed():
     nodes = (NodeView("n0", tuple(GpuView(g) for g in range(2))),)
     jobs = tuple(PendingJob(i, "u", "a", float(i), HOUR, gpus=4) for i in range(1, 4))
@@ -172,3 +197,69 @@ def test_running_jobs_sharing_a_gpu_fall_back_to_a_rebuild():
     decide(Snapshot(0.0, nodes, (job,), (a,), 1))
     decide(Snapshot(0.0, nodes, (job,), (a, b), 2))
     decide(Snapshot(0.0, nodes, (job,), (b,), 3))
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("seed", range(4))
+def test_resumed_passes_equal_fresh_ones(policy, seed):
+    """Submissions one at a time at one instant, plans not applied: passes resume."""
+    rng = random.Random(seed)
+    nodes = tuple(
+        NodeView(f"n{i}", tuple(GpuView(g, "A100" if i % 2 else "V100") for g in range(4)))
+        for i in range(4)
+    )
+    running = tuple(
+        RunningJob(
+            100 + i,
+            "r",
+            "a",
+            (Allocation(f"n{i}", tuple(range(rng.randrange(1, 5)))),),
+            0.0,
+            rng.choice([1, 3]) * HOUR,
+            qos="low",
+            preemptible=rng.random() < 0.3,
+        )
+        for i in range(3)
+    )
+    cfg = PolicyConfig(backfill_depth=rng.choice([0, 1, 2, 16]))
+    decide = checked(policy, [])
+    pending: list[PendingJob] = []
+    for i in range(1, 40):
+        pending.append(
+            PendingJob(
+                i,
+                f"u{rng.randrange(3)}",
+                "a",
+                rng.uniform(0, 50),
+                rng.choice([0.25, 1, 2, 4]) * HOUR,
+                gpus=rng.choice([0, 1, 1, 2, 4]),
+                nodes=rng.choice([1, 1, 2]),
+                gpu_type=rng.choice(["", "", "A100"]),
+                qos=rng.choice(["", "high"]),
+                blocked=rng.choice([None] * 8 + ["JobHeldUser"]),
+                true_duration=rng.uniform(0.1, 2) * HOUR,
+            )
+        )
+        decide(Snapshot(100.0, nodes, tuple(pending), running, i, config=cfg))
+
+
+def test_passes_from_two_threads_do_not_mix_caches():
+    """The daemon's dry runs (core thread) and passes (policy thread) may overlap."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    nodes = tuple(NodeView(f"n{i}", tuple(GpuView(g) for g in range(8))) for i in range(8))
+    snaps = []
+    for k in range(2):
+        jobs = tuple(
+            PendingJob(i, "u", "a", float(i), (1 + (i * 7 + k) % 5) * HOUR, gpus=1 + (i + k) % 4)
+            for i in range(1, 200)
+        )
+        snaps.append(Snapshot(float(k), nodes, jobs, (), k + 1))
+    for policy in POLICIES:
+        decide = get_policy(policy)
+        with fresh_caches():
+            expected = [decide(s) for s in snaps]
+        with ThreadPoolExecutor(2) as pool:
+            for _ in range(20):
+                got = list(pool.map(decide, snaps))
+                assert got == expected
