@@ -28,6 +28,7 @@ from rota.scheduler.policy.snapshot import (
     GpuView,
     NodeView,
     PendingJob,
+    RunningJob,
 )
 from rota.scheduler.store.store import JobQuery, Store
 from rota.states import JobState
@@ -35,6 +36,7 @@ from rota.states import JobState
 log = logging.getLogger("rota.scheduler")
 
 Orders = list[tuple[str, AgentOrder]]
+ViewCache = dict[int, tuple[tuple[object, ...], PendingJob | RunningJob]]
 LAUNCH_PREFIX = "launch ordered on "  # event reason of a launch; the node list follows
 
 
@@ -80,6 +82,8 @@ def hash_token(token: str) -> str:
 class CoreBase:
     """State of the scheduler and the transitions every part uses. Not thread-safe."""
 
+    _job_views: ViewCache
+
     def __init__(
         self,
         store: Store,
@@ -97,6 +101,9 @@ class CoreBase:
         for node in self.nodes.values():
             node.down_since = now  # no agent is connected until it says hello
         self.version = 0
+        # job id -> (what the view depends on, the view): unchanged jobs keep their snapshot
+        # objects between passes, so the policy's caches see only what changed
+        self._job_views = {}
         self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
         self.policy_config = policy_config(config)
         half_life = self.policy_config.usage_half_life

@@ -10,6 +10,7 @@ from rota.scheduler.core.base import (
     LAUNCH_PREFIX,
     CoreBase,
     Orders,
+    ViewCache,
 )
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.snapshot import Allocation, PendingJob, Plan, RunningJob, Snapshot
@@ -29,26 +30,22 @@ class PlanningCore(CoreBase):
         running: list[RunningJob] = []
         for job in (*self.jobs.values(), *extra):
             if job.state is JobState.PENDING:
-                pending.append(self._pending_view(job, self._blocked(job, now)))
+                blocked = self._blocked(job, now)
+                key: tuple[object, ...] = ("P", blocked, job.time_limit, job.attempt)
+                view = self._cached_view(job, key)
+                if not isinstance(view, PendingJob):
+                    view = self._keep_view(job, key, self._pending_view(job, blocked))
+                pending.append(view)
             elif job.state in ACTIVE_STATES:
-                running.append(
-                    RunningJob(
-                        id=job.id,
-                        user=job.user,
-                        account=job.account,
-                        allocations=tuple(
-                            Allocation(a.node, a.gpus, a.cpus, a.memory) for a in job.allocation
-                        ),
-                        start_time=job.start_time or now,
-                        time_limit=job.time_limit,
-                        priority=job.spec.priority,
-                        preemptible=job.spec.preemptible,
-                        qos=job.spec.qos,
-                        exclusive=job.spec.exclusive,
-                        array_job_id=job.array_job_id,
-                        stopping=job.state is JobState.COMPLETING or bool(job.stop_state),
-                    )
-                )
+                key = ("R", job.state, job.start_time, job.stop_state, job.attempt)
+                view = self._cached_view(job, key)
+                if not isinstance(view, RunningJob):
+                    view = self._keep_view(job, key, self._running_view(job, now))
+                running.append(view)
+        views: ViewCache = self._job_views
+        if len(views) > 2 * len(self.jobs) + 1000:
+            for gone in [k for k in views if k not in self.jobs]:
+                del views[gone]
         return Snapshot(
             now=now,
             nodes=tuple(self._node_view(n) for n in self.nodes.values()),
@@ -57,6 +54,35 @@ class PlanningCore(CoreBase):
             version=self.version,
             usage=self._published_usage(now),
             config=self.policy_config,
+        )
+
+    def _cached_view(
+        self, job: JobRecord, key: tuple[object, ...]
+    ) -> PendingJob | RunningJob | None:
+        hit = self._job_views.get(job.id)
+        return hit[1] if hit is not None and hit[0] == key else None
+
+    def _keep_view(
+        self, job: JobRecord, key: tuple[object, ...], view: PendingJob | RunningJob
+    ) -> PendingJob | RunningJob:
+        if job.id >= 0:  # dry-run probes are never kept
+            self._job_views[job.id] = (key, view)
+        return view
+
+    def _running_view(self, job: JobRecord, now: float) -> RunningJob:
+        return RunningJob(
+            id=job.id,
+            user=job.user,
+            account=job.account,
+            allocations=tuple(Allocation(a.node, a.gpus, a.cpus, a.memory) for a in job.allocation),
+            start_time=job.start_time or now,
+            time_limit=job.time_limit,
+            priority=job.spec.priority,
+            preemptible=job.spec.preemptible,
+            qos=job.spec.qos,
+            exclusive=job.spec.exclusive,
+            array_job_id=job.array_job_id,
+            stopping=job.state is JobState.COMPLETING or bool(job.stop_state),
         )
 
     def _published_usage(self, now: float) -> Usage:

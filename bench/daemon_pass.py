@@ -1,0 +1,109 @@
+"""Benchmark: one scheduling pass as the daemon runs it (Core.snapshot -> decide -> apply),
+with the real store (SQLite), on 1,000 nodes x 8 GPUs, 2,000 running jobs and N pending.
+
+Run: python bench/daemon_pass.py [N ...]   (default 1000 10000 50000)
+Prints the median wall and CPU time of a full pass (caches cold) and of a pass after one new
+submission (the steady state: the previous pass's plan applied, the clock 1 s later).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rota.gpus import GpuInfo
+from rota.jobspec import JobSpec
+from rota.scheduler.cluster.messages import Heartbeat, Hello, Inventory
+from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core import Core, SubmitItem
+from rota.scheduler.policy import clear_caches, get_policy
+from rota.scheduler.store.store import Store
+
+NODES, GPUS, RUNNING, RUNS = 1000, 8, 2000, 7
+
+
+class Clock:
+    now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def build(pending: int, root: Path, policy: str) -> tuple[Core, Clock]:
+    clock = Clock()
+    core = Core(
+        Store(f"sqlite:///{root / 'db'}"),
+        SchedulerConfig(open_registration=True),
+        clock,
+        get_policy(policy),
+    )
+    gpus = tuple(GpuInfo(i, f"GPU-{i}", "A100", 80 * 2**30) for i in range(GPUS))
+    for n in range(NODES):
+        core.agent_hello(
+            Hello(f"node{n:04d}", "t", Inventory(gpus=gpus, cpus=64, memory=2**40)), n + 1
+        )
+    rng = random.Random(0)
+
+    def submit(count: int, gpus: int | None = None) -> None:
+        for start in range(0, count, 1000):
+            items = [
+                SubmitItem(
+                    JobSpec(
+                        image="i",
+                        command=("true",),
+                        gpus=gpus or rng.choice([1, 1, 2, 4, 8]),
+                        time_limit=rng.choice([3600.0, 4 * 3600.0, 24 * 3600.0]),
+                    )
+                )
+                for _ in range(min(1000, count - start))
+            ]
+            core.submit(items, f"user{rng.randrange(50)}")
+
+    submit(RUNNING, gpus=4)  # fills every GPU
+    snap = core.snapshot()
+    core.apply(core.decide(snap), snap.version)
+    submit(pending)
+    return core, clock
+
+
+def one_pass(core: Core) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    snap = core.snapshot()
+    core.apply(core.decide(snap), snap.version)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main(sizes: list[int], policy: str = "rota") -> None:
+    print(f"policy {policy}: {NODES} nodes x {GPUS} GPUs, {RUNNING} running; median of {RUNS} (ms)")
+    print(
+        "| pending | full pass wall | full pass CPU | after 1 submission wall | after 1 submission CPU |"
+    )
+    print("|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            core, clock = build(size, Path(tmp), policy)
+            full, inc = [], []
+            for _ in range(RUNS):
+                clear_caches()
+                core._job_views.clear()
+                full.append(one_pass(core))
+            for _ in range(RUNS):
+                clock.now += 1.0
+                for node in core.nodes.values():
+                    core.agent_heartbeat(node.name, node.session, Heartbeat())
+                core.submit([SubmitItem(JobSpec(image="i", command=("true",), gpus=2))], "newcomer")
+                inc.append(one_pass(core))
+            core.store.close()
+
+        def med(xs: list[tuple[float, float]], i: int) -> str:
+            return f"{statistics.median(x[i] for x in xs) * 1000:.1f}"
+
+        print(f"| {size:,} | {med(full, 0)} | {med(full, 1)} | {med(inc, 0)} | {med(inc, 1)} |")
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [1000, 10000, 50000])
