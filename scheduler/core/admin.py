@@ -113,7 +113,7 @@ class AdminCore(PlanningCore):
             orders.extend(self._kill_orders(job, why))
             events.extend(self._attempt_ended(job, JobState.NODE_FAIL, why, orders))
             (requeued if job.state is JobState.PENDING else failed).append(job.display_id)
-        self.store.save(jobs, events)
+        self._save(jobs, events)
         self.store.delete_node(name)
         del self.nodes[name]
         self.version += 1

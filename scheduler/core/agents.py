@@ -89,7 +89,7 @@ class AgentsCore(PlanningCore):
                     )
                 )
                 changed.append(job)
-        self.store.save(changed, events)
+        self._save(changed, events)
         self.version += 1
         welcome: Orders = [
             (
@@ -165,7 +165,7 @@ class AgentsCore(PlanningCore):
         else:
             final, why = self._final_state(job, ev)
             events.extend(self._gang_part_ended(job, node_name, final, why, ev, orders))
-        self.store.save([job], events)
+        self._save([job], events)
         self.version += 1
         return orders
 
@@ -262,6 +262,6 @@ class AgentsCore(PlanningCore):
                     )
                     changed.append(job)
         if changed:
-            self.store.save(changed, events)
+            self._save(changed, events)
             self.version += 1
         return orders

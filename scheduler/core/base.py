@@ -17,18 +17,19 @@ from dataclasses import dataclass
 from rota.jobspec import JobSpec, parse_array
 from rota.scheduler.cluster.messages import (
     AgentOrder,
+    Inventory,
     KillOrder,
     LaunchOrder,
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
+from rota.scheduler.core.views import JobViews
 from rota.scheduler.policy import Decide
 from rota.scheduler.policy.snapshot import (
     GpuView,
     NodeView,
     PendingJob,
-    RunningJob,
 )
 from rota.scheduler.store.store import JobQuery, Store
 from rota.states import JobState
@@ -36,7 +37,6 @@ from rota.states import JobState
 log = logging.getLogger("rota.scheduler")
 
 Orders = list[tuple[str, AgentOrder]]
-ViewCache = dict[int, tuple[tuple[object, ...], PendingJob | RunningJob]]
 LAUNCH_PREFIX = "launch ordered on "  # event reason of a launch; the node list follows
 
 
@@ -82,8 +82,6 @@ def hash_token(token: str) -> str:
 class CoreBase:
     """State of the scheduler and the transitions every part uses. Not thread-safe."""
 
-    _job_views: ViewCache
-
     def __init__(
         self,
         store: Store,
@@ -101,9 +99,11 @@ class CoreBase:
         for node in self.nodes.values():
             node.down_since = now  # no agent is connected until it says hello
         self.version = 0
-        # job id -> (what the view depends on, the view): unchanged jobs keep their snapshot
-        # objects between passes, so the policy's caches see only what changed
-        self._job_views = {}
+        self._job_views = JobViews(set(self.jobs))
+        # node name -> (inventory, labels, telemetry, GPUs with errors, schedulable, view)
+        self._base_node_views: dict[
+            str, tuple[Inventory, dict[str, str], object, frozenset[int], bool, NodeView]
+        ] = {}
         self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
         self.policy_config = policy_config(config)
         half_life = self.policy_config.usage_half_life
@@ -113,6 +113,18 @@ class CoreBase:
             self.jobs.values(),
             now,
         )
+
+    def _save(self, jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> None:
+        """Commit changed jobs and events; every change to a job goes through here, which
+        is how the next snapshot knows which job views to rebuild."""
+        self.store.save(jobs, events)
+        self._job_views.touch(j.id for j in jobs)
+        self._job_views.touch(e.job_id for e in events)
+
+    def forget_views(self) -> None:
+        """Drop every kept snapshot view (the next snapshot rebuilds them all)."""
+        self._job_views = JobViews(set(self.jobs))
+        self._base_node_views.clear()
 
     def _transition(self, job: JobRecord, new: JobState, why: str) -> JobEvent:
         old = job.state
@@ -264,19 +276,42 @@ class CoreBase:
                     changed.append(job)
             results.append(CancelResult(display_id, not problems, "; ".join(problems)))
         if changed or events:
-            self.store.save(changed, events)
+            self._save(changed, events)
             self.version += 1
         return results, orders
 
     def _live(self, job: JobRecord) -> JobRecord:
-        return dataclasses.replace(self.jobs.get(job.id, job))
+        """A copy of the current record of ``job``, safe to read on other threads."""
+        return self._copy(self.jobs.get(job.id, job))
+
+    def _copy(self, job: JobRecord) -> JobRecord:
+        """A copy of ``job`` carrying the last plan's estimated start when it is pending."""
+        pending = job.state is JobState.PENDING
+        start = self._job_views.starts.get(job.id) if pending else None
+        return dataclasses.replace(job, estimated_start=start)
 
     def _schedulable(self, node: NodeState) -> bool:
         return node.connected and node.engine_healthy and not node.admin_state
 
     def _node_view(self, node: NodeState) -> NodeView:
-        broken = {t.index for t in node.telemetry if t.error}
-        return NodeView(
+        """The policy's view of ``node``; the same object while nothing it shows changed."""
+        schedulable = self._schedulable(node)
+        hit = self._base_node_views.get(node.name)
+        if (
+            hit is not None
+            and hit[0] is node.inventory
+            and hit[1] is node.labels
+            and hit[4] == schedulable
+        ):
+            if hit[2] is node.telemetry:
+                return hit[5]
+            broken = frozenset(t.index for t in node.telemetry if t.error)
+            if broken == hit[3]:
+                self._base_node_views[node.name] = (*hit[:2], node.telemetry, *hit[3:])
+                return hit[5]
+        else:
+            broken = frozenset(t.index for t in node.telemetry if t.error)
+        view = NodeView(
             name=node.name,
             gpus=tuple(
                 GpuView(g.index, g.name, g.memory_total, allocatable=g.index not in broken)
@@ -285,8 +320,17 @@ class CoreBase:
             cpus=node.inventory.cpus,
             memory=node.inventory.memory,
             labels={**node.inventory.labels, **node.labels},
-            schedulable=self._schedulable(node),
+            schedulable=schedulable,
         )
+        self._base_node_views[node.name] = (
+            node.inventory,
+            node.labels,
+            node.telemetry,
+            broken,
+            schedulable,
+            view,
+        )
+        return view
 
     def _pending_view(self, job: JobRecord, blocked: str | None) -> PendingJob:
         spec = job.spec

@@ -159,7 +159,7 @@ class GpusCore(AgentsCore):
             self.store.save_gpu_marks(node.name, marks.values())
             changed = True
         if jobs:
-            self.store.save(jobs, events)
+            self._save(jobs, events)
         if changed:
             self._gpu_blocked.pop(node.name, None)
             self.version += 1
@@ -190,7 +190,12 @@ class GpusCore(AgentsCore):
         blocked = self._blocked_gpus(node.name)
         links = self._node_links(node)
         last = self._views.get(node.name)
-        if last is not None and last[1] is blocked and last[2] is links and last[0] == view:
+        if (
+            last is not None
+            and last[1] is blocked
+            and last[2] is links
+            and (last[0] is view or last[0] == view)
+        ):
             return last[3]
         final = self._with_gpu_state(view, blocked, links)
         self._views[node.name] = (view, blocked, links, final)
@@ -291,7 +296,7 @@ class GpusCore(AgentsCore):
         self._gpu_blocked.pop(node.name, None)
         job = self._holders(node.name).get(index)
         if job is not None:
-            self.store.save([job], [self._warn(job, f"GPU {index} on {node.name}: {why}")])
+            self._save([job], [self._warn(job, f"GPU {index} on {node.name}: {why}")])
         self.version += 1
         log.info("GPU %d on %s drained by %s: %s", index, node.name, user, why)
         return f"GPU {index} on {node.name} drained: {why}"
@@ -357,7 +362,7 @@ class GpusCore(AgentsCore):
                 events.append(self._warn(job, text))
                 jobs.append(job)
         if jobs:
-            self.store.save(jobs, events)
+            self._save(jobs, events)
             self.version += 1
         return orders
 

@@ -58,6 +58,7 @@ class JobsCore(PlanningCore):
         for item, group in zip(new_items, stored, strict=True):
             for job in group:
                 self.jobs[job.id] = job
+            self._job_views.touch(job.id for job in group)
             by_request[item.client_request_id or f"#{id(item)}"] = group
         self.version += 1
         results = []
@@ -183,7 +184,7 @@ class JobsCore(PlanningCore):
         if not query.states or set(query.states) - {JobState.PENDING, *ACTIVE_STATES}:
             return [self._live(r) for r in self.store.query_jobs(query)]
         out = [
-            dataclasses.replace(j)
+            self._copy(j)
             for j in sorted(self.jobs.values(), key=lambda j: j.id)
             if j.state in query.states
             and (not query.ids or j.id in query.ids)

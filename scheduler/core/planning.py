@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import compress
+from operator import ne
 
 from rota.jobspec import parse_dependency
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc
-from rota.scheduler.core.base import (
-    LAUNCH_PREFIX,
-    CoreBase,
-    Orders,
-    ViewCache,
-)
+from rota.scheduler.core.base import LAUNCH_PREFIX, CoreBase, Orders
 from rota.scheduler.policy import reasons
-from rota.scheduler.policy.snapshot import Allocation, PendingJob, Plan, RunningJob, Snapshot
+from rota.scheduler.policy.snapshot import Allocation, Plan, RunningJob, Snapshot
 from rota.scheduler.policy.usage import Usage
 from rota.states import ACTIVE_STATES, JobState
 
@@ -24,50 +21,55 @@ class PlanningCore(CoreBase):
     _usage_view: Usage | None = None
 
     def snapshot(self, extra: Iterable[JobRecord] = ()) -> Snapshot:
-        """A frozen view of the cluster for one pass (``extra`` adds probe jobs for dry runs)."""
+        """A frozen view of the cluster for one pass (``extra`` adds probe jobs for dry runs).
+
+        Costs O(changed jobs + nodes): views of unchanged jobs are kept (see ``views``)."""
         now = self.clock()
-        pending: list[PendingJob] = []
-        running: list[RunningJob] = []
-        for job in (*self.jobs.values(), *extra):
-            if job.state is JobState.PENDING:
-                blocked = self._blocked(job, now)
-                key: tuple[object, ...] = ("P", blocked, job.time_limit, job.attempt)
-                view = self._cached_view(job, key)
-                if not isinstance(view, PendingJob):
-                    view = self._keep_view(job, key, self._pending_view(job, blocked))
-                pending.append(view)
-            elif job.state in ACTIVE_STATES:
-                key = ("R", job.state, job.start_time, job.stop_state, job.attempt)
-                view = self._cached_view(job, key)
-                if not isinstance(view, RunningJob):
-                    view = self._keep_view(job, key, self._running_view(job, now))
-                running.append(view)
-        views: ViewCache = self._job_views
-        if len(views) > 2 * len(self.jobs) + 1000:
-            for gone in [k for k in views if k not in self.jobs]:
-                del views[gone]
+        self._sync_views(now)
+        kept = self._job_views
+        pending = kept.pending_jobs()
+        probes = [
+            self._pending_view(job, self._blocked(job, now))
+            for job in extra
+            if job.state is JobState.PENDING
+        ]
         return Snapshot(
             now=now,
-            nodes=tuple(self._node_view(n) for n in self.nodes.values()),
-            pending=tuple(pending),
-            running=tuple(running),
+            nodes=kept.node_views([self._node_view(n) for n in self.nodes.values()]),
+            pending=(*pending, *probes) if probes else pending,
+            running=kept.running_jobs(),
             version=self.version,
             usage=self._published_usage(now),
             config=self.policy_config,
         )
 
-    def _cached_view(
-        self, job: JobRecord, key: tuple[object, ...]
-    ) -> PendingJob | RunningJob | None:
-        hit = self._job_views.get(job.id)
-        return hit[1] if hit is not None and hit[0] == key else None
-
-    def _keep_view(
-        self, job: JobRecord, key: tuple[object, ...], view: PendingJob | RunningJob
-    ) -> PendingJob | RunningJob:
-        if job.id >= 0:  # dry-run probes are never kept
-            self._job_views[job.id] = (key, view)
-        return view
+    def _sync_views(self, now: float) -> None:
+        """Rebuild the kept views of jobs that changed, and of volatile pending jobs whose
+        inputs (what ``_blocked`` says, the time limit, the attempt) are no longer the same."""
+        kept = self._job_views
+        ids = kept.dirty | kept.volatile if kept.volatile else kept.dirty
+        kept.dirty = set()
+        for job_id in ids:
+            job = self.jobs.get(job_id)
+            if job is None:
+                kept.drop(job_id)
+            elif job.state is JobState.PENDING:
+                blocked = self._blocked(job, now)
+                key: tuple[object, ...] = ("P", blocked, job.time_limit, job.attempt)
+                if kept.keys.get(job_id) != key or job_id not in kept.pending:
+                    kept.keep_pending(job_id, key, self._pending_view(job, blocked))
+                begin = job.spec.begin_time
+                if job.spec.dependency or (begin and begin > now):
+                    kept.volatile.add(job_id)
+                else:
+                    kept.volatile.discard(job_id)
+            elif job.state in ACTIVE_STATES:
+                key = ("R", job.state, job.start_time, job.stop_state, job.attempt)
+                if kept.keys.get(job_id) != key or job_id not in kept.running:
+                    kept.keep_running(job_id, key, self._running_view(job, now))
+                kept.volatile.discard(job_id)
+            else:
+                kept.drop(job_id)
 
     def _running_view(self, job: JobRecord, now: float) -> RunningJob:
         return RunningJob(
@@ -121,10 +123,11 @@ class PlanningCore(CoreBase):
         orders. Placements that no longer fit are dropped and re-planned next pass."""
         del version
         used: dict[str, set[int]] = {}
-        for job in self.jobs.values():
-            if job.state in ACTIVE_STATES:
-                for alloc in job.allocation:
-                    used.setdefault(alloc.node, set()).update(alloc.gpus)
+        if plan.placements:
+            self._sync_views(self.clock())
+            for running in self._job_views.running.values():
+                for alloc in running.allocations:
+                    used.setdefault(alloc.node, set()).update(alloc.gpu_indices)
         orders: Orders = []
         changed: list[JobRecord] = []
         events: list[JobEvent] = []
@@ -143,7 +146,6 @@ class PlanningCore(CoreBase):
             job.exit_code = None
             job.start_time = None
             job.end_time = None
-            job.estimated_start = None
             where = ",".join(a.node for a in allocs)
             events.append(self._transition(job, JobState.CONFIGURING, LAUNCH_PREFIX + where))
             changed.append(job)
@@ -158,17 +160,18 @@ class PlanningCore(CoreBase):
             job.stop_state = JobState.PREEMPTED.value
             changed.append(job)
             orders.extend(self._kill_orders(job, "preempted"))
-        for job_id, reason in plan.reasons.items():
+        kept = self._job_views
+        new = plan.reasons
+        differs = map(ne, new.values(), map(kept.reasons.get, new.keys()))  # C-level scan
+        for job_id, reason in compress(new.items(), differs):
             job = self.jobs.get(job_id)
             if job is not None and job.state is JobState.PENDING and job.reason != reason:
                 job.reason = reason
                 changed.append(job)
-        for job_id, start in plan.est_start.items():
-            job = self.jobs.get(job_id)
-            if job is not None:
-                job.estimated_start = start
+        kept.reasons = dict(plan.reasons)
+        kept.starts = dict(plan.est_start)
         if changed or events:
-            self.store.save(changed, events)
+            self._save(changed, events)
             self.version += 1
         return orders
 
