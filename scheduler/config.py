@@ -51,6 +51,7 @@ class SchedulerConfig:
     priority_period: float = 300.0  # priorities and published usage refresh this often
     max_age: float = 7 * DAY  # waiting this long gives the full age factor
     preemption: bool = True
+    preemptible_qos: tuple[str, ...] = ()  # jobs of these QoS classes are preemptible too
 
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL, defaulting to ``sqlite:///<data dir>/scheduler.db``."""
@@ -102,10 +103,19 @@ def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
     for key in _SIZES & set(values):
         if isinstance(values[key], str):
             values[key] = parse_size(values[key])
+    if "preemptible_qos" in values:
+        values["preemptible_qos"] = _names("preemptible_qos", values["preemptible_qos"])
     config = replace(SchedulerConfig(), **values)
     get_policy(config.policy)  # ValueError lists the known names
     policy_config(config)  # names a bad policy setting now, not at the first pass
     return config
+
+
+def _names(key: str, value: Any) -> tuple[str, ...]:
+    """A list of names from YAML; ValueError names ``key`` when it is anything else."""
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} must be a list of names, got {value!r}")
+    return tuple(value)
 
 
 def policy_config(config: SchedulerConfig) -> PolicyConfig:

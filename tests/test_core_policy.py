@@ -151,6 +151,22 @@ def test_no_preemption_unless_the_waiting_job_then_fits(h: RotaHarness) -> None:
     assert h.state(victim) is JobState.RUNNING
 
 
+def test_a_preemptible_qos_makes_its_jobs_preemptible(tmp_path: Path) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text("scheduler:\n  preemptible_qos: [scavenger]\n  open_registration: true\n")
+    h = RotaHarness(tmp_path, **vars(load_config(path)))
+    h.connect("n1", gpus=2)
+    normal = h.submit(gpus=1, qos="low")  # low, but neither flagged nor of that QoS
+    scavenger = h.submit(gpus=1, qos="scavenger")
+    h.schedule()
+    h.run("n1", normal)
+    h.run("n1", scavenger)
+    h.submit(gpus=1, qos="high")
+    orders = h.schedule()
+    assert orders == [("n1", KillOrder(int(scavenger), 1, "preempted", h.config.kill_grace))]
+    assert h.state(normal) is JobState.RUNNING
+
+
 def test_gang_launch_orders_carry_the_rendezvous_env(h: RotaHarness) -> None:
     h.connect("n1", gpus=2)
     h.connect("n2", gpus=2)
@@ -241,6 +257,7 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
         ("backfill_depth: lots\n", "backfill_depth must be a number"),
         ("usage_half_life: 0\n", "must be > 0"),
         ("policy: best\n", "unknown policy 'best'"),
+        ("preemptible_qos: low\n", "preemptible_qos must be a list of names"),
     ],
 )
 def test_bad_policy_settings_are_named(tmp_path: Path, text: str, message: str) -> None:

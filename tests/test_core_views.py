@@ -15,6 +15,7 @@ from rota.jobspec import JobSpec
 from rota.scheduler.cluster.messages import AgentEvent, GpuTelemetry, Heartbeat, Hello
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core import Core, SubmitItem
+from rota.scheduler.core.views import JobViews
 from rota.scheduler.policy import get_policy
 from rota.scheduler.policy.snapshot import RunningJob, Snapshot
 from rota.scheduler.store.store import JobQuery, Store
@@ -47,7 +48,11 @@ def _unstarted(view: RunningJob, start: float | None) -> RunningJob:
 
 def assert_current(core: Core, snap: Snapshot) -> None:
     live = [j for j in core.jobs.values() if j.state is JobState.PENDING]
-    expected = {j.id: core._pending_view(j, core._blocked(j, snap.now)) for j in live}
+    kept, core._job_views = core._job_views, JobViews(set())  # resolve dependencies afresh
+    try:
+        expected = {j.id: core._pending_view(j, core._blocked(j, snap.now)) for j in live}
+    finally:
+        core._job_views = kept
     assert {v.id: v for v in snap.pending} == expected
     assert len(snap.pending) == len(expected), "a job twice in the pending views"
     kept = {
@@ -171,3 +176,28 @@ def test_gpu_error_and_resume_reach_the_next_snapshot(tmp_path: Path) -> None:
     world.core.resume_gpu("n1", 1, "admin")
     n1 = next(n for n in world.schedule().nodes if n.name == "n1")
     assert all(g.allocatable for g in n1.gpus)
+
+
+def test_a_dependency_follows_its_target_through_cancel_requeue_and_success(
+    tmp_path: Path,
+) -> None:
+    world = World(tmp_path)
+    world.do("submit", (4, "hold"))
+    world.do("submit", (1, "dep"))  # afterok on the held job
+    target, dependant = world.ids
+
+    def reason() -> str:
+        world.schedule()
+        return world.core.jobs[int(dependant)].reason
+
+    assert reason() == "Dependency"
+    world.core.cancel([target], "ann")
+    assert reason() == "DependencyNeverSatisfied"
+    world.core.control("requeue", [target], "ann")
+    assert reason() == "Dependency", "the target is pending again"
+    world.core.control("release", [target], "ann")
+    world.schedule()
+    world.do("start", 0)
+    world.do("exit0", 0)
+    world.schedule()
+    assert world.core.jobs[int(dependant)].state is JobState.CONFIGURING

@@ -332,6 +332,10 @@ class CoreBase:
         )
         return view
 
+    def _preemptible(self, spec: JobSpec) -> bool:
+        """Flagged ``preemptible``, or of a QoS class the config makes preemptible."""
+        return spec.preemptible or spec.qos in self.config.preemptible_qos
+
     def _pending_view(self, job: JobRecord, blocked: str | None) -> PendingJob:
         spec = job.spec
         return PendingJob(
@@ -350,7 +354,7 @@ class CoreBase:
             exclusive=spec.exclusive,
             priority=spec.priority,
             qos=spec.qos,
-            preemptible=spec.preemptible,
+            preemptible=self._preemptible(spec),
             blocked=blocked,
             default_limit=spec.time_limit <= 0,
             array_job_id=job.array_job_id,

@@ -12,6 +12,7 @@ from rota.scheduler.core.base import LAUNCH_PREFIX, CoreBase, Orders
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.snapshot import Allocation, Plan, RunningJob, Snapshot
 from rota.scheduler.policy.usage import Usage
+from rota.scheduler.store.store import JobQuery
 from rota.states import ACTIVE_STATES, JobState
 
 
@@ -80,7 +81,7 @@ class PlanningCore(CoreBase):
             start_time=job.start_time or now,
             time_limit=job.time_limit,
             priority=job.spec.priority,
-            preemptible=job.spec.preemptible,
+            preemptible=self._preemptible(job.spec),
             qos=job.spec.qos,
             exclusive=job.spec.exclusive,
             array_job_id=job.array_job_id,
@@ -116,7 +117,26 @@ class PlanningCore(CoreBase):
         return reasons.DEPENDENCY if waiting else None
 
     def _target_states(self, display_id: str) -> list[JobState]:
-        return [j.state for j in self._resolve_one(display_id)]
+        """States of the jobs a dependency names, from memory: the ids a display id names
+        never change, live jobs are in ``self.jobs``, and ended ones are kept until touched."""
+        kept = self._job_views
+        ids = kept.targets.get(display_id)
+        if ids is None:
+            if len(kept.targets) > 100_000:  # bound the memory of a long-lived daemon
+                kept.targets.clear()
+                kept.ended.clear()
+            found = self._resolve_one(display_id)
+            ids = kept.targets[display_id] = tuple(j.id for j in found)
+            kept.ended.update((j.id, j.state) for j in found if j.id not in self.jobs)
+        states = []
+        for job_id in ids:
+            job = self.jobs.get(job_id)
+            state = job.state if job is not None else kept.ended.get(job_id)
+            if state is None:
+                (row,) = self.store.query_jobs(JobQuery(ids=(job_id,)))
+                state = kept.ended[job_id] = row.state
+            states.append(state)
+        return states
 
     def apply(self, plan: Plan, version: int) -> Orders:
         """Commit a plan's placements that still fit, record reasons, and return launch/kill

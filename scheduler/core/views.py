@@ -12,7 +12,9 @@ Unchanged jobs keep their view objects, so the policy's own caches (queue order,
 see only the change. The reasons last written by ``apply`` are kept too, so that applying a
 plan writes only those that differ (a touched job is forgotten there, so its next reason is
 always written), and so are the last plan's estimated starts, which copies of pending jobs
-handed out of Core carry.
+handed out of Core carry. Dependencies are resolved from memory too: the job ids each
+dependency names, and the final states of ended targets (forgotten when touched, e.g. by a
+requeue).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
+from rota.states import JobState
 
 
 class JobViews:
@@ -34,6 +37,8 @@ class JobViews:
         self.pending_tuple: tuple[PendingJob, ...] | None = None  # None: rebuild from dict
         self.running_tuple: tuple[RunningJob, ...] | None = None
         self.nodes: tuple[NodeView, ...] = ()
+        self.targets: dict[str, tuple[int, ...]] = {}  # dependency display id -> job ids
+        self.ended: dict[int, JobState] = {}  # states of ended dependency targets
         self.reasons: dict[int, str] = {}  # as last applied
         self.starts: dict[int, float] = {}  # estimated starts of the last applied plan
 
@@ -42,6 +47,7 @@ class JobViews:
         for job_id in ids:
             self.dirty.add(job_id)
             self.reasons.pop(job_id, None)
+            self.ended.pop(job_id, None)
 
     def keep_pending(self, job_id: int, key: tuple[object, ...], view: PendingJob) -> None:
         if self.running.pop(job_id, None) is not None:

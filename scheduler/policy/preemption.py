@@ -2,9 +2,11 @@
 
 A pending job may preempt a running job that is ``preemptible``, not already stopping, and of
 a lower class: class is (QoS level, job priority). Victims on a node are taken lowest class
-first, most recently started first, until the node has the GPUs (GPUs of stopping jobs count
-as free); the nodes needing the fewest preempted GPUs win. The job is not placed in the same
-pass: its GPUs are reserved from now on, and the daemon places it once the victims are gone.
+first, most recently started first, and only while they free something the job still lacks
+(GPUs of its type and memory, CPUs, memory; an exclusive job needs every holder gone) until
+the node has it all (what stopping jobs hold counts as free); the nodes needing the fewest
+preempted GPUs win. The job is not placed in the same pass: its GPUs are reserved from now
+on, and the daemon places it once the victims are gone.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rota.scheduler.policy.config import PolicyConfig
+from rota.scheduler.policy.fit import gpu_ok
 from rota.scheduler.policy.snapshot import PendingJob, RunningJob
 from rota.scheduler.policy.state import ClusterState, ConstraintKey, NodeState, window_ok
 
@@ -23,6 +26,30 @@ class _Victim:
     job: RunningJob
     rank: tuple[float, int, float, int]  # class, then most recent first
     end: float  # when the profile expects it to release its GPUs
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """What one running job holds on one node."""
+
+    job_id: int
+    gpus: tuple[int, ...]
+    cpus: float
+    memory: int
+
+
+@dataclass(slots=True)
+class _Room:
+    """What a node would offer the job: GPUs that suit it, CPUs and memory."""
+
+    gpus: set[int]
+    cpus: float
+    memory: int
+
+    def add(self, held: _Held, suits: Callable[[int], bool]) -> None:
+        self.gpus.update(g for g in held.gpus if suits(g))
+        self.cpus += held.cpus
+        self.memory += held.memory
 
 
 class Preemptor:
@@ -37,18 +64,29 @@ class Preemptor:
     ) -> None:
         self.state = state
         self.cfg = cfg
-        self.by_node: defaultdict[str, list[tuple[_Victim, int]]] = defaultdict(list)
+        self.by_node: defaultdict[str, list[tuple[_Victim, _Held]]] = defaultdict(list)
+        self.stopping: defaultdict[str, list[_Held]] = defaultdict(list)
+        self.holders: defaultdict[str, set[int]] = defaultdict(set)  # non-stopping job ids
         self.taken: set[int] = set()
+        victims: list[tuple[RunningJob, _Victim]] = []
         for job in running:
-            if not job.preemptible or job.stopping:
+            if job.stopping:
+                for alloc in job.allocations:
+                    held = _Held(job.id, alloc.gpu_indices, alloc.cpus, alloc.memory)
+                    self.stopping[alloc.node].append(held)
                 continue
-            cls = (cfg.qos_level(job.qos), job.priority)
-            end = end_of(job)  # as the state stores it (before now: released now)
-            victim = _Victim(job, (*cls, -job.start_time, -job.id), end)
             for alloc in job.allocations:
-                self.by_node[alloc.node].append((victim, len(alloc.gpu_indices)))
-        for victims in self.by_node.values():
-            victims.sort(key=lambda v: v[0].rank)
+                self.holders[alloc.node].add(job.id)
+            if job.preemptible:
+                cls = (cfg.qos_level(job.qos), job.priority)
+                end = end_of(job)  # as the state stores it (before now: released now)
+                victims.append((job, _Victim(job, (*cls, -job.start_time, -job.id), end)))
+        for job, victim in victims:
+            for alloc in job.allocations:
+                held = _Held(job.id, alloc.gpu_indices, alloc.cpus, alloc.memory)
+                self.by_node[alloc.node].append((victim, held))
+        for candidates in self.by_node.values():
+            candidates.sort(key=lambda v: v[0].rank)
 
     @property
     def possible(self) -> bool:
@@ -63,17 +101,11 @@ class Preemptor:
         now = self.state.now
         scored: list[tuple[int, int, int, list[_Victim], NodeState]] = []
         for node in self.state.matching(job, key):
+            chosen = self._victims_on(job, node, cls)
+            if chosen is None:
+                continue
             need = node.total if job.exclusive else job.gpus
-            have = len(node.free) + node.stopping
-            chosen: list[_Victim] = []
-            for victim, gpus in self.by_node.get(node.view.name, ()):
-                if have >= need:
-                    break
-                if victim.job.id in self.taken or victim.rank[:2] >= cls:
-                    continue
-                chosen.append(victim)
-                have += gpus
-            if have < need or not self._window(node, chosen, need, now + duration):
+            if not self._window(node, chosen, need, now + duration):
                 continue
             lost = sum(len(a.gpu_indices) for v in chosen for a in v.job.allocations)
             scored.append((lost, len(chosen), node.idx, chosen, node))
@@ -91,6 +123,59 @@ class Preemptor:
                 if holder is not None:
                     self.state.move_release(holder, victim.end, now, len(alloc.gpu_indices))
         return sorted(victims), [s[4] for s in picked]
+
+    def _victims_on(
+        self, job: PendingJob, node: NodeState, cls: tuple[float, int]
+    ) -> list[_Victim] | None:
+        """The fewest lowest-class victims after which ``job`` fits ``node``; None: never."""
+        view = node.view
+        allocatable = {g.index for g in view.gpus if g.allocatable}
+        kinds = {g.index: (g.name, g.memory_total) for g in view.gpus}
+
+        def suits(index: int) -> bool:
+            return index in allocatable and gpu_ok(job, *kinds[index])
+
+        room = _Room({g for g in node.free if suits(g)}, node.cpus, node.memory)
+        for held in self.stopping.get(view.name, ()):
+            room.add(held, suits)
+        need = len(allocatable) if job.exclusive else job.gpus
+        left = set(self.holders.get(view.name, ()))  # holders that would still run
+        chosen: list[_Victim] = []
+        for victim, held in self.by_node.get(view.name, ()):
+            short = self._short(job, room, need, left)
+            if not short:
+                break
+            if victim.job.id in self.taken or victim.rank[:2] >= cls:
+                continue
+            if any(self._frees(held, what, suits) for what in short):
+                chosen.append(victim)
+                room.add(held, suits)
+                left.discard(held.job_id)
+        return None if self._short(job, room, need, left) else chosen
+
+    @staticmethod
+    def _short(job: PendingJob, room: _Room, need: int, left: set[int]) -> list[str]:
+        """What the node still lacks for ``job``: some of gpus, cpus, memory, holders."""
+        short = []
+        if len(room.gpus) < need:
+            short.append("gpus")
+        if job.cpus and room.cpus < job.cpus:
+            short.append("cpus")
+        if job.memory and room.memory < job.memory:
+            short.append("memory")
+        if job.exclusive and left:
+            short.append("holders")
+        return short
+
+    @staticmethod
+    def _frees(held: _Held, what: str, suits: Callable[[int], bool]) -> bool:
+        if what == "gpus":
+            return any(suits(g) for g in held.gpus)
+        if what == "cpus":
+            return held.cpus > 0
+        if what == "memory":
+            return held.memory > 0
+        return True  # an exclusive job needs every holder gone
 
     def _window(self, node: NodeState, chosen: list[_Victim], need: int, end: float) -> bool:
         changes = list(node.changes)

@@ -199,5 +199,20 @@ def test_idle_gpus_only_for_reservations(snap, policy):
             if len([g for g in gpus if job.gpu_type in g.name]) >= job.gpus
             and not (job.exclusive and (name in busy_nodes or len(gpus) < job.gpus))
         ]
-        if len(fits) >= job.nodes:
-            assert plan.est_start or policy in ("fifo", "first-fit"), job
+        if len(fits) < job.nodes:
+            continue
+        # it fits now: it may only wait if it would run into another job's reserved start
+        # (fifo: behind a blocked job ahead of it; first-fit never leaves one waiting)
+        placed_ids = {p.job_id for p in plan.placements}
+        end = snap.now + snap.config.limit_of(job.time_limit)
+        if policy == "fifo":
+            assert any(
+                reason == reasons.RESOURCES and other != job.id
+                for other, reason in plan.reasons.items()
+            ), job
+        else:
+            assert policy != "first-fit", job
+            assert any(
+                other != job.id and other not in placed_ids and start < end
+                for other, start in plan.est_start.items()
+            ), job
