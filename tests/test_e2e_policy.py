@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from tests.cluster import TEST_IMAGE, Cluster, wait_for
@@ -201,6 +202,26 @@ def test_limits_and_explain(cluster: Cluster) -> None:
     assert refused.returncode == 2
     assert "would have 3 pending jobs; the limit is 2" in refused.stderr
     assert "limits.max_pending_per_user" in refused.stderr
+
+
+def test_gqueue_start_shows_when_a_waiting_job_is_expected_to_start(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    running = cluster.submit(_job("sleep 300", extra="time_limit: 1h\n"))
+    cluster.wait_state(running, "RUNNING")
+    waiting = cluster.submit(_job("true"))
+    _wait_reason(cluster, waiting, "Resources")
+    started = _seconds(cluster.job(running)["start_time"])
+    lines = cluster.cli("gqueue", "--start", check=True).stdout.splitlines()
+    assert lines[0].split() == ["JOBID", "USER", "NAME", "ST", "START_TIME", "(REASON)"]
+    (row,) = [line.split() for line in lines[1:]]  # only pending jobs are listed
+    assert row[0] == waiting and row[-1] == "(Resources)"
+    assert abs(_seconds(row[4]) - (started + 3600)) <= 2, "when the running job's 1 h limit ends"
+    assert cluster.job(waiting)["estimated_start"] == row[4]
+
+
+def _seconds(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def test_rota_simulate_writes_its_figures(tmp_path: Path) -> None:
