@@ -181,6 +181,25 @@ def test_gang_launch_orders_carry_the_rendezvous_env(h: RotaHarness) -> None:
     assert all(o.host_network for o in launches) and gang
 
 
+def test_gangs_led_from_one_node_get_different_master_ports(tmp_path: Path) -> None:
+    h = RotaHarness(tmp_path, master_port_range=(29500, 29501))
+    h.connect("n1", gpus=2)
+    h.connect("n2", gpus=2)
+    first = h.submit(gpus=1, nodes=2)
+    h.core.cancel([h.submit(gpus=1)], "ann")
+    second = h.submit(gpus=1, nodes=2)
+    assert int(second) - int(first) == 2, "the same port by id alone"
+    launches = h.launches(h.schedule())
+    ports = {(o.job_id, o.env["MASTER_ADDR"], o.env["MASTER_PORT"]) for o in launches}
+    assert len(ports) == 2, "every rank of a gang gets the same address and port"
+    assert {p[1] for p in ports} == {"n1"}
+    assert {p[2] for p in ports} == {"29500", "29501"}
+    h.restart()
+    h.connect("n1", gpus=2)  # unstarted launches are sent again, with the ports they had
+    resent = h.launches(h.connect("n2", gpus=2)) + h.launches(h.schedule())
+    assert {(o.job_id, o.env["MASTER_ADDR"], o.env["MASTER_PORT"]) for o in resent} == ports
+
+
 def test_gang_is_all_or_nothing(h: RotaHarness) -> None:
     h.connect("n1", gpus=2)
     h.connect("n2", gpus=2)

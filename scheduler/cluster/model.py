@@ -15,13 +15,15 @@ from rota.states import JobState
 
 @dataclass(slots=True)
 class NodeAlloc:
-    """What one job holds on one node (host GPU indices and their UUIDs)."""
+    """What one job holds on one node (host GPU indices and their UUIDs); ``port`` is a
+    gang's MASTER_PORT, on the allocation of its first node (0 otherwise)."""
 
     node: str
     gpus: tuple[int, ...]
     uuids: tuple[str, ...] = ()
     cpus: float = 0.0
     memory: int = 0
+    port: int = 0
 
 
 @dataclass(slots=True)

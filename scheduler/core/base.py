@@ -196,7 +196,7 @@ class CoreBase:
             master = self.nodes[nodes[0]].address or nodes[0]
             env.update(
                 MASTER_ADDR=master,
-                MASTER_PORT=str(self._master_port(job.id)),
+                MASTER_PORT=str(job.allocation[0].port or self._master_port(job.id)),
                 WORLD_SIZE=str(len(nodes)),
                 ROTA_NNODES=str(len(nodes)),
                 ROTA_GPUS_PER_NODE=str(job.spec.gpus),
@@ -226,9 +226,21 @@ class CoreBase:
             )
         return orders
 
-    def _master_port(self, job_id: int) -> int:
+    def _master_port(self, job_id: int, node: str = "") -> int:
+        """A gang's MASTER_PORT: from its id, moved on past the ports of other live gangs
+        whose first node is ``node`` (while the range has one free)."""
         low, high = self.config.master_port_range
-        return low + job_id % (high - low + 1)
+        span = high - low + 1
+        taken = {
+            j.allocation[0].port or low + j.id % span
+            for j in self.jobs.values()
+            if node and j.id != job_id and len(j.allocation) > 1 and j.allocation[0].node == node
+        }
+        for step in range(span):
+            port = low + (job_id + step) % span
+            if port not in taken:
+                return port
+        return low + job_id % span
 
     def _resolve_one(self, display_id: str) -> list[JobRecord]:
         text = display_id.strip()

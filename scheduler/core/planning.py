@@ -160,6 +160,8 @@ class PlanningCore(CoreBase):
                 continue
             for alloc in allocs:
                 used.setdefault(alloc.node, set()).update(alloc.gpus)
+            if len(allocs) > 1:
+                allocs[0].port = self._master_port(job.id, allocs[0].node)
             job.attempt += 1
             job.allocation = allocs
             job.reason = ""

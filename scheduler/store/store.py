@@ -62,6 +62,7 @@ def _alloc_to_json(allocation: Sequence[NodeAlloc]) -> list[dict[str, Any]] | No
             "uuids": list(a.uuids),
             "cpus": a.cpus,
             "memory": a.memory,
+            "port": a.port,
         }
         for a in allocation
     ]
@@ -77,6 +78,7 @@ def _alloc_from_json(data: Any) -> list[NodeAlloc]:
             tuple(d.get("uuids", ())),
             d.get("cpus", 0.0),
             d.get("memory", 0),
+            d.get("port", 0),
         )
         for d in data
     ]
