@@ -85,24 +85,31 @@ _SIZES = {"gpu_dirty_memory"}
 def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
     """Read ``path`` (its ``scheduler:`` section or the whole file), then apply overrides.
 
-    Unknown keys raise ValueError naming them; None overrides are ignored.
+    Unknown keys and bad values raise ValueError naming them; None overrides are ignored.
     """
     values: dict[str, Any] = {}
     if path is not None:
         raw = yaml.safe_load(path.read_text()) or {}
-        section = raw.get("scheduler", raw) if isinstance(raw, dict) else {}
+        section = raw.get("scheduler", raw) if isinstance(raw, dict) else raw
+        if not isinstance(section, dict):
+            raise ValueError(f"settings must be a map (under `scheduler:` or not), got {section!r}")
         values.update(section)
     values.update({k: v for k, v in overrides.items() if v is not None})
     known = {f.name for f in fields(SchedulerConfig)}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"unknown scheduler setting(s) {unknown}; known: {sorted(known)}")
-    for key in _DURATIONS & set(values):
-        if isinstance(values[key], str):
-            values[key] = parse_duration(values[key])
-    for key in _SIZES & set(values):
-        if isinstance(values[key], str):
-            values[key] = parse_size(values[key])
+    for keys, parse in ((_DURATIONS, parse_duration), (_SIZES, parse_size)):
+        for key in keys & set(values):
+            value = values[key]
+            try:
+                values[key] = parse(value) if isinstance(value, str) else value
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+            if isinstance(values[key], bool) or not isinstance(values[key], int | float):
+                raise ValueError(f"{key} must be a duration or size, got {value!r}")
+            if values[key] < 0 or (key == "default_time_limit" and values[key] == 0):
+                raise ValueError(f"{key} must be > 0, got {value!r}")
     if "preemptible_qos" in values:
         values["preemptible_qos"] = _names("preemptible_qos", values["preemptible_qos"])
     config = replace(SchedulerConfig(), **values)

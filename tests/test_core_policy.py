@@ -277,6 +277,9 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
         ("usage_half_life: 0\n", "must be > 0"),
         ("policy: best\n", "unknown policy 'best'"),
         ("preemptible_qos: low\n", "preemptible_qos must be a list of names"),
+        ("scheduler: [1, 2]\n", "settings must be a map"),
+        ("node_timeout: soon\n", "node_timeout"),
+        ("default_time_limit: 0\n", "default_time_limit must be > 0"),
     ],
 )
 def test_bad_policy_settings_are_named(tmp_path: Path, text: str, message: str) -> None:

@@ -1,16 +1,20 @@
-"""``rota simulate TRACE.csv --nodes N --gpus-per-node G [--policy NAME] ...``."""
+"""``rota simulate TRACE.csv --nodes N --gpus-per-node G [--policy NAME] [--config FILE] ...``."""
 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import sys
 import time
+from pathlib import Path
 
+import yaml
+
+from rota.scheduler.config import load_config, policy_config
 from rota.scheduler.policy import DEFAULT_POLICY, POLICIES, get_policy
+from rota.scheduler.policy.config import PolicyConfig
+from rota.scheduler.sim import report
 from rota.scheduler.sim.engine import simulate
-from rota.scheduler.sim.metrics import FIELDS, summarise
+from rota.scheduler.sim.metrics import summarise
 from rota.scheduler.sim.trace import TraceError, derive_limits, read_trace
 
 
@@ -21,16 +25,31 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="Philly or generic CSV (see docs/simulator.md)")
     p.add_argument("--nodes", type=int, required=True)
     p.add_argument("--gpus-per-node", type=int, required=True)
-    p.add_argument("--policy", default=DEFAULT_POLICY, choices=sorted(POLICIES))
+    p.add_argument(
+        "--policy",
+        choices=sorted(POLICIES),
+        help=f"default: the --config file's policy, else {DEFAULT_POLICY}",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="scheduler YAML (as for `rota scheduler --config`): policy and its settings",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the derived time limits")
-    p.add_argument("--json", metavar="OUT", help="write the figures as JSON")
-    p.add_argument("--csv", metavar="OUT", help="write one row per job as CSV")
+    p.add_argument("--json", metavar="OUT", help="write the summary figures as JSON")
+    p.add_argument(
+        "--csv", metavar="OUT", help="append the summary figures as one CSV row (header if new)"
+    )
+    p.add_argument("--jobs-csv", metavar="OUT", help="write one row per job as CSV")
     p.add_argument("--limit-jobs", type=int, metavar="N", help="first N jobs only")
     return p
 
 
 def main(argv: list[str]) -> int:
-    """Run one simulation and print its figures; exit code 0, 1 (bad trace) or 2 (usage)."""
+    """Run one simulation, print its figures and write the outputs asked for.
+
+    Exit code 0, 1 (unreadable trace) or 2 (usage, bad config file, --csv file of another kind).
+    """
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -40,6 +59,17 @@ def main(argv: list[str]) -> int:
         print("rota simulate: --nodes and --gpus-per-node must be >= 1", file=sys.stderr)
         return 2
     try:
+        policy, config = settings(args.config, args.policy)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        print(f"rota simulate: --config {args.config}: {exc}", file=sys.stderr)
+        return 2
+    if args.csv:
+        try:
+            report.check_summary_csv(args.csv)
+        except (OSError, ValueError) as exc:
+            print(f"rota simulate: --csv: {exc}", file=sys.stderr)
+            return 2
+    try:
         jobs = derive_limits(read_trace(args.trace, args.limit_jobs), args.seed)
     except (OSError, TraceError) as exc:
         print(f"rota simulate: {exc}", file=sys.stderr)
@@ -47,49 +77,43 @@ def main(argv: list[str]) -> int:
     began = time.perf_counter()
     result = simulate(
         jobs,
-        get_policy(args.policy),
+        get_policy(policy),
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
-        oracle=args.policy == "sjf-oracle",
+        config=config,
+        oracle=policy == "sjf-oracle",
     )
-    figures = {"policy": args.policy, "nodes": args.nodes, "gpus_per_node": args.gpus_per_node}
+    figures: dict[str, object] = {
+        "trace": args.trace,
+        "policy": policy,
+        "config": args.config,
+        "nodes": args.nodes,
+        "gpus_per_node": args.gpus_per_node,
+        "seed": args.seed,
+        "default_time_limit": config.default_time_limit,
+    }
     figures |= summarise(result)
     figures["wall_seconds"] = round(time.perf_counter() - began, 2)
-    for name in ("policy", *FIELDS, "wall_seconds"):
-        print(f"{name:>14}: {_show(figures[name])}")
+    report.print_figures(figures)
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(figures, out, indent=2)
+        report.write_json(args.json, figures)
     if args.csv:
-        _write_jobs(args.csv, result)
+        report.append_summary_csv(args.csv, figures)
+    if args.jobs_csv:
+        report.write_jobs_csv(args.jobs_csv, result)
     return 0
 
 
-def _show(value: object) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+def settings(path: str | None, policy: str | None) -> tuple[str, PolicyConfig]:
+    """The policy name and its settings.
 
-
-def _write_jobs(path: str, result: object) -> None:
-    from rota.scheduler.sim.engine import SimResult
-
-    assert isinstance(result, SimResult)
-    with open(path, "w", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(
-            ["id", "account", "user", "gpus", "submit", "start", "end", "run_time", "timed_out"]
-        )
-        for r in result.records:
-            j = r.job
-            writer.writerow(
-                [
-                    j.id,
-                    j.account,
-                    j.user,
-                    j.gpus,
-                    j.submit_time,
-                    r.start,
-                    r.end,
-                    r.run_time,
-                    int(r.timed_out),
-                ]
-            )
+    Without ``path``: ``policy`` (default ``rota``) with ``PolicyConfig`` defaults (7-day default
+    time limit, as in the published figures). With ``path``: the daemon's settings from that
+    YAML, read by the daemon's loader (its ``policy:`` unless ``policy`` is given; unset keys
+    take the daemon's defaults, so a 24-hour default time limit). ValueError, OSError or
+    yaml.YAMLError name a bad file or setting.
+    """
+    if path is None:
+        return policy or DEFAULT_POLICY, PolicyConfig()
+    scheduler = load_config(Path(path), policy=policy)
+    return scheduler.policy, policy_config(scheduler)

@@ -8,8 +8,10 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import POLICIES, get_policy
 from rota.scheduler.sim import main, simulate
 from rota.scheduler.sim.metrics import summarise
 from rota.scheduler.sim.trace import TraceError, TraceJob, derive_limits, read_trace
@@ -67,10 +69,43 @@ def test_every_job_finishes_and_figures_are_sane(policy):
     assert figures["avg_jct"] >= figures["avg_queue"]
 
 
-def test_simulation_is_deterministic_for_a_seed():
-    jobs = generated_jobs()
-    assert run("rota", jobs, seed=3) == run("rota", jobs, seed=3)
-    assert derive_limits(jobs, 1) != derive_limits(jobs, 2)
+TRACES = st.lists(
+    st.tuples(
+        st.integers(0, 300).map(lambda t: 10.0 * t),  # submission: ties are common
+        st.floats(1.0, 20_000.0),  # duration
+        st.sampled_from([1, 1, 2, 3, 4, 8, 16]),  # gpus: some gangs, some that never fit
+        st.sampled_from(["u0", "u1", "u2", "u3"]),
+        st.sampled_from(["a0", "a1", "a2"]),
+        st.none() | st.floats(60.0, 40_000.0),  # time limit given in the trace
+    ),
+    min_size=1,
+    max_size=40,
+).map(lambda rows: [TraceJob(i + 1, *row) for i, row in enumerate(rows)])
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@settings(max_examples=25, deadline=None)
+@given(
+    jobs=TRACES,
+    seed=st.integers(0, 2**32 - 1),
+    nodes=st.integers(1, 3),
+    gpus_per_node=st.sampled_from([1, 2, 4, 8]),
+)
+def test_simulation_is_deterministic_for_a_seed(policy, jobs, seed, nodes, gpus_per_node):
+    """Two runs (the second on the policy caches the first left) agree job by job."""
+    first, second = (
+        simulate(
+            derive_limits(jobs, seed),
+            get_policy(policy),
+            nodes=nodes,
+            gpus_per_node=gpus_per_node,
+            oracle=policy == "sjf-oracle",
+        )
+        for _ in range(2)
+    )
+    assert first.records == second.records
+    assert first == second
+    assert summarise(first) == summarise(second)
 
 
 def test_backfill_and_rota_beat_fifo_under_load():
@@ -96,6 +131,7 @@ def test_derived_limits_overestimate_mostly():
     under = sum(j.time_limit is not None and j.time_limit < source[j.id].duration for j in jobs)
     assert 100 <= none <= 200
     assert 20 <= under <= 80
+    assert derive_limits(generated_jobs(1000), seed=1) != jobs  # the seed picks the estimates
     for j in jobs:
         if j.time_limit is not None and j.time_limit % 3600:  # an underestimate, to the minute
             assert j.time_limit < source[j.id].duration + 60
@@ -115,7 +151,7 @@ def test_generic_csv_and_main(tmp_path, capsys):
     write_generic(trace, generated_jobs(120), with_limits=True)
     out_json, out_csv = tmp_path / "out.json", tmp_path / "jobs.csv"
     argv = [str(trace), "--nodes", "2", "--gpus-per-node", "8", "--policy", "fifo-backfill"]
-    code = main([*argv, "--json", str(out_json), "--csv", str(out_csv), "--limit-jobs", "100"])
+    code = main([*argv, "--json", str(out_json), "--jobs-csv", str(out_csv), "--limit-jobs", "100"])
     assert code == 0
     figures = json.loads(out_json.read_text())
     assert figures["jobs"] == 100 and figures["policy"] == "fifo-backfill"
