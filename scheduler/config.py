@@ -46,7 +46,9 @@ class SchedulerConfig:
     limits: Mapping[str, int] = field(default_factory=dict)  # max_gpus_per_user, ...
     account_shares: Mapping[str, float] = field(default_factory=dict)
     qos_levels: Mapping[str, float] = field(default_factory=dict)  # merged over the defaults
+    default_share: float = 1.0  # fair share of accounts not in account_shares
     backfill_depth: int = 16
+    backfill_max_job_test: int = 0  # test at most this many jobs per pass; 0 = all
     usage_half_life: float = 7 * DAY
     priority_period: float = 300.0  # priorities and published usage refresh this often
     max_age: float = 7 * DAY  # waiting this long gives the full age factor
@@ -130,7 +132,8 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
     for name in ("weights", "limits", "account_shares", "qos_levels"):
         if not isinstance(getattr(config, name), Mapping):
             raise ValueError(f"{name} must be a map of names to numbers")
-    for name in ("backfill_depth", "usage_half_life", "priority_period", "max_age"):
+    numbers = ("backfill_depth", "backfill_max_job_test", "default_share")
+    for name in (*numbers, "usage_half_life", "priority_period", "max_age"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"{name} must be a number, got {value!r}")
@@ -144,8 +147,10 @@ def _policy_config(config: SchedulerConfig) -> PolicyConfig:
     weights = _merge("weights", Weights(), config.weights, float)
     limits = _merge("limits", Limits(), config.limits, _limit)
     qos = {**PolicyConfig().qos_levels, **{str(k): float(v) for k, v in config.qos_levels.items()}}
-    if config.backfill_depth < 0:
-        raise ValueError("backfill_depth must be >= 0")
+    if config.backfill_depth < 0 or config.backfill_max_job_test < 0:
+        raise ValueError("backfill_depth and backfill_max_job_test must be >= 0")
+    if config.default_share <= 0:
+        raise ValueError("default_share must be > 0")
     if min(config.usage_half_life, config.priority_period, config.max_age) <= 0:
         raise ValueError("usage_half_life, priority_period and max_age must be > 0")
     return PolicyConfig(
@@ -158,6 +163,8 @@ def _policy_config(config: SchedulerConfig) -> PolicyConfig:
         qos_levels=qos,
         default_time_limit=config.default_time_limit,
         backfill_depth=int(config.backfill_depth),
+        backfill_max_job_test=int(config.backfill_max_job_test),
+        default_share=float(config.default_share),
         preemption=bool(config.preemption),
     )
 

@@ -280,6 +280,8 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
         ("scheduler: [1, 2]\n", "settings must be a map"),
         ("node_timeout: soon\n", "node_timeout"),
         ("default_time_limit: 0\n", "default_time_limit must be > 0"),
+        ("default_share: 0\n", "default_share must be > 0"),
+        ("backfill_max_job_test: -1\n", "backfill_max_job_test must be >= 0"),
     ],
 )
 def test_bad_policy_settings_are_named(tmp_path: Path, text: str, message: str) -> None:
@@ -293,7 +295,9 @@ def test_policy_settings_from_yaml(tmp_path: Path) -> None:
     path = tmp_path / "scheduler.yaml"
     path.write_text(
         "scheduler:\n  usage_half_life: 2d\n  priority_period: 1m\n  qos_levels: {urgent: 0.9}\n"
+        "  default_share: 0.5\n  backfill_max_job_test: 200\n"
     )
     cfg = policy_config(load_config(path))
+    assert cfg.default_share == 0.5 and cfg.backfill_max_job_test == 200
     assert cfg.usage_half_life == 2 * 86400 and cfg.priority_period == 60
     assert cfg.qos_level("urgent") == 0.9 and cfg.qos_level("low") == 0.0

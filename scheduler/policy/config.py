@@ -57,7 +57,7 @@ class PolicyConfig:
     - ``backfill_max_job_test``: test at most this many eligible jobs per pass, in order (SLURM's
       ``bf_max_job_test``, default 500 there); later jobs wait with ``Priority`` untested. 0 (the
       default): no cap. A cap bounds a pass on huge queues but leaves idle GPUs that a job
-      beyond it could use, so rota's daemon keeps it off.
+      beyond it could use, so it is off unless configured.
     - ``preemption``: allow preempting preemptible jobs for blocked higher-class jobs.
     """
 

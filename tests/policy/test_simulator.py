@@ -117,6 +117,17 @@ def test_backfill_and_rota_beat_fifo_under_load():
     assert rota["avg_jct"] < backfill["avg_jct"]
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3, 7])
+def test_rota_beats_fifo_backfill_on_jct_and_p95_queueing(seed):
+    """The issue's bar on the Philly trace, guarded on small loaded traces (Philly figures:
+    docs/policy.md)."""
+    jobs = generated_jobs(400, seed)
+    backfill = run("fifo-backfill", jobs, nodes=3)
+    rota = run("rota", jobs, nodes=3)
+    assert rota["avg_jct"] < 0.9 * backfill["avg_jct"]
+    assert rota["p95_queue"] < backfill["p95_queue"]
+
+
 def test_jobs_are_killed_at_their_time_limit():
     jobs = [TraceJob(1, 0.0, 7200.0, 1, "u", "a", time_limit=3600.0)]
     result = simulate(jobs, get_policy("rota"), nodes=1, gpus_per_node=8)
