@@ -38,6 +38,7 @@ def _as_dict(reply: Any, state: str) -> dict[str, Any]:
         reason=reply.reason or None,
         reason_detail=reply.reason_detail or None,
         estimated_start=iso(reply.estimated_start),
+        order_by=reply.order_by,
         factors=[
             {
                 "name": f.name,
@@ -68,9 +69,12 @@ def render(data: dict[str, Any]) -> str:
         f"job {data['id']} is PENDING (policy {data['policy']})",
         f"  reason:          {why}",
         f"  estimated start: {data['estimated_start'] or 'unknown'}",
-        f"  rank:            {data['rank']} of {data['pending_jobs']} pending job(s)",
-        f"  priority:        {data['priority']:.1f} = sum of:",
+        f"  rank:            {data['rank']} of {data['pending_jobs']} pending job(s), "
+        f"by {data['order_by']}",
     ]
+    if not data["factors"]:
+        return "\n".join(lines)
+    lines.append(f"  priority:        {data['priority']:.1f} = sum of:")
     rows = [
         (f["name"], f"{f['value']:.4f}", f"{f['weight']:g}", f"{f['contribution']:.1f}")
         for f in data["factors"]

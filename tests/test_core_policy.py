@@ -263,8 +263,12 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
     factors = {f.name: f for f in why.factors}
     assert factors["job_priority"].contribution == 5
     assert why.priority == pytest.approx(sum(f.contribution for f in why.factors))
+    assert why.order_by == "multifactor priority"
     running, none = h.core.explain_target("1")
     assert none is None and running.state is JobState.CONFIGURING
+    fifo = explain(snap, job.id, "fifo-backfill")
+    assert fifo.order_by == "submission time" and fifo.factors == () and fifo.priority == 0
+    assert fifo.reason == "Resources" and fifo.rank == 1
 
 
 @pytest.mark.parametrize(

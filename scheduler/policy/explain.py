@@ -8,13 +8,19 @@ from rota.scheduler.policy import multifactor
 from rota.scheduler.policy.priority import Factor, PriorityContext
 from rota.scheduler.policy.snapshot import PendingJob, Snapshot
 
+ORDER_BY = {
+    "rota": "multifactor priority",
+    "sjf-oracle": "true duration, shortest first",
+}  # every other policy: submission time
+
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """Why a pending job waits.
 
     ``factors`` are rota's multifactor terms (the last one, ``job_priority``, is the job's own
-    priority times its weight); ``priority`` is their sum. ``rank`` is the job's 1-based place
+    priority times its weight) and ``priority`` is their sum, under the ``rota`` policy; other
+    policies order by what ``order_by`` says, so both are empty (0) there. ``rank`` is the job's 1-based place
     in the policy's order. ``reason`` is None and ``starts_now`` True when this pass would
     start it; ``est_start`` is the estimated start when the pass computed one.
     """
@@ -27,6 +33,7 @@ class Explanation:
     starts_now: bool
     reason: str | None
     est_start: float | None
+    order_by: str
 
 
 def explain(snapshot: Snapshot, job_id: int, policy: str = "rota") -> Explanation:
@@ -36,9 +43,11 @@ def explain(snapshot: Snapshot, job_id: int, policy: str = "rota") -> Explanatio
     job = next((j for j in snapshot.pending if j.id == job_id), None)
     if job is None:
         raise KeyError(job_id)
-    ctx = PriorityContext(snapshot)
-    weight = snapshot.config.weights.job_priority
-    factors = (*ctx.factors(job), Factor("job_priority", float(job.priority), weight))
+    factors: tuple[Factor, ...] = ()
+    if policy == "rota":
+        weight = snapshot.config.weights.job_priority
+        own = Factor("job_priority", float(job.priority), weight)
+        factors = (*PriorityContext(snapshot).factors(job), own)
     plan = get_policy(policy)(snapshot)
     order = _order(snapshot, policy)
     starts = any(p.job_id == job_id for p in plan.placements)
@@ -51,6 +60,7 @@ def explain(snapshot: Snapshot, job_id: int, policy: str = "rota") -> Explanatio
         starts_now=starts,
         reason=None if starts else plan.reasons.get(job_id),
         est_start=plan.est_start.get(job_id),
+        order_by=ORDER_BY.get(policy, "submission time"),
     )
 
 
