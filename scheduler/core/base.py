@@ -231,10 +231,12 @@ class CoreBase:
         whose first node is ``node`` (while the range has one free)."""
         low, high = self.config.master_port_range
         span = high - low + 1
+        if not node:
+            return low + job_id % span
         taken = {
             j.allocation[0].port or low + j.id % span
             for j in self.jobs.values()
-            if node and j.id != job_id and len(j.allocation) > 1 and j.allocation[0].node == node
+            if j.id != job_id and len(j.allocation) > 1 and j.allocation[0].node == node
         }
         for step in range(span):
             port = low + (job_id + step) % span
