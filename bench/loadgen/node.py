@@ -142,9 +142,12 @@ class SimNode:
                 if msg is grpc.aio.EOF:
                     break
                 self._last_heard = time.monotonic()
-                if self.stopped:
-                    continue  # frozen: reads nothing, answers nothing
                 kind = msg.WhichOneof("msg")
+                if kind == "pong":
+                    self._on_pong()  # counted even when frozen: the scheduler did answer
+                    continue
+                if self.stopped:
+                    continue  # frozen: acts on nothing
                 if kind == "welcome":
                     welcomed = True
                     self._on_welcome(msg.welcome, outbox)
@@ -152,8 +155,6 @@ class SimNode:
                         asyncio.create_task(self._write(call, outbox)),
                         asyncio.create_task(self._heartbeats(call)),
                     ]
-                elif kind == "pong":
-                    self._on_pong()
                 elif kind == "launch":
                     self._on_launch(msg.launch)
                 elif kind == "kill":
