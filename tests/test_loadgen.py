@@ -39,6 +39,7 @@ def test_loadgen_accounts_for_heartbeats_jobs_and_a_stopped_node() -> None:
     jobs = s["jobs"]
     assert jobs["submitted"] == jobs["launched"] == jobs["completed"] == 12
     assert jobs["scheduler_states"] == {"COMPLETED": 12}
+    assert jobs["on_stopped_nodes"] == 0  # nodes are stopped only once every job was placed
     assert 0 < jobs["all_launched_s"] <= jobs["all_completed_s"]
 
     assert s["down"]["stopped"] == s["down"]["marked_down"] == 1

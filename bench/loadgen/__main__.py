@@ -57,9 +57,11 @@ def parse(argv: list[str] | None) -> tuple[Options, Path]:
     p.add_argument("--no-floor", dest="floor", action="store_false", help="skip the floor run")
     p.add_argument("--floor-window", type=float, default=0.0, help="default: --window")
     p.add_argument("--logs", default="", help="keep server logs and the database in this folder")
-    p.add_argument("--json", type=Path, default=Path("loadgen.json"), help="report file")
+    p.add_argument(
+        "--json", type=Path, help="report file (default: bench/results/loadgen-NODES.json)"
+    )
     args = vars(p.parse_args(argv))
-    out = args.pop("json")
+    out = args.pop("json") or Path("bench/results") / f"loadgen-{args['nodes']}.json"
     args["settings"] = dict(args["settings"])
     return Options(**args), out
 
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     options, out = parse(argv)
     report = asyncio.run(run(options))
     print(table(report))
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
     print(f"report written to {out}")
     return 0

@@ -49,6 +49,7 @@ class Stats:
     watchdog_drops: int = 0  # streams dropped because the scheduler fell silent
     launched: dict[str, float] = field(default_factory=dict)  # display id -> monotonic time
     completed: dict[str, float] = field(default_factory=dict)  # ack of its EXITED event
+    launched_on_stopped: int = 0  # launch orders that reached a stopped node
     kills: int = 0
     connected: int = 0
     heartbeat_interval: float = 0.0  # from the last welcome
@@ -146,8 +147,11 @@ class SimNode:
                 if kind == "pong":
                     self._on_pong()  # counted even when frozen: the scheduler did answer
                     continue
-                if self.stopped:
-                    continue  # frozen: acts on nothing
+                if self.stopped:  # frozen: acts on nothing, but the order was sent
+                    if kind == "launch":
+                        self.stats.launched.setdefault(msg.launch.display_id, time.monotonic())
+                        self.stats.launched_on_stopped += 1
+                    continue
                 if kind == "welcome":
                     welcomed = True
                     self._on_welcome(msg.welcome, outbox)

@@ -56,7 +56,8 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         (
             f"{j['submitted']} jobs: launch orders",
             f"{j['launched']} launched, all after {j['all_launched_s']} s, median "
-            f"{j['launch_median_s']} s (submitting took {j['submit_s']} s)",
+            f"{j['launch_median_s']} s (submitting took {j['submit_s']} s); "
+            f"{j['on_stopped_nodes']} sent to stopped nodes",
         ),
         (
             f"{j['submitted']} jobs: completed",

@@ -6,8 +6,8 @@ Scheduler phase: start ``rota scheduler`` (unless an address is given), register
 submit one held probe job, ramp the nodes up, let them settle, then the window: CPU and RSS of
 the scheduler, heartbeats and their round trip, unary RPCs every ``probe_interval``, ``ginfo``
 runs spread over the window; ``jobs`` jobs submitted a tenth into the window; once they all have
-launch orders (at half the window at the latest) ``stop_nodes`` idle nodes are stopped and timed
-until DOWN. After the window the run waits (at most ``drain`` seconds) for the jobs to complete
+launch orders (at three quarters of the window at the latest) ``stop_nodes`` idle nodes are
+stopped and timed until DOWN. After the window the run waits (at most ``drain`` seconds) for the jobs to complete
 and the stopped nodes to be DOWN. Floor phase: the same nodes, ramp, settle and window against
 the floor server, no jobs.
 """
@@ -176,15 +176,15 @@ async def _scheduler_window(
 async def _jobs_and_stops(
     o: Options, fleet: Fleet, jobs: pb_grpc.JobServiceStub, address: str, window_end: float
 ) -> tuple[tuple[float, list[str]], float, list[str], dict[str, float]]:
-    """Submit the jobs; once all have launch orders (or at half the window) stop idle nodes and
-    time them until DOWN; wait for the jobs to complete. Everything ends by ``drain`` after the
+    """Submit the jobs; once all have launch orders (or at three quarters of the window) stop
+    idle nodes and time them until DOWN; wait for the jobs to complete. Everything ends by ``drain`` after the
     window."""
     deadline = window_end + o.drain
     submitted_at = time.monotonic()
     ids = await servers.submit(jobs, o.jobs, o.job_runtime, o.submit_batch) if o.jobs else []
     submit_s = time.monotonic() - submitted_at
-    half = window_end - o.window / 2
-    while fleet.count(LAUNCHED) < len(ids) and time.monotonic() < half:
+    latest = window_end - o.window / 4
+    while fleet.count(LAUNCHED) < len(ids) and time.monotonic() < latest:
         await asyncio.sleep(0.1)
     stopped = await fleet.stop_idle(o.stop_nodes, o.stop_mode) if o.stop_nodes else []
     watching = asyncio.create_task(watch_down(address, stopped, deadline))
@@ -240,6 +240,7 @@ async def _jobs_report(
         "launched": len(launched),
         "all_launched_s": round(max(launched), 2) if ids and len(launched) == len(ids) else None,
         "launch_median_s": round(statistics.median(launched), 2) if launched else None,
+        "on_stopped_nodes": stats["launched_on_stopped"],
         "completed": len(completed),
         "all_completed_s": round(max(completed), 2) if ids and len(completed) == len(ids) else None,
         "scheduler_states": states,

@@ -96,7 +96,7 @@ def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
     for r in results:
         for key in ("sent", "answered", "disconnects", "reconnects"):
             out[key] = [a + b for a, b in zip(out[key], r[key], strict=True)]
-        for key in ("dial_failures", "watchdog_drops", "kills", "connected"):
+        for key in ("dial_failures", "watchdog_drops", "launched_on_stopped", "kills", "connected"):
             out[key] += r[key]
         out["rtts"].extend(r["rtts"])
         out["launched"].update(r["launched"])
