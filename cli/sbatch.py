@@ -352,7 +352,8 @@ def translate(
     environ = environ or {}
     now = now or datetime.now().astimezone()
     batch = BatchJob(job={})
-    job, resources = batch.job, {}
+    job = batch.job
+    resources: dict[str, Any] = {}
     gpus_total: tuple[str, int] | None = None
     ntasks: int | None = None
     for number, line in header_lines(text):

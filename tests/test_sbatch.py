@@ -27,9 +27,7 @@ from rota.jobspec import parse_job_file
 from tests.cluster import Cluster, wait_for
 
 DATA = Path(__file__).parent / "data" / "sbatch"
-SCRIPTS = sorted(
-    p for p in DATA.iterdir() if p.suffix in (".sh", ".py") and p.stem != "unknown_directive"
-)
+SCRIPTS = sorted(p for p in DATA.iterdir() if p.suffix != ".yaml" and p.stem != "unknown_directive")
 NOW = datetime(2026, 3, 2, 15, 30, 0)
 
 
