@@ -208,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--data-dir", help="data directory (default: ~/.local/share/rota)")
     _log_format_option(u)
 
+    c = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    c.add_argument("shell", choices=["bash", "zsh"])
+
     sub.add_parser(
         "simulate", help="replay a trace through the policy (see rota simulate -h)", add_help=False
     )
@@ -219,6 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["simulate"]:
         return cmd_simulate(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "completion":
+        from rota.cli.completion import script
+
+        print(script(args.shell))
+        return 0
     _setup_logging(args)
     handlers = {"scheduler": cmd_scheduler, "agent": cmd_agent, "up": cmd_up}
     return handlers[args.command](args)
