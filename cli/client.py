@@ -95,6 +95,15 @@ class Client:
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
 
+    def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The ``gqueue --json`` objects of these jobs, whatever their state (an array id
+        gives all its tasks)."""
+        from rota.cli.render import job_json
+        from rota.v1 import rota_pb2 as pb
+
+        reply = self.call(self.jobs.ListJobs, pb.ListJobsRequest(ids=ids, all_states=True))
+        return [job_json(j, pb.JobState.Name(j.state)) for j in reply.jobs]
+
     def close(self) -> None:
         self.channel.close()
 

@@ -6,13 +6,17 @@ import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gcancel", description="Cancel rota jobs.")
     p.add_argument(
         "ids", nargs="+", metavar="JOBID", help="123, 123_4 (one array task) or 123 (whole array)"
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
     return run_main(lambda: _cancel(args))

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gcontrol", description="Act on rota jobs.")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     sub = p.add_subparsers(dest="action", required=True)
@@ -19,7 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     show = sub.add_parser("show", help="show a record: gcontrol show job ID")
     show.add_argument("kind", choices=["job"])
     show.add_argument("id", metavar="JOBID")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
     return run_main(lambda: _show(args) if args.action == "show" else _act(args))

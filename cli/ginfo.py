@@ -8,13 +8,17 @@ import sys
 import time
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ginfo", description="Show rota nodes and GPUs.")
     p.add_argument("-G", "--gpus", action="store_true", help="one line per GPU")
     p.add_argument("-N", "--node", help="only this node, one line per GPU")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
     return run_main(lambda: _info(args))

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="glogs", description="Show the output of a rota job.")
     p.add_argument("id", metavar="JOBID")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
@@ -17,7 +17,11 @@ def main(argv: list[str] | None = None) -> int:
         "--node", default="", help="a gang job's node whose output to show (default: rank 0's)"
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
     return run_main(lambda: _logs(args))

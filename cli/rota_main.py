@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import secrets
 import signal
@@ -17,13 +16,11 @@ from pathlib import Path
 from rota.paths import DEFAULT_ADDRESS, DEFAULT_PORT, data_dir
 
 
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+def _setup_logging(args: argparse.Namespace) -> None:
+    from rota.logformat import configure_logging
+
+    node = (args.node or socket.gethostname()) if args.command == "agent" else ""
+    configure_logging(args.verbose, getattr(args, "log_format", "text"), node)
 
 
 def _labels(text: str | None) -> dict[str, str]:
@@ -109,7 +106,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     store.close()
     listen = f"127.0.0.1:{args.port}"
     exe = [sys.executable, "-m", "rota.cli.rota_main"]
-    scheduler = subprocess.Popen([*exe, "scheduler", "--listen", listen, "--db", db_url])
+    logs = ["--log-format", args.log_format]
+    scheduler = subprocess.Popen([*exe, "scheduler", "--listen", listen, "--db", db_url, *logs])
     agent_cmd = [
         *exe,
         "agent",
@@ -119,6 +117,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         node,
         "--data-dir",
         str(base / f"agent-{node}"),
+        *logs,
     ]
     if args.simulate_gpus is not None:
         agent_cmd += ["--simulate-gpus", str(args.simulate_gpus)]
@@ -153,6 +152,17 @@ def cmd_simulate(argv: list[str]) -> int:
     return sim_main(argv)
 
 
+def _log_format_option(parser: argparse.ArgumentParser) -> None:
+    from rota.logformat import LOG_FORMATS
+
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text lines, or one JSON object per line (time, level, logger, message, job, node)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rota", description="rota cluster GPU scheduler.")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -168,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept agents of unregistered nodes (demos and tests only)",
     )
+
+    _log_format_option(s)
 
     a = sub.add_parser("agent", help="run the node agent")
     a.add_argument("--scheduler", help=f"scheduler HOST:PORT (default {DEFAULT_ADDRESS})")
@@ -186,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--labels", help="node labels k=v[,k=v]")
     a.add_argument("--heartbeat", type=float, default=2.0, help="seconds between heartbeats")
+    _log_format_option(a)
 
     u = sub.add_parser("up", help="scheduler + local agent in the foreground")
     u.add_argument("--port", type=int, default=DEFAULT_PORT)
@@ -193,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--gpu-mode", choices=["auto", "nvidia", "env"])
     u.add_argument("--node", help="local node name (default: the host name)")
     u.add_argument("--data-dir", help="data directory (default: ~/.local/share/rota)")
+    _log_format_option(u)
+
+    c = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    c.add_argument("shell", choices=["bash", "zsh"])
 
     sub.add_parser(
         "simulate", help="replay a trace through the policy (see rota simulate -h)", add_help=False
@@ -205,7 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["simulate"]:
         return cmd_simulate(argv[1:])
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
+    if args.command == "completion":
+        from rota.cli.completion import script
+
+        print(script(args.shell))
+        return 0
+    _setup_logging(args)
     handlers = {"scheduler": cmd_scheduler, "agent": cmd_agent, "up": cmd_up}
     return handlers[args.command](args)
 

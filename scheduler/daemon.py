@@ -1,5 +1,9 @@
 """The scheduler daemon: gRPC (asyncio) server, store, engine and the APScheduler tick.
 
+The server also answers the standard gRPC health checking (``grpc.health.v1.Health``: NOT_SERVING
+until the store is open and the engine started, SERVING after, NOT_SERVING again once shutdown
+begins; load balancers ask it without a token) and server reflection (so ``grpcurl`` works).
+
 SIGTERM or SIGINT stops it gracefully: it stops accepting RPCs, finishes the pass in progress,
 and exits 0 with everything committed.
 """
@@ -14,6 +18,9 @@ from collections.abc import Callable
 
 import grpc
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+from grpc_reflection.v1alpha import reflection
 
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.config import SchedulerConfig
@@ -21,6 +28,7 @@ from rota.scheduler.core import Core
 from rota.scheduler.engine import Engine
 from rota.scheduler.policy import get_policy
 from rota.scheduler.store.store import Store
+from rota.v1 import rota_pb2
 
 log = logging.getLogger("rota.scheduler")
 
@@ -38,6 +46,28 @@ class ListenError(RuntimeError):
     """The listen address could not be bound."""
 
 
+# The health status of "" (the whole server) and of every rota service.
+HEALTH_SERVICES = ("", *(s.full_name for s in rota_pb2.DESCRIPTOR.services_by_name.values()))
+
+
+async def add_standard_services(server: grpc.aio.Server) -> health_aio.HealthServicer:
+    """Health checking (every service NOT_SERVING until ``set_serving``) and reflection."""
+    health = health_aio.HealthServicer()
+    for name in HEALTH_SERVICES:
+        await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+    reflection.enable_server_reflection(
+        [*HEALTH_SERVICES[1:], health_name, reflection.SERVICE_NAME], server
+    )
+    return health
+
+
+async def set_serving(health: health_aio.HealthServicer) -> None:
+    for name in HEALTH_SERVICES:
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+
 async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None = None) -> int:
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
     decide = get_policy(config.policy)
@@ -46,6 +76,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     engine = Engine(core)
     server = grpc.aio.server(options=SERVER_OPTIONS)
     add_servicers(server, engine)
+    health = await add_standard_services(server)
     try:
         port = server.add_insecure_port(config.listen)
     except RuntimeError as exc:
@@ -59,6 +90,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         engine.tick, "interval", seconds=config.tick_interval, max_instances=1, coalesce=True
     )
     ticker.start()
+    await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]
     log.info(
         "rota scheduler listening on %s:%d (database %s, policy %s)",
@@ -75,6 +107,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("rota scheduler stopping: no new requests, finishing the current pass")
+    await health.enter_graceful_shutdown()
     ticker.shutdown(wait=False)
     await server.stop(grace=1.0)
     await engine.stop()

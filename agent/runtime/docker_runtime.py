@@ -184,7 +184,10 @@ class DockerRuntime:
             if state.get("Running"):
                 att.running = True
                 log.info(
-                    "adopted running job %s attempt %d", labels.get(LABEL_DISPLAY), att.attempt
+                    "adopted running job %s attempt %d",
+                    labels.get(LABEL_DISPLAY),
+                    att.attempt,
+                    extra={"job": labels.get(LABEL_DISPLAY), "attempt": att.attempt},
                 )
                 self._spawn(self._watch, att)
             elif state.get("Status") == "created":
@@ -219,6 +222,7 @@ class DockerRuntime:
                     order.display_id,
                     order.attempt,
                     ",".join(order.gpu_uuids),
+                    extra={"job": order.display_id, "attempt": order.attempt},
                 )
             container = self._client.containers.create(**args)
         except _ENGINE_DOWN as exc:
@@ -319,7 +323,13 @@ class DockerRuntime:
             engine_fault=engine_fault,
         )
         att.final = report
-        log.warning("job %d attempt %d could not start: %s", att.job_id, att.attempt, message)
+        log.warning(
+            "job %d attempt %d could not start: %s",
+            att.job_id,
+            att.attempt,
+            message,
+            extra={"job": att.job_id, "attempt": att.attempt},
+        )
         self._report(report)
 
     # ------------------------------------------------------------------ watch
@@ -459,6 +469,7 @@ class DockerRuntime:
                 "stopping job %d attempt %d: the scheduler no longer runs it here",
                 att.job_id,
                 att.attempt,
+                extra={"job": att.job_id, "attempt": att.attempt},
             )
             self.kill(Kill(att.job_id, att.attempt, "not kept by the scheduler", self._kill_grace))
 
@@ -484,6 +495,7 @@ class DockerRuntime:
                 att.job_id,
                 att.attempt,
                 _short(exc),
+                extra={"job": att.job_id, "attempt": att.attempt},
             )
 
     def close(self) -> None:
