@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -55,12 +53,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    import grpc
-
     from rota.cli.client import CliError, connect, current_user
     from rota.jobspec import JobSpec, parse_dependency
-    from rota.v1 import rota_pb2 as pb
-    from rota.wire import spec_to_pb
 
     if args.dependency:
         try:
@@ -74,25 +68,9 @@ def _submit(args: argparse.Namespace) -> int:
             spec = replace(spec, hold=True)
         if args.dependency:
             spec = replace(spec, dependency=args.dependency)
-        items.append(
-            pb.SubmitItem(client_request_id=uuid.uuid4().hex, spec=spec_to_pb(spec), source=name)
-        )
-    request = pb.SubmitJobsRequest(items=items, user=current_user(), test_only=args.test_only)
+        items.append((name, spec))
     with connect(args.scheduler) as client:
-        # Retried with the same request ids: the scheduler returns the stored ids, never duplicates.
-        for attempt in range(5):
-            try:
-                response = client.jobs.SubmitJobs(request, timeout=30)
-                break
-            except grpc.RpcError as exc:
-                error = client.translate(exc)
-                retryable = exc.code() in (
-                    grpc.StatusCode.UNAVAILABLE,
-                    grpc.StatusCode.DEADLINE_EXCEEDED,
-                )
-                if not retryable or attempt == 4:
-                    raise error from None
-                time.sleep(0.2 * 2**attempt)
+        response = client.submit(items, current_user(), test_only=args.test_only)
     for job in response.jobs:
         if args.test_only:
             print(f"Job would {'start now' if not job.reason else 'wait: ' + job.reason}")
