@@ -16,18 +16,18 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import grpc
 import yaml
-from google.protobuf.json_format import MessageToDict
 
-from rota.jobspec import JobSpec
 from rota.paths import DEFAULT_ADDRESS, config_file
 from rota.states import JobState
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
-from rota.wire import spec_fields
+
+if TYPE_CHECKING:
+    from rota.jobspec import JobSpec
 
 T = TypeVar("T")
 RPC_TIMEOUT = 30.0
@@ -142,6 +142,8 @@ class Client:
         Retried with the same request ids when the scheduler is unreachable or slow: it returns
         the stored ids, never duplicates.
         """
+        from rota.wire import spec_fields  # only gsub needs it: other commands start faster
+
         items = [
             pb.SubmitItem(client_request_id=uuid.uuid4().hex, spec=spec_fields(spec), source=name)
             for name, spec in specs
@@ -249,6 +251,8 @@ def state_of(job: Any) -> JobState:
 
 def as_dict(message: Any) -> dict[str, Any]:
     """A reply message as JSON-ready data, with the field names of ``rota.proto``."""
+    from google.protobuf.json_format import MessageToDict
+
     return MessageToDict(message, preserving_proto_field_name=True)
 
 
