@@ -71,7 +71,7 @@ class Agent:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        self.clock = clock
+        self._clock = clock
         self._monotonic = monotonic
         self.backend, self.inventory = open_backend(config.simulate_gpus, config.node)
         self.runtime = DockerRuntime(
@@ -203,7 +203,7 @@ class Agent:
                 attempts=tuple(attempts),
                 engine_healthy=health.healthy,
                 engine_error=health.error,
-                time=self.clock(),
+                time=self._clock(),
             )
         )
 
