@@ -38,6 +38,8 @@ _ENGINE_DOWN = (requests.exceptions.ConnectionError, requests.exceptions.Timeout
 
 @dataclass(frozen=True, slots=True)
 class EngineHealth:
+    """Whether the container engine answered its last ping, and why not."""
+
     healthy: bool
     error: str = ""
 
@@ -50,9 +52,7 @@ class _Attempt:
     deadline: float = 0.0
     running: bool = False
     final: AgentEvent | None = None
-    stop_kind: EventKind | None = (
-        None  # KILLED, TIMED_OUT or LOST once the agent decided to stop it
-    )
+    stop_kind: EventKind | None = None  # KILLED, TIMED_OUT or LOST once the agent stops it
     stop_reason: str = ""  # reported as the message of the final report
 
     @property
