@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rota.gpus import GpuInfo
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import GpuTelemetry, Heartbeat, Hello, Inventory
+from rota.messages import GpuTelemetry, Heartbeat, Hello, Inventory
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core import Core, SubmitItem
 from rota.scheduler.policy import clear_caches, get_policy

@@ -77,7 +77,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
-    from rota.v1 import rota_pb2 as pb
 
     if args.area == "gpu":
         from rota.cli.gadmin_gpu import run_gpu
@@ -87,12 +86,7 @@ def _run(args: argparse.Namespace) -> int:
     labels = parse_labels(getattr(args, "labels", None))
     with connect(args.scheduler) as client:
         if args.op == "add":
-            reply = client.call(
-                client.admin.AddNode,
-                pb.AddNodeRequest(
-                    name=args.name, labels=labels, user=user, rotate_token=args.rotate_token
-                ),
-            )
+            reply = client.add_node(args.name, labels, user, args.rotate_token)
             if args.parsable:
                 print(reply.token)
             else:
@@ -104,28 +98,20 @@ def _run(args: argparse.Namespace) -> int:
                     "(or ROTA_NODE_TOKEN=TOKEN)"
                 )
         elif args.op == "drain":
-            node = client.call(
-                client.admin.DrainNode,
-                pb.DrainNodeRequest(name=args.name, reason=args.reason, user=user),
-            )
+            node = client.drain_node(args.name, args.reason, user)
             print(f"Node {node.name} {node.state}: {node.reason}")
         elif args.op == "resume":
-            node = client.call(
-                client.admin.ResumeNode, pb.ResumeNodeRequest(name=args.name, user=user)
-            )
+            node = client.resume_node(args.name, user)
             print(f"Node {node.name} resumed ({node.state})")
         elif args.op == "remove":
-            result = client.call(
-                client.admin.RemoveNode,
-                pb.RemoveNodeRequest(name=args.name, force=args.force, user=user),
-            )
+            result = client.remove_node(args.name, args.force, user)
             print(f"Node {args.name} removed")
             if result.requeued:
                 print(f"Requeued job(s): {' '.join(result.requeued)}")
             if result.failed:
                 print(f"Ended NODE_FAIL: {' '.join(result.failed)}")
         else:
-            nodes = list(client.call(client.nodes.ListNodes, pb.ListNodesRequest()).nodes)
+            nodes = client.list_nodes()
             _print_nodes(nodes, args.json)
     return 0
 

@@ -23,14 +23,10 @@ def add_gpu_parser(sub: Any) -> None:
 def run_gpu(args: argparse.Namespace) -> int:
     """Run ``gadmin gpu ...``: one RPC, one line of output."""
     from rota.cli.client import CliError, connect, current_user
-    from rota.v1 import rota_pb2 as pb
 
     if args.index < 0:
         raise CliError("index: must be a GPU index >= 0", 2)
-    request = pb.GpuActionRequest(
-        node=args.node, index=args.index, user=current_user(), reason=getattr(args, "reason", "")
-    )
     with connect(args.scheduler) as client:
-        method = client.gpus.ResumeGpu if args.op == "resume" else client.gpus.DrainGpu
-        print(client.call(method, request).message)
+        reason = getattr(args, "reason", "")
+        print(client.gpu_action(args.op, args.node, args.index, current_user(), reason))
     return 0

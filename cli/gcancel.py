@@ -24,13 +24,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _cancel(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
-    from rota.v1 import rota_pb2 as pb
 
     with connect(args.scheduler) as client:
-        reply = client.call(
-            client.jobs.CancelJobs, pb.CancelJobsRequest(ids=args.ids, user=current_user())
-        )
-    failed = [r for r in reply.results if not r.ok]
+        results = client.cancel_jobs(args.ids, current_user())
+    failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"gcancel: error: {r.message}", file=sys.stderr)
     return 1 if failed else 0

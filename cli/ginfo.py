@@ -25,24 +25,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from google.protobuf.json_format import MessageToDict
-
-    from rota.cli.client import connect
+    from rota.cli.client import as_dict, connect
     from rota.cli.render import table
     from rota.units import format_size
-    from rota.v1 import rota_pb2 as pb
 
     with connect(args.scheduler) as client:
-        if args.node:
-            nodes = [client.call(client.nodes.GetNode, pb.GetNodeRequest(name=args.node))]
-        else:
-            nodes = list(client.call(client.nodes.ListNodes, pb.ListNodesRequest()).nodes)
+        nodes = [client.get_node(args.node)] if args.node else client.list_nodes()
     if args.json:
-        print(
-            json.dumps(
-                [MessageToDict(n, preserving_proto_field_name=True) for n in nodes], indent=2
-            )
-        )
+        print(json.dumps([as_dict(n) for n in nodes], indent=2))
         return 0
     from rota.cli.ginfo_gpus import gpu_note
 

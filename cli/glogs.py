@@ -29,15 +29,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _logs(args: argparse.Namespace) -> int:
     from rota.cli.client import connect
-    from rota.v1 import rota_pb2 as pb
 
-    request = pb.StreamLogsRequest(
-        id=args.id, attempt=args.attempt, follow=args.follow, node=args.node
-    )
     out = sys.stdout.buffer
-    with connect(args.scheduler) as client, client.errors():
-        for chunk in client.jobs.StreamLogs(request, timeout=None if args.follow else 60):
-            out.write(chunk.data)
+    with connect(args.scheduler) as client:
+        for data in client.stream_logs(args.id, args.attempt, args.follow, args.node):
+            out.write(data)
             out.flush()
     return 0
 

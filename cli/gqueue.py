@@ -68,11 +68,10 @@ def _split(text: str | None) -> list[str]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from rota.cli.client import CliError, connect, current_user
+    from rota.cli.client import CliError, connect, current_user, state_of
     from rota.cli.gqueue_format import parse_format
     from rota.cli.render import iso, job_json, table
-    from rota.states import parse_state
-    from rota.v1 import rota_pb2 as pb
+    from rota.states import JobState, parse_state
 
     if args.limit is not None and args.limit < 0:
         raise CliError(f"--limit: expected a number >= 0, got {args.limit}", 2)
@@ -81,27 +80,26 @@ def _show(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(f"--format: {exc}", 2) from None
     users = [*_split(args.user), *([current_user()] if args.me else [])]
-    request = pb.ListJobsRequest(ids=_split(args.jobs), users=users, accounts=_split(args.account))
-    states = _split(args.states)
-    if [s.lower() for s in states] == ["all"]:
-        request.all_states = True
-    elif states:
+    names = _split(args.states)
+    states: list[JobState] = []
+    all_states = [s.lower() for s in names] == ["all"]
+    if names and not all_states:
         try:
-            request.states.extend(pb.JobState.Value(parse_state(s).value) for s in states)
+            states = [parse_state(s) for s in names]
         except ValueError as exc:
             raise CliError(f"-t: {exc}", 2) from None
-    elif args.jobs:
-        request.all_states = True  # naming a job shows it whatever its state, as squeue -j does
+    elif not names and args.jobs:
+        all_states = True  # naming a job shows it whatever its state, as squeue -j does
     with connect(args.scheduler) as client:
-        jobs = list(client.call(client.jobs.ListJobs, request).jobs)
+        jobs = client.list_jobs(_split(args.jobs), users, _split(args.account), states, all_states)
     if args.json:
-        print(json.dumps([job_json(j, pb.JobState.Name(j.state)) for j in jobs], indent=2))
+        print(json.dumps([job_json(j, state_of(j).value) for j in jobs], indent=2))
         return 0
     if args.start:
         starts = [
             (j.id, j.user, j.name, j.state_code, iso(j.estimated_start) or "N/A", f"({j.reason})")
             for j in jobs
-            if j.state == pb.PENDING
+            if state_of(j) is JobState.PENDING
         ]
         print(
             table(
@@ -109,7 +107,7 @@ def _show(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    _print_jobs(args, [job_json(j, pb.JobState.Name(j.state)) for j in jobs], parts)
+    _print_jobs(args, [job_json(j, state_of(j).value) for j in jobs], parts)
     return 0
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rota.jobspec import JobSpec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,7 +51,7 @@ class Loaded:
 
     name: str
     job: dict[str, Any]
-    spec: object
+    spec: JobSpec
     notes: list[str] = field(default_factory=list)
 
 
@@ -135,33 +136,13 @@ def _checked_dependency(text: str | None) -> str:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    import grpc
-
     from rota.cli.client import connect, current_user
-    from rota.v1 import rota_pb2 as pb
-    from rota.wire import spec_to_pb
 
     jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency))
-    items = [
-        pb.SubmitItem(client_request_id=uuid.uuid4().hex, spec=spec_to_pb(j.spec), source=j.name)
-        for j in jobs
-    ]
-    request = pb.SubmitJobsRequest(items=items, user=current_user(), test_only=args.test_only)
     with connect(args.scheduler) as client:
-        # Retried with the same request ids: the scheduler returns the stored ids, never duplicates.
-        for attempt in range(5):
-            try:
-                response = client.jobs.SubmitJobs(request, timeout=30)
-                break
-            except grpc.RpcError as exc:
-                error = client.translate(exc)
-                retryable = exc.code() in (
-                    grpc.StatusCode.UNAVAILABLE,
-                    grpc.StatusCode.DEADLINE_EXCEEDED,
-                )
-                if not retryable or attempt == 4:
-                    raise error from None
-                time.sleep(0.2 * 2**attempt)
+        response = client.submit(
+            [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only
+        )
     for note in (note for j in jobs for note in j.notes):
         print(f"gsub: note: {note}", file=sys.stderr)
     submitted: list[str] = []

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from rota.scheduler.cluster.messages import (
+from rota.messages import (
     AgentEvent,
     AgentOrder,
     Heartbeat,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from rota.gpus import GpuInfo
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import (
+from rota.messages import (
     AgentEvent,
     EventAck,
-    GpuInfo,
     Heartbeat,
     Hello,
     Inventory,

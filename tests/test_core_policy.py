@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import KillOrder, LaunchOrder, RunningAttempt
+from rota.messages import KillOrder, LaunchOrder, RunningAttempt
 from rota.scheduler.config import SchedulerConfig, load_config, policy_config
 from rota.scheduler.core import Core, SubmitItem, UserError
 from rota.scheduler.policy import get_policy

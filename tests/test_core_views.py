@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import AgentEvent, GpuTelemetry, Heartbeat, Hello
+from rota.messages import AgentEvent, GpuTelemetry, Heartbeat, Hello
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core import Core, SubmitItem
 from rota.scheduler.core.views import JobViews

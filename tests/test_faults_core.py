@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import Heartbeat, Hello, KillOrder, RunningAttempt, Welcome
+from rota.messages import Heartbeat, Hello, KillOrder, RunningAttempt, Welcome
 from rota.scheduler.cluster.status import node_status
 from rota.scheduler.core import AuthError, Conflict, NotFound, SubmitItem, UserError, hash_token
 from rota.scheduler.store.store import JobQuery

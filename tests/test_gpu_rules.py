@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from rota.agent.runtime.owners import ProcessOwners
-from rota.scheduler.cluster.gpus import GpuMark, GpuTrack, display, human_duration
-from rota.scheduler.cluster.messages import (
-    GpuInfo,
+from rota.gpus import GpuInfo
+from rota.messages import (
     GpuProcess,
     GpuTelemetry,
     Heartbeat,
     Hello,
     Inventory,
 )
+from rota.scheduler.cluster.gpus import GpuMark, GpuTrack, display, human_duration
 from rota.scheduler.config import SchedulerConfig, load_config
 from rota.scheduler.core import Core, UserError
 from rota.scheduler.policy import get_policy

@@ -21,7 +21,6 @@ from rota.scheduler.store.store import JobQuery
 from rota.states import ACTIVE_STATES, JobState
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
-from rota.wire import spec_from_pb
 
 log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
@@ -49,7 +48,8 @@ class JobServicer(pb_grpc.JobServiceServicer):
         self, request: pb.SubmitJobsRequest, context: Any
     ) -> pb.SubmitJobsResponse:
         items = [
-            SubmitItem(spec_from_pb(i.spec), i.client_request_id, i.source) for i in request.items
+            SubmitItem(convert.spec_from_pb(i.spec), i.client_request_id, i.source)
+            for i in request.items
         ]
         user = request.user or "unknown"
         results = await _guard(context, self.engine.submit(items, user, request.test_only))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import GpuTelemetry, Inventory, RunningAttempt
+from rota.messages import GpuTelemetry, Inventory, RunningAttempt
 from rota.states import JobState
 
 

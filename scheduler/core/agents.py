@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 
-from rota.scheduler.cluster.messages import (
+from rota.messages import (
     AgentEvent,
     EventAck,
     Heartbeat,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rota.jobspec import JobSpec, parse_array
-from rota.scheduler.cluster.messages import (
+from rota.messages import (
     AgentOrder,
     Inventory,
     KillOrder,

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from rota.messages import Heartbeat, Hello
 from rota.scheduler.cluster.gpus import (
     AUTO,
     GpuDisplay,
@@ -20,7 +21,6 @@ from rota.scheduler.cluster.gpus import (
     display,
     human_duration,
 )
-from rota.scheduler.cluster.messages import Heartbeat, Hello
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.agents import AgentsCore

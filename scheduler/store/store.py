@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import JobSpec, Mount
+from rota.messages import Inventory
 from rota.scheduler.cluster.gpus import GpuMark
-from rota.scheduler.cluster.messages import Inventory
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
 from rota.scheduler.store.models import (
     Base,
