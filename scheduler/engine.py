@@ -2,7 +2,8 @@
 coalesces scheduling passes, and routes orders and log data to and from agent streams.
 
 Submitting, listing and heartbeats never wait for a pass: ``decide`` runs on the policy thread
-while the core thread keeps serving; only the short apply step queues behind them.
+while the core thread keeps serving (dry runs decide there with a policy instance of their
+own); only the short apply step queues behind them.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from rota.scheduler.config import SchedulerConfig, load_config, policy_config
 from rota.scheduler.core import Core, SubmitItem, UserError
 from rota.scheduler.engine import Engine
 from rota.scheduler.policy import make_policy
+from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.multifactor import RotaPolicy
 from rota.scheduler.policy.queue import SortKey
 from rota.scheduler.policy.snapshot import PendingJob, Snapshot
@@ -316,8 +317,8 @@ class StuckRota(RotaPolicy):
     """rota whose pass stops while ranking the queue (its lock held, its order cache half
     built) until ``release`` is set."""
 
-    def __init__(self, *args: object) -> None:
-        super().__init__(*args)  # type: ignore[arg-type]
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(config)
         self.inside = threading.Event()
         self.release = threading.Event()
 
