@@ -19,9 +19,9 @@ from pathlib import Path
 from rota.gpus import GpuInfo
 from rota.jobspec import JobSpec
 from rota.messages import GpuTelemetry, Heartbeat, Hello, Inventory
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core import Core, SubmitItem
-from rota.scheduler.policy import clear_caches, get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
 
 NODES, GPUS, RUNNING, RUNS = 1000, 8, 2000, 7
@@ -36,11 +36,12 @@ class Clock:
 
 def build(pending: int, root: Path, policy: str) -> tuple[Core, Clock]:
     clock = Clock()
+    config = SchedulerConfig(open_registration=True, policy=policy)
     core = Core(
         Store(f"sqlite:///{root / 'db'}"),
-        SchedulerConfig(open_registration=True),
+        config,
         clock,
-        get_policy(policy),
+        make_policy(policy, policy_config(config)),
     )
     gpus = tuple(GpuInfo(i, f"GPU-{i}", "A100", 80 * 2**30) for i in range(GPUS))
     for n in range(NODES):
@@ -66,7 +67,7 @@ def build(pending: int, root: Path, policy: str) -> tuple[Core, Clock]:
 
     submit(RUNNING, gpus=4)  # fills every GPU
     snap = core.snapshot()
-    core.apply(core.decide(snap), snap.version)
+    core.apply(core.policy.decide(snap), snap.version)
     submit(pending)
     return core, clock
 
@@ -84,7 +85,7 @@ def busy_heartbeat() -> Heartbeat:
 def one_pass(core: Core) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     snap = core.snapshot()
-    core.apply(core.decide(snap), snap.version)
+    core.apply(core.policy.decide(snap), snap.version)
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -99,7 +100,7 @@ def main(sizes: list[int], policy: str = "rota") -> None:
             core, clock = build(size, Path(tmp), policy)
             full, inc = [], []
             for _ in range(RUNS):
-                clear_caches()
+                core.policy = make_policy(policy, core.policy.config)  # empty caches
                 core.forget_views()
                 full.append(one_pass(core))
             for _ in range(RUNS):

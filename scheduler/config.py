@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from rota.paths import DEFAULT_ADDRESS, data_dir
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
 from rota.units import parse_duration, parse_size
 
@@ -115,8 +115,8 @@ def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
     if "preemptible_qos" in values:
         values["preemptible_qos"] = _names("preemptible_qos", values["preemptible_qos"])
     config = replace(SchedulerConfig(), **values)
-    get_policy(config.policy)  # ValueError lists the known names
-    policy_config(config)  # names a bad policy setting now, not at the first pass
+    # ValueError names a bad policy setting or lists the known policies now, not at the first pass
+    make_policy(config.policy, policy_config(config))
     return config
 
 

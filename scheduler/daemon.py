@@ -23,10 +23,10 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from rota.scheduler.api.servicers import add_servicers
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core import Core
 from rota.scheduler.engine import Engine
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
 from rota.v1 import rota_pb2
 
@@ -70,9 +70,9 @@ async def set_serving(health: health_aio.HealthServicer) -> None:
 
 async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None = None) -> int:
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
-    decide = get_policy(config.policy)
+    policy = make_policy(config.policy, policy_config(config))
     store = Store(config.resolved_database_url())
-    core = Core(store, config, time.time, decide)
+    core = Core(store, config, time.time, policy)
     engine = Engine(core)
     server = grpc.aio.server(options=SERVER_OPTIONS)
     add_servicers(server, engine)

@@ -2,7 +2,8 @@
 coalesces scheduling passes, and routes orders and log data to and from agent streams.
 
 Submitting, listing and heartbeats never wait for a pass: ``decide`` runs on the policy thread
-while the core thread keeps serving; only the short apply step queues behind them.
+while the core thread keeps serving (dry runs decide there with a policy instance of their
+own); only the short apply step queues behind them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from rota.messages import (
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus, node_status
 from rota.scheduler.core import CancelResult, Core, NotFound, Orders, SubmitItem, SubmitResult
-from rota.scheduler.policy.explain import Explanation, explain
+from rota.scheduler.policy.explain import Explanation
 from rota.scheduler.store.store import JobQuery
 
 log = logging.getLogger("rota.scheduler")
@@ -91,7 +92,7 @@ class Engine:
         """Snapshot, decide (policy thread), apply (core thread), then send orders."""
         snapshot = await self.call(self.core.snapshot)
         loop = asyncio.get_running_loop()
-        plan = await loop.run_in_executor(self._policy_pool, self.core.decide, snapshot)
+        plan = await loop.run_in_executor(self._policy_pool, self.core.policy.decide, snapshot)
         orders = await self.call(self.core.apply, plan, snapshot.version)
         self.passes += 1
         self.dispatch(orders)
@@ -178,7 +179,7 @@ class Engine:
         if snapshot is None:
             return job, None, 0
         loop = asyncio.get_running_loop()
-        why = functools.partial(explain, snapshot, job.id, self.core.config.policy)
+        why = functools.partial(self.core.policy.explain, snapshot, job.id)
         return job, await loop.run_in_executor(self._policy_pool, why), len(snapshot.pending)
 
     async def list_nodes(self) -> list[tuple[NodeState, NodeStatus]]:

@@ -20,9 +20,9 @@ from rota.messages import (
     Welcome,
 )
 from rota.scheduler.cluster.model import NodeState
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core import AuthError, Core, SubmitItem, UserError, hash_token
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import JobQuery, Store
 from rota.states import JobState
 
@@ -53,7 +53,10 @@ class Harness:
 
     def _core(self) -> Core:
         return Core(
-            Store(f"sqlite:///{self.path / 'db'}"), self.config, self.clock, get_policy("first-fit")
+            Store(f"sqlite:///{self.path / 'db'}"),
+            self.config,
+            self.clock,
+            make_policy("first-fit", policy_config(self.config)),
         )
 
     def restart(self) -> None:
@@ -73,7 +76,7 @@ class Harness:
 
     def schedule(self) -> list:
         snap = self.core.snapshot()
-        return self.core.apply(self.core.decide(snap), snap.version)
+        return self.core.apply(self.core.policy.decide(snap), snap.version)
 
     def event(self, node: str, job: str, kind: str, attempt: int = 1, **kw: object) -> list:
         ev = AgentEvent(int(job.split("_")[0]), attempt, kind, time=self.clock.now, **kw)  # type: ignore[arg-type]

@@ -3,6 +3,8 @@ fair share that survives a restart, limits, arrays, gangs, preemption and ``expl
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,12 @@ from rota.jobspec import JobSpec
 from rota.messages import KillOrder, LaunchOrder, RunningAttempt
 from rota.scheduler.config import SchedulerConfig, load_config, policy_config
 from rota.scheduler.core import Core, SubmitItem, UserError
-from rota.scheduler.policy import get_policy
-from rota.scheduler.policy.explain import explain
+from rota.scheduler.engine import Engine
+from rota.scheduler.policy import make_policy
+from rota.scheduler.policy.config import PolicyConfig
+from rota.scheduler.policy.multifactor import RotaPolicy
+from rota.scheduler.policy.queue import SortKey
+from rota.scheduler.policy.snapshot import PendingJob, Snapshot
 from rota.scheduler.store.store import Store
 from rota.states import JobState
 from tests.test_core import Harness
@@ -26,7 +32,7 @@ class RotaHarness(Harness):
             Store(f"sqlite:///{self.path / 'db'}"),
             self.config,
             self.clock,
-            get_policy(self.config.policy),
+            make_policy(self.config.policy, policy_config(self.config)),
         )
 
     def launches(self, orders: list) -> list[LaunchOrder]:
@@ -257,7 +263,7 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
     h.schedule()
     job, snap = h.core.explain_target(waiting)
     assert snap is not None
-    why = explain(snap, job.id, h.config.policy)
+    why = h.core.policy.explain(snap, job.id)
     assert why.reason == "Resources" and why.rank == 1 and not why.starts_now
     assert why.est_start is not None
     factors = {f.name: f for f in why.factors}
@@ -266,7 +272,7 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
     assert why.order_by == "multifactor priority"
     running, none = h.core.explain_target("1")
     assert none is None and running.state is JobState.CONFIGURING
-    fifo = explain(snap, job.id, "fifo-backfill")
+    fifo = make_policy("fifo-backfill", snap.config).explain(snap, job.id)
     assert fifo.order_by == "submission time" and fifo.factors == () and fifo.priority == 0
     assert fifo.reason == "Resources" and fifo.rank == 1
 
@@ -305,3 +311,66 @@ def test_policy_settings_from_yaml(tmp_path: Path) -> None:
     assert cfg.default_share == 0.5 and cfg.backfill_max_job_test == 200
     assert cfg.usage_half_life == 2 * 86400 and cfg.priority_period == 60
     assert cfg.qos_level("urgent") == 0.9 and cfg.qos_level("low") == 0.0
+
+
+class StuckRota(RotaPolicy):
+    """rota whose pass stops while ranking the queue (its lock held, its order cache half
+    built) until ``release`` is set."""
+
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(config)
+        self.inside = threading.Event()
+        self.release = threading.Event()
+
+    def ranking(self, snapshot: Snapshot) -> tuple[object, SortKey]:
+        context, key = super().ranking(snapshot)
+
+        def stuck(job: PendingJob) -> object:
+            self.inside.set()
+            self.release.wait(60)
+            return key(job)
+
+        return context, stuck
+
+
+class StuckHarness(RotaHarness):
+    def _core(self) -> Core:
+        return Core(
+            Store(f"sqlite:///{self.path / 'db'}"),
+            self.config,
+            self.clock,
+            StuckRota(policy_config(self.config)),
+        )
+
+
+def test_a_dry_run_answers_while_a_pass_is_stuck_in_decide(tmp_path: Path) -> None:
+    """``gsub --test-only`` decides on the core thread with a policy instance of its own, so
+    it never waits for the pass running on the policy thread."""
+    h = StuckHarness(tmp_path)
+    h.connect("n1", gpus=2)
+    queued = h.submit(gpus=1)
+    policy = h.core.policy
+    assert isinstance(policy, StuckRota)
+    probe = SubmitItem(JobSpec(image="img", command=("true",), gpus=1))
+    too_big = SubmitItem(JobSpec(image="img", command=("true",), gpus=2))
+
+    async def scenario() -> tuple[list, bool]:
+        engine = Engine(h.core)
+        stuck_pass = asyncio.create_task(engine.run_pass())
+        try:
+            assert await asyncio.to_thread(policy.inside.wait, 30), "the pass never started"
+            answers = await asyncio.wait_for(
+                engine.submit([probe, too_big], "bob", test_only=True), timeout=20
+            )
+            return answers, stuck_pass.done()
+        finally:
+            policy.release.set()
+            await stuck_pass
+            await engine.stop()
+
+    (fits, waits), pass_done = asyncio.run(scenario())
+    assert not pass_done, "the dry run answered while the pass was still deciding"
+    assert fits.reason == "" and fits.job_ids == ()  # would start now, nothing stored
+    assert waits.reason == "Resources"  # the queued job comes first
+    assert h.state(queued) is JobState.CONFIGURING  # the pass finished once released
+    assert [j.display_id for j in h.core.jobs.values()] == [queued]

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from rota.jobspec import JobSpec
 from rota.messages import AgentEvent, GpuTelemetry, Heartbeat, Hello
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core import Core, SubmitItem
 from rota.scheduler.core.views import JobViews
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.policy.snapshot import RunningJob, Snapshot
 from rota.scheduler.store.store import JobQuery, Store
 from rota.states import JobState
@@ -67,7 +67,12 @@ class World:
     def __init__(self, root: Path) -> None:
         self.clock = Clock()
         config = SchedulerConfig(open_registration=True)
-        self.core = Core(Store(f"sqlite:///{root / 'db'}"), config, self.clock, get_policy("rota"))
+        self.core = Core(
+            Store(f"sqlite:///{root / 'db'}"),
+            config,
+            self.clock,
+            make_policy("rota", policy_config(config)),
+        )
         self.sessions: dict[str, int] = {}
         self.ids: list[str] = []
         for node in NODES:
@@ -135,7 +140,7 @@ class World:
     def schedule(self) -> Snapshot:
         snap = self.core.snapshot()
         assert_current(self.core, snap)
-        self.core.apply(self.core.decide(snap), snap.version)
+        self.core.apply(self.core.policy.decide(snap), snap.version)
         return snap
 
 

@@ -17,9 +17,9 @@ from rota.messages import (
     Inventory,
 )
 from rota.scheduler.cluster.gpus import GpuMark, GpuTrack, display, human_duration
-from rota.scheduler.config import SchedulerConfig, load_config
+from rota.scheduler.config import SchedulerConfig, load_config, policy_config
 from rota.scheduler.core import Core, UserError
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
 
 GiB = 2**30
@@ -130,7 +130,7 @@ def inventory(*uuids: str) -> Inventory:
 
 def make_core(url: str, clock: Clock) -> Core:
     cfg = SchedulerConfig(open_registration=True, gpu_hot_for=10, gpu_auto_resume_after=10)
-    return Core(Store(url), cfg, clock, get_policy("first-fit"))
+    return Core(Store(url), cfg, clock, make_policy("first-fit", policy_config(cfg)))
 
 
 def allocatable(core: Core, node: str) -> list[bool]:

@@ -22,10 +22,10 @@ from rota.messages import (
     LaunchOrder,
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
-from rota.scheduler.config import SchedulerConfig, policy_config
+from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.views import JobViews
-from rota.scheduler.policy import Decide
+from rota.scheduler.policy import Policy, make_policy
 from rota.scheduler.policy.snapshot import (
     GpuView,
     NodeView,
@@ -87,12 +87,14 @@ class CoreBase:
         store: Store,
         config: SchedulerConfig,
         clock: Callable[[], float],
-        decide: Decide,
+        policy: Policy,
     ) -> None:
         self.store = store
         self.config = config
         self.clock = clock
-        self.decide = decide
+        self.policy = policy  # passes and explanations (the engine's policy thread)
+        # dry runs (this thread): an instance of its own never waits for a pass
+        self.dry_run_policy = make_policy(policy.name, policy.config)
         self.jobs: dict[int, JobRecord] = {j.id: j for j in store.active_jobs()}
         self.nodes: dict[str, NodeState] = {n.name: n for n in store.nodes()}
         now = clock()
@@ -105,7 +107,7 @@ class CoreBase:
             str, tuple[Inventory, dict[str, str], object, frozenset[int], bool, NodeView]
         ] = {}
         self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
-        self.policy_config = policy_config(config)
+        self.policy_config = policy.config
         half_life = self.policy_config.usage_half_life
         self.usage = UsageBook.rebuild(
             half_life,

@@ -25,7 +25,7 @@ from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.agents import AgentsCore
 from rota.scheduler.core.base import NotFound, Orders, UserError, log
-from rota.scheduler.policy import Decide
+from rota.scheduler.policy import Policy
 from rota.scheduler.policy.snapshot import GpuView, NodeView, Plan
 from rota.scheduler.store.store import Store
 from rota.states import JobState
@@ -40,9 +40,9 @@ class GpusCore(AgentsCore):
         store: Store,
         config: SchedulerConfig,
         clock: Callable[[], float],
-        decide: Decide,
+        policy: Policy,
     ) -> None:
-        super().__init__(store, config, clock, decide)
+        super().__init__(store, config, clock, policy)
         self.gpu_marks: dict[str, dict[int, GpuMark]] = {
             name: {m.index: m for m in marks} for name, marks in store.gpu_marks().items()
         }

@@ -76,7 +76,7 @@ class JobsCore(PlanningCore):
     def _dry_run(self, item: SubmitItem, group: list[JobRecord]) -> SubmitResult:
         probe = dataclasses.replace(group[0], id=-1)
         snap = self.snapshot(extra=[probe])
-        plan = self.decide(snap)
+        plan = self.dry_run_policy.decide(snap)
         placed = any(p.job_id == -1 for p in plan.placements)
         reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
         return SubmitResult(item.client_request_id, (), reason=reason)
