@@ -18,17 +18,14 @@ from collections.abc import Callable
 
 import grpc
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1.health import aio as health_aio
-from grpc_reflection.v1alpha import reflection
 
 from rota.scheduler.api.servicers import add_servicers
+from rota.scheduler.api.standard import add_standard_services, set_serving
 from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core import Core
 from rota.scheduler.engine import Engine
 from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
-from rota.v1 import rota_pb2
 
 log = logging.getLogger("rota.scheduler")
 
@@ -44,28 +41,6 @@ SERVER_OPTIONS = [
 
 class ListenError(RuntimeError):
     """The listen address could not be bound."""
-
-
-# The health status of "" (the whole server) and of every rota service.
-HEALTH_SERVICES = ("", *(s.full_name for s in rota_pb2.DESCRIPTOR.services_by_name.values()))
-
-
-async def add_standard_services(server: grpc.aio.Server) -> health_aio.HealthServicer:
-    """Health checking (every service NOT_SERVING until ``set_serving``) and reflection."""
-    health = health_aio.HealthServicer()
-    for name in HEALTH_SERVICES:
-        await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
-    reflection.enable_server_reflection(
-        [*HEALTH_SERVICES[1:], health_name, reflection.SERVICE_NAME], server
-    )
-    return health
-
-
-async def set_serving(health: health_aio.HealthServicer) -> None:
-    for name in HEALTH_SERVICES:
-        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
 
 async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None = None) -> int:
