@@ -21,6 +21,7 @@ from rota.agent.link.stream import Link, Rejected
 from rota.agent.model import Ack, HelloInfo, Kill, Launch, LogRequest, Order, Report, Welcome
 from rota.agent.runtime.docker_runtime import DockerRuntime
 from rota.agent.runtime.owners import ProcessOwners
+from rota.agent.runtime.policy import ContainerPolicy
 
 log = logging.getLogger("rota.agent")
 
@@ -41,6 +42,15 @@ class AgentConfig:
     labels: dict[str, str] = field(default_factory=dict)
     heartbeat_interval: float = 2.0
     kill_grace: float = 10.0
+    ca: str = ""  # verify the scheduler with this CA (TLS); "" = plaintext
+    cert: str = ""  # this node's client certificate and key (mutual TLS)
+    key: str = ""
+    allowed_mounts: tuple[str, ...] = ()  # host path prefixes jobs may bind-mount
+    allowed_images: tuple[str, ...] = ()  # image patterns; () = any
+    default_uid: int = 65534  # jobs whose user has no passwd entry here run as this
+    default_gid: int = 65534
+    allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
+    pids_limit: int = 4096
 
 
 class Agent:
@@ -57,9 +67,23 @@ class Agent:
             base_url=config.docker_host,
             network=config.network,
             kill_grace=config.kill_grace,
+            policy=ContainerPolicy(
+                allowed_mounts=config.allowed_mounts,
+                allowed_images=config.allowed_images,
+                default_uid=config.default_uid,
+                default_gid=config.default_gid,
+                allow_root=config.allow_root,
+                pids_limit=config.pids_limit,
+            ),
         )
         self.owners = ProcessOwners(self.runtime.container_info)
-        self.link = Link(config.scheduler, self._hello, self._on_order, self._on_disconnect)
+        self.link = Link(
+            config.scheduler,
+            self._hello,
+            self._on_order,
+            self._on_disconnect,
+            tls=(config.ca, config.cert, config.key) if config.ca else None,
+        )
         self._interval = config.heartbeat_interval
         self._node_grace = 0.0  # from the scheduler's welcome; 0 = never self-fence
         self._lost_since: float | None = None  # monotonic time the stream broke

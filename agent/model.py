@@ -29,6 +29,9 @@ class Launch:
     workdir: str = ""
     pull: str = "missing"
     host_network: bool = False
+    user: str = ""  # the job's user
+    uid: int | None = None  # from the scheduler; None: the node's passwd entry of ``user``
+    gid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

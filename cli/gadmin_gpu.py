@@ -18,6 +18,7 @@ def add_gpu_parser(sub: Any) -> None:
         sp.add_argument("node", help="node name")
         sp.add_argument("index", type=int, help="host GPU index (as ginfo -G shows it)")
         sp.add_argument("--scheduler", default=argparse.SUPPRESS, help="scheduler HOST:PORT")
+        sp.add_argument("--ca", default=argparse.SUPPRESS, help="CA certificate (or ROTA_CA)")
 
 
 def run_gpu(args: argparse.Namespace) -> int:
@@ -30,7 +31,7 @@ def run_gpu(args: argparse.Namespace) -> int:
     request = pb.GpuActionRequest(
         node=args.node, index=args.index, user=current_user(), reason=getattr(args, "reason", "")
     )
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         method = client.gpus.ResumeGpu if args.op == "resume" else client.gpus.DrainGpu
         print(client.call(method, request).message)
     return 0

@@ -12,6 +12,7 @@ def main(argv: list[str] | None = None) -> int:
         "ids", nargs="+", metavar="JOBID", help="123, 123_4 (one array task) or 123 (whole array)"
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     args = p.parse_args(argv)
     from rota.cli.client import run_main
 
@@ -22,7 +23,7 @@ def _cancel(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
     from rota.v1 import rota_pb2 as pb
 
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         reply = client.call(
             client.jobs.CancelJobs, pb.CancelJobsRequest(ids=args.ids, user=current_user())
         )

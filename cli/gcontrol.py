@@ -9,6 +9,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="gcontrol", description="Act on rota jobs.")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     sub = p.add_subparsers(dest="action", required=True)
     for action, text in (
         ("hold", "keep pending jobs from starting"),
@@ -32,7 +33,7 @@ def _act(args: argparse.Namespace) -> int:
     request = pb.ControlJobsRequest(
         action=pb.ControlAction.Value(args.action.upper()), ids=args.ids, user=current_user()
     )
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         reply = client.call(client.jobs.ControlJobs, request)
     failed = [r for r in reply.results if not r.ok]
     for r in failed:
@@ -46,7 +47,7 @@ def _show(args: argparse.Namespace) -> int:
     from rota.units import format_duration, format_size
     from rota.v1 import rota_pb2 as pb
 
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         job = client.call(client.jobs.GetJob, pb.GetJobRequest(id=args.id))
     spec = job.spec
     fields = [

@@ -14,6 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-N", "--node", help="only this node, one line per GPU")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     args = p.parse_args(argv)
     from rota.cli.client import run_main
 
@@ -28,7 +29,7 @@ def _info(args: argparse.Namespace) -> int:
     from rota.units import format_size
     from rota.v1 import rota_pb2 as pb
 
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         if args.node:
             nodes = [client.call(client.nodes.GetNode, pb.GetNodeRequest(name=args.node))]
         else:

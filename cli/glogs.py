@@ -17,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
         "--node", default="", help="a gang job's node whose output to show (default: rank 0's)"
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     args = p.parse_args(argv)
     from rota.cli.client import run_main
 
@@ -31,7 +32,7 @@ def _logs(args: argparse.Namespace) -> int:
         id=args.id, attempt=args.attempt, follow=args.follow, node=args.node
     )
     out = sys.stdout.buffer
-    with connect(args.scheduler) as client, client.errors():
+    with connect(args.scheduler, args.ca) as client, client.errors():
         for chunk in client.jobs.StreamLogs(request, timeout=None if args.follow else 60):
             out.write(chunk.data)
             out.flush()

@@ -6,12 +6,12 @@ import json
 from typing import Any
 
 
-def explain(job_id: str, scheduler: str | None, as_json: bool) -> int:
+def explain(job_id: str, scheduler: str | None, as_json: bool, ca: str | None = None) -> int:
     """Print the scheduler's explanation of one job; 1 when the job does not exist."""
     from rota.cli.client import connect
     from rota.v1 import rota_pb2 as pb
 
-    with connect(scheduler) as client:
+    with connect(scheduler, ca) as client:
         reply = client.call(client.jobs.ExplainJob, pb.ExplainJobRequest(id=job_id))
     data = _as_dict(reply, pb.JobState.Name(reply.job.state))
     if as_json:

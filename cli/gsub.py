@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-d", "--dependency", help="SLURM dependency, e.g. afterok:12:13")
     p.add_argument("--test-only", action="store_true", help="validate and say when it would start")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
 
 
@@ -78,7 +79,7 @@ def _submit(args: argparse.Namespace) -> int:
             pb.SubmitItem(client_request_id=uuid.uuid4().hex, spec=spec_to_pb(spec), source=name)
         )
     request = pb.SubmitJobsRequest(items=items, user=current_user(), test_only=args.test_only)
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         # Retried with the same request ids: the scheduler returns the stored ids, never duplicates.
         for attempt in range(5):
             try:

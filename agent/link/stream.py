@@ -27,6 +27,7 @@ from rota.agent.model import (
     Report,
     Welcome,
 )
+from rota.tls import channel_credentials
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from rota.wire import gpus_to_pb, links_to_pb, spec_from_pb
@@ -59,8 +60,12 @@ class Link:
         hello: Callable[[], HelloInfo],
         on_order: Callable[[Order], None],
         on_disconnect: Callable[[], None] = lambda: None,
+        tls: tuple[str, str, str] | None = None,
     ) -> None:
+        """``tls``: (CA, client certificate, key) file paths; the scheduler is verified against
+        the CA and, when both are given, the certificate is presented (mutual TLS)."""
         self.address = address
+        self._credentials = channel_credentials(*tls) if tls else None
         self._hello = hello
         self._on_order = on_order
         self._on_disconnect = on_disconnect
@@ -179,7 +184,12 @@ class Link:
         # drop what was queued for a dead stream: reports are re-sent from the runtime's state
         while not self._outbox.empty():
             self._outbox.get_nowait()
-        with grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS) as channel:
+        channel = (
+            grpc.secure_channel(self.address, self._credentials, options=CHANNEL_OPTIONS)
+            if self._credentials
+            else grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+        )
+        with channel:
             stub = pb_grpc.AgentServiceStub(channel)
             responses = stub.Connect(self._requests(hello))
             self._call = responses
@@ -270,6 +280,9 @@ def _order_from_pb(msg: pb.SchedulerMessage) -> Order:
             workdir=spec.workdir,
             pull=spec.pull,
             host_network=o.host_network,
+            user=o.user,
+            uid=o.uid if o.HasField("uid") else None,
+            gid=o.gid if o.HasField("gid") else None,
         )
     if kind == "kill":
         return Kill(msg.kill.job_id, msg.kill.attempt, msg.kill.reason, msg.kill.grace)

@@ -24,6 +24,9 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
 from rota.agent.model import AttemptRef, EngineHealth, Kill, Launch, Report
+from rota.agent.runtime.policy import ContainerPolicy
+from rota.jobspec import Mount as JobMount
+from rota.validate import RESERVED_ENV, SpecError
 
 log = logging.getLogger("rota.agent")
 
@@ -64,8 +67,10 @@ class DockerRuntime:
         base_url: str | None = None,
         network: str = "",
         kill_grace: float = 10.0,
+        policy: ContainerPolicy | None = None,
     ) -> None:
         self.node = node
+        self.policy = policy or ContainerPolicy()
         self.log_dir = data_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._report = report
@@ -211,8 +216,13 @@ class DockerRuntime:
 
     def _launch(self, order: Launch, att: _Attempt) -> None:
         try:
+            mounts = self.policy.checked_mounts(order)
+        except SpecError as exc:
+            self._fail(att, f"refused by node {self.node}: {exc}")
+            return
+        try:
             self._ensure_image(order)
-            args = self._create_args(order)
+            args = self._create_args(order, mounts)
             if args.get("device_requests"):
                 log.info(
                     "job %s attempt %d: GPUs %s passed as an nvidia DeviceRequest",
@@ -260,9 +270,12 @@ class DockerRuntime:
                     f"{_engine_message(exc)}"
                 ) from None
 
-    def _create_args(self, order: Launch) -> dict[str, Any]:
-        env = dict(order.env)
-        kwargs: dict[str, Any] = {}
+    def _create_args(self, order: Launch, mounts: tuple[JobMount, ...]) -> dict[str, Any]:
+        """``containers.create`` arguments; ``mounts`` as ``policy.checked_mounts`` resolved
+        them."""
+        env = {k: v for k, v in order.env.items() if k not in RESERVED_ENV}
+        uid, gid = self.policy.run_as(order)
+        kwargs: dict[str, Any] = {"user": f"{uid}:{gid}", **self.policy.hardening()}
         indices = ",".join(str(i) for i in order.gpu_indices)
         if self.gpu_mode == "nvidia" and order.gpu_uuids:
             kwargs["device_requests"] = [
@@ -287,10 +300,10 @@ class DockerRuntime:
             kwargs["shm_size"] = order.shm_size
         if order.workdir:
             kwargs["working_dir"] = order.workdir
-        if order.mounts:
+        if mounts:
             kwargs["mounts"] = [
                 Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
-                for m in order.mounts
+                for m in mounts
             ]
         return dict(
             image=order.image,

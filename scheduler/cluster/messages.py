@@ -98,6 +98,9 @@ class LaunchOrder:
     env: Mapping[str, str]
     time_limit: float
     host_network: bool = False
+    user: str = ""
+    uid: int | None = None  # None: the node decides from its passwd entry of ``user``
+    gid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
