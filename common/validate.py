@@ -367,7 +367,7 @@ def check_message(msg: Message, prefix: str = "") -> None:
 
 
 def _repeated(fd: Any) -> bool:
-    return bool(getattr(fd, "is_repeated", False) or fd.label == fd.LABEL_REPEATED)
+    return bool(fd.is_repeated)
 
 
 def _check_scalar(where: str, value: Any, name: str, key: bool = False) -> None:
