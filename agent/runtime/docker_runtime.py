@@ -26,7 +26,7 @@ from docker.types import DeviceRequest, Mount
 from rota.agent.model import AttemptRef, EngineHealth, Kill, Launch, Report
 from rota.agent.runtime.policy import ContainerPolicy
 from rota.jobspec import Mount as JobMount
-from rota.validate import RESERVED_ENV, SpecError
+from rota.validate import SpecError
 
 log = logging.getLogger("rota.agent")
 
@@ -216,7 +216,7 @@ class DockerRuntime:
 
     def _launch(self, order: Launch, att: _Attempt) -> None:
         try:
-            mounts = self.policy.checked_mounts(order)
+            mounts = self.policy.admit(order)
         except SpecError as exc:
             self._fail(att, f"refused by node {self.node}: {exc}")
             return
@@ -271,9 +271,9 @@ class DockerRuntime:
                 ) from None
 
     def _create_args(self, order: Launch, mounts: tuple[JobMount, ...]) -> dict[str, Any]:
-        """``containers.create`` arguments; ``mounts`` as ``policy.checked_mounts`` resolved
+        """``containers.create`` arguments; ``mounts`` as ``policy.admit`` resolved
         them."""
-        env = {k: v for k, v in order.env.items() if k not in RESERVED_ENV}
+        env = dict(order.env)  # policy.admit refused user values for the GPU variables
         uid, gid = self.policy.run_as(order)
         kwargs: dict[str, Any] = {"user": f"{uid}:{gid}", **self.policy.hardening()}
         indices = ",".join(str(i) for i in order.gpu_indices)

@@ -29,8 +29,9 @@ class ContainerPolicy:
     allow_root: bool = False
     pids_limit: int = 4096
 
-    def checked_mounts(self, order: Launch) -> tuple[Mount, ...]:
-        """The order's mounts with their sources resolved; SpecError for a refused one."""
+    def admit(self, order: Launch) -> tuple[Mount, ...]:
+        """SpecError for what this node never runs (an image off its list, a user value for
+        the GPU variables, a refused mount); else the order's mounts with sources resolved."""
         check_image("image", order.image, self.allowed_images)
         for key in RESERVED_ENV:
             if key in order.env:
