@@ -124,8 +124,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     from rota.scheduler.core import hash_token
     from rota.scheduler.store.store import Store
 
-    base = Path(args.data_dir) if args.data_dir else data_dir()
-    base.mkdir(parents=True, exist_ok=True)
+    from rota.private import private_dir
+
+    os.umask(0o077)  # the database and job output: readable by their owner only
+    base = private_dir(Path(args.data_dir) if args.data_dir else data_dir())
     db_url = f"sqlite:///{base / 'scheduler.db'}"
     node = args.node or socket.gethostname()
     token = secrets.token_urlsafe(24)
