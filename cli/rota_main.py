@@ -120,11 +120,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     """Scheduler (SQLite) + one local agent in the foreground; Ctrl-C stops both."""
+    from rota.private import private_dir
     from rota.scheduler.cluster.model import NodeState
     from rota.scheduler.core import hash_token
     from rota.scheduler.store.store import Store
-
-    from rota.private import private_dir
 
     os.umask(0o077)  # the database and job output: readable by their owner only
     base = private_dir(Path(args.data_dir) if args.data_dir else data_dir())
