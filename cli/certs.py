@@ -29,7 +29,9 @@ LEAF_DAYS = 825
 
 
 @dataclass(frozen=True)
-class Issuer:
+class KeyPair:
+    """A private key and its certificate."""
+
     key: ec.EllipticCurvePrivateKey
     cert: x509.Certificate
 
@@ -42,7 +44,9 @@ def _name(common: str, unit: str = "") -> x509.Name:
     return x509.Name(parts)
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey, days: int):  # type: ignore[no-untyped-def]
+def _builder(
+    subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey, days: int
+) -> x509.CertificateBuilder:
     now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()
@@ -55,7 +59,7 @@ def _builder(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivate
     )
 
 
-def make_ca(common: str = "rota CA") -> Issuer:
+def make_ca(common: str = "rota CA") -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
     name = _name(common)
     cert = (
@@ -67,12 +71,12 @@ def make_ca(common: str = "rota CA") -> Issuer:
         )
         .sign(key, hashes.SHA256())
     )
-    return Issuer(key, cert)
+    return KeyPair(key, cert)
 
 
 def make_leaf(
-    ca: Issuer, common: str, unit: str = "", hosts: Sequence[str] = (), server: bool = False
-) -> Issuer:
+    ca: KeyPair, common: str, unit: str = "", hosts: Sequence[str] = (), server: bool = False
+) -> KeyPair:
     """A certificate signed by ``ca``: a server one with ``hosts`` as SANs, else a client one."""
     key = ec.generate_private_key(ec.SECP256R1())
     usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
@@ -89,7 +93,7 @@ def make_leaf(
             except ValueError:
                 sans.append(x509.DNSName(host))
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    return Issuer(key, builder.sign(ca.key, hashes.SHA256()))
+    return KeyPair(key, builder.sign(ca.key, hashes.SHA256()))
 
 
 def _write(path: Path, data: bytes, private: bool) -> None:
@@ -99,7 +103,7 @@ def _write(path: Path, data: bytes, private: bool) -> None:
         out.write(data)
 
 
-def _save(directory: Path, stem: str, pair: Issuer) -> list[Path]:
+def _save(directory: Path, stem: str, pair: KeyPair) -> list[Path]:
     key_pem = pair.key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -111,10 +115,10 @@ def _save(directory: Path, stem: str, pair: Issuer) -> list[Path]:
     return [cert_path, key_path]
 
 
-def _load_ca(directory: Path) -> Issuer:
+def _load_ca(directory: Path) -> KeyPair:
     key = serialization.load_pem_private_key((directory / "ca-key.pem").read_bytes(), None)
     assert isinstance(key, ec.EllipticCurvePrivateKey), "ca-key.pem is not an EC key"
-    return Issuer(key, x509.load_pem_x509_certificate((directory / "ca.pem").read_bytes()))
+    return KeyPair(key, x509.load_pem_x509_certificate((directory / "ca.pem").read_bytes()))
 
 
 def init_certs(
