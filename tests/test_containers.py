@@ -4,9 +4,12 @@ scheduler, and by the agent even when the scheduler let them through)."""
 
 from __future__ import annotations
 
+import pwd
 import stat
 from pathlib import Path
 
+from rota.agent.model import Launch
+from rota.agent.runtime.policy import ContainerPolicy
 from tests.cluster import TEST_IMAGE, Cluster
 from tests.faults_support import config_file
 
@@ -60,3 +63,17 @@ def test_the_agent_refuses_a_mount_the_scheduler_cannot_see_through(
     failed = cluster.wait_state(job, "FAILED", "COMPLETED")
     assert failed["state"] == "FAILED"
     assert "resolves to /etc" in cluster.cli("gcontrol", "show", "job", job).stdout
+
+
+def test_who_a_job_runs_as() -> None:
+    def launch(**kw: object) -> Launch:
+        return Launch(1, 1, "1", "img", ("true",), {}, **kw)  # type: ignore[arg-type]
+
+    policy = ContainerPolicy(default_uid=4242, default_gid=4343)
+    entry = next(e for e in pwd.getpwall() if e.pw_uid and e.pw_gid)
+    assert policy.run_as(launch(user=entry.pw_name)) == (entry.pw_uid, entry.pw_gid)
+    assert policy.run_as(launch(user="no-such-user-here")) == (4242, 4343)
+    assert policy.run_as(launch(user="root")) == (4242, 4343)
+    assert policy.run_as(launch(user="ann", uid=1500, gid=1600)) == (1500, 1600)
+    assert policy.run_as(launch(uid=0, gid=0)) == (4242, 4343)
+    assert ContainerPolicy(allow_root=True).run_as(launch(user="root")) == (0, 0)
