@@ -23,6 +23,7 @@ from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
 from rota.agent.runtime.docker_runtime import DockerRuntime
 from rota.agent.runtime.owners import ProcessOwners
+from rota.agent.runtime.policy import ContainerPolicy
 from rota.messages import (
     AgentEvent,
     AgentOrder,
@@ -55,6 +56,15 @@ class AgentConfig:
     labels: dict[str, str] = field(default_factory=dict)
     heartbeat_interval: float = 2.0
     kill_grace: float = 10.0
+    ca: str = ""  # verify the scheduler with this CA (TLS); "" = plaintext
+    cert: str = ""  # this node's client certificate and key (mutual TLS)
+    key: str = ""
+    allowed_mounts: tuple[str, ...] = ()  # host path prefixes jobs may bind-mount
+    allowed_images: tuple[str, ...] = ()  # image patterns; () = any
+    default_uid: int = 65534  # jobs whose user has no passwd entry here run as this
+    default_gid: int = 65534
+    allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
+    pids_limit: int = 4096
 
 
 class Agent:
@@ -83,10 +93,25 @@ class Agent:
             base_url=config.docker_host,
             network=config.network,
             kill_grace=config.kill_grace,
+            policy=ContainerPolicy(
+                allowed_mounts=config.allowed_mounts,
+                allowed_images=config.allowed_images,
+                default_uid=config.default_uid,
+                default_gid=config.default_gid,
+                allow_root=config.allow_root,
+                pids_limit=config.pids_limit,
+            ),
         )
         self.owners = ProcessOwners(self.runtime.container_info)
         self.fence = SelfFence(config.kill_grace, monotonic)
-        self.link = Link(config.scheduler, self._hello, self._on_order, monotonic, self.fence.lost)
+        self.link = Link(
+            config.scheduler,
+            self._hello,
+            self._on_order,
+            monotonic,
+            self.fence.lost,
+            tls=(config.ca, config.cert, config.key) if config.ca else None,
+        )
         self._interval = config.heartbeat_interval
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}

@@ -23,6 +23,7 @@ import yaml
 
 from rota.paths import DEFAULT_ADDRESS, config_file
 from rota.states import JobState
+from rota.tls import TLSFileError, channel_credentials
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 
@@ -68,29 +69,50 @@ def current_user() -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """The scheduler address and where it came from (shown when it cannot be reached)."""
+    """The scheduler address and where it came from (shown when it cannot be reached), and
+    TLS: the CA that verifies the scheduler ("" = plaintext) and an optional client
+    certificate and key for schedulers that require one."""
 
     address: str
     source: str
+    ca: str = ""
+    cert: str = ""
+    key: str = ""
 
 
-def resolve_target(flag: str | None) -> Target:
+def _config() -> dict[str, Any]:
+    path = config_file()
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise CliError(f"{path}: invalid YAML: {exc}", 2) from None
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_target(flag: str | None, ca: str | None = None) -> Target:
     """``--scheduler``, else ``ROTA_SCHEDULER``, else the config file's ``scheduler:``, else the
-    default loopback address."""
+    default loopback address. TLS likewise: ``--ca``, else ``ROTA_CA``, else ``ca:``; the client
+    certificate from ``ROTA_CERT``/``ROTA_KEY``, else ``cert:``/``key:``."""
+    config = _config()
+
+    def pick(flag_value: str | None, env: str, key: str) -> str:
+        return flag_value or os.environ.get(env) or str(config.get(key) or "")
+
+    tls = {
+        "ca": pick(ca, "ROTA_CA", "ca"),
+        "cert": pick(None, "ROTA_CERT", "cert"),
+        "key": pick(None, "ROTA_KEY", "key"),
+    }
     if flag:
-        return Target(flag, "--scheduler")
+        return Target(flag, "--scheduler", **tls)
     env = os.environ.get("ROTA_SCHEDULER")
     if env:
-        return Target(env, "ROTA_SCHEDULER")
-    path = config_file()
-    if path.exists():
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise CliError(f"{path}: invalid YAML: {exc}", 2) from None
-        if isinstance(data, dict) and data.get("scheduler"):
-            return Target(str(data["scheduler"]), str(path))
-    return Target(DEFAULT_ADDRESS, "the default")
+        return Target(env, "ROTA_SCHEDULER", **tls)
+    if config.get("scheduler"):
+        return Target(str(config["scheduler"]), str(config_file()), **tls)
+    return Target(DEFAULT_ADDRESS, "the default", **tls)
 
 
 class Client:
@@ -98,7 +120,14 @@ class Client:
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.channel = grpc.insecure_channel(target.address)
+        if target.ca:
+            try:
+                creds = channel_credentials(target.ca, target.cert, target.key)
+            except TLSFileError as exc:
+                raise CliError(str(exc), 2) from None
+            self.channel = grpc.secure_channel(target.address, creds)
+        else:
+            self.channel = grpc.insecure_channel(target.address)
         self.jobs = pb_grpc.JobServiceStub(self.channel)
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
@@ -130,6 +159,13 @@ class Client:
     def translate(self, exc: grpc.RpcError) -> CliError:
         code = exc.code() if hasattr(exc, "code") else None
         details = exc.details() if hasattr(exc, "details") else str(exc)
+        if code is grpc.StatusCode.UNAVAILABLE and self.target.ca and _tls_failure(details):
+            return CliError(
+                f"TLS with the rota scheduler at {self.target.address} failed (CA "
+                f"{self.target.ca}; a scheduler name not in its certificate, a wrong CA, or a "
+                "missing client certificate)",
+                1,
+            )
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return CliError(
                 f"cannot reach the rota scheduler at {self.target.address} "
@@ -265,9 +301,14 @@ def as_dict(message: Any) -> dict[str, Any]:
     return MessageToDict(message, preserving_proto_field_name=True)
 
 
+def _tls_failure(details: str | None) -> bool:
+    text = (details or "").lower()
+    return any(word in text for word in ("ssl", "handshake", "certificate", "tls"))
+
+
 @contextmanager
-def connect(flag: str | None) -> Iterator[Client]:
-    client = Client(resolve_target(flag))
+def connect(flag: str | None, ca: str | None = None) -> Iterator[Client]:
+    client = Client(resolve_target(flag, ca))
     try:
         yield client
     finally:

@@ -14,6 +14,7 @@ import time
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gadmin", description="Administer rota nodes.")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     sub = p.add_subparsers(dest="area", required=True)
     node = sub.add_parser("node", help="register, drain, resume, remove and list nodes")
     ops = node.add_subparsers(dest="op", required=True)
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true", help="print JSON")
     for sp in (add, drain, resume, remove, lst):
         sp.add_argument("--scheduler", default=argparse.SUPPRESS, help="scheduler HOST:PORT")
+        sp.add_argument("--ca", default=argparse.SUPPRESS, help="CA certificate (or ROTA_CA)")
     from rota.cli.gadmin_gpu import add_gpu_parser
 
     add_gpu_parser(sub)
@@ -84,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         return run_gpu(args)
     user = current_user()
     labels = parse_labels(getattr(args, "labels", None))
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         if args.op == "add":
             reply = client.add_node(args.name, labels, user, args.rotate_token)
             if args.parsable:

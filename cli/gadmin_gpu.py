@@ -18,6 +18,7 @@ def add_gpu_parser(sub: Any) -> None:
         sp.add_argument("node", help="node name")
         sp.add_argument("index", type=int, help="host GPU index (as ginfo -G shows it)")
         sp.add_argument("--scheduler", default=argparse.SUPPRESS, help="scheduler HOST:PORT")
+        sp.add_argument("--ca", default=argparse.SUPPRESS, help="CA certificate (or ROTA_CA)")
 
 
 def run_gpu(args: argparse.Namespace) -> int:
@@ -26,7 +27,7 @@ def run_gpu(args: argparse.Namespace) -> int:
 
     if args.index < 0:
         raise CliError("index: must be a GPU index >= 0", 2)
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         reason = getattr(args, "reason", "")
         print(client.gpu_action(args.op, args.node, args.index, current_user(), reason))
     return 0

@@ -12,6 +12,7 @@ def build_parser() -> argparse.ArgumentParser:
         "ids", nargs="+", metavar="JOBID", help="123, 123_4 (one array task) or 123 (whole array)"
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
 
 
@@ -25,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
 def _cancel(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
 
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         results = client.cancel_jobs(args.ids, current_user())
     failed = [r for r in results if not r.ok]
     for r in failed:

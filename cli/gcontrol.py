@@ -9,6 +9,7 @@ import sys
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gcontrol", description="Act on rota jobs.")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     sub = p.add_subparsers(dest="action", required=True)
     for action, text in (
         ("hold", "keep pending jobs from starting"),
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 def _act(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
 
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         results = client.control_jobs(args.action, args.ids, current_user())
     failed = [r for r in results if not r.ok]
     for r in failed:
@@ -45,7 +46,7 @@ def _show(args: argparse.Namespace) -> int:
     from rota.cli.render import iso
     from rota.units import format_duration, format_size
 
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         job = client.get_job(args.id)
     spec = job.spec
     fields = [

@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-N", "--node", help="only this node, one line per GPU")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
 
 
@@ -29,7 +30,7 @@ def _info(args: argparse.Namespace) -> int:
     from rota.cli.render import table
     from rota.units import format_size
 
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         nodes = [client.get_node(args.node)] if args.node else client.list_nodes()
     if args.json:
         print(json.dumps([as_dict(n) for n in nodes], indent=2))

@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--node", default="", help="a gang job's node whose output to show (default: rank 0's)"
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
 
 
@@ -31,7 +32,7 @@ def _logs(args: argparse.Namespace) -> int:
     from rota.cli.client import connect
 
     out = sys.stdout.buffer
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         for data in client.stream_logs(args.id, args.attempt, args.follow, args.node):
             out.write(data)
             out.flush()

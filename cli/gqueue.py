@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="why a pending job waits: its priority factors, rank, reason and estimated start",
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
 
 
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.explain:
         from rota.cli.gqueue_explain import explain
 
-        return run_main(lambda: explain(args.explain, args.scheduler, args.json))
+        return run_main(lambda: explain(args.explain, args.scheduler, args.json, args.ca))
     return run_main(lambda: _show(args))
 
 
@@ -90,7 +91,7 @@ def _show(args: argparse.Namespace) -> int:
             raise CliError(f"-t: {exc}", 2) from None
     elif not names and args.jobs:
         all_states = True  # naming a job shows it whatever its state, as squeue -j does
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         jobs = client.list_jobs(_split(args.jobs), users, _split(args.account), states, all_states)
     if args.json:
         print(json.dumps([job_json(j, state_of(j).value) for j in jobs], indent=2))

@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="follow the jobs until they end; exit with their (highest) exit code",
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
 
 
@@ -139,7 +140,7 @@ def _submit(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
 
     jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency))
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         response = client.submit(
             [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only
         )
@@ -159,7 +160,7 @@ def _submit(args: argparse.Namespace) -> int:
     if args.wait and not args.test_only:
         from rota.cli.wait import follow
 
-        with connect(args.scheduler) as client:
+        with connect(args.scheduler, args.ca) as client:
             return follow(lambda: client.job_dicts(submitted), sys.stderr)
     return 0
 

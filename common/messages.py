@@ -151,6 +151,9 @@ class LaunchOrder:
     env: Mapping[str, str]
     time_limit: float
     host_network: bool = False
+    user: str = ""
+    uid: int | None = None  # None: the node decides from its passwd entry of ``user``
+    gid: int | None = None
 
     @property
     def container_env(self) -> dict[str, str]:

@@ -80,6 +80,9 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             env=dict(o.env),
             time_limit=o.time_limit,
             host_network=o.host_network,
+            user=o.user,
+            uid=o.uid if o.HasField("uid") else None,
+            gid=o.gid if o.HasField("gid") else None,
         )
     if kind == "kill":
         return KillOrder(msg.kill.job_id, msg.kill.attempt, msg.kill.reason, msg.kill.grace)

@@ -16,6 +16,7 @@ import grpc
 
 from rota.agent.link.convert import message_to_pb, order_from_pb
 from rota.messages import AgentMessage, AgentOrder, Hello, LogData, Pong, Welcome
+from rota.tls import channel_credentials
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 
@@ -49,8 +50,12 @@ class Link:
         on_order: Callable[[AgentOrder], None],
         monotonic: Callable[[], float],
         on_disconnect: Callable[[], None] = lambda: None,
+        tls: tuple[str, str, str] | None = None,
     ) -> None:
+        """``tls``: (CA, client certificate, key) file paths; the scheduler is verified against
+        the CA and, when both are given, the certificate is presented (mutual TLS)."""
         self.address = address
+        self._credentials = channel_credentials(*tls) if tls else None
         self._hello = hello
         self._on_order = on_order
         self._monotonic = monotonic
@@ -119,7 +124,12 @@ class Link:
         # drop what was queued for a dead stream: reports are re-sent from the runtime's state
         while not self._outbox.empty():
             self._outbox.get_nowait()
-        with grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS) as channel:
+        channel = (
+            grpc.secure_channel(self.address, self._credentials, options=CHANNEL_OPTIONS)
+            if self._credentials
+            else grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+        )
+        with channel:
             stub = pb_grpc.AgentServiceStub(channel)
             responses = stub.Connect(self._requests(hello))
             self._call = responses

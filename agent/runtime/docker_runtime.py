@@ -23,7 +23,10 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
+from rota.agent.runtime.policy import ContainerPolicy
+from rota.jobspec import Mount as JobMount
 from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
+from rota.validate import SpecError
 
 log = logging.getLogger("rota.agent")
 
@@ -76,8 +79,10 @@ class DockerRuntime:
         base_url: str | None = None,
         network: str = "",
         kill_grace: float = 10.0,
+        policy: ContainerPolicy | None = None,
     ) -> None:
         self.node = node
+        self.policy = policy or ContainerPolicy()
         self.log_dir = data_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._report = report
@@ -227,8 +232,13 @@ class DockerRuntime:
 
     def _launch(self, order: LaunchOrder, att: _Attempt) -> None:
         try:
+            mounts = self.policy.admit(order)
+        except SpecError as exc:
+            self._fail(att, f"refused by node {self.node}: {exc}")
+            return
+        try:
             self._ensure_image(order)
-            args = self._create_args(order)
+            args = self._create_args(order, mounts)
             if args.get("device_requests"):
                 log.info(
                     "job %s attempt %d: GPUs %s passed as an nvidia DeviceRequest",
@@ -278,10 +288,12 @@ class DockerRuntime:
                     f"{_engine_message(exc)}"
                 ) from None
 
-    def _create_args(self, order: LaunchOrder) -> dict[str, Any]:
+    def _create_args(self, order: LaunchOrder, mounts: tuple[JobMount, ...]) -> dict[str, Any]:
+        """``containers.create`` arguments; ``mounts`` as ``policy.admit`` resolved them."""
         spec = order.spec
-        env = order.container_env
-        kwargs: dict[str, Any] = {}
+        env = order.container_env  # policy.admit refused user values for the GPU variables
+        uid, gid = self.policy.run_as(order)
+        kwargs: dict[str, Any] = {"user": f"{uid}:{gid}", **self.policy.hardening()}
         indices = ",".join(str(i) for i in order.gpu_indices)
         if self.gpu_mode == "nvidia" and order.gpu_uuids:
             kwargs["device_requests"] = [
@@ -306,10 +318,10 @@ class DockerRuntime:
             kwargs["shm_size"] = spec.shm_size
         if spec.workdir:
             kwargs["working_dir"] = spec.workdir
-        if spec.mounts:
+        if mounts:
             kwargs["mounts"] = [
                 Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
-                for m in spec.mounts
+                for m in mounts
             ]
         return dict(
             image=spec.image,

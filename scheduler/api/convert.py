@@ -181,6 +181,9 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 time_limit=order.time_limit,
                 display_id=order.display_id,
                 host_network=order.host_network,
+                user=order.user,
+                uid=order.uid,
+                gid=order.gid,
             )
         )
     if isinstance(order, KillOrder):

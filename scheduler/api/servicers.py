@@ -15,6 +15,7 @@ import grpc
 
 from rota.jobspec import SpecError
 from rota.scheduler.api import convert
+from rota.scheduler.api.peers import node_certificate_problem
 from rota.scheduler.core import AuthError, NotFound, SubmitItem, UserError
 from rota.scheduler.engine import Engine
 from rota.scheduler.store.store import JobQuery
@@ -175,6 +176,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT, "the first agent message must be a hello"
             )
             return
+        refused = node_certificate_problem(context, first.hello.node_name)
+        if refused:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
         session = await _guard(
             context, self.engine.agent_connect(convert.hello_from_pb(first.hello))
         )

@@ -223,6 +223,7 @@ class CoreBase:
                         env=node_env,
                         time_limit=job.time_limit,
                         host_network=gang,
+                        user=job.user,
                     ),
                 )
             )
