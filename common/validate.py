@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from google.protobuf.message import Message
-
     from rota.jobspec import JobSpec
 
 DEFAULT_MAX_ARRAY_SIZE = 10_000
@@ -338,8 +336,8 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
 # ---------------------------------------------------------------- any request
 
 
-def check_message(msg: Message, prefix: str = "") -> None:
-    """The shape of a protobuf request: strings within their field's limit and free of control
+def check_message(msg: Any, prefix: str = "") -> None:
+    """The shape of a protobuf request (any message; walked through its descriptor): strings within their field's limit and free of control
     characters (tabs and newlines allowed in commands and environment values), finite floats,
     repeated fields and maps of at most ``MAX_LIST`` entries, nested messages likewise."""
     for fd, value in msg.ListFields():
