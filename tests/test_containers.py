@@ -8,8 +8,9 @@ import pwd
 import stat
 from pathlib import Path
 
-from rota.agent.model import Launch
 from rota.agent.runtime.policy import ContainerPolicy
+from rota.jobspec import JobSpec
+from rota.messages import LaunchOrder
 from tests.cluster import TEST_IMAGE, Cluster
 from tests.faults_support import config_file
 
@@ -66,8 +67,9 @@ def test_the_agent_refuses_a_mount_the_scheduler_cannot_see_through(
 
 
 def test_who_a_job_runs_as() -> None:
-    def launch(**kw: object) -> Launch:
-        return Launch(1, 1, "1", "img", ("true",), {}, **kw)  # type: ignore[arg-type]
+    def launch(**kw: object) -> LaunchOrder:
+        spec = JobSpec(image="img", command=("true",))
+        return LaunchOrder(1, 1, "1", spec, (), (), {}, 60.0, **kw)  # type: ignore[arg-type]
 
     policy = ContainerPolicy(default_uid=4242, default_gid=4343)
     entry = next(e for e in pwd.getpwall() if e.pw_uid and e.pw_gid)

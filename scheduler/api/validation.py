@@ -14,6 +14,7 @@ from typing import Any
 
 import grpc
 
+from rota.scheduler.api.convert import spec_from_pb
 from rota.v1 import rota_pb2 as pb
 from rota.validate import (
     MAX_REASON,
@@ -25,7 +26,6 @@ from rota.validate import (
     check_spec,
     check_text,
 )
-from rota.wire import spec_from_pb
 
 _JOBS = "/rota.v1.JobService/"
 
