@@ -93,7 +93,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     """Scheduler (SQLite) + one local agent in the foreground; Ctrl-C stops both."""
     from rota.scheduler.cluster.model import NodeState
-    from rota.scheduler.core import hash_token
+    from rota.scheduler.core.tokens import hash_token
     from rota.scheduler.store.store import Store
 
     base = Path(args.data_dir) if args.data_dir else data_dir()

@@ -17,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core import Core
+from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
 from rota.scheduler.policy import get_policy
 from rota.scheduler.store.store import Store
@@ -42,8 +42,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
     decide = get_policy(config.policy)
     store = Store(config.resolved_database_url())
-    core = Core(store, config, time.time, decide)
-    engine = Engine(core)
+    engine = Engine(build_services(store, config, time.time, decide))
     server = grpc.aio.server(options=SERVER_OPTIONS)
     add_servicers(server, engine)
     try:
