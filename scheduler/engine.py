@@ -123,11 +123,12 @@ class Engine:
     async def tick(self) -> None:
         """Periodic housekeeping (APScheduler calls this): lost nodes and idle jobs, stale
         streams, then a pass."""
-        self.dispatch(await self._core(self._tick))
+        self.dispatch(await self._core(self.tick_step))
         await self._close_stale_sessions()
         self.request_pass()
 
-    def _tick(self) -> Orders:
+    def tick_step(self) -> Orders:
+        """The core-thread part of ``tick`` (in-process tests call it directly)."""
         services = self.services
         return services.agents.lost_nodes() + services.gpus.idle_jobs()
 
@@ -299,7 +300,7 @@ class Engine:
     async def agent_connect(self, hello: Hello) -> AgentSession:
         """Authenticate and reconcile; the new session replaces any older one of that node."""
         session = AgentSession(hello.node_name, next(self._session_ids))
-        orders = await self._core(self._hello, hello, session.id)
+        orders = await self._core(self.hello_step, hello, session.id)
         old = self._sessions.get(hello.node_name)
         if old is not None:
             old.outbox.put_nowait(None)
@@ -309,19 +310,21 @@ class Engine:
         self.request_pass()
         return session
 
-    def _hello(self, hello: Hello, session: int) -> Orders:
+    def hello_step(self, hello: Hello, session: int) -> Orders:
+        """The core-thread part of ``agent_connect`` (in-process tests call it directly)."""
         services = self.services
         orders = services.agents.hello(hello, session)
         services.gpus.node_joined(services.model.nodes[hello.node_name])
         return orders
 
     async def agent_heartbeat(self, session: AgentSession, beat: Heartbeat) -> None:
-        if await self._core(self._heartbeat, session.node, session.id, beat):
+        if await self._core(self.heartbeat_step, session.node, session.id, beat):
             self.request_pass()
         session.outbox.put_nowait(Pong(time.time()))
 
-    def _heartbeat(self, node: str, session: int, beat: Heartbeat) -> bool:
-        """True when what the policy sees of the node changed."""
+    def heartbeat_step(self, node: str, session: int, beat: Heartbeat) -> bool:
+        """The core-thread part of ``agent_heartbeat``: True when what the policy sees of the
+        node changed (in-process tests call it directly)."""
         services = self.services
         changed = services.agents.heartbeat(node, session, beat)
         return services.gpus.observe(node, session) or changed
