@@ -16,10 +16,11 @@ from rota.scheduler.cluster.messages import (
     RunningAttempt,
     Welcome,
 )
-from rota.scheduler.cluster.model import NodeState
+from rota.scheduler.cluster.model import EventKind, NodeState
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import SubmitItem
 from rota.scheduler.core.tokens import hash_token
+from rota.scheduler.policy.snapshot import Plan
 from rota.scheduler.store.store import JobQuery
 from rota.states import JobState
 from tests.support.core import Harness, inventory
@@ -215,3 +216,44 @@ def test_tokens(tmp_path: Path) -> None:
         h.connect("n1")
     ok = h.engine.hello_step(Hello("n1", "right", inventory(1)), 5)
     assert isinstance(ok[0][1], Welcome)
+
+
+def _stop_for_requeue(h: Harness, job: str, how: str) -> None:
+    if how == "requeue":
+        ((result,), _orders) = h.s.control.control("requeue", [job], "bob")
+        assert result.ok
+    else:  # the policy preempts it
+        h.s.planner.apply(Plan(preemptions=(int(job),)), h.s.model.version)
+    assert h.state(job) is JobState.COMPLETING
+
+
+@pytest.mark.parametrize("how", ["requeue", "preempt"])
+def test_cancel_of_a_job_stopping_for_a_requeue_ends_it_cancelled(h: Harness, how: str) -> None:
+    h.connect("n1")
+    job = h.submit(gpus=1, requeue=True)
+    h.schedule()
+    h.event("n1", job, "STARTED")
+    _stop_for_requeue(h, job, how)
+    (result,), orders = h.s.jobs.cancel([job], "ann")
+    assert result.ok and orders == [], "the kill is on its way already"
+    h.event("n1", job, "KILLED", exit_code=137)
+    record, events = h.s.jobs.get(job)
+    assert (record.state, record.attempt, record.reason) == (
+        JobState.CANCELLED,
+        1,
+        "cancelled by ann",
+    )
+    assert any(e.kind is EventKind.INFO and "cancelled by ann" in e.reason for e in events)
+    assert h.schedule() == [], "a cancelled job is not launched again"
+
+
+def test_cancel_of_a_stopping_job_holds_when_its_node_is_lost(h: Harness) -> None:
+    h.connect("n1")
+    job = h.submit(gpus=1, requeue=True)
+    h.schedule()
+    h.event("n1", job, "STARTED")
+    h.s.jobs.cancel([job], "ann")
+    h.s.agents.disconnected("n1", h.sessions["n1"])
+    h.clock.now += h.config.node_grace + 1
+    h.tick()
+    assert h.state(job) is JobState.CANCELLED, "not requeued after NODE_FAIL"
