@@ -15,7 +15,7 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -186,7 +186,7 @@ class Engine:
     async def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
         return await self._core(self.services.jobs.get, display_id)
 
-    async def watch_job(self, display_id: str) -> AsyncIterator[JobRecord]:
+    async def watch_job(self, display_id: str) -> AsyncGenerator[JobRecord, None]:
         """The job now and after every change, until it has ended."""
         last = None
         while True:
@@ -209,7 +209,7 @@ class Engine:
 
     async def stream_logs(
         self, display_id: str, attempt: int, follow: bool, node: str = ""
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """Relay an attempt's output from the agent that ran it (``node``: one rank of a gang;
         default rank 0). NotFound when unreachable."""
         jobs = self.services.jobs

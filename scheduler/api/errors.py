@@ -8,7 +8,7 @@ are the error's one-line message, which names the field or the thing at fault.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
 import grpc
@@ -60,16 +60,20 @@ def unary(
 
 
 def streaming(
-    method: Callable[[S, R, Any], AsyncIterator[T]],
-) -> Callable[[S, R, Any], AsyncIterator[T]]:
-    """Like ``unary``, for a servicer method that streams its answer."""
+    method: Callable[[S, R, Any], AsyncGenerator[T, None]],
+) -> Callable[[S, R, Any], AsyncGenerator[T, None]]:
+    """Like ``unary``, for a servicer method that streams its answer; the method's generator
+    is closed with the call (its ``finally`` runs at once, not when garbage-collected)."""
 
     @functools.wraps(method)
-    async def wrapper(self: S, request: R, context: Any) -> AsyncIterator[T]:
+    async def wrapper(self: S, request: R, context: Any) -> AsyncGenerator[T, None]:
+        stream = method(self, request, context)
         try:
-            async for item in method(self, request, context):
+            async for item in stream:
                 yield item
         except _DOMAIN_ERRORS as exc:
             await abort(context, exc)
+        finally:
+            await stream.aclose()
 
     return wrapper

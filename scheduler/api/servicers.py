@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -93,14 +93,16 @@ class JobServicer(pb_grpc.JobServiceServicer):
         )
 
     @streaming
-    async def WatchJob(self, request: pb.WatchJobRequest, context: Any) -> AsyncIterator[pb.Job]:
+    async def WatchJob(
+        self, request: pb.WatchJobRequest, context: Any
+    ) -> AsyncGenerator[pb.Job, None]:
         async for job in self.engine.watch_job(request.id):
             yield convert.job_to_pb(job)
 
     @streaming
     async def StreamLogs(
         self, request: pb.StreamLogsRequest, context: Any
-    ) -> AsyncIterator[pb.LogChunk]:
+    ) -> AsyncGenerator[pb.LogChunk, None]:
         stream = self.engine.stream_logs(request.id, request.attempt, request.follow, request.node)
         try:
             async for data in stream:
@@ -139,7 +141,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     @streaming
     async def Connect(
         self, request_iterator: AsyncIterator[pb.AgentMessage], context: Any
-    ) -> AsyncIterator[pb.SchedulerMessage]:
+    ) -> AsyncGenerator[pb.SchedulerMessage, None]:
         first = await anext(request_iterator, None)
         if first is None or first.WhichOneof("msg") != "hello":
             raise UserError("the first agent message must be a hello")
