@@ -111,7 +111,7 @@ def test_config_reads_gpu_sizes_and_durations(tmp_path: Path) -> None:
     assert (cfg.gpu_dirty_memory, cfg.gpu_hot_for, cfg.idle_gpu_warn_after) == (GiB, 120, 90)
 
 
-# ---------------------------------------------------------------- Core, injected clock
+# ---------------------------------------------------------------- GpuHealth, injected clock
 
 
 class Clock:

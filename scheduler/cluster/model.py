@@ -49,7 +49,7 @@ class JobRecord:
     array_task_id: int | None = None
     allocation: list[NodeAlloc] = field(default_factory=list)
     stop_state: str = ""
-    estimated_start: float | None = None  # filled in the copies Core hands out (pending jobs)
+    estimated_start: float | None = None  # in copies handed out (pending jobs)
     warning: str = ""  # latest warning of the current attempt (GPU idle, GPU unhealthy)
 
     @property
