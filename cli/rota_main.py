@@ -120,7 +120,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Scheduler (SQLite) + one local agent in the foreground; Ctrl-C stops both."""
     from rota.private import private_dir
     from rota.scheduler.cluster.model import NodeState
-    from rota.scheduler.core import hash_token
+    from rota.scheduler.core.tokens import hash_token
     from rota.scheduler.store.store import Store
 
     os.umask(0o077)  # the database and job output: readable by their owner only

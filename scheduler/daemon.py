@@ -23,7 +23,7 @@ from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.api.standard import add_standard_services, set_serving
 from rota.scheduler.api.validation import ValidationInterceptor
 from rota.scheduler.config import SchedulerConfig, input_rules, policy_config
-from rota.scheduler.core import Core
+from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
 from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
@@ -49,8 +49,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
     policy = make_policy(config.policy, policy_config(config))
     store = Store(config.resolved_database_url())
-    core = Core(store, config, time.time, policy)
-    engine = Engine(core)
+    engine = Engine(build_services(store, config, time.time, policy))
     server = grpc.aio.server(
         options=SERVER_OPTIONS, interceptors=[ValidationInterceptor(input_rules(config))]
     )

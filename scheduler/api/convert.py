@@ -22,6 +22,7 @@ from rota.messages import (
 from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.core.errors import UserError
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.explain import Explanation
 from rota.states import JobState
@@ -48,8 +49,15 @@ def state_to_pb(state: JobState) -> int:
 
 def state_from_pb(value: int) -> JobState:
     if value not in _PB_TO_STATE:
-        raise ValueError(f"unknown job state number {value}")
+        raise UserError(f"states: {value} is not a job state number")
     return _PB_TO_STATE[value]
+
+
+def action_from_pb(value: int) -> str:
+    """A ``gcontrol`` action by name ("" when unset; the control service names the choices)."""
+    if value == pb.CONTROL_ACTION_UNSPECIFIED or value not in pb.ControlAction.values():
+        return ""
+    return pb.ControlAction.Name(value).lower()
 
 
 def job_to_pb(job: JobRecord, events: list[JobEvent] | None = None) -> pb.Job:
@@ -87,7 +95,7 @@ def job_to_pb(job: JobRecord, events: list[JobEvent] | None = None) -> pb.Job:
                 new_state=ev.new_state,
                 reason=ev.reason,
                 attempt=ev.attempt,
-                kind=ev.kind,
+                kind=ev.kind.value,
             )
         )
     return msg

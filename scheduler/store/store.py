@@ -19,7 +19,14 @@ from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import JobSpec, Mount
 from rota.messages import Inventory
 from rota.scheduler.cluster.gpus import GpuMark
-from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
+from rota.scheduler.cluster.model import (
+    AdminState,
+    HistoryKind,
+    JobEvent,
+    JobRecord,
+    NodeAlloc,
+    NodeState,
+)
 from rota.scheduler.store.models import (
     Base,
     GpuMarkRow,
@@ -282,7 +289,7 @@ class Store:
                         job_id=ev.job_id,
                         time=ev.time,
                         attempt=ev.attempt,
-                        kind=ev.kind,
+                        kind=ev.kind.value,
                         old_state=ev.old_state,
                         new_state=ev.new_state,
                         reason=ev.reason,
@@ -362,7 +369,15 @@ class Store:
                 select(JobEventRow).where(JobEventRow.job_id == job_id).order_by(JobEventRow.id)
             )
             return [
-                JobEvent(r.job_id, r.time, r.attempt, r.old_state, r.new_state, r.reason, r.kind)
+                JobEvent(
+                    r.job_id,
+                    r.time,
+                    r.attempt,
+                    r.old_state,
+                    r.new_state,
+                    r.reason,
+                    HistoryKind(r.kind),
+                )
                 for r in rows
             ]
 
@@ -376,7 +391,7 @@ class Store:
                     name=r.name,
                     token_hash=r.token_hash,
                     labels=dict(r.labels or {}),
-                    admin_state=r.admin_state,
+                    admin_state=AdminState(r.admin_state),
                     reason=r.reason,
                     reason_by=r.reason_by,
                     reason_time=r.reason_time,
@@ -393,7 +408,7 @@ class Store:
             row = session.get(NodeRow, node.name) or NodeRow(name=node.name)
             row.token_hash = node.token_hash
             row.labels = dict(node.labels)
-            row.admin_state = node.admin_state
+            row.admin_state = node.admin_state.value
             row.reason = node.reason
             row.reason_by = node.reason_by
             row.reason_time = node.reason_time
