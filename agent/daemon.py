@@ -13,9 +13,8 @@ import signal
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
+from rota.agent.config import AgentConfig
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
 from rota.agent.model import Ack, HelloInfo, Kill, Launch, LogRequest, Order, Report, Welcome
@@ -23,24 +22,6 @@ from rota.agent.runtime.docker_runtime import DockerRuntime
 from rota.agent.runtime.owners import ProcessOwners
 
 log = logging.getLogger("rota.agent")
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    """Settings of one agent. ``data_dir`` keeps job output per attempt."""
-
-    node: str
-    scheduler: str
-    data_dir: Path
-    token: str = ""
-    address: str = ""
-    simulate_gpus: int | None = None
-    gpu_mode: str = "auto"
-    docker_host: str | None = None
-    network: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
-    heartbeat_interval: float = 2.0
-    kill_grace: float = 10.0
 
 
 class Agent:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from rota.paths import DEFAULT_ADDRESS, DEFAULT_PORT, data_dir
+from rota.settings import SettingsFileError
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -26,16 +27,11 @@ def _setup_logging(verbose: bool) -> None:
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
 
 
-def _labels(text: str | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in (text or "").split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise SystemExit(f"rota: error: --labels: expected k=v[,k=v...], got {item!r}")
-        key, value = item.split("=", 1)
-        out[key.strip()] = value.strip()
-    return out
+def _settings_error(prog: str, config: str | None, exc: ValueError) -> int:
+    """Print a settings error as one line (the file named when it is the file's fault); 2."""
+    where = f"--config {config}: " if isinstance(exc, SettingsFileError) else ""
+    print(f"{prog}: error: {where}{exc}", file=sys.stderr)
+    return 2
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
@@ -52,9 +48,8 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             policy=args.policy,
             open_registration=True if args.open_registration else None,
         )
-    except (ValueError, OSError) as exc:
-        print(f"rota scheduler: error: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:
+        return _settings_error("rota scheduler", args.config, exc)
     try:
         return asyncio.run(serve(config))
     except ListenError as exc:
@@ -63,25 +58,28 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
-    from rota.agent.daemon import Agent, AgentConfig
+    from rota.agent.config import load_agent_config
+    from rota.agent.daemon import Agent
 
-    node = args.node or socket.gethostname()
-    token = args.token or os.environ.get("ROTA_NODE_TOKEN", "")
-    if args.token_file:
-        token = Path(args.token_file).read_text().strip()
-    config = AgentConfig(
-        node=node,
-        scheduler=args.scheduler or os.environ.get("ROTA_SCHEDULER") or DEFAULT_ADDRESS,
-        data_dir=Path(args.data_dir) if args.data_dir else data_dir() / f"agent-{node}",
-        token=token,
-        address=args.address or "",
-        simulate_gpus=args.simulate_gpus,
-        gpu_mode=args.gpu_mode,
-        docker_host=args.docker_host,
-        network=args.network or "",
-        labels=_labels(args.labels),
-        heartbeat_interval=args.heartbeat,
-    )
+    try:
+        config = load_agent_config(
+            Path(args.config) if args.config else None,
+            os.environ,
+            node=args.node,
+            scheduler=args.scheduler,
+            data_dir=args.data_dir,
+            token=args.token,
+            token_file=args.token_file,
+            address=args.address,
+            simulate_gpus=args.simulate_gpus,
+            gpu_mode=args.gpu_mode,
+            docker_host=args.docker_host,
+            network=args.network,
+            labels=args.labels,
+            heartbeat_interval=args.heartbeat,
+        )
+    except ValueError as exc:
+        return _settings_error("rota agent", args.config, exc)
     try:
         agent = Agent(config)
     except Exception as exc:  # engine unreachable at start-up, bad mode: one line, exit 1
@@ -169,15 +167,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept agents of unregistered nodes (demos and tests only)",
     )
 
-    a = sub.add_parser("agent", help="run the node agent")
+    a = sub.add_parser(
+        "agent", help="run the node agent", description="Flags win over ROTA_* and --config."
+    )
+    a.add_argument("--config", help="YAML settings file (its `agent:` section or the whole file)")
     a.add_argument("--scheduler", help=f"scheduler HOST:PORT (default {DEFAULT_ADDRESS})")
     a.add_argument("--node", help="node name (default: the host name)")
     a.add_argument("--token", help="join token from `gadmin node add` (or ROTA_NODE_TOKEN)")
     a.add_argument("--token-file", help="file holding the join token")
     a.add_argument("--address", help="address peers use to reach this node (MASTER_ADDR)")
-    a.add_argument("--data-dir", help="where job output is kept")
+    a.add_argument("--data-dir", help="where job output is kept (default: DATA_DIR/agent-NODE)")
     a.add_argument("--simulate-gpus", type=int, metavar="N", help="pretend to have N GPUs (demos)")
-    a.add_argument("--gpu-mode", default="auto", choices=["auto", "nvidia", "env"])
+    a.add_argument("--gpu-mode", choices=["auto", "nvidia", "env"], help="default: auto")
     a.add_argument(
         "--docker-host", help="Docker engine URL (default: DOCKER_HOST or the local socket)"
     )
@@ -185,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--network", help="network mode of job containers (default: the engine's default)"
     )
     a.add_argument("--labels", help="node labels k=v[,k=v]")
-    a.add_argument("--heartbeat", type=float, default=2.0, help="seconds between heartbeats")
+    a.add_argument("--heartbeat", metavar="DURATION", help="between heartbeats (default 2s)")
 
     u = sub.add_parser("up", help="scheduler + local agent in the foreground")
     u.add_argument("--port", type=int, default=DEFAULT_PORT)
