@@ -36,7 +36,9 @@ class SettingsFileError(SettingsError):
 class Settings(BaseModel):
     """Base of settings models: unknown keys are refused, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
 
 
 # ---------------------------------------------------------------- value types
@@ -121,7 +123,6 @@ def _address(value: str) -> str:
     return _host(value) if value else value
 
 
-Number = Annotated[float, BeforeValidator(_not_bool)]
 NonNegativeNumber = Annotated[float, BeforeValidator(_not_bool), Field(ge=0)]
 Count = Annotated[int, BeforeValidator(_not_bool), Field(ge=0)]
 PositiveNumber = Annotated[float, BeforeValidator(_not_bool), Field(gt=0)]
@@ -201,6 +202,7 @@ _PHRASES = {
     "int_from_float": "must be a number (an integer)",
     "float_type": "must be a number",
     "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
     "bool_type": "must be true or false",
     "bool_parsing": "must be true or false",
     "string_type": "must be a string",

@@ -89,6 +89,7 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
         ({"account_shares": {"vision": 0}}, "account_shares.vision must be > 0"),
         ({"database_url": "not a url"}, "database_url must be empty or a SQLAlchemy URL"),
         ({"tick_interval": 0}, "tick_interval must be > 0, got 0"),
+        ({"node_grace": "inf"}, "node_grace must be a finite number, got inf"),
         ({"lisen": 1, "polcy": 2}, "unknown scheduler settings 'lisen', 'polcy'; known: "),
     ],
 )
