@@ -30,6 +30,7 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   venv=${ROTA_VENV:-$HOME/.local/share/rota/venv}; bin=${ROTA_BIN:-$HOME/.local/bin}
 fi
+echo "Installing rota into the virtual environment $venv ..."
 bash scripts/venv.sh "$venv" .
 mkdir -p "$bin"
 commands=$("$venv/bin/python" -c 'from importlib.metadata import distribution
