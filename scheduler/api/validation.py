@@ -103,9 +103,11 @@ class ValidationInterceptor(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler
         method = handler_call_details.method
+        # rota's own RPCs only: the standard services (health, reflection) stream by
+        # context.write, which a wrapping async generator would break
+        if handler is None or handler.request_streaming or not method.startswith("/rota."):
+            return handler
         rules = self.rules
         if handler.unary_unary is not None:
             inner = handler.unary_unary
