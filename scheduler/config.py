@@ -69,6 +69,9 @@ class SchedulerConfig:
     tls_client_ca: str = ""  # CA whose client certificates are then required (mutual TLS)
     insecure: bool = False  # allow a non-loopback listen address without TLS
     db_password_file: str = ""  # file holding the database password (else ROTA_DB_PASSWORD)
+    # observability (docs/metrics.md)
+    accounting_retention: float = 365 * DAY  # finished jobs are kept this long; 0 = forever
+    http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
 
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL, defaulting to ``sqlite:///<data dir>/scheduler.db``; a SQLite
@@ -106,6 +109,7 @@ _DURATIONS = {
     "usage_half_life",
     "priority_period",
     "max_age",
+    "accounting_retention",
 }
 _SIZES = {"gpu_dirty_memory"}
 

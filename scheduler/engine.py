@@ -29,6 +29,7 @@ from rota.messages import (
     LogRequest,
     Pong,
 )
+from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.core.errors import NotFound
@@ -130,7 +131,9 @@ class Engine:
     def tick_step(self) -> Orders:
         """The core-thread part of ``tick`` (in-process tests call it directly)."""
         services = self.services
-        return services.agents.lost_nodes() + services.gpus.idle_jobs()
+        orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
+        services.accounting.tick()
+        return orders
 
     async def _close_stale_sessions(self) -> None:
         """Close streams of nodes the model no longer counts as connected (heartbeats stopped,
@@ -238,6 +241,17 @@ class Engine:
             if live is not None:
                 live.outbox.put_nowait(LogRequest(request_id, cancel=True))
 
+    # ------------------------------------------------------------ AccountingService
+
+    async def list_finished(self, query: AccountingQuery) -> list[FinishedJob]:
+        return await self._core(self.services.accounting.finished, query)
+
+    async def usage_summary(
+        self, query: AccountingQuery
+    ) -> tuple[list[UsageTotal], list[UsageTotal]]:
+        """Totals per user and per account."""
+        return await self._core(self.services.accounting.summary, query)
+
     # ------------------------------------------------------------ NodeService, GpuHealth
 
     async def list_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
@@ -327,6 +341,7 @@ class Engine:
         node changed (in-process tests call it directly)."""
         services = self.services
         changed = services.agents.heartbeat(node, session, beat)
+        services.meter.observe(node, session)
         return services.gpus.observe(node, session) or changed
 
     async def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
