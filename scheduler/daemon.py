@@ -54,7 +54,8 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     store = Store(config.resolved_database_url())
     metrics = SchedulerMetrics()
     engine = Engine(build_services(store, config, time.time, policy), observer=metrics)
-    interceptors = [MetricsInterceptor(metrics), ValidationInterceptor(input_rules(config))]
+    # the first interceptor is the outermost: refused requests are counted too
+    interceptors = [ValidationInterceptor(input_rules(config)), MetricsInterceptor(metrics)]
     server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
     add_servicers(server, engine)
     health = await add_standard_services(server)
