@@ -54,8 +54,8 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     store = Store(config.resolved_database_url())
     metrics = SchedulerMetrics()
     engine = Engine(build_services(store, config, time.time, policy), observer=metrics)
-    # the first interceptor is the outermost: refused requests are counted too
-    interceptors = [ValidationInterceptor(input_rules(config)), MetricsInterceptor(metrics)]
+    # the first interceptor is the outermost: requests validation refuses are counted too
+    interceptors = [MetricsInterceptor(metrics), ValidationInterceptor(input_rules(config))]
     server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
     add_servicers(server, engine)
     health = await add_standard_services(server)
