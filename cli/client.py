@@ -132,6 +132,7 @@ class Client:
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
+        self.accounting = pb_grpc.AccountingServiceStub(self.channel)
 
     def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
         """The ``gqueue --json`` objects of these jobs, whatever their state (an array id
@@ -287,6 +288,42 @@ class Client:
         request = pb.GpuActionRequest(node=node, index=index, user=user, reason=reason)
         method = self.gpus.ResumeGpu if op == "resume" else self.gpus.DrainGpu
         return str(self.call(method, request).message)
+
+    # ------------------------------------------------------------ accounting
+
+    def list_finished(self, query: AccountingFilter) -> list[Any]:
+        """Finished jobs (``rota.v1.FinishedJob``), most recent end first."""
+        return list(self.call(self.accounting.ListFinished, query.message()).jobs)
+
+    def usage_summary(self, query: AccountingFilter) -> Any:
+        """Totals per user and per account (``rota.v1.SummaryResponse``)."""
+        return self.call(self.accounting.Summary, query.message())
+
+
+@dataclass(frozen=True)
+class AccountingFilter:
+    """Which finished jobs ``gacct`` asks for; empty filters match everything."""
+
+    user: str
+    ids: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    states: tuple[JobState, ...] = ()
+    start: float = 0.0
+    end: float = 0.0
+    limit: int = 0
+
+    def message(self) -> Any:
+        return pb.AccountingFilter(
+            ids=self.ids,
+            users=self.users,
+            accounts=self.accounts,
+            states=[pb.JobState.Value(s.value) for s in self.states],
+            start=self.start,
+            end=self.end,
+            user=self.user,
+            limit=self.limit,
+        )
 
 
 def state_of(job: Any) -> JobState:

@@ -50,6 +50,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             tls_client_ca=args.tls_client_ca,
             insecure=True if args.insecure else None,
             db_password_file=args.db_password_file,
+            http_listen=args.http_listen,
         )
         config.resolved_database_url()  # a bad password file is a usage error
     except ValueError as exc:
@@ -247,6 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--db-password-file", help="file holding the database password (or ROTA_DB_PASSWORD)"
+    )
+    s.add_argument(
+        "--http-listen",
+        help="HOST:PORT of the HTTP port serving /metrics (default 127.0.0.1:9718; '' = off)",
     )
 
     _log_format_option(s)

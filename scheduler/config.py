@@ -105,6 +105,9 @@ class SchedulerConfig(Settings):
     tls_client_ca: str = ""  # CA whose client certificates are then required (mutual TLS)
     insecure: bool = False  # allow a non-loopback listen address without TLS
     db_password_file: str = ""  # file holding the database password (else ROTA_DB_PASSWORD)
+    # observability (docs/metrics.md)
+    accounting_retention: Seconds = 365 * DAY  # finished jobs are kept this long; 0 = forever
+    http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
 
     @field_validator("policy")
     @classmethod

@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from rota.scheduler.api import convert
+from rota.scheduler.api.accounting import AccountingServicer
 from rota.scheduler.api.admin import AdminServicer
 from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
@@ -198,3 +199,4 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_GpuServiceServicer_to_server(GpuServicer(engine), server)
     pb_grpc.add_NodeServiceServicer_to_server(NodeServicer(engine), server)
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)
+    pb_grpc.add_AccountingServiceServicer_to_server(AccountingServicer(engine), server)

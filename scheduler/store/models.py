@@ -97,3 +97,15 @@ class GpuMarkRow(Base):
     reason: Mapped[str] = mapped_column(String(512), default="")
     since: Mapped[float] = mapped_column(Float)
     marked_by: Mapped[str] = mapped_column(String(64), default="")
+
+
+class JobUsageRow(Base):
+    """What NVML showed of a finished job's GPUs: utilisation samples and peak memory."""
+
+    __tablename__ = "job_usage"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    util_sum: Mapped[float] = mapped_column(Float, default=0.0)  # percent, summed over samples
+    samples: Mapped[int] = mapped_column(Integer, default=0)  # one per GPU per heartbeat
+    memory_peak: Mapped[int] = mapped_column(BigInteger, default=0)  # bytes, on one GPU
+    memory_total: Mapped[int] = mapped_column(BigInteger, default=0)  # that GPU's memory

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import create_engine, event, or_, select
+from sqlalchemy import and_, create_engine, delete, event, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import JobSpec, Mount
 from rota.messages import Inventory
+from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, JobUsage
 from rota.scheduler.cluster.gpus import GpuMark
 from rota.scheduler.cluster.model import (
     AdminState,
@@ -32,6 +33,7 @@ from rota.scheduler.store.models import (
     GpuMarkRow,
     JobEventRow,
     JobRow,
+    JobUsageRow,
     NodeRow,
     SubmitRequestRow,
 )
@@ -380,6 +382,82 @@ class Store:
                 )
                 for r in rows
             ]
+
+    # -------------------------------------------------------------- accounting
+
+    def save_usage(self, usages: Iterable[JobUsage]) -> None:
+        """Insert or replace the NVML figures of these jobs, in one transaction."""
+        with self._session() as session, session.begin():
+            for u in usages:
+                session.merge(
+                    JobUsageRow(
+                        job_id=u.job_id,
+                        util_sum=u.util_sum,
+                        samples=u.samples,
+                        memory_peak=u.memory_peak,
+                        memory_total=u.memory_total,
+                    )
+                )
+
+    def finished_jobs(self, query: AccountingQuery) -> list[FinishedJob]:
+        """Jobs in a terminal state matching ``query``, most recent end first, each with its
+        NVML figures (zero samples when none were recorded)."""
+        stmt = (
+            select(JobRow, JobUsageRow)
+            .outerjoin(JobUsageRow, JobUsageRow.job_id == JobRow.id)
+            .where(JobRow.state.in_([s.value for s in query.states] or _TERMINAL))
+            .order_by(JobRow.end_time.desc(), JobRow.id.desc())
+        )
+        if query.start:
+            stmt = stmt.where(JobRow.end_time >= query.start)
+        if query.end:
+            stmt = stmt.where(JobRow.end_time <= query.end)
+        if query.ids or query.array_ids or query.tasks:
+            stmt = stmt.where(
+                or_(
+                    JobRow.id.in_(query.ids),
+                    JobRow.array_job_id.in_(query.array_ids),
+                    *(
+                        and_(JobRow.array_job_id == a, JobRow.array_task_id == t)
+                        for a, t in query.tasks
+                    ),
+                )
+            )
+        for column, values in ((JobRow.user, query.users), (JobRow.account, query.accounts)):
+            if values:
+                stmt = stmt.where(column.in_(values))
+        if query.principal:
+            stmt = stmt.where(JobRow.user == query.principal)
+        if query.limit:
+            stmt = stmt.limit(query.limit)
+        with self._session() as session:
+            return [
+                FinishedJob(
+                    _record(job),
+                    JobUsage(job.id)
+                    if usage is None
+                    else JobUsage(
+                        job.id, usage.util_sum, usage.samples, usage.memory_peak, usage.memory_total
+                    ),
+                )
+                for job, usage in session.execute(stmt)
+            ]
+
+    def purge_ended(self, before: float) -> int:
+        """Forget jobs that ended before ``before`` (their events and NVML figures too);
+        return how many."""
+        with self._session() as session, session.begin():
+            ids = list(
+                session.scalars(
+                    select(JobRow.id).where(JobRow.state.in_(_TERMINAL), JobRow.end_time < before)
+                )
+            )
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                session.execute(delete(JobUsageRow).where(JobUsageRow.job_id.in_(chunk)))
+                session.execute(delete(JobEventRow).where(JobEventRow.job_id.in_(chunk)))
+                session.execute(delete(JobRow).where(JobRow.id.in_(chunk)))
+        return len(ids)
 
     # -------------------------------------------------------------- nodes
 
