@@ -1,0 +1,137 @@
+"""Benchmark: large array submissions, and whether the scheduler keeps answering meanwhile.
+
+Run from the repository root:  python bench/large_arrays.py [RUNS] [BIG]
+(defaults 3 and 100000; no Docker needed). Each run starts a real scheduler (SQLite, a
+subprocess) on 127.0.0.1 with one simulated 8-GPU node (tests/fake_agent.py: hello, a
+heartbeat every 0.5 s, orders ignored), then:
+
+1. ``gsub`` of a 10,000-task array (``array: 0-9999``, 1 GPU each), whole process;
+2. with those 10,000 jobs queued: ``gqueue -j ARRAY_5`` and ``gqueue`` (pending and running,
+   10,000 lines), whole process, 5 times each;
+
+then, on a fresh scheduler, one SubmitJobs RPC of a BIG-task array while ``ListNodes`` (what
+``ginfo`` asks) is sent every 50 ms on an open channel: the slowest and median answer while the
+submission is in flight and during the 5 s after it (the passes that follow), the slowest
+heartbeat-to-pong round trip of the node, and whether its stream was dropped.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
+from tests.cluster import Cluster, wait_for
+from tests.fake_agent import FakeAgent
+
+JOB = "name: arr\nimage: busybox\ncommand: [sleep, '60']\nresources: {{gpus: 1}}\narray: 0-{last}\n"
+
+
+def _ms(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    return (
+        f"median {statistics.median(values) * 1000:.0f} ms (min {min(values) * 1000:.0f}, "
+        f"max {max(values) * 1000:.0f}, n={len(values)})"
+    )
+
+
+def _start(root: Path) -> tuple[Cluster, FakeAgent]:
+    cluster = Cluster(root)
+    cluster.start_scheduler()
+    agent = FakeAgent(cluster.address, "bench-node").start()
+    wait_for(lambda: (n := cluster.node("bench-node")) and n["state"] != "DOWN", 20)
+    return cluster, agent
+
+
+def _timed(cluster: Cluster, *args: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    out = cluster.cli(*args, check=True).stdout
+    return time.perf_counter() - start, out
+
+
+def small(runs: int) -> None:
+    submit, by_id, listing = [], [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster, agent = _start(Path(tmp))
+            try:
+                job = cluster.write_job("arr.yaml", JOB.format(last=9999))
+                took, out = _timed(cluster, "gsub", "--parsable", str(job))
+                submit.append(took)
+                array_id = out.strip().split("_")[0]
+                time.sleep(2)  # let the pass that follows the submission finish
+                for _ in range(5):
+                    took, out = _timed(cluster, "gqueue", "-j", f"{array_id}_5")
+                    assert f"{array_id}_5" in out, out
+                    by_id.append(took)
+                for _ in range(5):
+                    took, out = _timed(cluster, "gqueue")
+                    assert len(out.splitlines()) == 10_001, len(out.splitlines())
+                    listing.append(took)
+            finally:
+                agent.stop()
+                cluster.stop()
+    print(f"gsub of a 10,000-task array, whole process : {_ms(submit)}")
+    print(f"gqueue -j ID_5 with 10,000 queued           : {_ms(by_id)}")
+    print(f"gqueue with 10,000 pending                  : {_ms(listing)}")
+
+
+def big(tasks: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster, agent = _start(Path(tmp))
+        try:
+            channel = grpc.insecure_channel(cluster.address)
+            jobs = pb_grpc.JobServiceStub(channel)
+            nodes = pb_grpc.NodeServiceStub(channel)
+            spec = pb.JobSpec(
+                name="big",
+                image="busybox",
+                command=["sleep", "60"],
+                resources=pb.Resources(gpus=1),
+                array=f"0-{tasks - 1}",
+            )
+            request = pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)], user="bench")
+            done: dict[str, float] = {}
+
+            def submit() -> None:
+                start = time.perf_counter()
+                jobs.SubmitJobs(request, timeout=600)
+                done["took"] = time.perf_counter() - start
+                done["at"] = time.monotonic()
+
+            during: list[float] = []
+            after: list[float] = []
+            thread = threading.Thread(target=submit)
+            pongs_before = len(agent.pongs)
+            thread.start()
+            while "at" not in done or time.monotonic() - done["at"] < 5:
+                sent = time.monotonic()
+                nodes.ListNodes(pb.ListNodesRequest(), timeout=600)
+                took = time.monotonic() - sent
+                (after if "at" in done and sent > done["at"] else during).append(took)
+                time.sleep(0.05)
+            thread.join()
+            pongs = agent.pongs[pongs_before:]
+            print(f"SubmitJobs of a {tasks:,}-task array (RPC)   : {done['took'] * 1000:.0f} ms")
+            print(f"ListNodes while it is submitted              : {_ms(during)}")
+            print(f"ListNodes during the 5 s after               : {_ms(after)}")
+            print(f"heartbeat -> pong meanwhile                  : {_ms(pongs)}")
+            print(f"agent stream dropped                         : {agent.dropped or 'no'}")
+        finally:
+            agent.stop()
+            cluster.stop()
+
+
+if __name__ == "__main__":
+    small(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    big(int(sys.argv[2]) if len(sys.argv) > 2 else 100_000)
