@@ -62,8 +62,14 @@ def _show(args: argparse.Namespace) -> int:
             raise CliError(f"-t: {exc}", 2) from None
     elif args.jobs:
         request.all_states = True  # naming a job shows it whatever its state, as squeue -j does
+    jobs = []
     with connect(args.scheduler) as client:
-        jobs = list(client.call(client.jobs.ListJobs, request).jobs)
+        while True:  # the scheduler answers in pages
+            page = client.call(client.jobs.ListJobs, request)
+            jobs += page.jobs
+            if not page.next_page_token:
+                break
+            request.page_token = page.next_page_token
     if args.json:
         print(json.dumps([job_json(j, pb.JobState.Name(j.state)) for j in jobs], indent=2))
         return 0

@@ -29,6 +29,8 @@ from rota.scheduler.cluster.messages import (
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus, node_status
 from rota.scheduler.core import CancelResult, Core, NotFound, Orders, SubmitItem, SubmitResult
+from rota.scheduler.core.submission import task_count
+from rota.scheduler.large_submit import LARGE_SUBMISSION, LargeSubmissions
 from rota.scheduler.policy.explain import Explanation, explain
 from rota.scheduler.store.store import JobQuery
 
@@ -52,6 +54,7 @@ class Engine:
         self.core = core
         self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
+        self._large = LargeSubmissions(core, self.call)
         self._sessions: dict[str, AgentSession] = {}
         self._session_ids = itertools.count(1)
         self._log_ids = itertools.count(1)
@@ -106,6 +109,7 @@ class Engine:
             session.outbox.put_nowait(None)
         self._core_pool.shutdown(wait=True)
         self._policy_pool.shutdown(wait=True)
+        self._large.shutdown()
 
     async def tick(self) -> None:
         """Periodic housekeeping (APScheduler calls this): node timeouts, then a pass."""
@@ -148,7 +152,10 @@ class Engine:
     async def submit(
         self, items: Sequence[SubmitItem], user: str, test_only: bool
     ) -> list[SubmitResult]:
-        results = await self.call(self.core.submit, items, user, test_only)
+        if not test_only and task_count(items) > LARGE_SUBMISSION:
+            results = await self._large.submit(items, user)
+        else:
+            results = await self.call(self.core.submit, items, user, test_only)
         if not test_only:
             self.request_pass()
         return results

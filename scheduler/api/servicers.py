@@ -26,6 +26,7 @@ from rota.wire import spec_from_pb
 log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
 _DEFAULT_STATES = (JobState.PENDING, *ACTIVE_STATES)
+MAX_PAGE_SIZE = 2_000  # jobs per ListJobs answer at most; clients follow next_page_token
 
 
 async def _guard(context: grpc.aio.ServicerContext, work: Awaitable[T]) -> T:
@@ -77,16 +78,18 @@ class JobServicer(pb_grpc.JobServiceServicer):
         else:
             states = _DEFAULT_STATES
         after = int(request.page_token) if request.page_token.isdigit() else 0
+        limit = min(request.page_size or MAX_PAGE_SIZE, MAX_PAGE_SIZE)
         query = JobQuery(
             states=states,
             users=tuple(request.users),
             accounts=tuple(request.accounts),
             after_id=after,
-            limit=request.page_size,
+            limit=limit,
         )
         jobs = await _guard(context, self.engine.list_jobs(query, list(request.ids)))
-        token = str(jobs[-1].id) if request.page_size and len(jobs) == request.page_size else ""
-        return pb.ListJobsResponse(jobs=[convert.job_to_pb(j) for j in jobs], next_page_token=token)
+        token = str(jobs[-1].id) if len(jobs) == limit else ""
+        msgs = await asyncio.to_thread(convert.jobs_to_pb, jobs)  # the event loop keeps serving
+        return pb.ListJobsResponse(jobs=msgs, next_page_token=token)
 
     async def CancelJobs(
         self, request: pb.CancelJobsRequest, context: Any

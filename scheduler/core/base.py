@@ -79,6 +79,15 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def parse_display_id(text: str) -> tuple[int, int | None]:
+    """``123`` -> (123, None) (a job, or every task of array 123); ``123_4`` -> (123, 4)."""
+    array_text, _, task_text = text.strip().partition("_")
+    try:
+        return int(array_text), int(task_text) if task_text else None
+    except ValueError:
+        raise UserError(f"{text!r} is not a job id like 123 or 123_4") from None
+
+
 class CoreBase:
     """State of the scheduler and the transitions every part uses. Not thread-safe."""
 
@@ -250,8 +259,8 @@ class CoreBase:
             if "_" in text:
                 array_text, task_text = text.split("_", 1)
                 array_id, task_id = int(array_text), int(task_text)
-                rows = self.store.query_jobs(JobQuery(array_ids=(array_id,)))
-                return [self._live(r) for r in rows if r.array_task_id == task_id]
+                named = JobQuery(array_ids=(array_id,), task_ids=(task_id,))
+                return [self._live(r) for r in self.store.query_jobs(named)]
             job_id = int(text)
         except ValueError:
             raise UserError(f"{display_id!r} is not a job id like 123 or 123_4") from None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 
-from rota.jobspec import JobSpec, parse_array, parse_dependency
+from rota.jobspec import parse_dependency
 from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.core.base import (
     LAUNCH_PREFIX,
@@ -16,8 +17,10 @@ from rota.scheduler.core.base import (
     SubmitItem,
     SubmitResult,
     UserError,
+    parse_display_id,
 )
 from rota.scheduler.core.planning import PlanningCore
+from rota.scheduler.core.submission import Admission, base_record, task_ids
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.fit import node_matches
 from rota.scheduler.policy.snapshot import Snapshot
@@ -34,8 +37,25 @@ class JobsCore(PlanningCore):
         """Validate every item against the cluster, then store all of them or none.
 
         Items whose client request id was seen before return the stored ids (duplicate=True).
-        Raises UserError naming the source and field of the first invalid item.
+        Raises UserError naming the source and field of the first invalid item. (The engine
+        runs large submissions as ``admit``, expand and store off the core thread, ``adopt``.)
         """
+        admission = self.admit(items, user)
+        if test_only:
+            return [
+                self._dry_run(item, [base])
+                for item, base in zip(admission.new, admission.bases, strict=True)
+            ]
+        groups = admission.expand()
+        try:
+            stored = self.store.submit(groups, admission.request_ids, user)
+        except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
+            return self.submit(items, user, test_only)
+        self.adopt([job for group in stored for job in group])
+        return admission.results(stored)
+
+    def admit(self, items: Sequence[SubmitItem], user: str) -> Admission:
+        """The checks of ``submit`` (cost per item, not per array task); raises UserError."""
         request_ids = [i.client_request_id for i in items if i.client_request_id]
         if len(request_ids) != len(set(request_ids)):
             raise UserError("client request ids must be unique within one SubmitJobs request")
@@ -44,34 +64,23 @@ class JobsCore(PlanningCore):
         for item in new_items:
             self._check_fits_cluster(item)
         now = self.clock()
-        groups = [self._expand(item.spec, user, now) for item in new_items]
-        self._check_pending_limits(new_items, groups)
-        if test_only:
-            return [
-                self._dry_run(item, group) for item, group in zip(new_items, groups, strict=True)
-            ]
-        try:
-            stored = self.store.submit(groups, [i.client_request_id for i in new_items], user)
-        except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
-            return self.submit(items, user, test_only)
-        by_request: dict[str, list[JobRecord]] = {}
-        for item, group in zip(new_items, stored, strict=True):
-            for job in group:
-                self.jobs[job.id] = job
-            self._job_views.touch(job.id for job in group)
-            by_request[item.client_request_id or f"#{id(item)}"] = group
+        limit = self.config.default_time_limit
+        bases = [base_record(i.spec, user, now, limit) for i in new_items]
+        tasks = [task_ids(i.spec) for i in new_items]
+        counts = [1 if t is None else len(t) for t in tasks]
+        self._check_pending_limits(new_items, bases, counts)
+        return Admission(items, user, known, new_items, bases, tasks)
+
+    def adopt(self, jobs: Sequence[JobRecord], build_views: bool = False) -> None:
+        """Take committed jobs into the cluster model; ``build_views`` also builds their
+        snapshot views now (so that taking a large array in chunks leaves the next pass
+        nothing per task to do)."""
+        for job in jobs:
+            self.jobs[job.id] = job
+        self._job_views.touch(job.id for job in jobs)
+        if build_views:
+            self._sync_views(self.clock())
         self.version += 1
-        results = []
-        for item in items:
-            if item.client_request_id in known:
-                ids = tuple(known[item.client_request_id])
-                results.append(SubmitResult(item.client_request_id, ids, duplicate=True))
-            else:
-                group = by_request[item.client_request_id or f"#{id(item)}"]
-                results.append(
-                    SubmitResult(item.client_request_id, tuple(j.display_id for j in group))
-                )
-        return results
 
     def _dry_run(self, item: SubmitItem, group: list[JobRecord]) -> SubmitResult:
         probe = dataclasses.replace(group[0], id=-1)
@@ -80,25 +89,6 @@ class JobsCore(PlanningCore):
         placed = any(p.job_id == -1 for p in plan.placements)
         reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
         return SubmitResult(item.client_request_id, (), reason=reason)
-
-    def _expand(self, spec: JobSpec, user: str, now: float) -> list[JobRecord]:
-        account = spec.account or user
-        limit = spec.time_limit or self.config.default_time_limit
-        base = JobRecord(
-            id=0,
-            name=spec.name or "job",
-            user=user,
-            account=account,
-            spec=spec,
-            state=JobState.PENDING,
-            submit_time=now,
-            time_limit=limit,
-            held="user" if spec.hold else "",
-        )
-        if not spec.array:
-            return [base]
-        task_ids, _limit = parse_array(spec.array)
-        return [dataclasses.replace(base, array_task_id=t) for t in task_ids]
 
     def _check_fits_cluster(self, item: SubmitItem) -> None:
         spec, src = item.spec, item.source or "job"
@@ -120,8 +110,7 @@ class JobsCore(PlanningCore):
         if not self.nodes:
             raise UserError(f"{src}: no node is registered yet, so nothing could ever run this job")
         probe = self._pending_view(
-            dataclasses.replace(self._expand(spec, "probe", 0.0)[0], id=-1),
-            blocked=None,
+            dataclasses.replace(base_record(spec, "probe", 0.0, 0.0), id=-1), blocked=None
         )
         capable = [n for n in self.nodes.values() if node_matches(probe, self._node_view(n))]
         if len(capable) < spec.nodes:
@@ -138,7 +127,7 @@ class JobsCore(PlanningCore):
             )
 
     def _check_pending_limits(
-        self, items: Sequence[SubmitItem], groups: Sequence[Sequence[JobRecord]]
+        self, items: Sequence[SubmitItem], bases: Sequence[JobRecord], counts: Sequence[int]
     ) -> None:
         """Refuse a submission that would take a user or account past its pending-job limit
         (``limits.max_pending_per_user`` / ``_per_account``; every array task counts)."""
@@ -153,13 +142,13 @@ class JobsCore(PlanningCore):
         for kind, key, cap in caps:
             if cap is None:
                 continue
-            counts = Counter(getattr(j, kind) for j in pending)
-            for item, group in zip(items, groups, strict=True):
-                owner = getattr(group[0], kind)
-                counts[owner] += len(group)
-                if counts[owner] > cap:
+            pending_of = Counter(getattr(j, kind) for j in pending)
+            for item, base, count in zip(items, bases, counts, strict=True):
+                owner = getattr(base, kind)
+                pending_of[owner] += count
+                if pending_of[owner] > cap:
                     raise UserError(
-                        f"{item.source or 'job'}: {kind} {owner} would have {counts[owner]} "
+                        f"{item.source or 'job'}: {kind} {owner} would have {pending_of[owner]} "
                         f"pending jobs; the limit is {cap} (scheduler setting limits.{key}; "
                         "every array task counts)"
                     )
@@ -175,24 +164,24 @@ class JobsCore(PlanningCore):
         return self._resolve_one(display_id)
 
     def list_jobs(self, query: JobQuery, display_ids: Sequence[str] = ()) -> list[JobRecord]:
-        """Jobs matching the query (and ids, if given), as copies safe to read elsewhere."""
+        """Jobs matching the query (and ids, if given), as copies safe to read elsewhere.
+
+        Costs O(live jobs) plus O(jobs returned): a page (``after_id``, ``limit``) copies only
+        its own jobs, and ids are matched by rule, not expanded into every task first."""
         if display_ids:
-            ids = [job.id for text in display_ids for job in self._resolve_one(text)]
-            query = dataclasses.replace(query, ids=tuple(ids))
-            if not ids:
-                return []
+            query = dataclasses.replace(query, named=tuple(map(parse_display_id, display_ids)))
         if not query.states or set(query.states) - {JobState.PENDING, *ACTIVE_STATES}:
             return [self._live(r) for r in self.store.query_jobs(query)]
-        out = [
-            self._copy(j)
-            for j in sorted(self.jobs.values(), key=lambda j: j.id)
-            if j.state in query.states
-            and (not query.ids or j.id in query.ids)
-            and (not query.users or j.user in query.users)
-            and (not query.accounts or j.account in query.accounts)
-            and j.id > query.after_id
-        ]
-        return out[: query.limit] if query.limit else out
+        match = query.matcher()
+        ids = sorted(self.jobs)
+        out: list[JobRecord] = []
+        for job_id in ids[bisect.bisect_right(ids, query.after_id) :]:
+            job = self.jobs[job_id]
+            if match(job):
+                out.append(self._copy(job))
+                if len(out) == query.limit:
+                    break
+        return out
 
     def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
         jobs = self._resolve_one(display_id)

@@ -185,15 +185,19 @@ class PlanningCore(CoreBase):
         kept = self._job_views
         new = plan.reasons
         differs = map(ne, new.values(), map(kept.reasons.get, new.keys()))  # C-level scan
+        waiting: list[tuple[int, str]] = []
         for job_id, reason in compress(new.items(), differs):
             job = self.jobs.get(job_id)
             if job is not None and job.state is JobState.PENDING and job.reason != reason:
                 job.reason = reason
-                changed.append(job)
+                waiting.append((job_id, reason))
         kept.reasons = dict(plan.reasons)
         kept.starts = dict(plan.est_start)
         if changed or events:
             self._save(changed, events)
+        if waiting:  # derived data: written off the core thread, in chunks
+            self.store.write_reasons(waiting)
+        if changed or events or waiting:
             self.version += 1
         return orders
 

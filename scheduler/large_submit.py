@@ -1,0 +1,67 @@
+"""Large submissions (big arrays) without holding the core thread.
+
+A submission of more than ``LARGE_SUBMISSION`` jobs is run in steps so that heartbeats, pongs
+and small RPCs keep being answered meanwhile (no core step costs more than a few tens of ms):
+
+1. ``Core.admit`` on the core thread: the checks, per item (not per task);
+2. on this module's own thread: expanding the items into task records, then the bulk insert
+   (``Store.submit``: the array's spec once, one multi-row INSERT of minimal task rows, one
+   event) in one transaction, so a kill -9 leaves all of the submission or none of it;
+3. ``Core.adopt`` on the core thread, ``ADOPT_CHUNK`` records per step, each step also building
+   their snapshot views, so the next pass has nothing per task left to do; after each step the
+   objects made so far are frozen out of the cyclic garbage collector (``gc.freeze``).
+
+The client is answered after step 3, so its first ``gqueue`` lists every task. Until then the
+tasks are committed but not yet scheduled; nobody knows their ids but the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from rota.scheduler.core import Core, SubmitItem, SubmitResult
+from rota.scheduler.store.store import DuplicateRequest
+
+T = TypeVar("T")
+CoreCall = Callable[..., Awaitable[Any]]
+
+LARGE_SUBMISSION = 1_000  # jobs; smaller submissions are one core step (Core.submit)
+ADOPT_CHUNK = 500  # records taken into the cluster model per core step
+
+
+class LargeSubmissions:
+    """Runs large submissions; ``call`` runs a function on the core thread (Engine.call)."""
+
+    def __init__(self, core: Core, call: CoreCall) -> None:
+        self.core = core
+        self.call = call
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="rota-bulk")
+
+    async def _off_core(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    async def submit(self, items: Sequence[SubmitItem], user: str) -> list[SubmitResult]:
+        """Store ``items`` (all or none) and answer as ``Core.submit`` does."""
+        admission = await self.call(self.core.admit, items, user)
+        groups = await self._off_core(admission.expand)
+        try:
+            stored = await self._off_core(
+                self.core.store.submit, groups, admission.request_ids, user
+            )
+        except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
+            return list(await self.call(self.core.submit, items, user, False))
+        jobs = [job for group in stored for job in group]
+        for start in range(0, len(jobs), ADOPT_CHUNK):
+            await self.call(self.core.adopt, jobs[start : start + ADOPT_CHUNK], True)
+            # The adopted records live as long as their jobs: exempt them (and all older
+            # objects) from the cyclic garbage collector, whose full collections otherwise
+            # scan every record again and hold every thread for hundreds of ms.
+            gc.freeze()
+        return list(admission.results(stored))
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
