@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-import yaml
 
 from rota.paths import DEFAULT_ADDRESS, config_file
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -75,6 +74,8 @@ def resolve_target(flag: str | None) -> Target:
         return Target(env, "ROTA_SCHEDULER")
     path = config_file()
     if path.exists():
+        import yaml  # only when there is a config file: it costs every command ~20 ms
+
         try:
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as exc:
