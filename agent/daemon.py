@@ -13,14 +13,29 @@ import signal
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rota import __version__
+from rota.agent.fence import SelfFence
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
-from rota.agent.model import Ack, HelloInfo, Kill, Launch, LogRequest, Order, Report, Welcome
 from rota.agent.runtime.docker_runtime import DockerRuntime
 from rota.agent.runtime.owners import ProcessOwners
+from rota.agent.runtime.policy import ContainerPolicy
+from rota.messages import (
+    AgentEvent,
+    AgentOrder,
+    EventAck,
+    GpuTelemetry,
+    Heartbeat,
+    Hello,
+    KillOrder,
+    LaunchOrder,
+    LogRequest,
+    Welcome,
+)
 
 log = logging.getLogger("rota.agent")
 
@@ -41,29 +56,63 @@ class AgentConfig:
     labels: dict[str, str] = field(default_factory=dict)
     heartbeat_interval: float = 2.0
     kill_grace: float = 10.0
+    ca: str = ""  # verify the scheduler with this CA (TLS); "" = plaintext
+    cert: str = ""  # this node's client certificate and key (mutual TLS)
+    key: str = ""
+    allowed_mounts: tuple[str, ...] = ()  # host path prefixes jobs may bind-mount
+    allowed_images: tuple[str, ...] = ()  # image patterns; () = any
+    default_uid: int = 65534  # jobs whose user has no passwd entry here run as this
+    default_gid: int = 65534
+    allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
+    pids_limit: int = 4096
 
 
 class Agent:
-    """Ties the GPU backend, the container runtime and the scheduler link together."""
+    """Ties the GPU backend, the container runtime and the scheduler link together.
 
-    def __init__(self, config: AgentConfig) -> None:
+    Time is read only from ``clock`` (Unix seconds: event and heartbeat times, time limits) and
+    ``monotonic`` (how long the scheduler has been silent or away).
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.config = config
+        self._clock = clock
+        self._monotonic = monotonic
         self.backend, self.inventory = open_backend(config.simulate_gpus, config.node)
         self.runtime = DockerRuntime(
             config.node,
             config.data_dir,
-            self._on_report,
+            self._on_event,
+            clock,
             gpu_mode=config.gpu_mode,
             base_url=config.docker_host,
             network=config.network,
             kill_grace=config.kill_grace,
+            policy=ContainerPolicy(
+                allowed_mounts=config.allowed_mounts,
+                allowed_images=config.allowed_images,
+                default_uid=config.default_uid,
+                default_gid=config.default_gid,
+                allow_root=config.allow_root,
+                pids_limit=config.pids_limit,
+            ),
         )
         self.owners = ProcessOwners(self.runtime.container_info)
-        self.link = Link(config.scheduler, self._hello, self._on_order, self._on_disconnect)
+        self.fence = SelfFence(config.kill_grace, monotonic)
+        self.link = Link(
+            config.scheduler,
+            self._hello,
+            self._on_order,
+            monotonic,
+            self.fence.lost,
+            tls=(config.ca, config.cert, config.key) if config.ca else None,
+        )
         self._interval = config.heartbeat_interval
-        self._node_grace = 0.0  # from the scheduler's welcome; 0 = never self-fence
-        self._lost_since: float | None = None  # monotonic time the stream broke
-        self._fenced = False
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}
 
@@ -97,37 +146,40 @@ class Agent:
 
     # ------------------------------------------------------------ link callbacks
 
-    def _hello(self) -> HelloInfo:
-        return HelloInfo(
-            node=self.config.node,
-            token=self.config.token,
-            address=self.config.address or socket.gethostname(),
-            inventory=self.inventory,
-            attempts=tuple(self.runtime.attempts()),
+    def _hello(self) -> Hello:
+        inventory = replace(
+            self.inventory,
             cpus=float(os.cpu_count() or 0),
             memory=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
             labels=self.config.labels,
             gpu_mode=self.runtime.gpu_mode,
         )
+        return Hello(
+            node_name=self.config.node,
+            token=self.config.token,
+            inventory=inventory,
+            attempts=tuple(self.runtime.attempts()),
+            address=self.config.address or socket.gethostname(),
+            agent_version=__version__,
+        )
 
-    def _on_report(self, report: Report) -> None:
+    def _on_event(self, event: AgentEvent) -> None:
         if self.link.connected.is_set():
-            self.link.send_report(report)
+            self.link.send(event)
 
-    def _on_order(self, order: Order) -> None:
+    def _on_order(self, order: AgentOrder) -> None:
         if isinstance(order, Welcome):
             self._interval = order.heartbeat_interval or self._interval
-            self._node_grace = order.node_grace
-            self._lost_since, self._fenced = None, False
+            self.fence.welcomed(order.node_grace)
             self.runtime.keep_only({(a.job_id, a.attempt) for a in order.keep})
-            for report in self.runtime.finals():
-                self.link.send_report(report)
+            for event in self.runtime.finals():
+                self.link.send(event)
             self._send_heartbeat()
-        elif isinstance(order, Launch):
+        elif isinstance(order, LaunchOrder):
             self.runtime.launch(order)
-        elif isinstance(order, Kill):
+        elif isinstance(order, KillOrder):
             self.runtime.kill(order)
-        elif isinstance(order, Ack):
+        elif isinstance(order, EventAck):
             self.runtime.ack(order.job_id, order.attempt)
         elif isinstance(order, LogRequest):
             if order.cancel:
@@ -141,7 +193,7 @@ class Agent:
     def _heartbeats(self) -> None:
         while not self._stop.wait(self._interval):
             if self.link.connected.is_set():
-                silent = time.monotonic() - self.link.last_heard
+                silent = self._monotonic() - self.link.last_heard
                 if silent > max(5 * self._interval, 10.0):
                     log.warning("the scheduler has not answered for %.0fs; reconnecting", silent)
                     self.link.drop()
@@ -150,32 +202,17 @@ class Agent:
             else:
                 self._maybe_fence()
 
-    # ------------------------------------------------------------ self-fencing
-
-    def _on_disconnect(self) -> None:
-        self._lost_since = time.monotonic()
-
-    def fence_after(self) -> float:
-        """Seconds without the scheduler after which this agent stops its jobs: before the
-        scheduler's ``node_grace`` ends (when it may run them elsewhere), leaving room for the
-        stream's keepalive to notice the break and for the stop's grace period."""
-        margin = 30.0 + self.config.kill_grace
-        return max(self._node_grace - margin, self._node_grace / 2)
-
     def _maybe_fence(self) -> None:
-        lost = self._lost_since
-        if self._fenced or lost is None or not self._node_grace:
+        away = self.fence.due()
+        if away is None:
             return
-        away = time.monotonic() - lost
-        if away >= self.fence_after():
-            self._fenced = True
-            log.warning(
-                "no contact with the scheduler for %.0fs: stopping this node's jobs before they "
-                "may be run elsewhere (node_grace %.0fs)",
-                away,
-                self._node_grace,
-            )
-            self.runtime.fence(f"no contact with the scheduler for {away:.0f}s")
+        log.warning(
+            "no contact with the scheduler for %.0fs: stopping this node's jobs before they "
+            "may be run elsewhere (node_grace %.0fs)",
+            away,
+            self.fence.node_grace,
+        )
+        self.runtime.fence(f"no contact with the scheduler for {away:.0f}s")
 
     def _send_heartbeat(self) -> None:
         health = self.runtime.health()
@@ -185,7 +222,15 @@ class Agent:
             (p.pid for s in samples for p in s.processes),
             (a.container_id for a in attempts),
         )
-        self.link.send_heartbeat(samples, attempts, health.healthy, health.error, owners)
+        self.link.send(
+            Heartbeat(
+                gpus=tuple(_owned(s, owners) for s in samples),
+                attempts=tuple(attempts),
+                engine_healthy=health.healthy,
+                engine_error=health.error,
+                time=self._clock(),
+            )
+        )
 
     # ------------------------------------------------------------ output
 
@@ -224,3 +269,9 @@ class Agent:
             self.link.send_log(req.request_id, eof=True)
         finally:
             self._log_cancels.pop(req.request_id, None)
+
+
+def _owned(sample: GpuTelemetry, owners: dict[int, str]) -> GpuTelemetry:
+    """The sample with each process's job (display id) where its pid belongs to one."""
+    processes = tuple(replace(p, job_id=owners.get(p.pid, "")) for p in sample.processes)
+    return replace(sample, processes=processes)

@@ -1,4 +1,4 @@
-"""Benchmark: one scheduling pass as the daemon runs it (Core.snapshot -> decide -> apply),
+"""Benchmark: one scheduling pass as the daemon runs it (snapshot -> decide -> apply),
 with the real store (SQLite), on 1,000 nodes x 8 GPUs, 2,000 running jobs and N pending.
 
 Run: python bench/daemon_pass.py [N ...]   (default 1000 10000 50000)
@@ -18,10 +18,12 @@ from pathlib import Path
 
 from rota.gpus import GpuInfo
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import GpuTelemetry, Heartbeat, Hello, Inventory
-from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core import Core, SubmitItem
-from rota.scheduler.policy import clear_caches, get_policy
+from rota.messages import GpuTelemetry, Heartbeat, Hello, Inventory
+from rota.scheduler.config import SchedulerConfig, policy_config
+from rota.scheduler.core.jobs import SubmitItem
+from rota.scheduler.core.services import Services, build_services
+from rota.scheduler.engine import Engine
+from rota.scheduler.policy import Policy, make_policy
 from rota.scheduler.store.store import Store
 
 NODES, GPUS, RUNNING, RUNS = 1000, 8, 2000, 7
@@ -34,17 +36,19 @@ class Clock:
         return self.now
 
 
-def build(pending: int, root: Path, policy: str) -> tuple[Core, Clock]:
+def build(pending: int, root: Path, policy: str) -> tuple[Services, Engine, Clock]:
     clock = Clock()
-    core = Core(
+    config = SchedulerConfig(open_registration=True, policy=policy)
+    core = build_services(
         Store(f"sqlite:///{root / 'db'}"),
-        SchedulerConfig(open_registration=True),
+        config,
         clock,
-        get_policy(policy),
+        make_policy(policy, policy_config(config)),
     )
+    engine = Engine(core)
     gpus = tuple(GpuInfo(i, f"GPU-{i}", "A100", 80 * 2**30) for i in range(GPUS))
     for n in range(NODES):
-        core.agent_hello(
+        engine.hello_step(
             Hello(f"node{n:04d}", "t", Inventory(gpus=gpus, cpus=64, memory=2**40)), n + 1
         )
     rng = random.Random(0)
@@ -62,13 +66,12 @@ def build(pending: int, root: Path, policy: str) -> tuple[Core, Clock]:
                 )
                 for _ in range(min(1000, count - start))
             ]
-            core.submit(items, f"user{rng.randrange(50)}")
+            core.jobs.submit(items, f"user{rng.randrange(50)}")
 
     submit(RUNNING, gpus=4)  # fills every GPU
-    snap = core.snapshot()
-    core.apply(core.decide(snap), snap.version)
+    one_pass(core, core.policy)
     submit(pending)
-    return core, clock
+    return core, engine, clock
 
 
 def busy_heartbeat() -> Heartbeat:
@@ -81,10 +84,10 @@ def busy_heartbeat() -> Heartbeat:
     )
 
 
-def one_pass(core: Core) -> tuple[float, float]:
+def one_pass(core: Services, policy: Policy) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
-    snap = core.snapshot()
-    core.apply(core.decide(snap), snap.version)
+    snap = core.planner.snapshot()
+    core.planner.apply(policy.decide(snap), snap.version)
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -96,19 +99,20 @@ def main(sizes: list[int], policy: str = "rota") -> None:
     print("|---:|---:|---:|---:|---:|")
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            core, clock = build(size, Path(tmp), policy)
+            core, engine, clock = build(size, Path(tmp), policy)
             full, inc = [], []
             for _ in range(RUNS):
-                clear_caches()
-                core.forget_views()
-                full.append(one_pass(core))
+                core.snapshots.forget()  # and a new policy instance: empty caches
+                full.append(one_pass(core, make_policy(policy, core.policy.config)))
             for _ in range(RUNS):
                 clock.now += 1.0
-                for node in core.nodes.values():  # fresh telemetry from every node
-                    core.agent_heartbeat(node.name, node.session, busy_heartbeat())
-                core.submit([SubmitItem(JobSpec(image="i", command=("true",), gpus=2))], "newcomer")
-                inc.append(one_pass(core))
-            core.store.close()
+                for node in core.model.nodes.values():  # fresh telemetry from every node
+                    engine.heartbeat_step(node.name, node.session, busy_heartbeat())
+                core.jobs.submit(
+                    [SubmitItem(JobSpec(image="i", command=("true",), gpus=2))], "newcomer"
+                )
+                inc.append(one_pass(core, core.policy))
+            core.model.store.close()
 
         def med(xs: list[tuple[float, float]], i: int) -> str:
             return f"{statistics.median(x[i] for x in xs) * 1000:.1f}"

@@ -2,7 +2,7 @@
 
 Run from the repository root:  python bench/large_arrays.py [RUNS] [BIG]
 (defaults 3 and 100000; no Docker needed). Each run starts a real scheduler (SQLite, a
-subprocess) on 127.0.0.1 with one simulated 8-GPU node (tests/fake_agent.py: hello, a
+subprocess) on 127.0.0.1 with one simulated 8-GPU node (tests/support/fake_agent.py: hello, a
 heartbeat every 0.5 s, orders ignored), then:
 
 1. ``gsub`` of a 10,000-task array (``array: 0-9999``, 1 GPU each), whole process;
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster, wait_for
-from tests.fake_agent import FakeAgent
+from tests.support.fake_agent import FakeAgent
 
 JOB = "name: arr\nimage: busybox\ncommand: [sleep, '60']\nresources: {{gpus: 1}}\narray: 0-{last}\n"
 

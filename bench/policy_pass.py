@@ -19,7 +19,7 @@ import statistics
 import time
 from dataclasses import replace
 
-from rota.scheduler.policy import clear_caches, get_policy
+from rota.scheduler.policy import Policy, make_policy
 from rota.scheduler.policy.config import HOUR
 from rota.scheduler.policy.snapshot import (
     Allocation,
@@ -75,20 +75,18 @@ def build(pending: int, seed: int = 1) -> Snapshot:
     return Snapshot(NOW, nodes, tuple(jobs), tuple(running), version=1)
 
 
-def timed(policy: str, snapshot: Snapshot) -> tuple[float, float]:
+def timed(policy: Policy, snapshot: Snapshot) -> tuple[float, float]:
     """Wall and CPU seconds of one pass."""
-    decide = get_policy(policy)
     wall, cpu = time.perf_counter(), time.process_time()
-    decide(snapshot)
+    policy.decide(snapshot)
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def settle(policy: str, snapshot: Snapshot) -> Snapshot:
+def settle(policy: Policy, snapshot: Snapshot) -> Snapshot:
     """The steady state a daemon reaches: apply each pass's plan (placed jobs run from
     ``NOW``) until a pass places nothing."""
-    decide = get_policy(policy)
     for round_ in range(20):
-        plan = decide(snapshot)
+        plan = policy.decide(snapshot)
         if not plan.placements:
             break
         placed = {p.job_id: p for p in plan.placements}
@@ -124,10 +122,10 @@ def main() -> None:
     for n in args.pending:
         snapshot = build(n)
         extra = replace(snapshot.pending[0], id=n + 1, submit_time=NOW)
-        for policy in args.policy:
+        for name in args.policy:
             full = []
             for v in range(args.runs):
-                clear_caches()
+                policy = make_policy(name)  # empty caches
                 full.append(timed(policy, replace(snapshot, version=v)))
             incremental = []
             for v in range(args.runs):
@@ -146,7 +144,7 @@ def main() -> None:
                 )
                 applied.append(timed(policy, bumped))
             print(
-                f"| {policy} | {n:,} | {median_ms(full)} | {median_ms(incremental)} "
+                f"| {name} | {n:,} | {median_ms(full)} | {median_ms(incremental)} "
                 f"| {median_ms(applied)} |"
             )
 

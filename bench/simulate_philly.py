@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.sim.engine import simulate
 from rota.scheduler.sim.metrics import summarise
@@ -30,14 +30,7 @@ def one(
     jobs = derive_limits(read_trace(trace, limit), seed)
     config = PolicyConfig(backfill_max_job_test=max_job_test)
     began, cpu = time.perf_counter(), time.process_time()
-    result = simulate(
-        jobs,
-        get_policy(policy),
-        nodes=nodes,
-        gpus_per_node=8,
-        config=config,
-        oracle=policy == "sjf-oracle",
-    )
+    result = simulate(jobs, make_policy(policy, config), nodes=nodes, gpus_per_node=8)
     figures = summarise(result)
     figures["wall"] = time.perf_counter() - began
     figures["cpu"] = time.process_time() - cpu

@@ -1,6 +1,8 @@
-"""The CLI's connection to the scheduler: where it is, the stubs, and error handling.
+"""The CLI's connection to the scheduler: where it is, one method per RPC, and error handling.
 
-This is the only CLI module that imports generated protobuf code. Errors become one line on
+This is the only CLI module that imports generated protobuf code (commands import it lazily, so
+``--help`` stays fast). Methods take plain values and return the reply messages, which commands
+only read; job states come back as ``JobState`` through ``state_of``. Errors become one line on
 stderr and an exit code (CONVENTIONS.md): 1 runtime (unreachable, unknown id), 2 invalid input.
 """
 
@@ -9,15 +11,23 @@ from __future__ import annotations
 import getpass
 import os
 import sys
-from collections.abc import Callable, Iterator
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import grpc
 
 from rota.paths import DEFAULT_ADDRESS, config_file
+from rota.states import JobState
+from rota.tls import TLSFileError, channel_credentials
+from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from rota.jobspec import JobSpec
 
 T = TypeVar("T")
 RPC_TIMEOUT = 30.0
@@ -58,31 +68,52 @@ def current_user() -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """The scheduler address and where it came from (shown when it cannot be reached)."""
+    """The scheduler address and where it came from (shown when it cannot be reached), and
+    TLS: the CA that verifies the scheduler ("" = plaintext) and an optional client
+    certificate and key for schedulers that require one."""
 
     address: str
     source: str
+    ca: str = ""
+    cert: str = ""
+    key: str = ""
 
 
-def resolve_target(flag: str | None) -> Target:
+def _config() -> dict[str, Any]:
+    path = config_file()
+    if not path.exists():
+        return {}
+    import yaml  # only when there is a config file: it costs every command ~20 ms
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise CliError(f"{path}: invalid YAML: {exc}", 2) from None
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_target(flag: str | None, ca: str | None = None) -> Target:
     """``--scheduler``, else ``ROTA_SCHEDULER``, else the config file's ``scheduler:``, else the
-    default loopback address."""
+    default loopback address. TLS likewise: ``--ca``, else ``ROTA_CA``, else ``ca:``; the client
+    certificate from ``ROTA_CERT``/``ROTA_KEY``, else ``cert:``/``key:``."""
+    config = _config()
+
+    def pick(flag_value: str | None, env: str, key: str) -> str:
+        return flag_value or os.environ.get(env) or str(config.get(key) or "")
+
+    tls = {
+        "ca": pick(ca, "ROTA_CA", "ca"),
+        "cert": pick(None, "ROTA_CERT", "cert"),
+        "key": pick(None, "ROTA_KEY", "key"),
+    }
     if flag:
-        return Target(flag, "--scheduler")
+        return Target(flag, "--scheduler", **tls)
     env = os.environ.get("ROTA_SCHEDULER")
     if env:
-        return Target(env, "ROTA_SCHEDULER")
-    path = config_file()
-    if path.exists():
-        import yaml  # only when there is a config file: it costs every command ~20 ms
-
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise CliError(f"{path}: invalid YAML: {exc}", 2) from None
-        if isinstance(data, dict) and data.get("scheduler"):
-            return Target(str(data["scheduler"]), str(path))
-    return Target(DEFAULT_ADDRESS, "the default")
+        return Target(env, "ROTA_SCHEDULER", **tls)
+    if config.get("scheduler"):
+        return Target(str(config["scheduler"]), str(config_file()), **tls)
+    return Target(DEFAULT_ADDRESS, "the default", **tls)
 
 
 class Client:
@@ -90,11 +121,27 @@ class Client:
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.channel = grpc.insecure_channel(target.address)
+        if target.ca:
+            try:
+                creds = channel_credentials(target.ca, target.cert, target.key)
+            except TLSFileError as exc:
+                raise CliError(str(exc), 2) from None
+            self.channel = grpc.secure_channel(target.address, creds)
+        else:
+            self.channel = grpc.insecure_channel(target.address)
         self.jobs = pb_grpc.JobServiceStub(self.channel)
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
+
+    def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The ``gqueue --json`` objects of these jobs, whatever their state (an array id
+        gives all its tasks)."""
+        from rota.cli.render import job_json
+        from rota.v1 import rota_pb2 as pb
+
+        reply = self.call(self.jobs.ListJobs, pb.ListJobsRequest(ids=ids, all_states=True))
+        return [job_json(j, pb.JobState.Name(j.state)) for j in reply.jobs]
 
     def close(self) -> None:
         self.channel.close()
@@ -113,6 +160,13 @@ class Client:
     def translate(self, exc: grpc.RpcError) -> CliError:
         code = exc.code() if hasattr(exc, "code") else None
         details = exc.details() if hasattr(exc, "details") else str(exc)
+        if code is grpc.StatusCode.UNAVAILABLE and self.target.ca and _tls_failure(details):
+            return CliError(
+                f"TLS with the rota scheduler at {self.target.address} failed (CA "
+                f"{self.target.ca}; a scheduler name not in its certificate, a wrong CA, or a "
+                "missing client certificate)",
+                1,
+            )
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return CliError(
                 f"cannot reach the rota scheduler at {self.target.address} "
@@ -124,10 +178,144 @@ class Client:
             return CliError(details or "invalid request", 2)
         return CliError(details or str(code), 1)
 
+    # ------------------------------------------------------------ jobs
+
+    def submit(
+        self, specs: Iterable[tuple[str, JobSpec]], user: str, test_only: bool = False
+    ) -> Any:
+        """Submit (source name, spec) pairs in one all-or-nothing request; the SubmitJobsResponse.
+
+        Retried with the same request ids when the scheduler is unreachable or slow: it returns
+        the stored ids, never duplicates.
+        """
+        from rota.wire import spec_fields  # only gsub needs it: other commands start faster
+
+        items = [
+            pb.SubmitItem(client_request_id=uuid.uuid4().hex, spec=spec_fields(spec), source=name)
+            for name, spec in specs
+        ]
+        request = pb.SubmitJobsRequest(items=items, user=user, test_only=test_only)
+        attempt = 0
+        while True:
+            try:
+                return self.jobs.SubmitJobs(request, timeout=RPC_TIMEOUT)
+            except grpc.RpcError as exc:
+                retryable = exc.code() in (
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                )
+                if not retryable or attempt == 4:
+                    raise self.translate(exc) from None
+            time.sleep(0.2 * 2**attempt)
+            attempt += 1
+
+    def list_jobs(
+        self,
+        ids: list[str],
+        users: list[str],
+        accounts: list[str],
+        states: Iterable[JobState] = (),
+        all_states: bool = False,
+    ) -> list[Any]:
+        """Jobs (``rota.v1.Job``) matching every filter given; active ones unless ``states`` or
+        ``all_states`` say otherwise."""
+        request = pb.ListJobsRequest(
+            ids=ids,
+            users=users,
+            accounts=accounts,
+            states=[pb.JobState.Value(s.value) for s in states],
+            all_states=all_states,
+        )
+        jobs: list[Any] = []
+        while True:  # the scheduler answers in pages
+            page = self.call(self.jobs.ListJobs, request)
+            jobs += page.jobs
+            if not page.next_page_token:
+                return jobs
+            request.page_token = page.next_page_token
+
+    def get_job(self, job_id: str) -> Any:
+        """One job with its event history (``rota.v1.Job``)."""
+        return self.call(self.jobs.GetJob, pb.GetJobRequest(id=job_id))
+
+    def explain_job(self, job_id: str) -> Any:
+        """Why a job waits (``rota.v1.ExplainJobResponse``)."""
+        return self.call(self.jobs.ExplainJob, pb.ExplainJobRequest(id=job_id))
+
+    def cancel_jobs(self, ids: list[str], user: str) -> list[Any]:
+        """One result (id, ok, message) per id."""
+        reply = self.call(self.jobs.CancelJobs, pb.CancelJobsRequest(ids=ids, user=user))
+        return list(reply.results)
+
+    def control_jobs(self, action: str, ids: list[str], user: str) -> list[Any]:
+        """``action`` is hold, release or requeue; one result (id, ok, message) per id."""
+        request = pb.ControlJobsRequest(
+            action=pb.ControlAction.Value(action.upper()), ids=ids, user=user
+        )
+        return list(self.call(self.jobs.ControlJobs, request).results)
+
+    def stream_logs(self, job_id: str, attempt: int, follow: bool, node: str) -> Iterator[bytes]:
+        """An attempt's output in pieces; with ``follow``, until the attempt ends."""
+        request = pb.StreamLogsRequest(id=job_id, attempt=attempt, follow=follow, node=node)
+        with self.errors():
+            for chunk in self.jobs.StreamLogs(request, timeout=None if follow else 60):
+                yield chunk.data
+
+    # ------------------------------------------------------------ nodes and GPUs
+
+    def list_nodes(self) -> list[Any]:
+        """Every node (``rota.v1.Node``)."""
+        return list(self.call(self.nodes.ListNodes, pb.ListNodesRequest()).nodes)
+
+    def get_node(self, name: str) -> Any:
+        return self.call(self.nodes.GetNode, pb.GetNodeRequest(name=name))
+
+    def add_node(self, name: str, labels: Mapping[str, str], user: str, rotate_token: bool) -> Any:
+        """Register a node (or give it a new join token); the reply has ``name`` and ``token``."""
+        request = pb.AddNodeRequest(
+            name=name, labels=dict(labels), user=user, rotate_token=rotate_token
+        )
+        return self.call(self.admin.AddNode, request)
+
+    def drain_node(self, name: str, reason: str, user: str) -> Any:
+        request = pb.DrainNodeRequest(name=name, reason=reason, user=user)
+        return self.call(self.admin.DrainNode, request)
+
+    def resume_node(self, name: str, user: str) -> Any:
+        return self.call(self.admin.ResumeNode, pb.ResumeNodeRequest(name=name, user=user))
+
+    def remove_node(self, name: str, force: bool, user: str) -> Any:
+        """The reply lists the jobs ``requeued`` and those that ``failed``."""
+        request = pb.RemoveNodeRequest(name=name, force=force, user=user)
+        return self.call(self.admin.RemoveNode, request)
+
+    def gpu_action(self, op: str, node: str, index: int, user: str, reason: str = "") -> str:
+        """``op`` is drain or resume; the scheduler's one-line answer."""
+        request = pb.GpuActionRequest(node=node, index=index, user=user, reason=reason)
+        method = self.gpus.ResumeGpu if op == "resume" else self.gpus.DrainGpu
+        return str(self.call(method, request).message)
+
+
+def state_of(job: Any) -> JobState:
+    """A ``rota.v1.Job``'s state."""
+    return JobState(pb.JobState.Name(job.state))
+
+
+def as_dict(message: Any) -> dict[str, Any]:
+    """A reply message as JSON-ready data, with the field names of ``rota.proto``."""
+    from google.protobuf.json_format import MessageToDict
+
+    return MessageToDict(message, preserving_proto_field_name=True)
+
+
+def _tls_failure(details: str | None) -> bool:
+    text = (details or "").lower()
+    return any(word in text for word in ("ssl", "handshake", "certificate", "tls"))
+
 
 @contextmanager
-def connect(flag: str | None) -> Iterator[Client]:
-    client = Client(resolve_target(flag))
+def connect(flag: str | None, ca: str | None = None) -> Iterator[Client]:
+    client = Client(resolve_target(flag, ca))
     try:
         yield client
     finally:

@@ -14,6 +14,7 @@ import time
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gadmin", description="Administer rota nodes.")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     sub = p.add_subparsers(dest="area", required=True)
     node = sub.add_parser("node", help="register, drain, resume, remove and list nodes")
     ops = node.add_subparsers(dest="op", required=True)
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true", help="print JSON")
     for sp in (add, drain, resume, remove, lst):
         sp.add_argument("--scheduler", default=argparse.SUPPRESS, help="scheduler HOST:PORT")
+        sp.add_argument("--ca", default=argparse.SUPPRESS, help="CA certificate (or ROTA_CA)")
     from rota.cli.gadmin_gpu import add_gpu_parser
 
     add_gpu_parser(sub)
@@ -77,7 +79,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
-    from rota.v1 import rota_pb2 as pb
 
     if args.area == "gpu":
         from rota.cli.gadmin_gpu import run_gpu
@@ -85,14 +86,9 @@ def _run(args: argparse.Namespace) -> int:
         return run_gpu(args)
     user = current_user()
     labels = parse_labels(getattr(args, "labels", None))
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.ca) as client:
         if args.op == "add":
-            reply = client.call(
-                client.admin.AddNode,
-                pb.AddNodeRequest(
-                    name=args.name, labels=labels, user=user, rotate_token=args.rotate_token
-                ),
-            )
+            reply = client.add_node(args.name, labels, user, args.rotate_token)
             if args.parsable:
                 print(reply.token)
             else:
@@ -104,28 +100,20 @@ def _run(args: argparse.Namespace) -> int:
                     "(or ROTA_NODE_TOKEN=TOKEN)"
                 )
         elif args.op == "drain":
-            node = client.call(
-                client.admin.DrainNode,
-                pb.DrainNodeRequest(name=args.name, reason=args.reason, user=user),
-            )
+            node = client.drain_node(args.name, args.reason, user)
             print(f"Node {node.name} {node.state}: {node.reason}")
         elif args.op == "resume":
-            node = client.call(
-                client.admin.ResumeNode, pb.ResumeNodeRequest(name=args.name, user=user)
-            )
+            node = client.resume_node(args.name, user)
             print(f"Node {node.name} resumed ({node.state})")
         elif args.op == "remove":
-            result = client.call(
-                client.admin.RemoveNode,
-                pb.RemoveNodeRequest(name=args.name, force=args.force, user=user),
-            )
+            result = client.remove_node(args.name, args.force, user)
             print(f"Node {args.name} removed")
             if result.requeued:
                 print(f"Requeued job(s): {' '.join(result.requeued)}")
             if result.failed:
                 print(f"Ended NODE_FAIL: {' '.join(result.failed)}")
         else:
-            nodes = list(client.call(client.nodes.ListNodes, pb.ListNodesRequest()).nodes)
+            nodes = client.list_nodes()
             _print_nodes(nodes, args.json)
     return 0
 

@@ -18,19 +18,16 @@ def add_gpu_parser(sub: Any) -> None:
         sp.add_argument("node", help="node name")
         sp.add_argument("index", type=int, help="host GPU index (as ginfo -G shows it)")
         sp.add_argument("--scheduler", default=argparse.SUPPRESS, help="scheduler HOST:PORT")
+        sp.add_argument("--ca", default=argparse.SUPPRESS, help="CA certificate (or ROTA_CA)")
 
 
 def run_gpu(args: argparse.Namespace) -> int:
     """Run ``gadmin gpu ...``: one RPC, one line of output."""
     from rota.cli.client import CliError, connect, current_user
-    from rota.v1 import rota_pb2 as pb
 
     if args.index < 0:
         raise CliError("index: must be a GPU index >= 0", 2)
-    request = pb.GpuActionRequest(
-        node=args.node, index=args.index, user=current_user(), reason=getattr(args, "reason", "")
-    )
-    with connect(args.scheduler) as client:
-        method = client.gpus.ResumeGpu if args.op == "resume" else client.gpus.DrainGpu
-        print(client.call(method, request).message)
+    with connect(args.scheduler, args.ca) as client:
+        reason = getattr(args, "reason", "")
+        print(client.gpu_action(args.op, args.node, args.index, current_user(), reason))
     return 0

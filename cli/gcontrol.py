@@ -6,9 +6,10 @@ import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gcontrol", description="Act on rota jobs.")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     sub = p.add_subparsers(dest="action", required=True)
     for action, text in (
         ("hold", "keep pending jobs from starting"),
@@ -19,7 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     show = sub.add_parser("show", help="show a record: gcontrol show job ID")
     show.add_argument("kind", choices=["job"])
     show.add_argument("id", metavar="JOBID")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
     return run_main(lambda: _show(args) if args.action == "show" else _act(args))
@@ -27,34 +32,29 @@ def main(argv: list[str] | None = None) -> int:
 
 def _act(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
-    from rota.v1 import rota_pb2 as pb
 
-    request = pb.ControlJobsRequest(
-        action=pb.ControlAction.Value(args.action.upper()), ids=args.ids, user=current_user()
-    )
-    with connect(args.scheduler) as client:
-        reply = client.call(client.jobs.ControlJobs, request)
-    failed = [r for r in reply.results if not r.ok]
+    with connect(args.scheduler, args.ca) as client:
+        results = client.control_jobs(args.action, args.ids, current_user())
+    failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"gcontrol: error: {r.message}", file=sys.stderr)
     return 1 if failed else 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    from rota.cli.client import connect
+    from rota.cli.client import connect, state_of
     from rota.cli.render import iso
     from rota.units import format_duration, format_size
-    from rota.v1 import rota_pb2 as pb
 
-    with connect(args.scheduler) as client:
-        job = client.call(client.jobs.GetJob, pb.GetJobRequest(id=args.id))
+    with connect(args.scheduler, args.ca) as client:
+        job = client.get_job(args.id)
     spec = job.spec
     fields = [
         ("JobId", job.id),
         ("JobName", job.name),
         ("UserId", job.user),
         ("Account", job.account),
-        ("JobState", pb.JobState.Name(job.state)),
+        ("JobState", state_of(job).value),
         ("Reason", job.reason or "None"),
         ("ExitCode", job.exit_code if job.has_exit_code else "-"),
         ("Attempt", job.attempt),

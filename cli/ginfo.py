@@ -8,37 +8,32 @@ import sys
 import time
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ginfo", description="Show rota nodes and GPUs.")
     p.add_argument("-G", "--gpus", action="store_true", help="one line per GPU")
     p.add_argument("-N", "--node", help="only this node, one line per GPU")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
-    args = p.parse_args(argv)
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
     return run_main(lambda: _info(args))
 
 
 def _info(args: argparse.Namespace) -> int:
-    from google.protobuf.json_format import MessageToDict
-
-    from rota.cli.client import connect
+    from rota.cli.client import as_dict, connect
     from rota.cli.render import table
     from rota.units import format_size
-    from rota.v1 import rota_pb2 as pb
 
-    with connect(args.scheduler) as client:
-        if args.node:
-            nodes = [client.call(client.nodes.GetNode, pb.GetNodeRequest(name=args.node))]
-        else:
-            nodes = list(client.call(client.nodes.ListNodes, pb.ListNodesRequest()).nodes)
+    with connect(args.scheduler, args.ca) as client:
+        nodes = [client.get_node(args.node)] if args.node else client.list_nodes()
     if args.json:
-        print(
-            json.dumps(
-                [MessageToDict(n, preserving_proto_field_name=True) for n in nodes], indent=2
-            )
-        )
+        print(json.dumps([as_dict(n) for n in nodes], indent=2))
         return 0
     from rota.cli.ginfo_gpus import gpu_note
 

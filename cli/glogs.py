@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="glogs", description="Show the output of a rota job.")
     p.add_argument("id", metavar="JOBID")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
@@ -17,7 +17,12 @@ def main(argv: list[str] | None = None) -> int:
         "--node", default="", help="a gang job's node whose output to show (default: rank 0's)"
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
-    args = p.parse_args(argv)
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
     return run_main(lambda: _logs(args))
@@ -25,15 +30,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _logs(args: argparse.Namespace) -> int:
     from rota.cli.client import connect
-    from rota.v1 import rota_pb2 as pb
 
-    request = pb.StreamLogsRequest(
-        id=args.id, attempt=args.attempt, follow=args.follow, node=args.node
-    )
     out = sys.stdout.buffer
-    with connect(args.scheduler) as client, client.errors():
-        for chunk in client.jobs.StreamLogs(request, timeout=None if args.follow else 60):
-            out.write(chunk.data)
+    with connect(args.scheduler, args.ca) as client:
+        for data in client.stream_logs(args.id, args.attempt, args.follow, args.node):
+            out.write(data)
             out.flush()
     return 0
 

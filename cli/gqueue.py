@@ -5,6 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rota.cli.gqueue_format import Field
+
+SUMMARY_OVER = 50  # more rows than this end with a summary line
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,10 +21,27 @@ def build_parser() -> argparse.ArgumentParser:
         "-j", "--jobs", help="job ids separated by commas (123 lists all tasks of array 123)"
     )
     p.add_argument("-u", "--user", help="only this user's jobs (commas for several)")
+    p.add_argument("--me", action="store_true", help="only my jobs (same as -u $USER)")
     p.add_argument("-A", "--account", help="only this account's jobs (commas for several)")
     p.add_argument("--json", action="store_true", help="print a JSON list of job objects")
     p.add_argument(
         "--start", action="store_true", help="show estimated start times of pending jobs"
+    )
+    p.add_argument(
+        "-o",
+        "--format",
+        help="squeue-style columns, e.g. '%%.10i %%.9j %%.8u %%.2t %%.10M %%.10l %%.6D %%R' "
+        "(letters: i j u a t T M l D b R N r V S; %%.N right-aligns in N, %%N left-aligns)",
+    )
+    p.add_argument("--noheader", action="store_true", help="no header and no summary line")
+    p.add_argument(
+        "-r",
+        "--array",
+        action="store_true",
+        help="one row per array task (pending tasks of an array share a row otherwise)",
+    )
+    p.add_argument(
+        "--limit", type=int, metavar="N", help="show at most N rows, then a summary line"
     )
     p.add_argument(
         "--explain",
@@ -25,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="why a pending job waits: its priority factors, rank, reason and estimated start",
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
 
 
@@ -35,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.explain:
         from rota.cli.gqueue_explain import explain
 
-        return run_main(lambda: explain(args.explain, args.scheduler, args.json))
+        return run_main(lambda: explain(args.explain, args.scheduler, args.json, args.ca))
     return run_main(lambda: _show(args))
 
 
@@ -44,40 +69,38 @@ def _split(text: str | None) -> list[str]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from rota.cli.client import CliError, connect
-    from rota.cli.render import elapsed, iso, job_json, table
-    from rota.states import parse_state
-    from rota.v1 import rota_pb2 as pb
+    from rota.cli.client import CliError, connect, current_user, state_of
+    from rota.cli.gqueue_format import parse_format
+    from rota.cli.render import iso, job_json, table
+    from rota.states import JobState, parse_state
 
-    request = pb.ListJobsRequest(
-        ids=_split(args.jobs), users=_split(args.user), accounts=_split(args.account)
-    )
-    states = _split(args.states)
-    if [s.lower() for s in states] == ["all"]:
-        request.all_states = True
-    elif states:
+    if args.limit is not None and args.limit < 0:
+        raise CliError(f"--limit: expected a number >= 0, got {args.limit}", 2)
+    try:
+        parts = parse_format(args.format) if args.format else None
+    except ValueError as exc:
+        raise CliError(f"--format: {exc}", 2) from None
+    users = [*_split(args.user), *([current_user()] if args.me else [])]
+    names = _split(args.states)
+    states: list[JobState] = []
+    all_states = [s.lower() for s in names] == ["all"]
+    if names and not all_states:
         try:
-            request.states.extend(pb.JobState.Value(parse_state(s).value) for s in states)
+            states = [parse_state(s) for s in names]
         except ValueError as exc:
             raise CliError(f"-t: {exc}", 2) from None
-    elif args.jobs:
-        request.all_states = True  # naming a job shows it whatever its state, as squeue -j does
-    jobs = []
-    with connect(args.scheduler) as client:
-        while True:  # the scheduler answers in pages
-            page = client.call(client.jobs.ListJobs, request)
-            jobs += page.jobs
-            if not page.next_page_token:
-                break
-            request.page_token = page.next_page_token
+    elif not names and args.jobs:
+        all_states = True  # naming a job shows it whatever its state, as squeue -j does
+    with connect(args.scheduler, args.ca) as client:
+        jobs = client.list_jobs(_split(args.jobs), users, _split(args.account), states, all_states)
     if args.json:
-        print(json.dumps([job_json(j, pb.JobState.Name(j.state)) for j in jobs], indent=2))
+        print(json.dumps([job_json(j, state_of(j).value) for j in jobs], indent=2))
         return 0
     if args.start:
         starts = [
             (j.id, j.user, j.name, j.state_code, iso(j.estimated_start) or "N/A", f"({j.reason})")
             for j in jobs
-            if j.state == pb.PENDING
+            if state_of(j) is JobState.PENDING
         ]
         print(
             table(
@@ -85,33 +108,45 @@ def _show(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    rows: list[tuple[object, ...]] = []
-    for j in jobs:
-        where = ",".join(j.nodes) if j.state != pb.PENDING else f"({j.reason or 'None'})"
-        if j.reason and j.state in (pb.CONFIGURING, pb.RUNNING):
-            where += f" (WARN: {j.reason})"  # the latest warning: GPU idle or unhealthy
-        elif j.reason and j.state == pb.COMPLETING:
-            where += f" ({j.reason})"
-        rows.append(
-            (
-                j.id,
-                j.user,
-                j.name[:20],
-                j.state_code,
-                elapsed(j.start_time, j.end_time),
-                j.gpus,
-                max(len(j.nodes), j.spec.nodes or 1),
-                where,
-            )
-        )
-    print(
-        table(
-            ["JOBID", "USER", "NAME", "ST", "TIME", "GPUS", "NODES", "NODELIST(REASON)"],
-            rows,
-            right=["JOBID", "TIME", "GPUS", "NODES"],
-        )
-    )
+    _print_jobs(args, [job_json(j, state_of(j).value) for j in jobs], parts)
     return 0
+
+
+def _print_jobs(
+    args: argparse.Namespace, jobs: list[dict[str, Any]], parts: list[Field | str] | None
+) -> None:
+    """The table (default columns or ``--format``), cut at ``--limit``, then a summary line when
+    rows were cut or there are more than SUMMARY_OVER of them."""
+    from rota.cli.gqueue_format import (
+        RIGHT,
+        collapse_arrays,
+        default_rows,
+        formatted,
+        paint,
+        summary,
+    )
+    from rota.cli.render import table
+    from rota.cli.style import colour_enabled
+
+    now = time.time()
+    rows = jobs if args.array else collapse_arrays(jobs)
+    shown = rows if args.limit is None else rows[: args.limit]
+    if parts is not None:
+        lines = formatted(parts, shown, now)
+    else:
+        headers, cells = default_rows(shown, now)
+        decorate = paint if colour_enabled(sys.stdout) else None
+        lines = table(headers, cells, right=RIGHT, paint=decorate).split("\n")
+    if args.noheader:
+        lines = lines[1:]
+    if lines:
+        print("\n".join(lines))
+    if args.noheader:
+        return
+    if len(shown) < len(rows):
+        print(f"{summary(jobs)} (showing {len(shown)} of {len(rows)} rows; --limit)")
+    elif len(rows) > SUMMARY_OVER:
+        print(summary(jobs))
 
 
 if __name__ == "__main__":

@@ -6,14 +6,13 @@ import json
 from typing import Any
 
 
-def explain(job_id: str, scheduler: str | None, as_json: bool) -> int:
+def explain(job_id: str, scheduler: str | None, as_json: bool, ca: str | None = None) -> int:
     """Print the scheduler's explanation of one job; 1 when the job does not exist."""
-    from rota.cli.client import connect
-    from rota.v1 import rota_pb2 as pb
+    from rota.cli.client import connect, state_of
 
-    with connect(scheduler) as client:
-        reply = client.call(client.jobs.ExplainJob, pb.ExplainJobRequest(id=job_id))
-    data = _as_dict(reply, pb.JobState.Name(reply.job.state))
+    with connect(scheduler, ca) as client:
+        reply = client.explain_job(job_id)
+    data = _as_dict(reply, state_of(reply.job).value)
     if as_json:
         print(json.dumps(data, indent=2))
     else:

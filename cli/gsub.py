@@ -1,98 +1,152 @@
-"""gsub: submit job files. All files are valid and submitted, or none is (exit 2)."""
+"""gsub: submit job files or ``#SBATCH`` batch scripts. All files are valid and submitted, or
+none is (exit 2). ``--dry-run`` prints the job files it would submit; ``--wait`` follows the jobs
+to their end and exits with their exit code."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import time
-import uuid
-from dataclasses import replace
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rota.jobspec import JobSpec
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gsub", description="Submit rota job files (YAML).")
-    p.add_argument("files", nargs="+", metavar="JOB.yaml", help="job files; - reads standard input")
+    p = argparse.ArgumentParser(
+        prog="gsub", description="Submit rota job files (YAML) or #SBATCH batch scripts."
+    )
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="JOB.yaml|SCRIPT.sh",
+        help="job files or batch scripts (#SBATCH, #ROTA image=...); - reads standard input",
+    )
     p.add_argument("--parsable", action="store_true", help="print only the job ids, one per line")
     p.add_argument(
         "--hold", action="store_true", help="submit held (release with gcontrol release)"
     )
     p.add_argument("-d", "--dependency", help="SLURM dependency, e.g. afterok:12:13")
     p.add_argument("--test-only", action="store_true", help="validate and say when it would start")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the job file(s) it would submit (YAML) and submit nothing",
+    )
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the jobs until they end; exit with their (highest) exit code",
+    )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
 
 
-def load_specs(files: list[str]) -> list[tuple[str, object]]:
-    """Read and validate every file; raise CliError(code 2) naming the file and field."""
+@dataclass
+class Loaded:
+    """One validated input: its name, the job-file mapping, the spec, and notes for stderr."""
+
+    name: str
+    job: dict[str, Any]
+    spec: JobSpec
+    notes: list[str] = field(default_factory=list)
+
+
+def load_jobs(files: list[str], hold: bool = False, dependency: str = "") -> list[Loaded]:
+    """Read, translate (batch scripts) and validate every file, applying ``--hold`` and
+    ``--dependency``; raise CliError(code 2) naming the file and the field or directive."""
     import yaml
 
     from rota.cli.client import CliError
+    from rota.cli.sbatch import BatchJob, ScriptError, is_batch_script, translate
+    from rota.cli.userconfig import ConfigError, default_image
     from rota.jobspec import SpecError, parse_job_file
 
-    specs = []
+    loaded = []
     for name in files:
         try:
             text = sys.stdin.read() if name == "-" else Path(name).read_text()
         except OSError as exc:
             raise CliError(f"{name}: cannot read: {exc.strerror}", 2) from None
+        batch: BatchJob | None = None
+        notes = []
+        if is_batch_script(name, text):
+            try:
+                batch = translate(text, default_image(), os.environ)
+            except (ScriptError, ConfigError) as exc:
+                raise CliError(f"{name}: {exc}", 2) from None
+            data: Any = batch.job
+            for option, pattern in (("--output", batch.output), ("--error", batch.error)):
+                if pattern:
+                    notes.append(
+                        f"{name}: {option}={pattern} is not applied: rota keeps the job's "
+                        f"output itself (glogs JOBID)"
+                    )
+        else:
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise CliError(f"{name}: invalid YAML: {' '.join(str(exc).split())}", 2) from None
+        if isinstance(data, dict):
+            if hold:
+                data["hold"] = True
+            if dependency:
+                data["dependency"] = dependency
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise CliError(f"{name}: invalid YAML: {' '.join(str(exc).split())}", 2) from None
-        try:
-            specs.append((name, parse_job_file(data)))
+            spec = parse_job_file(data)
         except SpecError as exc:
-            raise CliError(f"{name}: {exc}", 2) from None
-    return specs
+            directive = batch.directive_for(exc.field) if batch else None
+            where = f" (from {directive})" if directive else ""
+            raise CliError(f"{name}: {exc}{where}", 2) from None
+        loaded.append(Loaded(name, data, spec, notes))
+    return loaded
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from rota.cli.client import run_main
 
-    return run_main(lambda: _submit(args))
+    return run_main(lambda: _dry_run(args) if args.dry_run else _submit(args))
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    from rota.cli.sbatch import dump_job
+
+    jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency))
+    for job in jobs:
+        for note in job.notes:
+            print(f"gsub: note: {note}", file=sys.stderr)
+    print("---\n".join(dump_job(job.job) for job in jobs), end="")
+    return 0
+
+
+def _checked_dependency(text: str | None) -> str:
+    from rota.cli.client import CliError
+    from rota.jobspec import parse_dependency
+
+    if text:
+        try:
+            parse_dependency(text)
+        except ValueError as exc:
+            raise CliError(f"--dependency: {exc}", 2) from None
+    return text or ""
 
 
 def _submit(args: argparse.Namespace) -> int:
-    import grpc
+    from rota.cli.client import connect, current_user
 
-    from rota.cli.client import CliError, connect, current_user
-    from rota.jobspec import JobSpec, parse_dependency
-    from rota.v1 import rota_pb2 as pb
-    from rota.wire import spec_to_pb
-
-    if args.dependency:
-        try:
-            parse_dependency(args.dependency)
-        except ValueError as exc:
-            raise CliError(f"--dependency: {exc}", 2) from None
-    items = []
-    for name, spec in load_specs(args.files):
-        assert isinstance(spec, JobSpec)
-        if args.hold:
-            spec = replace(spec, hold=True)
-        if args.dependency:
-            spec = replace(spec, dependency=args.dependency)
-        items.append(
-            pb.SubmitItem(client_request_id=uuid.uuid4().hex, spec=spec_to_pb(spec), source=name)
+    jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency))
+    with connect(args.scheduler, args.ca) as client:
+        response = client.submit(
+            [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only
         )
-    request = pb.SubmitJobsRequest(items=items, user=current_user(), test_only=args.test_only)
-    with connect(args.scheduler) as client:
-        # Retried with the same request ids: the scheduler returns the stored ids, never duplicates.
-        for attempt in range(5):
-            try:
-                response = client.jobs.SubmitJobs(request, timeout=30)
-                break
-            except grpc.RpcError as exc:
-                error = client.translate(exc)
-                retryable = exc.code() in (
-                    grpc.StatusCode.UNAVAILABLE,
-                    grpc.StatusCode.DEADLINE_EXCEEDED,
-                )
-                if not retryable or attempt == 4:
-                    raise error from None
-                time.sleep(0.2 * 2**attempt)
+    for note in (note for j in jobs for note in j.notes):
+        print(f"gsub: note: {note}", file=sys.stderr)
+    submitted: list[str] = []
     for job in response.jobs:
         if args.test_only:
             print(f"Job would {'start now' if not job.reason else 'wait: ' + job.reason}")
@@ -101,7 +155,13 @@ def _submit(args: argparse.Namespace) -> int:
         if ids and "_" in ids[0]:  # an array: its tasks are ARRAYID_TASK
             ids = [ids[0].split("_", 1)[0]]
         for job_id in ids:
-            print(job_id if args.parsable else f"Submitted job {job_id}")
+            print(job_id if args.parsable else f"Submitted job {job_id}", flush=True)
+        submitted += ids
+    if args.wait and not args.test_only:
+        from rota.cli.wait import follow
+
+        with connect(args.scheduler, args.ca) as client:
+            return follow(lambda: client.job_dicts(submitted), sys.stderr)
     return 0
 
 

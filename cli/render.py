@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,20 +11,26 @@ from rota.units import format_duration
 
 
 def table(
-    headers: Sequence[str], rows: Sequence[Sequence[object]], right: Sequence[str] = ()
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    right: Sequence[str] = (),
+    paint: Callable[[str, str], str] | None = None,
 ) -> str:
-    """Columns padded to their widest cell; names in ``right`` are right-aligned."""
+    """Columns padded to their widest cell; names in ``right`` are right-aligned. ``paint(header,
+    padded cell)`` may decorate body cells (colour) after the widths are fixed."""
     cells = [[str(c) for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
 
-    def line(values: Sequence[str]) -> str:
+    def line(values: Sequence[str], decorate: Callable[[str, str], str] | None) -> str:
         parts = [
             v.rjust(w) if h in right else v.ljust(w)
             for v, w, h in zip(values, widths, headers, strict=True)
         ]
+        if decorate is not None:
+            parts = [decorate(h, p) for h, p in zip(headers, parts, strict=True)]
         return " ".join(parts).rstrip()
 
-    return "\n".join([line(list(headers)), *(line(r) for r in cells)])
+    return "\n".join([line(list(headers), None), *(line(r, paint) for r in cells)])
 
 
 def iso(ts: float) -> str | None:
@@ -59,5 +65,6 @@ def job_json(job: Any, state_name: str) -> dict[str, Any]:
         "start_time": iso(job.start_time),
         "end_time": iso(job.end_time),
         "time_limit": int(job.time_limit),
+        "num_nodes": max(len(job.nodes), job.spec.nodes or 1),
         "estimated_start": iso(job.estimated_start),
     }

@@ -17,13 +17,11 @@ from pathlib import Path
 from rota.paths import DEFAULT_ADDRESS, DEFAULT_PORT, data_dir
 
 
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+def _setup_logging(args: argparse.Namespace) -> None:
+    from rota.logformat import configure_logging
+
+    node = (args.node or socket.gethostname()) if args.command == "agent" else ""
+    configure_logging(args.verbose, getattr(args, "log_format", "text"), node)
 
 
 def _labels(text: str | None) -> dict[str, str]:
@@ -51,10 +49,22 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             database_url=args.db,
             policy=args.policy,
             open_registration=True if args.open_registration else None,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            tls_client_ca=args.tls_client_ca,
+            insecure=True if args.insecure else None,
+            db_password_file=args.db_password_file,
         )
+        config.resolved_database_url()  # a bad password file is a usage error
     except (ValueError, OSError) as exc:
         print(f"rota scheduler: error: {exc}", file=sys.stderr)
         return 2
+    if args.db and "@" in args.db and ":" in args.db.split("://", 1)[-1].split("@", 1)[0]:
+        logging.getLogger("rota.scheduler").warning(
+            "the database password is on the command line, where `ps` shows it to every user: "
+            "use --db-password-file or ROTA_DB_PASSWORD instead"
+        )
+    os.umask(0o077)  # the database, its journal and logs: readable by their owner only
     try:
         return asyncio.run(serve(config))
     except ListenError as exc:
@@ -69,6 +79,12 @@ def cmd_agent(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("ROTA_NODE_TOKEN", "")
     if args.token_file:
         token = Path(args.token_file).read_text().strip()
+    try:
+        default_uid, default_gid = (int(x) for x in args.default_user.split(":"))
+    except ValueError:
+        raise SystemExit(
+            f"rota agent: error: --default-user: expected UID:GID, got {args.default_user!r}"
+        ) from None
     config = AgentConfig(
         node=node,
         scheduler=args.scheduler or os.environ.get("ROTA_SCHEDULER") or DEFAULT_ADDRESS,
@@ -81,7 +97,17 @@ def cmd_agent(args: argparse.Namespace) -> int:
         network=args.network or "",
         labels=_labels(args.labels),
         heartbeat_interval=args.heartbeat,
+        ca=args.ca or os.environ.get("ROTA_CA", ""),
+        cert=args.cert or "",
+        key=args.key or "",
+        allowed_mounts=tuple(args.allowed_mount or ()),
+        allowed_images=tuple(args.allowed_image or ()),
+        default_uid=default_uid,
+        default_gid=default_gid,
+        allow_root=args.allow_root,
+        pids_limit=args.pids_limit,
     )
+    os.umask(0o077)  # job output and the agent's data: readable by their owner only
     try:
         agent = Agent(config)
     except Exception as exc:  # engine unreachable at start-up, bad mode: one line, exit 1
@@ -92,12 +118,13 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     """Scheduler (SQLite) + one local agent in the foreground; Ctrl-C stops both."""
+    from rota.private import private_dir
     from rota.scheduler.cluster.model import NodeState
-    from rota.scheduler.core import hash_token
+    from rota.scheduler.core.tokens import hash_token
     from rota.scheduler.store.store import Store
 
-    base = Path(args.data_dir) if args.data_dir else data_dir()
-    base.mkdir(parents=True, exist_ok=True)
+    os.umask(0o077)  # the database and job output: readable by their owner only
+    base = private_dir(Path(args.data_dir) if args.data_dir else data_dir())
     db_url = f"sqlite:///{base / 'scheduler.db'}"
     node = args.node or socket.gethostname()
     token = secrets.token_urlsafe(24)
@@ -109,7 +136,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     store.close()
     listen = f"127.0.0.1:{args.port}"
     exe = [sys.executable, "-m", "rota.cli.rota_main"]
-    scheduler = subprocess.Popen([*exe, "scheduler", "--listen", listen, "--db", db_url])
+    logs = ["--log-format", args.log_format]
+    scheduler = subprocess.Popen([*exe, "scheduler", "--listen", listen, "--db", db_url, *logs])
     agent_cmd = [
         *exe,
         "agent",
@@ -119,6 +147,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         node,
         "--data-dir",
         str(base / f"agent-{node}"),
+        *logs,
     ]
     if args.simulate_gpus is not None:
         agent_cmd += ["--simulate-gpus", str(args.simulate_gpus)]
@@ -147,10 +176,45 @@ def cmd_up(args: argparse.Namespace) -> int:
     return max(c for c in codes if c is not None) if any(codes) else 0
 
 
+def cmd_certs(args: argparse.Namespace) -> int:
+    """``rota certs init``: write what is missing and list it."""
+    from rota.cli.certs import init_certs
+    from rota.paths import config_dir
+
+    directory = Path(args.dir) if args.dir else config_dir() / "tls"
+    try:
+        written = init_certs(directory, args.scheduler_name, args.node, args.user)
+    except FileExistsError as exc:
+        print(
+            f"rota certs: error: {exc.filename} exists; remove it to issue it again",
+            file=sys.stderr,
+        )
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"rota certs: error: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    if not written:
+        print(f"rota certs: nothing to do; {directory} has a CA and a scheduler certificate")
+    return 0
+
+
 def cmd_simulate(argv: list[str]) -> int:
     from rota.scheduler.sim import main as sim_main
 
     return sim_main(argv)
+
+
+def _log_format_option(parser: argparse.ArgumentParser) -> None:
+    from rota.logformat import LOG_FORMATS
+
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text lines, or one JSON object per line (time, level, logger, message, job, node)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,6 +232,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept agents of unregistered nodes (demos and tests only)",
     )
+    s.add_argument("--tls-cert", help="serve TLS with this PEM certificate (rota certs init)")
+    s.add_argument("--tls-key", help="the private key of --tls-cert")
+    s.add_argument(
+        "--tls-client-ca",
+        help="require client certificates signed by this CA (mutual TLS; agents present theirs)",
+    )
+    s.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --listen without TLS (logs a warning at every start)",
+    )
+    s.add_argument(
+        "--db-password-file", help="file holding the database password (or ROTA_DB_PASSWORD)"
+    )
+
+    _log_format_option(s)
 
     a = sub.add_parser("agent", help="run the node agent")
     a.add_argument("--scheduler", help=f"scheduler HOST:PORT (default {DEFAULT_ADDRESS})")
@@ -186,6 +266,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--labels", help="node labels k=v[,k=v]")
     a.add_argument("--heartbeat", type=float, default=2.0, help="seconds between heartbeats")
+    _log_format_option(a)
+    a.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
+    a.add_argument("--cert", help="this node's client certificate (mutual TLS)")
+    a.add_argument("--key", help="the private key of --cert")
+    a.add_argument(
+        "--allowed-mount",
+        action="append",
+        metavar="PREFIX",
+        help="host path prefix jobs may bind-mount (repeatable; none: no bind mounts)",
+    )
+    a.add_argument(
+        "--allowed-image", action="append", metavar="PATTERN", help="image pattern (repeatable)"
+    )
+    a.add_argument(
+        "--default-user",
+        default="65534:65534",
+        metavar="UID:GID",
+        help="who jobs run as when the job's user has no passwd entry here (default nobody)",
+    )
+    a.add_argument(
+        "--allow-root", action="store_true", help="let jobs of root run as root (never by default)"
+    )
+    a.add_argument("--pids-limit", type=int, default=4096, help="processes per job container")
+
+    c = sub.add_parser("certs", help="TLS certificates for the scheduler and agents")
+    c_sub = c.add_subparsers(dest="certs_command", required=True)
+    ci = c_sub.add_parser(
+        "init", help="create a CA, the scheduler's certificate and client certificates"
+    )
+    ci.add_argument("--dir", help="output directory (default: the config directory's tls/)")
+    ci.add_argument(
+        "--scheduler-name",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a name or address clients use for the scheduler (repeatable)",
+    )
+    ci.add_argument("--node", action="append", default=[], metavar="NAME", help="node certificate")
+    ci.add_argument("--user", action="append", default=[], metavar="NAME", help="user certificate")
 
     u = sub.add_parser("up", help="scheduler + local agent in the foreground")
     u.add_argument("--port", type=int, default=DEFAULT_PORT)
@@ -193,6 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--gpu-mode", choices=["auto", "nvidia", "env"])
     u.add_argument("--node", help="local node name (default: the host name)")
     u.add_argument("--data-dir", help="data directory (default: ~/.local/share/rota)")
+    _log_format_option(u)
+
+    c = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    c.add_argument("shell", choices=["bash", "zsh"])
 
     sub.add_parser(
         "simulate", help="replay a trace through the policy (see rota simulate -h)", add_help=False
@@ -205,8 +328,13 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["simulate"]:
         return cmd_simulate(argv[1:])
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
-    handlers = {"scheduler": cmd_scheduler, "agent": cmd_agent, "up": cmd_up}
+    if args.command == "completion":
+        from rota.cli.completion import script
+
+        print(script(args.shell))
+        return 0
+    _setup_logging(args)
+    handlers = {"scheduler": cmd_scheduler, "agent": cmd_agent, "up": cmd_up, "certs": cmd_certs}
     return handlers[args.command](args)
 
 

@@ -14,21 +14,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
+from rota.validate import (
+    CLIENT_RULES,
+    HARD_MAX_ARRAY_SIZE,
+    PULL_POLICIES,
+    Rules,
+    SpecError,
+    array_size,
+    check_spec,
+)
 
 DEFAULT_SHM_SIZE = 2 * 2**30
-PULL_POLICIES = ("missing", "always", "never")
 DEPENDENCY_TYPES = ("after", "afterok", "afternotok", "afterany")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}$")
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 _ARRAY = re.compile(r"^(?P<body>[0-9,\-:]+)(?:%(?P<limit>\d+))?$")
-
-
-class SpecError(ValueError):
-    """A job file field is invalid; ``field`` names it (dotted path)."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,32 +196,22 @@ def parse_dependency(text: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def parse_array(text: str) -> tuple[list[int], int]:
-    """Parse ``0-99%10``, ``1,3,5`` or ``0-15:4`` into (task ids, concurrent limit; 0 = none)."""
+def parse_array(text: str, max_tasks: int = HARD_MAX_ARRAY_SIZE) -> tuple[list[int], int]:
+    """Parse ``0-99%10``, ``1,3,5`` or ``0-15:4`` into (task ids, concurrent limit; 0 = none).
+
+    The tasks are counted before anything is expanded: more than ``max_tasks`` is a ValueError
+    (the scheduler's own ``max_array_size`` is applied earlier, by ``check_spec``).
+    """
+    count = array_size(text)
+    if count > max_tasks:
+        raise ValueError(f"array {text!r} names {count} tasks; at most {max_tasks} are allowed")
     m = _ARRAY.match(text.replace(" ", ""))
-    if not m:
-        raise ValueError(
-            f"expected a range like 0-99, 0-15:4 or 1,3,5 with optional %LIMIT, got {text!r}"
-        )
+    assert m is not None  # array_size accepted it
     ids: set[int] = set()
     for part in m.group("body").split(","):
-        step = 1
-        if ":" in part:
-            part, step_text = part.split(":", 1)
-            if not step_text.isdigit() or int(step_text) < 1:
-                raise ValueError(f"bad step in array {text!r}")
-            step = int(step_text)
-        if "-" in part:
-            lo_text, hi_text = part.split("-", 1)
-            if not lo_text.isdigit() or not hi_text.isdigit() or int(lo_text) > int(hi_text):
-                raise ValueError(f"bad range {part!r} in array {text!r}")
-            ids.update(range(int(lo_text), int(hi_text) + 1, step))
-        elif part.isdigit():
-            ids.add(int(part))
-        else:
-            raise ValueError(f"bad element {part!r} in array {text!r}")
-    if len(ids) > 100_000:
-        raise ValueError(f"array {text!r} has {len(ids)} tasks; at most 100000 are allowed")
+        body, _, step = part.partition(":")
+        low, _, high = body.partition("-")
+        ids.update(range(int(low), int(high or low) + 1, int(step or 1)))
     limit = int(m.group("limit")) if m.group("limit") else 0
     return sorted(ids), limit
 
@@ -305,7 +295,7 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "requeue": ("requeue", _bool),
     "dependency": ("dependency", _checked(parse_dependency, "dependency")),
     "begin": ("begin_time", _begin),
-    "array": ("array", _checked(parse_array, "array")),
+    "array": ("array", _checked(array_size, "array")),
     "reservation": ("reservation", _name),
     "node_selector": ("node_selector", _str_map),
     "exclusive": ("exclusive", _bool),
@@ -320,8 +310,9 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
 ALLOWED_KEYS = (*_TOP_FIELDS, "resources")
 
 
-def parse_job_file(data: Any) -> JobSpec:
-    """Validate a job file's mapping; raise SpecError naming the first bad field."""
+def parse_job_file(data: Any, rules: Rules = CLIENT_RULES) -> JobSpec:
+    """Validate a job file's mapping (types here, then ``check_spec`` with ``rules``); raise
+    SpecError naming the first bad field."""
     if not isinstance(data, Mapping):
         raise SpecError("(top level)", f"expected a mapping of job fields, got {_type_name(data)}")
     unknown = sorted(str(k) for k in data if k not in ALLOWED_KEYS)
@@ -347,6 +338,6 @@ def parse_job_file(data: Any) -> JobSpec:
     for key, (attr, check) in _RESOURCE_FIELDS.items():
         if key in resources and resources[key] is not None:
             values[attr] = check(f"resources.{key}", resources[key])
-    if not values["image"].strip():
-        raise SpecError("image", "must not be empty")
-    return JobSpec(**values)
+    spec = JobSpec(**values)
+    check_spec(spec, rules)
+    return spec

@@ -1,19 +1,28 @@
-"""Shared wire conversions: the job file (``JobSpec``) and static GPU facts.
+"""Wire forms of the types every side converts the same way: the job file (``JobSpec``), a node's
+inventory, GPU telemetry and attempt statuses.
 
-Used by the conversion layers only (the CLI's client, the scheduler's api, the agent's link).
+``*_fields(x)`` gives the keyword arguments of the matching ``rota.v1`` message (nested messages
+as dicts, which the generated constructors accept); ``*_from_message(msg)`` reads any object
+with that message's fields. Only the conversion modules (``rota.cli.client``,
+``rota.scheduler.api.convert``, ``rota.agent.link.convert``) use this module, and it imports no
+generated code itself, so those stay the only modules that do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict
+from typing import Any
 
 from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import DEFAULT_SHM_SIZE, JobSpec, Mount
-from rota.v1 import rota_pb2 as pb
+from rota.messages import GpuProcess, GpuTelemetry, Inventory, RunningAttempt
+
+Fields = dict[str, Any]
 
 
-def spec_from_pb(msg: pb.JobSpec) -> JobSpec:
-    """A domain JobSpec from the wire; structural checks happen in Core."""
+def spec_from_message(msg: Any) -> JobSpec:
+    """A domain JobSpec from a ``rota.v1.JobSpec``; structural checks happen in the scheduler."""
     res = msg.resources
     return JobSpec(
         image=msg.image,
@@ -46,66 +55,99 @@ def spec_from_pb(msg: pb.JobSpec) -> JobSpec:
     )
 
 
-def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
-    return pb.JobSpec(
-        name=spec.name,
-        image=spec.image,
-        command=list(spec.command),
-        resources=pb.Resources(
-            gpus=spec.gpus,
-            gpu_type=spec.gpu_type,
-            gpu_memory=spec.gpu_memory,
-            cpus=spec.cpus,
-            memory=spec.memory,
-        ),
-        nodes=spec.nodes,
-        time_limit=spec.time_limit,
-        account=spec.account,
-        qos=spec.qos,
-        priority=spec.priority,
-        preemptible=spec.preemptible,
-        requeue=spec.requeue,
-        dependency=spec.dependency,
-        begin_time=spec.begin_time,
-        array=spec.array,
-        reservation=spec.reservation,
-        node_selector=dict(spec.node_selector),
-        exclusive=spec.exclusive,
-        env=dict(spec.env),
-        mounts=[
-            pb.Mount(source=m.source, target=m.target, read_only=m.read_only) for m in spec.mounts
+def spec_fields(spec: JobSpec) -> Fields:
+    return {
+        "name": spec.name,
+        "image": spec.image,
+        "command": list(spec.command),
+        "resources": {
+            "gpus": spec.gpus,
+            "gpu_type": spec.gpu_type,
+            "gpu_memory": spec.gpu_memory,
+            "cpus": spec.cpus,
+            "memory": spec.memory,
+        },
+        "nodes": spec.nodes,
+        "time_limit": spec.time_limit,
+        "account": spec.account,
+        "qos": spec.qos,
+        "priority": spec.priority,
+        "preemptible": spec.preemptible,
+        "requeue": spec.requeue,
+        "dependency": spec.dependency,
+        "begin_time": spec.begin_time,
+        "array": spec.array,
+        "reservation": spec.reservation,
+        "node_selector": dict(spec.node_selector),
+        "exclusive": spec.exclusive,
+        "env": dict(spec.env),
+        "mounts": [
+            {"source": m.source, "target": m.target, "read_only": m.read_only} for m in spec.mounts
         ],
-        workdir=spec.workdir,
-        shm_size=spec.shm_size,
-        pull=spec.pull,
-        hold=spec.hold,
+        "workdir": spec.workdir,
+        "shm_size": spec.shm_size,
+        "pull": spec.pull,
+        "hold": spec.hold,
+    }
+
+
+def gpu_fields(gpu: GpuInfo) -> Fields:
+    return asdict(gpu)
+
+
+def inventory_fields(inv: Inventory) -> Fields:
+    return {
+        "gpus": [gpu_fields(g) for g in inv.gpus],
+        "links": [asdict(link) for link in inv.links],
+        "driver_version": inv.driver_version,
+        "cuda_version": inv.cuda_version,
+        "simulated": inv.simulated,
+        "note": inv.note,
+        "cpus": inv.cpus,
+        "memory": inv.memory,
+        "labels": dict(inv.labels),
+        "gpu_mode": inv.gpu_mode,
+    }
+
+
+def inventory_from_message(msg: Any) -> Inventory:
+    return Inventory(
+        gpus=tuple(
+            GpuInfo(g.index, g.uuid, g.name, g.memory_total, g.pci_bus_id, g.compute_capability)
+            for g in msg.gpus
+        ),
+        links=tuple(GpuLink(link.a, link.b, link.level, link.p2p) for link in msg.links),
+        driver_version=msg.driver_version,
+        cuda_version=msg.cuda_version,
+        simulated=msg.simulated,
+        note=msg.note,
+        cpus=msg.cpus,
+        memory=msg.memory,
+        labels=dict(msg.labels),
+        gpu_mode=msg.gpu_mode,
     )
 
 
-def gpus_to_pb(gpus: Iterable[GpuInfo]) -> list[pb.GpuInfo]:
-    return [
-        pb.GpuInfo(
-            index=g.index,
-            uuid=g.uuid,
-            name=g.name,
-            memory_total=g.memory_total,
-            pci_bus_id=g.pci_bus_id,
-            compute_capability=g.compute_capability,
-        )
-        for g in gpus
-    ]
+def telemetry_fields(t: GpuTelemetry) -> Fields:
+    return asdict(t)
 
 
-def gpus_from_pb(msgs: Iterable[pb.GpuInfo]) -> tuple[GpuInfo, ...]:
-    return tuple(
-        GpuInfo(g.index, g.uuid, g.name, g.memory_total, g.pci_bus_id, g.compute_capability)
-        for g in msgs
+def telemetry_from_message(msg: Any) -> GpuTelemetry:
+    return GpuTelemetry(
+        index=msg.index,
+        uuid=msg.uuid,
+        utilization=msg.utilization,
+        memory_used=msg.memory_used,
+        temperature=msg.temperature,
+        power=msg.power,
+        error=msg.error,
+        processes=tuple(GpuProcess(p.pid, p.memory_used, p.job_id) for p in msg.processes),
     )
 
 
-def links_to_pb(links: Iterable[GpuLink]) -> list[pb.GpuLink]:
-    return [pb.GpuLink(a=link.a, b=link.b, level=link.level, p2p=link.p2p) for link in links]
+def attempt_fields(a: RunningAttempt) -> Fields:
+    return asdict(a)
 
 
-def links_from_pb(msgs: Iterable[pb.GpuLink]) -> tuple[GpuLink, ...]:
-    return tuple(GpuLink(link.a, link.b, link.level, link.p2p) for link in msgs)
+def attempts_from_messages(msgs: Iterable[Any]) -> tuple[RunningAttempt, ...]:
+    return tuple(RunningAttempt(a.job_id, a.attempt, a.container_id, a.running) for a in msgs)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+from sqlalchemy.engine import make_url
 
 from rota.paths import DEFAULT_ADDRESS, data_dir
-from rota.scheduler.policy import get_policy
+from rota.private import private_dir, private_file
+from rota.scheduler.policy import make_policy
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
 from rota.units import parse_duration, parse_size
+from rota.validate import HARD_MAX_ARRAY_SIZE, Rules, mount_refusal
 
 
 @dataclass(frozen=True)
@@ -54,14 +58,36 @@ class SchedulerConfig:
     max_age: float = 7 * DAY  # waiting this long gives the full age factor
     preemption: bool = True
     preemptible_qos: tuple[str, ...] = ()  # jobs of these QoS classes are preemptible too
+    # security (docs/security.md)
+    max_array_size: int = 10_000  # tasks of one array job, counted before expanding it
+    max_jobs_per_submit: int = 1000  # items of one SubmitJobs request
+    max_ids_per_request: int = 10_000  # job ids of one ListJobs, CancelJobs, ControlJobs
+    allowed_mounts: tuple[str, ...] = ()  # host path prefixes jobs may bind-mount; () = none
+    allowed_images: tuple[str, ...] = ()  # image patterns (registry.lab/*); () = any image
+    tls_cert: str = ""  # PEM certificate chain the scheduler serves; "" = no TLS
+    tls_key: str = ""  # its private key
+    tls_client_ca: str = ""  # CA whose client certificates are then required (mutual TLS)
+    insecure: bool = False  # allow a non-loopback listen address without TLS
+    db_password_file: str = ""  # file holding the database password (else ROTA_DB_PASSWORD)
 
     def resolved_database_url(self) -> str:
-        """The SQLAlchemy URL, defaulting to ``sqlite:///<data dir>/scheduler.db``."""
-        if self.database_url:
-            return self.database_url
-        path = data_dir() / "scheduler.db"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{path}"
+        """The SQLAlchemy URL, defaulting to ``sqlite:///<data dir>/scheduler.db``; a SQLite
+        file is created mode 0600 in a 0700 directory. The password comes from
+        ``db_password_file``, else ``ROTA_DB_PASSWORD``, else the URL itself."""
+        url = self.database_url or f"sqlite:///{private_dir(data_dir()) / 'scheduler.db'}"
+        if url.startswith("sqlite:///") and ":memory:" not in url:
+            private_file(Path(url.removeprefix("sqlite:///")))
+        password = os.environ.get("ROTA_DB_PASSWORD", "")
+        if self.db_password_file:
+            try:
+                password = Path(self.db_password_file).read_text().strip()
+            except OSError as exc:
+                raise ValueError(
+                    f"db_password_file: cannot read {self.db_password_file}: {exc.strerror}"
+                ) from None
+        if not password:
+            return url
+        return make_url(url).set(password=password).render_as_string(hide_password=False)
 
 
 _DURATIONS = {
@@ -112,12 +138,41 @@ def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
                 raise ValueError(f"{key} must be a duration or size, got {value!r}")
             if values[key] < 0 or (key == "default_time_limit" and values[key] == 0):
                 raise ValueError(f"{key} must be > 0, got {value!r}")
-    if "preemptible_qos" in values:
-        values["preemptible_qos"] = _names("preemptible_qos", values["preemptible_qos"])
+    for key in ("preemptible_qos", "allowed_mounts", "allowed_images"):
+        if key in values:
+            values[key] = _names(key, values[key])
     config = replace(SchedulerConfig(), **values)
-    get_policy(config.policy)  # ValueError lists the known names
-    policy_config(config)  # names a bad policy setting now, not at the first pass
+    input_rules(config)  # names a bad security setting now
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise ValueError("tls_cert and tls_key must be given together")
+    if config.tls_client_ca and not config.tls_cert:
+        raise ValueError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
+    # ValueError names a bad policy setting or lists the known policies now, not at the first pass
+    make_policy(config.policy, policy_config(config))
     return config
+
+
+def input_rules(config: SchedulerConfig) -> Rules:
+    """The input validator's rules from the settings; ValueError names a bad one."""
+    for key in ("max_array_size", "max_jobs_per_submit", "max_ids_per_request"):
+        value = getattr(config, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} must be a whole number >= 1, got {value!r}")
+    if config.max_array_size > HARD_MAX_ARRAY_SIZE:
+        raise ValueError(f"max_array_size must be at most {HARD_MAX_ARRAY_SIZE}")
+    for prefix in config.allowed_mounts:
+        if not prefix.startswith("/") or ".." in prefix.split("/"):
+            raise ValueError(f"allowed_mounts: {prefix!r} must be an absolute path without '..'")
+        problem = mount_refusal(prefix.rstrip("/") or "/", None)
+        if problem:
+            raise ValueError(f"allowed_mounts: {prefix!r}: {problem}")
+    return Rules(
+        max_array_size=config.max_array_size,
+        max_jobs_per_submit=config.max_jobs_per_submit,
+        max_ids_per_request=config.max_ids_per_request,
+        allowed_mounts=config.allowed_mounts,
+        allowed_images=config.allowed_images,
+    )
 
 
 def _names(key: str, value: Any) -> tuple[str, ...]:

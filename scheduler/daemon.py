@@ -1,5 +1,9 @@
 """The scheduler daemon: gRPC (asyncio) server, store, engine and the APScheduler tick.
 
+The server also answers the standard gRPC health checking (``grpc.health.v1.Health``: NOT_SERVING
+until the store is open and the engine started, SERVING after, NOT_SERVING again once shutdown
+begins; load balancers ask it without a token) and server reflection (so ``grpcurl`` works).
+
 SIGTERM or SIGINT stops it gracefully: it stops accepting RPCs, finishes the pass in progress,
 and exits 0 with everything committed.
 """
@@ -16,11 +20,14 @@ import grpc
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from rota.scheduler.api.servicers import add_servicers
-from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core import Core
+from rota.scheduler.api.standard import add_standard_services, set_serving
+from rota.scheduler.api.validation import ValidationInterceptor
+from rota.scheduler.config import SchedulerConfig, input_rules, policy_config
+from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
+from rota.tls import TLSFileError, is_loopback, server_credentials
 
 log = logging.getLogger("rota.scheduler")
 
@@ -29,8 +36,8 @@ SERVER_OPTIONS = [
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.max_receive_message_length", 64 * 2**20),
-    ("grpc.max_send_message_length", 64 * 2**20),
+    ("grpc.max_receive_message_length", 4 * 2**20),  # requests; agents send logs in 64 KiB
+    ("grpc.max_send_message_length", 64 * 2**20),  # large job lists and log chunks
 ]
 
 
@@ -40,14 +47,16 @@ class ListenError(RuntimeError):
 
 async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None = None) -> int:
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
-    decide = get_policy(config.policy)
+    policy = make_policy(config.policy, policy_config(config))
     store = Store(config.resolved_database_url())
-    core = Core(store, config, time.time, decide)
-    engine = Engine(core)
-    server = grpc.aio.server(options=SERVER_OPTIONS)
+    engine = Engine(build_services(store, config, time.time, policy))
+    server = grpc.aio.server(
+        options=SERVER_OPTIONS, interceptors=[ValidationInterceptor(input_rules(config))]
+    )
     add_servicers(server, engine)
+    health = await add_standard_services(server)
     try:
-        port = server.add_insecure_port(config.listen)
+        port = _add_port(server, config)
     except RuntimeError as exc:
         raise ListenError(f"cannot listen on {config.listen}: {exc}") from None
     if port == 0:
@@ -59,6 +68,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         engine.tick, "interval", seconds=config.tick_interval, max_instances=1, coalesce=True
     )
     ticker.start()
+    await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]
     log.info(
         "rota scheduler listening on %s:%d (database %s, policy %s)",
@@ -75,12 +85,40 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("rota scheduler stopping: no new requests, finishing the current pass")
+    await health.enter_graceful_shutdown()
     ticker.shutdown(wait=False)
     await server.stop(grace=1.0)
     await engine.stop()
     store.close()
     log.info("rota scheduler stopped")
     return 0
+
+
+def _add_port(server: grpc.aio.Server, config: SchedulerConfig) -> int:
+    """TLS when configured (client certificates required with ``tls_client_ca``); without TLS
+    only a loopback address, unless ``insecure`` (then a warning at every start)."""
+    if config.tls_cert:
+        try:
+            creds = server_credentials(config.tls_cert, config.tls_key, config.tls_client_ca)
+        except TLSFileError as exc:
+            raise ListenError(str(exc)) from None
+        log.info(
+            "serving TLS%s",
+            " and requiring client certificates (mutual TLS)" if config.tls_client_ca else "",
+        )
+        return server.add_secure_port(config.listen, creds)
+    if not config.insecure and not is_loopback(config.listen):
+        raise ListenError(
+            f"refusing to serve {config.listen} without TLS: give --tls-cert and --tls-key "
+            "(rota certs init makes them), listen on 127.0.0.1, or pass --insecure"
+        )
+    if config.insecure:
+        log.warning(
+            "INSECURE: serving %s without TLS; anyone who can reach this port can read and "
+            "forge every request (docs/security.md)",
+            config.listen,
+        )
+    return server.add_insecure_port(config.listen)
 
 
 def _safe_url(url: str) -> str:

@@ -1,8 +1,11 @@
-"""The asynchronous side of the scheduler: runs Core on its own thread, the policy on another,
-coalesces scheduling passes, and routes orders and log data to and from agent streams.
+"""The engine: the only orchestrator of the scheduler's services, one method per RPC.
 
-Submitting, listing and heartbeats never wait for a pass: ``decide`` runs on the policy thread
-while the core thread keeps serving; only the short apply step queues behind them.
+It alone decides what runs where. Every service call runs on the core thread (the only thread
+that touches the cluster model and the store); ``decide`` and ``explain`` run on the policy
+thread; the event loop only routes orders and log data to and from agent streams. Services
+commit before they return orders, so an order never goes out for an uncommitted change.
+Submitting, listing and heartbeats never wait for a pass: only the short apply step queues
+behind them on the core thread.
 """
 
 from __future__ import annotations
@@ -12,12 +15,12 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rota.scheduler.cluster.messages import (
+from rota.messages import (
     AgentEvent,
     AgentOrder,
     Heartbeat,
@@ -27,15 +30,20 @@ from rota.scheduler.cluster.messages import (
     Pong,
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
-from rota.scheduler.cluster.status import NodeStatus, node_status
-from rota.scheduler.core import CancelResult, Core, NotFound, Orders, SubmitItem, SubmitResult
+from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.core.errors import NotFound
+from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
+from rota.scheduler.core.lifecycle import Orders
+from rota.scheduler.core.lookup import CancelResult
+from rota.scheduler.core.nodes import RemoveResult
+from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
 from rota.scheduler.large_submit import LARGE_SUBMISSION, LargeSubmissions
-from rota.scheduler.policy.explain import Explanation, explain
-from rota.scheduler.store.store import JobQuery
+from rota.scheduler.policy.explain import Explanation
 
 log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
+WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
 
 
 @dataclass(eq=False)
@@ -48,13 +56,13 @@ class AgentSession:
 
 
 class Engine:
-    """Async facade over Core used by the gRPC servicers and the periodic jobs."""
+    """Async orchestration over the services, used by the servicers and the periodic tick."""
 
-    def __init__(self, core: Core) -> None:
-        self.core = core
+    def __init__(self, services: Services) -> None:
+        self.services = services
         self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
-        self._large = LargeSubmissions(core, self.call)
+        self._large = LargeSubmissions(services.jobs, self._core)
         self._sessions: dict[str, AgentSession] = {}
         self._session_ids = itertools.count(1)
         self._log_ids = itertools.count(1)
@@ -64,10 +72,15 @@ class Engine:
         self._stopping = False
         self.passes = 0
 
-    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn`` on the core thread (the only thread that touches Core and the store)."""
+    async def _core(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` on the core thread."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._core_pool, functools.partial(fn, *args, **kwargs))
+        return await loop.run_in_executor(self._core_pool, functools.partial(fn, *args))
+
+    async def _policy(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` on the policy thread (pure: it reads only the snapshot it is given)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._policy_pool, functools.partial(fn, *args))
 
     # ------------------------------------------------------------ passes
 
@@ -91,11 +104,11 @@ class Engine:
                 log.exception("scheduling pass failed; retrying on the next trigger")
 
     async def run_pass(self) -> None:
-        """Snapshot, decide (policy thread), apply (core thread), then send orders."""
-        snapshot = await self.call(self.core.snapshot)
-        loop = asyncio.get_running_loop()
-        plan = await loop.run_in_executor(self._policy_pool, self.core.decide, snapshot)
-        orders = await self.call(self.core.apply, plan, snapshot.version)
+        """Snapshot (core thread), decide (policy thread), apply (core thread), send orders."""
+        planner = self.services.planner
+        snapshot = await self._core(planner.snapshot)
+        plan = await self._policy(self.services.policy.decide, snapshot)
+        orders = await self._core(planner.apply, plan, snapshot.version)
         self.passes += 1
         self.dispatch(orders)
 
@@ -112,19 +125,23 @@ class Engine:
         self._large.shutdown()
 
     async def tick(self) -> None:
-        """Periodic housekeeping (APScheduler calls this): node timeouts, then a pass."""
-        self.dispatch(await self.call(self.core.tick))
+        """Periodic housekeeping (APScheduler calls this): lost nodes and idle jobs, stale
+        streams, then a pass."""
+        self.dispatch(await self._core(self.tick_step))
         await self._close_stale_sessions()
         self.request_pass()
 
+    def tick_step(self) -> Orders:
+        """The core-thread part of ``tick`` (in-process tests call it directly)."""
+        services = self.services
+        return services.agents.lost_nodes() + services.gpus.idle_jobs()
+
     async def _close_stale_sessions(self) -> None:
-        """Close streams of nodes that Core no longer counts as connected (heartbeats stopped,
+        """Close streams of nodes the model no longer counts as connected (heartbeats stopped,
         or the node was removed): a frozen agent that wakes up must say hello again and be
         reconciled, not carry on over its old stream."""
         before = list(self._sessions.values())  # newer sessions are checked next tick
-        live = await self.call(
-            lambda: {name: node.session for name, node in self.core.nodes.items()}
-        )
+        live = await self._core(self.services.nodes.sessions)
         for session in before:
             if self._sessions.get(session.node) is session and live.get(session.node) != session.id:
                 log.warning("closing the stale stream of node %s", session.node)
@@ -137,8 +154,6 @@ class Engine:
             session.outbox.put_nowait(None)
             self._fail_log_streams(node)
 
-    # ------------------------------------------------------------ orders
-
     def dispatch(self, orders: Orders) -> None:
         """Queue each order on its node's live stream; orders for absent nodes are dropped
         (a reconnecting agent is reconciled from the database instead)."""
@@ -147,7 +162,7 @@ class Engine:
             if session is not None:
                 session.outbox.put_nowait(order)
 
-    # ------------------------------------------------------------ jobs
+    # ------------------------------------------------------------ JobService
 
     async def submit(
         self, items: Sequence[SubmitItem], user: str, test_only: bool
@@ -155,60 +170,57 @@ class Engine:
         if not test_only and task_count(items) > LARGE_SUBMISSION:
             results = await self._large.submit(items, user)
         else:
-            results = await self.call(self.core.submit, items, user, test_only)
+            results = await self._core(self.services.jobs.submit, items, user, test_only)
         if not test_only:
             self.request_pass()
         return results
 
     async def cancel(self, ids: Sequence[str], user: str, reason: str) -> list[CancelResult]:
-        results, orders = await self.call(self.core.cancel, ids, user, reason)
+        results, orders = await self._core(self.services.jobs.cancel, ids, user, reason)
         self.dispatch(orders)
         self.request_pass()
         return results
 
     async def control(self, action: str, ids: Sequence[str], user: str) -> list[CancelResult]:
-        results, orders = await self.call(self.core.control, action, ids, user)
+        results, orders = await self._core(self.services.control.control, action, ids, user)
         self.dispatch(orders)
         self.request_pass()
         return results
 
-    async def list_jobs(self, query: JobQuery, ids: Sequence[str]) -> list[JobRecord]:
-        return await self.call(self.core.list_jobs, query, ids)
+    async def list_jobs(self, listing: JobListing) -> JobPage:
+        return await self._core(self.services.jobs.list_page, listing)
 
     async def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
-        return await self.call(self.core.get_job, display_id)
+        return await self._core(self.services.jobs.get, display_id)
+
+    async def watch_job(self, display_id: str) -> AsyncGenerator[JobRecord, None]:
+        """The job now and after every change, until it has ended."""
+        last = None
+        while True:
+            job, _events = await self.get_job(display_id)
+            if job != last:
+                yield job
+                last = job
+            if job.state.terminal:
+                return
+            await asyncio.sleep(WATCH_INTERVAL)
 
     async def explain(self, display_id: str) -> tuple[JobRecord, Explanation | None, int]:
         """The job, and when pending why it waits (computed on the policy thread) and how many
         jobs are pending."""
-        job, snapshot = await self.call(self.core.explain_target, display_id)
+        job, snapshot = await self._core(self.services.jobs.explain_target, display_id)
         if snapshot is None:
             return job, None, 0
-        loop = asyncio.get_running_loop()
-        why = functools.partial(explain, snapshot, job.id, self.core.config.policy)
-        return job, await loop.run_in_executor(self._policy_pool, why), len(snapshot.pending)
-
-    async def list_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
-        """Copies of every node with its displayed status, in name order."""
-        return await self.call(self._nodes_view)
-
-    def _nodes_view(self) -> list[tuple[NodeState, NodeStatus]]:
-        core = self.core
-        active = [j for j in core.jobs.values() if j.state.active]
-        now = core.clock()
-        stale_after = 3 * core.config.heartbeat_interval
-        out = []
-        for n in sorted(core.nodes.values(), key=lambda n: n.name):
-            status = node_status(n, active, now, stale_after)
-            out.append((replace(n), replace(status, gpus=core.gpu_display(n, status.holders))))
-        return out
+        why = await self._policy(self.services.policy.explain, snapshot, job.id)
+        return job, why, len(snapshot.pending)
 
     async def stream_logs(
         self, display_id: str, attempt: int, follow: bool, node: str = ""
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """Relay an attempt's output from the agent that ran it (``node``: one rank of a gang;
         default rank 0). NotFound when unreachable."""
-        job, node, attempt = await self.call(self.core.job_location, display_id, attempt, node)
+        jobs = self.services.jobs
+        job, node, attempt = await self._core(jobs.location, display_id, attempt, node)
         session = self._sessions.get(node)
         if session is None:
             raise NotFound(
@@ -233,12 +245,69 @@ class Engine:
             if live is not None:
                 live.outbox.put_nowait(LogRequest(request_id, cancel=True))
 
-    # ------------------------------------------------------------ agents
+    # ------------------------------------------------------------ NodeService, GpuHealth
+
+    async def list_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
+        """Copies of every node with its displayed status, in name order."""
+        return await self._core(self.services.nodes.show_all)
+
+    async def get_node(self, name: str) -> tuple[NodeState, NodeStatus]:
+        return await self._core(self.services.nodes.show, name)
+
+    async def add_node(
+        self, name: str, labels: dict[str, str], user: str, rotate_token: bool
+    ) -> str:
+        """Register a node (or rotate its token: the old token's stream ends now)."""
+        token = await self._core(self.services.nodes.add, name, labels, user, rotate_token)
+        if rotate_token:
+            self.disconnect(name.strip())
+        self.request_pass()
+        return token
+
+    async def drain_node(self, name: str, reason: str, user: str) -> tuple[NodeState, NodeStatus]:
+        shown = await self._core(self._drain_node, name, reason, user)
+        self.request_pass()
+        return shown
+
+    def _drain_node(self, name: str, reason: str, user: str) -> tuple[NodeState, NodeStatus]:
+        nodes = self.services.nodes
+        nodes.drain(name, reason, user)
+        return nodes.show(name)
+
+    async def resume_node(self, name: str, user: str) -> tuple[NodeState, NodeStatus]:
+        shown = await self._core(self._resume_node, name, user)
+        self.request_pass()
+        return shown
+
+    def _resume_node(self, name: str, user: str) -> tuple[NodeState, NodeStatus]:
+        nodes = self.services.nodes
+        nodes.resume(name, user)
+        return nodes.show(name)
+
+    async def remove_node(self, name: str, force: bool, user: str) -> RemoveResult:
+        """Forget a node: stop its containers, then end its stream."""
+        result, orders = await self._core(self.services.nodes.remove, name, force, user)
+        self.dispatch(orders)
+        self.disconnect(name)
+        self.request_pass()
+        return result
+
+    async def resume_gpu(self, node: str, index: int, user: str) -> str:
+        message = await self._core(self.services.gpus.resume, node, index, user)
+        self.request_pass()  # a resumed GPU can take pending jobs at once
+        return message
+
+    async def drain_gpu(self, node: str, index: int, user: str, reason: str) -> str:
+        message = await self._core(self.services.gpus.drain, node, index, user, reason)
+        self.request_pass()
+        return message
+
+    # ------------------------------------------------------------ agents (one stream each)
 
     async def agent_connect(self, hello: Hello) -> AgentSession:
         """Authenticate and reconcile; the new session replaces any older one of that node."""
         session = AgentSession(hello.node_name, next(self._session_ids))
-        orders = await self.call(self.core.agent_hello, hello, session.id)
+        orders = await self._core(self.hello_step, hello, session.id)
         old = self._sessions.get(hello.node_name)
         if old is not None:
             old.outbox.put_nowait(None)
@@ -248,13 +317,28 @@ class Engine:
         self.request_pass()
         return session
 
+    def hello_step(self, hello: Hello, session: int) -> Orders:
+        """The core-thread part of ``agent_connect`` (in-process tests call it directly)."""
+        services = self.services
+        orders = services.agents.hello(hello, session)
+        services.gpus.node_joined(services.model.nodes[hello.node_name])
+        return orders
+
     async def agent_heartbeat(self, session: AgentSession, beat: Heartbeat) -> None:
-        if await self.call(self.core.agent_heartbeat, session.node, session.id, beat):
+        if await self._core(self.heartbeat_step, session.node, session.id, beat):
             self.request_pass()
         session.outbox.put_nowait(Pong(time.time()))
 
+    def heartbeat_step(self, node: str, session: int, beat: Heartbeat) -> bool:
+        """The core-thread part of ``agent_heartbeat``: True when what the policy sees of the
+        node changed (in-process tests call it directly)."""
+        services = self.services
+        changed = services.agents.heartbeat(node, session, beat)
+        return services.gpus.observe(node, session) or changed
+
     async def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
-        self.dispatch(await self.call(self.core.agent_event, session.node, session.id, event))
+        orders = await self._core(self.services.agents.event, session.node, session.id, event)
+        self.dispatch(orders)
         if event.kind != "STARTED":
             self.request_pass()
 
@@ -267,7 +351,7 @@ class Engine:
         if self._sessions.get(session.node) is session:
             del self._sessions[session.node]
             self._fail_log_streams(session.node)
-        await self.call(self.core.agent_disconnected, session.node, session.id)
+        await self._core(self.services.agents.disconnected, session.node, session.id)
         self.request_pass()
 
     def _fail_log_streams(self, node: str) -> None:

@@ -3,11 +3,11 @@
 A submission of more than ``LARGE_SUBMISSION`` jobs is run in steps so that heartbeats, pongs
 and small RPCs keep being answered meanwhile (no core step costs more than a few tens of ms):
 
-1. ``Core.admit`` on the core thread: the checks, per item (not per task);
+1. ``JobService.admit`` on the core thread: the checks, per item (not per task);
 2. on this module's own thread: expanding the items into task records, then the bulk insert
    (``Store.submit``: the array's spec once, one multi-row INSERT of minimal task rows, one
    event) in one transaction, so a kill -9 leaves all of the submission or none of it;
-3. ``Core.adopt`` on the core thread, ``ADOPT_CHUNK`` records per step, each step also building
+3. ``JobService.adopt`` on the core thread, ``ADOPT_CHUNK`` records per step, each step also building
    their snapshot views, so the next pass has nothing per task left to do; after each step the
    objects made so far are frozen out of the cyclic garbage collector (``gc.freeze``).
 
@@ -23,21 +23,22 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from rota.scheduler.core import Core, SubmitItem, SubmitResult
+from rota.scheduler.core.jobs import JobService
+from rota.scheduler.core.submission import SubmitItem, SubmitResult
 from rota.scheduler.store.store import DuplicateRequest
 
 T = TypeVar("T")
 CoreCall = Callable[..., Awaitable[Any]]
 
-LARGE_SUBMISSION = 1_000  # jobs; smaller submissions are one core step (Core.submit)
+LARGE_SUBMISSION = 1_000  # jobs; smaller submissions are one core step (JobService.submit)
 ADOPT_CHUNK = 500  # records taken into the cluster model per core step
 
 
 class LargeSubmissions:
-    """Runs large submissions; ``call`` runs a function on the core thread (Engine.call)."""
+    """Runs large submissions; ``call`` runs a function on the core thread (the engine's)."""
 
-    def __init__(self, core: Core, call: CoreCall) -> None:
-        self.core = core
+    def __init__(self, jobs: JobService, call: CoreCall) -> None:
+        self.jobs = jobs
         self.call = call
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="rota-bulk")
 
@@ -45,18 +46,19 @@ class LargeSubmissions:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     async def submit(self, items: Sequence[SubmitItem], user: str) -> list[SubmitResult]:
-        """Store ``items`` (all or none) and answer as ``Core.submit`` does."""
-        admission = await self.call(self.core.admit, items, user)
+        """Store ``items`` (all or none) and answer as ``JobService.submit`` does."""
+        service = self.jobs
+        admission = await self.call(service.admit, items, user)
         groups = await self._off_core(admission.expand)
         try:
             stored = await self._off_core(
-                self.core.store.submit, groups, admission.request_ids, user
+                service.model.store.submit, groups, admission.request_ids, user
             )
         except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
-            return list(await self.call(self.core.submit, items, user, False))
+            return list(await self.call(service.submit, items, user, False))
         jobs = [job for group in stored for job in group]
         for start in range(0, len(jobs), ADOPT_CHUNK):
-            await self.call(self.core.adopt, jobs[start : start + ADOPT_CHUNK], True)
+            await self.call(service.adopt, jobs[start : start + ADOPT_CHUNK], True)
             # The adopted records live as long as their jobs: exempt them (and all older
             # objects) from the cyclic garbage collector, whose full collections otherwise
             # scan every record again and hold every thread for hundreds of ms.

@@ -92,6 +92,7 @@ class Cluster:
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     scheduler_args: list[str] = field(default_factory=list)
+    env_extra: dict[str, str] = field(default_factory=dict)  # e.g. ROTA_CA for a TLS cluster
 
     @property
     def address(self) -> str:
@@ -106,6 +107,7 @@ class Cluster:
             ROTA_SCHEDULER=self.address,
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.env_extra)
         return env
 
     def node_name(self, short: str) -> str:
@@ -162,6 +164,8 @@ class Cluster:
             str(self.root / f"agent-{name}"),
             "--heartbeat",
             "0.5",
+            "--allowed-mount",
+            str(self.root),
             *extra,
         ]
         if gpus is not None:

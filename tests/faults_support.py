@@ -22,9 +22,10 @@ FAST = {"heartbeat_interval": 0.5, "tick_interval": 0.5, "node_timeout": 3, "nod
 
 
 def config_file(cluster: Cluster, **values: Any) -> str:
-    """A scheduler YAML config with the fast test timings, overridden by ``values``."""
+    """A scheduler YAML config with the fast test timings, overridden by ``values``; jobs may
+    bind-mount the cluster's directory."""
     path = cluster.root / f"sched-{uuid.uuid4().hex[:6]}.yaml"
-    path.write_text(yaml.safe_dump({**FAST, **values}))
+    path.write_text(yaml.safe_dump({**FAST, "allowed_mounts": [str(cluster.root)], **values}))
     return str(path)
 
 

@@ -1,4 +1,4 @@
-"""The scheduler's core driven step by step in-process, with a fake clock and no network."""
+"""The scheduler's services driven step by step in-process, with a fake clock and no network."""
 
 from __future__ import annotations
 
@@ -7,80 +7,23 @@ from pathlib import Path
 import pytest
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import (
-    AgentEvent,
+from rota.messages import (
     EventAck,
-    GpuInfo,
     Heartbeat,
     Hello,
-    Inventory,
     KillOrder,
     LaunchOrder,
     RunningAttempt,
     Welcome,
 )
-from rota.scheduler.cluster.model import NodeState
-from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core import AuthError, Core, SubmitItem, UserError, hash_token
-from rota.scheduler.policy import get_policy
-from rota.scheduler.store.store import JobQuery, Store
+from rota.scheduler.cluster.model import HistoryKind, NodeState
+from rota.scheduler.core.errors import AuthError, UserError
+from rota.scheduler.core.jobs import SubmitItem
+from rota.scheduler.core.tokens import hash_token
+from rota.scheduler.policy.snapshot import Plan
+from rota.scheduler.store.store import JobQuery
 from rota.states import JobState
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def inventory(gpus: int) -> Inventory:
-    return Inventory(
-        gpus=tuple(GpuInfo(i, f"GPU-{i}", "A100", 80 * 2**30) for i in range(gpus)),
-        cpus=32,
-        memory=256 * 2**30,
-    )
-
-
-class Harness:
-    def __init__(self, path: Path, **config: object) -> None:
-        self.path = path
-        self.clock = Clock()
-        self.config = SchedulerConfig(**{"open_registration": True, **config})  # type: ignore[arg-type]
-        self.core = self._core()
-        self.sessions: dict[str, int] = {}
-
-    def _core(self) -> Core:
-        return Core(
-            Store(f"sqlite:///{self.path / 'db'}"), self.config, self.clock, get_policy("first-fit")
-        )
-
-    def restart(self) -> None:
-        self.core.store.close()
-        self.core = self._core()
-        self.sessions = {}
-
-    def connect(self, node: str, gpus: int = 2, attempts: tuple[RunningAttempt, ...] = ()) -> list:
-        session = len(self.sessions) + 100
-        self.sessions[node] = session
-        return self.core.agent_hello(Hello(node, "tok", inventory(gpus), attempts), session)
-
-    def submit(self, **spec: object) -> str:
-        fields = {"image": "img", "command": ("true",), **spec}
-        (result,) = self.core.submit([SubmitItem(JobSpec(**fields))], "ann")  # type: ignore[arg-type]
-        return result.job_ids[0]
-
-    def schedule(self) -> list:
-        snap = self.core.snapshot()
-        return self.core.apply(self.core.decide(snap), snap.version)
-
-    def event(self, node: str, job: str, kind: str, attempt: int = 1, **kw: object) -> list:
-        ev = AgentEvent(int(job.split("_")[0]), attempt, kind, time=self.clock.now, **kw)  # type: ignore[arg-type]
-        return self.core.agent_event(node, self.sessions[node], ev)
-
-    def state(self, job: str) -> JobState:
-        return self.core.get_job(job)[0].state
+from tests.support.core import Harness, inventory
 
 
 @pytest.fixture
@@ -101,7 +44,7 @@ def test_launch_start_exit_life_cycle(h: Harness) -> None:
     h.event("n1", job, "STARTED")
     assert h.state(job) is JobState.RUNNING
     assert h.event("n1", job, "EXITED", exit_code=3) == [("n1", EventAck(int(job), 1))]
-    record, events = h.core.get_job(job)
+    record, events = h.s.jobs.get(job)
     assert record.state is JobState.FAILED and record.exit_code == 3
     assert [e.new_state for e in events] == ["PENDING", "CONFIGURING", "RUNNING", "FAILED"]
 
@@ -124,7 +67,7 @@ def test_final_states(h: Harness, kind: str, exit_code: int, oom: bool, final: J
     h.event("n1", job, kind, exit_code=exit_code, oom_killed=oom, message="boom")
     assert h.state(job) is final
     if oom and exit_code == 0:
-        assert any(e.kind == "warning" for e in h.core.get_job(job)[1])
+        assert any(e.kind == "warning" for e in h.s.jobs.get(job)[1])
 
 
 def test_engine_fault_on_launch_requeues_instead_of_failing(h: Harness) -> None:
@@ -140,7 +83,7 @@ def test_gpus_are_never_shared_and_freed_only_when_the_job_ends(h: Harness) -> N
     h.connect("n1", gpus=2)
     a, b = h.submit(gpus=2), h.submit(gpus=2)
     assert len(h.schedule()) == 1
-    assert h.core.get_job(b)[0].reason == "Resources"
+    assert h.s.jobs.get(b)[0].reason == "Resources"
     h.event("n1", a, "STARTED")
     assert h.schedule() == []
     h.event("n1", a, "EXITED", exit_code=0)
@@ -153,7 +96,7 @@ def test_cancel_running_job_orders_a_kill_then_ends_cancelled(h: Harness) -> Non
     job = h.submit(gpus=1)
     h.schedule()
     h.event("n1", job, "STARTED")
-    results, orders = h.core.cancel([job], "ann")
+    results, orders = h.s.jobs.cancel([job], "ann")
     assert results[0].ok
     assert orders == [("n1", KillOrder(int(job), 1, "cancelled by ann", h.config.kill_grace))]
     assert h.state(job) is JobState.COMPLETING
@@ -166,12 +109,12 @@ def test_stale_report_from_an_old_attempt_changes_nothing(h: Harness) -> None:
     h.connect("n2")
     job = h.submit(gpus=1, requeue=True)
     h.schedule()
-    first_node = h.core.get_job(job)[0].allocation[0].node
-    h.core.agent_disconnected(first_node, h.sessions[first_node])
+    first_node = h.s.jobs.get(job)[0].allocation[0].node
+    h.s.agents.disconnected(first_node, h.sessions[first_node])
     h.clock.now += h.config.node_grace + 1
     other = "n2" if first_node == "n1" else "n1"
-    h.core.agent_heartbeat(other, h.sessions[other], Heartbeat())
-    h.core.tick()
+    h.engine.heartbeat_step(other, h.sessions[other], Heartbeat())
+    h.tick()
     assert h.state(job) is JobState.PENDING
     ((second_node, launch),) = h.schedule()
     assert launch.attempt == 2 and second_node != first_node
@@ -179,7 +122,7 @@ def test_stale_report_from_an_old_attempt_changes_nothing(h: Harness) -> None:
     orders = h.event(first_node, job, "EXITED", attempt=1, exit_code=9)
     assert orders == [(first_node, EventAck(int(job), 1))]
     assert h.state(job) is JobState.CONFIGURING
-    assert h.core.get_job(job)[0].attempt == 2
+    assert h.s.jobs.get(job)[0].attempt == 2
 
 
 def test_reconnect_keeps_running_attempts_and_resends_unstarted_launches(h: Harness) -> None:
@@ -224,17 +167,17 @@ def test_submission_checks_against_registered_nodes(h: Harness) -> None:
         h.submit(gpus=4)
     with pytest.raises(UserError, match="dependency: job 77 does not exist"):
         h.submit(dependency="afterok:77")
-    assert h.core.list_jobs(JobQuery()) == [], "a refused submission stores nothing"
+    assert h.s.jobs.list_jobs(JobQuery()) == [], "a refused submission stores nothing"
 
 
 def test_idempotent_submission(h: Harness) -> None:
     h.connect("n1")
     item = SubmitItem(JobSpec(image="img", command=("true",)), client_request_id="abc")
-    (first,) = h.core.submit([item], "ann")
-    (again,) = h.core.submit([item], "ann")
+    (first,) = h.s.jobs.submit([item], "ann")
+    (again,) = h.s.jobs.submit([item], "ann")
     assert again.job_ids == first.job_ids and again.duplicate
     h.restart()
-    (after_restart,) = h.core.submit([item], "ann")
+    (after_restart,) = h.s.jobs.submit([item], "ann")
     assert after_restart.job_ids == first.job_ids
 
 
@@ -245,18 +188,18 @@ def test_dependencies_hold_and_array_tasks(h: Harness) -> None:
     any_dep = h.submit(gpus=1, dependency=f"afterany:{first}")
     held = h.submit(gpus=1, hold=True)
     h.schedule()
-    assert h.core.get_job(ok_dep)[0].reason == "Dependency"
-    assert h.core.get_job(held)[0].reason == "JobHeldUser"
+    assert h.s.jobs.get(ok_dep)[0].reason == "Dependency"
+    assert h.s.jobs.get(held)[0].reason == "JobHeldUser"
     h.event("n1", first, "EXITED", exit_code=1)
     h.schedule()
-    assert h.core.get_job(ok_dep)[0].reason == "DependencyNeverSatisfied"
+    assert h.s.jobs.get(ok_dep)[0].reason == "DependencyNeverSatisfied"
     assert h.state(any_dep) is JobState.CONFIGURING
-    (result,) = h.core.submit(
+    (result,) = h.s.jobs.submit(
         [SubmitItem(JobSpec(image="i", command=("true",), array="0-2"))], "ann"
     )
     array_id = result.job_ids[0].split("_")[0]
     assert result.job_ids == (f"{array_id}_0", f"{array_id}_1", f"{array_id}_2")
-    assert len(h.core.resolve(array_id)) == 3
+    assert len(h.s.lookup.resolve(array_id)) == 3
     (launch,) = [
         o for _, o in h.schedule() if isinstance(o, LaunchOrder) and o.display_id == f"{array_id}_1"
     ]
@@ -267,9 +210,50 @@ def test_tokens(tmp_path: Path) -> None:
     h = Harness(tmp_path, open_registration=False)
     with pytest.raises(AuthError, match="not registered"):
         h.connect("n1")
-    h.core.store.save_node(NodeState(name="n1", token_hash=hash_token("right")))
+    h.store.save_node(NodeState(name="n1", token_hash=hash_token("right")))
     h.restart()
     with pytest.raises(AuthError, match="wrong join token"):
         h.connect("n1")
-    ok = h.core.agent_hello(Hello("n1", "right", inventory(1)), 5)
+    ok = h.engine.hello_step(Hello("n1", "right", inventory(1)), 5)
     assert isinstance(ok[0][1], Welcome)
+
+
+def _stop_for_requeue(h: Harness, job: str, how: str) -> None:
+    if how == "requeue":
+        ((result,), _orders) = h.s.control.control("requeue", [job], "bob")
+        assert result.ok
+    else:  # the policy preempts it
+        h.s.planner.apply(Plan(preemptions=(int(job),)), h.s.model.version)
+    assert h.state(job) is JobState.COMPLETING
+
+
+@pytest.mark.parametrize("how", ["requeue", "preempt"])
+def test_cancel_of_a_job_stopping_for_a_requeue_ends_it_cancelled(h: Harness, how: str) -> None:
+    h.connect("n1")
+    job = h.submit(gpus=1, requeue=True)
+    h.schedule()
+    h.event("n1", job, "STARTED")
+    _stop_for_requeue(h, job, how)
+    (result,), orders = h.s.jobs.cancel([job], "ann")
+    assert result.ok and orders == [], "the kill is on its way already"
+    h.event("n1", job, "KILLED", exit_code=137)
+    record, events = h.s.jobs.get(job)
+    assert (record.state, record.attempt, record.reason) == (
+        JobState.CANCELLED,
+        1,
+        "cancelled by ann",
+    )
+    assert any(e.kind is HistoryKind.INFO and "cancelled by ann" in e.reason for e in events)
+    assert h.schedule() == [], "a cancelled job is not launched again"
+
+
+def test_cancel_of_a_stopping_job_holds_when_its_node_is_lost(h: Harness) -> None:
+    h.connect("n1")
+    job = h.submit(gpus=1, requeue=True)
+    h.schedule()
+    h.event("n1", job, "STARTED")
+    h.s.jobs.cancel([job], "ann")
+    h.s.agents.disconnected("n1", h.sessions["n1"])
+    h.clock.now += h.config.node_grace + 1
+    h.tick()
+    assert h.state(job) is JobState.CANCELLED, "not requeued after NODE_FAIL"

@@ -1,39 +1,29 @@
-"""The rota policy wired into Core, driven in-process with a fake clock: the snapshot's fields,
-fair share that survives a restart, limits, arrays, gangs, preemption and ``explain``."""
+"""The rota policy wired into the services, driven in-process with a fake clock: the snapshot's
+fields, fair share that survives a restart, limits, arrays, gangs, preemption and ``explain``."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import KillOrder, LaunchOrder, RunningAttempt
+from rota.messages import KillOrder, RunningAttempt
 from rota.scheduler.config import SchedulerConfig, load_config, policy_config
-from rota.scheduler.core import Core, SubmitItem, UserError
-from rota.scheduler.policy import get_policy
-from rota.scheduler.policy.explain import explain
+from rota.scheduler.core.errors import UserError
+from rota.scheduler.core.jobs import SubmitItem, SubmitResult
+from rota.scheduler.core.services import Services, build_services
+from rota.scheduler.engine import Engine
+from rota.scheduler.policy import make_policy
+from rota.scheduler.policy.config import PolicyConfig
+from rota.scheduler.policy.multifactor import RotaPolicy
+from rota.scheduler.policy.queue import SortKey
+from rota.scheduler.policy.snapshot import PendingJob, Snapshot
 from rota.scheduler.store.store import Store
 from rota.states import JobState
-from tests.test_core import Harness
-
-
-class RotaHarness(Harness):
-    """The in-process harness running the configured policy (``rota`` by default)."""
-
-    def _core(self) -> Core:
-        return Core(
-            Store(f"sqlite:///{self.path / 'db'}"),
-            self.config,
-            self.clock,
-            get_policy(self.config.policy),
-        )
-
-    def launches(self, orders: list) -> list[LaunchOrder]:
-        return [o for _, o in orders if isinstance(o, LaunchOrder)]
-
-    def run(self, node: str, job: str, attempt: int = 1) -> None:
-        self.event(node, job, "STARTED", attempt=attempt)
+from tests.support.core import RotaHarness
 
 
 @pytest.fixture
@@ -55,7 +45,7 @@ def test_rota_is_the_default_policy_and_settings_reach_the_snapshot(tmp_path: Pa
     )
     h.connect("n1", gpus=4)
     h.submit(gpus=1, array="0-3%2", qos="high")
-    cfg = h.core.snapshot().config
+    cfg = h.s.planner.snapshot().config
     assert cfg.weights.age == 7 and cfg.weights.qos == 4000  # merged over the defaults
     assert cfg.limits.max_gpus_per_user == 3 and cfg.limits.max_pending_per_user is None
     assert cfg.account_shares == {"vision": 2.0} and cfg.qos_levels["urgent"] == 0.9
@@ -68,19 +58,19 @@ def test_snapshot_fills_array_limit_default_limit_and_running_fields(h: RotaHarn
     h.connect("n1", gpus=4)
     first = h.submit(gpus=1, array="0-3%2", qos="high", exclusive=False)
     limited = h.submit(gpus=1, time_limit=600.0)
-    pending = {j.id: j for j in h.core.snapshot().pending}
+    pending = {j.id: j for j in h.s.planner.snapshot().pending}
     array_id = int(first.split("_")[0])
     task = next(j for j in pending.values() if j.array_job_id == array_id)
     assert task.array_task_limit == 2 and task.default_limit and task.qos == "high"
     assert not pending[int(limited)].default_limit and pending[int(limited)].time_limit == 600
     h.schedule()
-    running = {j.id: j for j in h.core.snapshot().running}
+    running = {j.id: j for j in h.s.planner.snapshot().running}
     assert sum(1 for j in running.values() if j.array_job_id == array_id) == 2
     assert not any(j.stopping for j in running.values())
     assert running[array_id].qos == "high"
-    h.core.cancel([limited], "ann")
-    assert h.core.snapshot().running  # still there while the kill is not confirmed ...
-    stopping = {j.id for j in h.core.snapshot().running if j.stopping}
+    h.s.jobs.cancel([limited], "ann")
+    assert h.s.planner.snapshot().running  # still there while the kill is not confirmed ...
+    stopping = {j.id for j in h.s.planner.snapshot().running if j.stopping}
     assert stopping == {int(limited)}  # ... but stopping: its GPUs count as released
 
 
@@ -90,7 +80,7 @@ def test_array_percent_limit_keeps_tasks_waiting(h: RotaHarness) -> None:
     array_id = first.split("_")[0]
     launches = h.launches(h.schedule())
     assert len(launches) == 2
-    waiting = [j for j in h.core.resolve(array_id) if j.state is JobState.PENDING]
+    waiting = [j for j in h.s.lookup.resolve(array_id) if j.state is JobState.PENDING]
     assert len(waiting) == 4 and {j.reason for j in waiting} == {"JobArrayTaskLimit"}
     done = launches[0]
     h.run("n1", done.display_id)
@@ -104,14 +94,14 @@ def test_gpu_limit_per_user_and_pending_limit_at_submit(tmp_path: Path) -> None:
     a, b = h.submit(gpus=2), h.submit(gpus=1)
     (started,) = h.launches(h.schedule())
     waiting = b if started.display_id == a else a
-    assert h.core.get_job(waiting)[0].reason == "QOSMaxGRESPerUser"
+    assert h.s.jobs.get(waiting)[0].reason == "QOSMaxGRESPerUser"
     h.submit(gpus=1)
     h.submit(gpus=1)
     with pytest.raises(UserError, match=r"user ann would have 4 pending jobs; the limit is 3"):
         h.submit(gpus=1)
     with pytest.raises(UserError, match="max_pending_per_user"):
-        h.core.submit([SubmitItem(JobSpec(image="i", command=("x",), array="0-1"))], "ann")
-    (ok,) = h.core.submit([SubmitItem(JobSpec(image="i", command=("x",)))], "bob")
+        h.s.jobs.submit([SubmitItem(JobSpec(image="i", command=("x",), array="0-1"))], "ann")
+    (ok,) = h.s.jobs.submit([SubmitItem(JobSpec(image="i", command=("x",)))], "bob")
     assert ok.job_ids, "the limit is per user"
 
 
@@ -128,7 +118,7 @@ def test_preemption_stops_the_victim_then_gives_its_gpus_to_the_waiting_job(
     assert h.state(low) is JobState.COMPLETING and h.state(high) is JobState.PENDING
     assert h.launches(h.schedule()) == [], "the victim's GPUs are not free until it is gone"
     h.event("n1", low, "KILLED", exit_code=143)
-    record, events = h.core.get_job(low)
+    record, events = h.s.jobs.get(low)
     assert record.state is JobState.PENDING
     assert [e.new_state for e in events][-2:] == ["PREEMPTED", "PENDING"]
     (launch,) = h.launches(h.schedule())
@@ -186,7 +176,7 @@ def test_gangs_led_from_one_node_get_different_master_ports(tmp_path: Path) -> N
     h.connect("n1", gpus=2)
     h.connect("n2", gpus=2)
     first = h.submit(gpus=1, nodes=2)
-    h.core.cancel([h.submit(gpus=1)], "ann")
+    h.s.jobs.cancel([h.submit(gpus=1)], "ann")
     second = h.submit(gpus=1, nodes=2)
     assert int(second) - int(first) == 2, "the same port by id alone"
     launches = h.launches(h.schedule())
@@ -205,10 +195,10 @@ def test_gang_is_all_or_nothing(h: RotaHarness) -> None:
     h.connect("n2", gpus=2)
     busy = h.submit(gpus=2, time_limit=600.0)
     h.schedule()
-    h.run(h.core.get_job(busy)[0].allocation[0].node, busy)
+    h.run(h.s.jobs.get(busy)[0].allocation[0].node, busy)
     gang = h.submit(gpus=2, nodes=2)
     assert h.schedule() == [], "one free node is not enough for a gang of two"
-    record = h.core.get_job(gang)[0]
+    record = h.s.jobs.get(gang)[0]
     assert record.allocation == [] and record.reason == "Resources"
     assert record.estimated_start is not None
 
@@ -222,12 +212,12 @@ def test_fair_share_usage_is_kept_and_survives_a_restart(tmp_path: Path) -> None
     h.clock.now += 3600
     h.event("n1", job, "EXITED", exit_code=0)
     h.clock.now += 10
-    before = h.core.snapshot().usage
+    before = h.s.planner.snapshot().usage
     assert before.user["ann"] == pytest.approx(2 * 3600, rel=0.01)
     assert before.runtime_user["ann"] == pytest.approx(3600, rel=0.01)
     assert before.limit_ratio_user["ann"] == pytest.approx(0.5, rel=0.01)
     h.restart()
-    after = h.core.snapshot().usage
+    after = h.s.planner.snapshot().usage
     assert after.user["ann"] == pytest.approx(before.user["ann"], rel=0.01)
     assert after.account["ann"] == pytest.approx(before.account["ann"], rel=0.01)
     assert after.runtime_user == pytest.approx(before.runtime_user, rel=0.01)
@@ -236,17 +226,17 @@ def test_fair_share_usage_is_kept_and_survives_a_restart(tmp_path: Path) -> None
 def test_usage_is_published_once_per_priority_period(tmp_path: Path) -> None:
     h = RotaHarness(tmp_path, priority_period=300.0)
     h.connect("n1", gpus=1)
-    first = h.core.snapshot().usage
+    first = h.s.planner.snapshot().usage
     job = h.submit(gpus=1)
     h.schedule()
     h.clock.now += 60
-    assert h.core.snapshot().usage is first, "kept within the period"
+    assert h.s.planner.snapshot().usage is first, "kept within the period"
     h.clock.now += 300
-    assert h.core.snapshot().usage.user["ann"] > 0
+    assert h.s.planner.snapshot().usage.user["ann"] > 0
     h.restart()
     h.connect("n1", gpus=1, attempts=(RunningAttempt(int(job), 1),))
     h.clock.now += 60
-    assert h.core.snapshot().usage.user["ann"] > 0, "a running job counts after a restart"
+    assert h.s.planner.snapshot().usage.user["ann"] > 0, "a running job counts after a restart"
 
 
 def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
@@ -255,18 +245,18 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
     h.schedule()
     waiting = h.submit(gpus=2, priority=5)
     h.schedule()
-    job, snap = h.core.explain_target(waiting)
+    job, snap = h.s.jobs.explain_target(waiting)
     assert snap is not None
-    why = explain(snap, job.id, h.config.policy)
+    why = h.s.policy.explain(snap, job.id)
     assert why.reason == "Resources" and why.rank == 1 and not why.starts_now
     assert why.est_start is not None
     factors = {f.name: f for f in why.factors}
     assert factors["job_priority"].contribution == 5
     assert why.priority == pytest.approx(sum(f.contribution for f in why.factors))
     assert why.order_by == "multifactor priority"
-    running, none = h.core.explain_target("1")
+    running, none = h.s.jobs.explain_target("1")
     assert none is None and running.state is JobState.CONFIGURING
-    fifo = explain(snap, job.id, "fifo-backfill")
+    fifo = make_policy("fifo-backfill", snap.config).explain(snap, job.id)
     assert fifo.order_by == "submission time" and fifo.factors == () and fifo.priority == 0
     assert fifo.reason == "Resources" and fifo.rank == 1
 
@@ -305,3 +295,64 @@ def test_policy_settings_from_yaml(tmp_path: Path) -> None:
     assert cfg.default_share == 0.5 and cfg.backfill_max_job_test == 200
     assert cfg.usage_half_life == 2 * 86400 and cfg.priority_period == 60
     assert cfg.qos_level("urgent") == 0.9 and cfg.qos_level("low") == 0.0
+
+
+class StuckRota(RotaPolicy):
+    """rota whose pass stops while ranking the queue (its lock held, its order cache half
+    built) until ``release`` is set."""
+
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(config)
+        self.inside = threading.Event()
+        self.release = threading.Event()
+
+    def ranking(self, snapshot: Snapshot) -> tuple[object, SortKey]:
+        context, key = super().ranking(snapshot)
+
+        def stuck(job: PendingJob) -> object:
+            self.inside.set()
+            self.release.wait(60)
+            return key(job)
+
+        return context, stuck
+
+
+class StuckHarness(RotaHarness):
+    def _build(self) -> tuple[Services, Engine]:
+        store = Store(f"sqlite:///{self.path / 'db'}")
+        policy = StuckRota(policy_config(self.config))
+        services = build_services(store, self.config, self.clock, policy)
+        return services, Engine(services)
+
+
+def test_a_dry_run_answers_while_a_pass_is_stuck_in_decide(tmp_path: Path) -> None:
+    """``gsub --test-only`` decides on the core thread with a policy instance of its own, so
+    it never waits for the pass running on the policy thread."""
+    h = StuckHarness(tmp_path)
+    h.connect("n1", gpus=2)
+    queued = h.submit(gpus=1)
+    policy = h.s.policy
+    assert isinstance(policy, StuckRota)
+    probe = SubmitItem(JobSpec(image="img", command=("true",), gpus=1))
+    too_big = SubmitItem(JobSpec(image="img", command=("true",), gpus=2))
+
+    async def scenario() -> tuple[list[SubmitResult], bool]:
+        engine = h.engine
+        stuck_pass = asyncio.create_task(engine.run_pass())
+        try:
+            assert await asyncio.to_thread(policy.inside.wait, 30), "the pass never started"
+            answers = await asyncio.wait_for(
+                engine.submit([probe, too_big], "bob", test_only=True), timeout=20
+            )
+            return answers, stuck_pass.done()
+        finally:
+            policy.release.set()
+            await stuck_pass
+            await engine.stop()
+
+    (fits, waits), pass_done = asyncio.run(scenario())
+    assert not pass_done, "the dry run answered while the pass was still deciding"
+    assert fits.reason == "" and fits.job_ids == ()  # would start now, nothing stored
+    assert waits.reason == "Resources"  # the queued job comes first
+    assert h.state(queued) is JobState.CONFIGURING  # the pass finished once released
+    assert [j.display_id for j in h.s.model.jobs.values()] == [queued]

@@ -8,29 +8,31 @@ runtime's own create arguments.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import docker
 import pytest
 
-from rota.agent.model import Launch
 from rota.agent.runtime.docker_runtime import DockerRuntime
+from rota.jobspec import JobSpec
+from rota.messages import LaunchOrder
 from tests.cluster import Cluster, wait_for
 from tests.gpu_e2e import SLEEPER, GpuCluster, gpus
 
 
 def test_device_request_names_exactly_the_allocated_uuids(tmp_path: Path, test_image: str) -> None:
-    runtime = DockerRuntime("nv-unit", tmp_path, lambda report: None, gpu_mode="nvidia")
+    runtime = DockerRuntime("nv-unit", tmp_path, lambda event: None, time.time, gpu_mode="nvidia")
     uuids = ("GPU-00000001-fake-4e6f-8a1b-000000000001", "GPU-00000003-fake-4e6f-8a1b-000000000003")
-    order = Launch(
+    order = LaunchOrder(
         job_id=424242,
         attempt=1,
         display_id="424242",
-        image=test_image,
-        command=("true",),
-        env={},
+        spec=JobSpec(image=test_image, command=("true",)),
         gpu_indices=(1, 3),
         gpu_uuids=uuids,
+        env={},
+        time_limit=0.0,
     )
     client = docker.from_env()
     container = client.containers.create(**runtime._create_args(order))

@@ -35,6 +35,7 @@ def test_agent_sigkill_and_restart_adopts_jobs_with_real_exit_codes(cluster: Clu
     cluster.start_scheduler("--config", config_file(cluster), "--open-registration")
     out = cluster.root / "out"
     out.mkdir()
+    out.chmod(0o777)  # jobs run as an unprivileged user
     cluster.start_agent("n1", 4)
     ok = cluster.submit(_job(out, "sleep 5; exit 0"))
     three = cluster.submit(_job(out, "sleep 5; exit 3"))
@@ -74,6 +75,7 @@ def test_agent_frozen_past_grace_requeues_elsewhere_and_late_reports_are_fenced(
     )
     out = cluster.root / "out"
     out.mkdir()
+    out.chmod(0o777)  # jobs run as an unprivileged user
     n1, n2 = cluster.node_name("n1"), cluster.node_name("n2")
     frozen = cluster.start_agent("n1", 2)
     # attempt 1 exits 5 while its agent is frozen; attempt 2 succeeds

@@ -1,5 +1,5 @@
 """Issue 5 in-process: node administration, lost nodes and idempotent submission, driven step by
-step on the real Core with a fake clock (the end-to-end fault tests are test_faults_*.py)."""
+step on the real services with a fake clock (the end-to-end fault tests are test_faults_*.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import Heartbeat, Hello, KillOrder, RunningAttempt, Welcome
+from rota.messages import Heartbeat, Hello, KillOrder, RunningAttempt, Welcome
 from rota.scheduler.cluster.status import node_status
-from rota.scheduler.core import AuthError, Conflict, NotFound, SubmitItem, UserError, hash_token
+from rota.scheduler.core.errors import AuthError, Conflict, NotFound, UserError
+from rota.scheduler.core.jobs import SubmitItem
+from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.store.store import JobQuery
 from rota.states import JobState
-from tests.test_core import Harness, inventory
+from tests.support.core import Harness, inventory
 
 
 @pytest.fixture
@@ -24,133 +26,133 @@ def h(tmp_path: Path) -> Harness:
 def join(h: Harness, node: str, token: str, gpus: int = 2, attempts: tuple = ()) -> list:
     session = len(h.sessions) + 100
     h.sessions[node] = session
-    return h.core.agent_hello(Hello(node, token, inventory(gpus), attempts), session)
+    return h.engine.hello_step(Hello(node, token, inventory(gpus), attempts), session)
 
 
 def display(h: Harness, node: str) -> tuple[str, str, str, float | None]:
-    core = h.core
+    model = h.s.model
     status = node_status(
-        core.nodes[node], [j for j in core.jobs.values() if j.state.active], h.clock.now, 30
+        model.nodes[node], [j for j in model.jobs.values() if j.state.active], h.clock.now, 30
     )
     return status.state, status.reason, status.reason_by, status.since
 
 
 def test_add_node_token_is_shown_once_and_stored_hashed(h: Harness) -> None:
-    token = h.core.add_node("n1", {"rack": "r1"}, "root")
-    (row,) = h.core.store.nodes()
+    token = h.s.nodes.add("n1", {"rack": "r1"}, "root")
+    (row,) = h.store.nodes()
     assert row.token_hash == hash_token(token) and token not in row.token_hash
     assert row.labels == {"rack": "r1"}
     with pytest.raises(Conflict, match="already registered"):
-        h.core.add_node("n1", {}, "root")
+        h.s.nodes.add("n1", {}, "root")
     with pytest.raises(UserError):
-        h.core.add_node("bad name", {}, "root")
+        h.s.nodes.add("bad name", {}, "root")
     assert isinstance(join(h, "n1", token)[0][1], Welcome)
-    assert h.core.snapshot().nodes[0].labels["rack"] == "r1"
+    assert h.s.planner.snapshot().nodes[0].labels["rack"] == "r1"
 
 
 def test_rotated_token_refuses_the_old_one(h: Harness) -> None:
-    old = h.core.add_node("n1", {}, "root")
-    new = h.core.add_node("n1", {}, "root", rotate_token=True)
+    old = h.s.nodes.add("n1", {}, "root")
+    new = h.s.nodes.add("n1", {}, "root", rotate_token=True)
     with pytest.raises(AuthError, match="wrong join token"):
         join(h, "n1", old)
     join(h, "n1", new)
 
 
 def test_wrong_token_and_unknown_node_change_nothing(h: Harness) -> None:
-    token = h.core.add_node("n1", {}, "root")
-    before = h.core.store.nodes()
+    token = h.s.nodes.add("n1", {}, "root")
+    before = h.store.nodes()
     with pytest.raises(AuthError, match="wrong join token for node 'n1'"):
         join(h, "n1", "guess")
     with pytest.raises(AuthError, match="gadmin node add ghost"):
         join(h, "ghost", token)
-    assert h.core.store.nodes() == before
-    assert set(h.core.nodes) == {"n1"} and not h.core.nodes["n1"].connected
+    assert h.store.nodes() == before
+    assert set(h.s.model.nodes) == {"n1"} and not h.s.model.nodes["n1"].connected
 
 
 def test_drain_then_resume(h: Harness) -> None:
-    token = h.core.add_node("n1", {}, "root")
+    token = h.s.nodes.add("n1", {}, "root")
     join(h, "n1", token, gpus=2)
     running = h.submit(gpus=1)
     h.schedule()
     h.event("n1", running, "STARTED")
     h.clock.now += 5
-    h.core.drain_node("n1", "bad fan", "alice")
+    h.s.nodes.drain("n1", "bad fan", "alice")
     state, reason, by, since = display(h, "n1")
     assert (state, reason, by, since) == ("DRAINING", "bad fan", "alice", h.clock.now)
     waiting = h.submit(gpus=1)
     assert h.schedule() == [], "a drained node takes no new job"
-    assert h.core.get_job(waiting)[0].reason == "NodeDown"
+    assert h.s.jobs.get(waiting)[0].reason == "NodeDown"
     h.event("n1", running, "EXITED", exit_code=0)
     assert display(h, "n1")[0] == "DRAINED"
     h.restart()  # the drain is durable
     join(h, "n1", token)
     assert display(h, "n1")[:3] == ("DRAINED", "bad fan", "alice")
-    h.core.resume_node("n1", "alice")
+    h.s.nodes.resume("n1", "alice")
     assert display(h, "n1")[0] == "IDLE"
     assert [o.job_id for _, o in h.schedule()] == [int(waiting)]
     with pytest.raises(Conflict, match="not drained"):
-        h.core.resume_node("n1", "alice")
+        h.s.nodes.resume("n1", "alice")
     with pytest.raises(UserError, match="reason"):
-        h.core.drain_node("n1", " ", "alice")
+        h.s.nodes.drain("n1", " ", "alice")
     with pytest.raises(NotFound):
-        h.core.drain_node("nope", "x", "alice")
+        h.s.nodes.drain("nope", "x", "alice")
 
 
 def test_remove_refused_while_jobs_run_unless_forced(h: Harness) -> None:
-    token = h.core.add_node("n1", {}, "root")
+    token = h.s.nodes.add("n1", {}, "root")
     join(h, "n1", token, gpus=2)
     again = h.submit(gpus=1, requeue=True)
     once = h.submit(gpus=1)
     h.schedule()
     with pytest.raises(Conflict, match="--force"):
-        h.core.remove_node("n1", False, "root")
-    result, orders = h.core.remove_node("n1", True, "root")
+        h.s.nodes.remove("n1", False, "root")
+    result, orders = h.s.nodes.remove("n1", True, "root")
     assert result.requeued == (again,) and result.failed == (once,)
     kills = {(n, o.job_id, o.attempt) for n, o in orders if isinstance(o, KillOrder)}
     assert kills == {("n1", int(again), 1), ("n1", int(once), 1)}
     assert h.state(again) is JobState.PENDING and h.state(once) is JobState.NODE_FAIL
-    assert h.core.store.nodes() == [] and "n1" not in h.core.nodes
+    assert h.store.nodes() == [] and "n1" not in h.s.model.nodes
     with pytest.raises(AuthError, match="not registered"):
         join(h, "n1", token)
 
 
 def test_node_down_after_timeout_and_back_within_grace_keeps_its_jobs(h: Harness) -> None:
-    token = h.core.add_node("n1", {}, "root")
+    token = h.s.nodes.add("n1", {}, "root")
     join(h, "n1", token)
     job = h.submit(gpus=1, requeue=True)
     h.schedule()
     h.event("n1", job, "STARTED")
     h.clock.now += 9
-    h.core.tick()
-    assert h.core.nodes["n1"].connected, "not DOWN before node_timeout"
+    h.tick()
+    assert h.s.model.nodes["n1"].connected, "not DOWN before node_timeout"
     h.clock.now += 2
-    h.core.tick()
+    h.tick()
     assert display(h, "n1")[0] == "DOWN"
-    assert h.core.nodes["n1"].session == 0, "the old stream is stale (the engine closes it)"
-    assert h.core.agent_heartbeat("n1", h.sessions["n1"], Heartbeat()) is False
+    assert h.s.model.nodes["n1"].session == 0, "the old stream is stale (the engine closes it)"
+    assert h.engine.heartbeat_step("n1", h.sessions["n1"], Heartbeat()) is False
     h.clock.now += 40  # still within node_grace of the last heartbeat
-    h.core.tick()
+    h.tick()
     assert h.state(job) is JobState.RUNNING
     orders = join(h, "n1", token, attempts=(RunningAttempt(int(job), 1),))
     assert orders[0][1].keep == (RunningAttempt(int(job), 1),)
     h.event("n1", job, "EXITED", exit_code=4)
-    record = h.core.get_job(job)[0]
+    record = h.s.jobs.get(job)[0]
     assert (record.state, record.exit_code, record.attempt) == (JobState.FAILED, 4, 1)
 
 
 def test_node_down_past_grace_ends_node_fail_and_requeues_once_allowed(h: Harness) -> None:
-    token = h.core.add_node("n1", {}, "root")
+    token = h.s.nodes.add("n1", {}, "root")
     join(h, "n1", token)
     requeued, failed = h.submit(gpus=1, requeue=True), h.submit(gpus=1)
     h.schedule()
-    h.core.agent_disconnected("n1", h.sessions["n1"])
+    h.s.agents.disconnected("n1", h.sessions["n1"])
     h.clock.now += 59
-    h.core.tick()
+    h.tick()
     assert h.state(requeued) is JobState.CONFIGURING
     h.clock.now += 2
-    h.core.tick()
+    h.tick()
     assert h.state(failed) is JobState.NODE_FAIL
-    record, events = h.core.get_job(requeued)
+    record, events = h.s.jobs.get(requeued)
     assert record.state is JobState.PENDING and record.attempt == 1
     assert ("CONFIGURING", "NODE_FAIL") in [(e.old_state, e.new_state) for e in events]
     # the node comes back still holding the old attempt: it is not kept (the agent stops it)
@@ -159,14 +161,14 @@ def test_node_down_past_grace_ends_node_fail_and_requeues_once_allowed(h: Harnes
 
 
 def test_duplicate_request_race_returns_the_stored_ids(h: Harness, monkeypatch) -> None:
-    h.core.add_node("n1", {}, "root")
+    h.s.nodes.add("n1", {}, "root")
     item = SubmitItem(JobSpec(image="img", command=("true",)), client_request_id="req-1")
-    (first,) = h.core.submit([item], "ann")
-    real = h.core.store.known_requests
+    (first,) = h.s.jobs.submit([item], "ann")
+    real = h.store.known_requests
     calls = iter([{}])  # the first check misses the row another writer just committed
-    monkeypatch.setattr(h.core.store, "known_requests", lambda ids: next(calls, None) or real(ids))
-    (again,) = h.core.submit([item], "ann")
+    monkeypatch.setattr(h.store, "known_requests", lambda ids: next(calls, None) or real(ids))
+    (again,) = h.s.jobs.submit([item], "ann")
     assert again.job_ids == first.job_ids and again.duplicate
-    assert len(h.core.list_jobs(JobQuery())) == 1
+    assert len(h.s.jobs.list_jobs(JobQuery())) == 1
     with pytest.raises(UserError, match="unique"):
-        h.core.submit([item, item], "ann")
+        h.s.jobs.submit([item, item], "ann")

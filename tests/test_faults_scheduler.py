@@ -83,6 +83,7 @@ def test_scheduler_sigkill_during_a_submission_burst_loses_and_duplicates_nothin
     sched = cluster.start_scheduler(*args)
     out = cluster.root / "out"
     out.mkdir()
+    out.chmod(0o777)  # jobs run as an unprivileged user
     for short in ("n1", "n2", "n3"):
         cluster.start_agent(short, 4)
     clients = [Client(k) for k in range(CLIENTS)]

@@ -1,4 +1,4 @@
-"""GPU health rules (scheduler/cluster/gpus.py), the Core side with an injected clock, and the
+"""GPU health rules (scheduler/cluster/gpus.py), the GpuHealth service with an injected clock, and the
 agent's pid -> job mapping (agent/runtime/owners.py) on a fake /proc tree."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from rota.agent.runtime.owners import ProcessOwners
-from rota.scheduler.cluster.gpus import GpuMark, GpuTrack, display, human_duration
-from rota.scheduler.cluster.messages import (
+from rota.messages import (
     GpuInfo,
     GpuProcess,
     GpuTelemetry,
@@ -17,9 +16,12 @@ from rota.scheduler.cluster.messages import (
     Hello,
     Inventory,
 )
-from rota.scheduler.config import SchedulerConfig, load_config
-from rota.scheduler.core import Core, UserError
-from rota.scheduler.policy import get_policy
+from rota.scheduler.cluster.gpus import GpuMark, GpuTrack, display, human_duration
+from rota.scheduler.config import SchedulerConfig, load_config, policy_config
+from rota.scheduler.core.errors import UserError
+from rota.scheduler.core.services import Services, build_services
+from rota.scheduler.engine import Engine
+from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
 
 GiB = 2**30
@@ -109,7 +111,7 @@ def test_config_reads_gpu_sizes_and_durations(tmp_path: Path) -> None:
     assert (cfg.gpu_dirty_memory, cfg.gpu_hot_for, cfg.idle_gpu_warn_after) == (GiB, 120, 90)
 
 
-# ---------------------------------------------------------------- Core, injected clock
+# ---------------------------------------------------------------- GpuHealth, injected clock
 
 
 class Clock:
@@ -128,41 +130,42 @@ def inventory(*uuids: str) -> Inventory:
     )
 
 
-def make_core(url: str, clock: Clock) -> Core:
+def make_engine(url: str, clock: Clock) -> tuple[Services, Engine]:
     cfg = SchedulerConfig(open_registration=True, gpu_hot_for=10, gpu_auto_resume_after=10)
-    return Core(Store(url), cfg, clock, get_policy("first-fit"))
+    services = build_services(Store(url), cfg, clock, make_policy("first-fit", policy_config(cfg)))
+    return services, Engine(services)
 
 
-def allocatable(core: Core, node: str) -> list[bool]:
-    view = next(n for n in core.snapshot().nodes if n.name == node)
+def allocatable(services: Services, node: str) -> list[bool]:
+    view = next(n for n in services.planner.snapshot().nodes if n.name == node)
     return [g.allocatable for g in view.gpus]
 
 
 def test_marks_persist_follow_uuids_and_only_an_admin_returns_them(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     clock = Clock()
-    core = make_core(url, clock)
-    core.agent_hello(Hello("n1", "", inventory("GPU-a", "GPU-b")), 1)
+    s, engine = make_engine(url, clock)
+    engine.hello_step(Hello("n1", "", inventory("GPU-a", "GPU-b")), 1)
     beat = Heartbeat(gpus=(tel(0), tel(1, error="GPU is lost")))
-    assert core.agent_heartbeat("n1", 1, beat)
-    assert allocatable(core, "n1") == [True, False]
+    assert engine.heartbeat_step("n1", 1, beat)
+    assert allocatable(s, "n1") == [True, False]
 
     clock.now += 60
-    core = make_core(url, clock)  # a scheduler restart keeps the mark
-    assert allocatable(core, "n1") == [True, False]
+    s, engine = make_engine(url, clock)  # a scheduler restart keeps the mark
+    assert allocatable(s, "n1") == [True, False]
     # the agent comes back with GPU-b at index 0 (GPU-a is gone): the mark follows the UUID
-    core.agent_hello(Hello("n1", "", inventory("GPU-b")), 2)
-    assert core.agent_heartbeat("n1", 2, Heartbeat(gpus=(tel(0),))) is False
-    assert allocatable(core, "n1") == [False]
+    engine.hello_step(Hello("n1", "", inventory("GPU-b")), 2)
+    assert engine.heartbeat_step("n1", 2, Heartbeat(gpus=(tel(0),))) is False
+    assert allocatable(s, "n1") == [False]
     with pytest.raises(UserError, match="no GPU 3"):
-        core.resume_gpu("n1", 3, "admin")
-    assert "resumed by admin (was unhealthy: GPU is lost)" in core.resume_gpu("n1", 0, "admin")
-    assert allocatable(core, "n1") == [True]
-    assert "not marked" in core.resume_gpu("n1", 0, "admin")
-    assert core.drain_gpu("n1", 0, "admin", "fan noise").endswith("drained: fan noise")
+        s.gpus.resume("n1", 3, "admin")
+    assert "resumed by admin (was unhealthy: GPU is lost)" in s.gpus.resume("n1", 0, "admin")
+    assert allocatable(s, "n1") == [True]
+    assert "not marked" in s.gpus.resume("n1", 0, "admin")
+    assert s.gpus.drain("n1", 0, "admin", "fan noise").endswith("drained: fan noise")
     clock.now += 3600
-    core.agent_heartbeat("n1", 2, Heartbeat(gpus=(tel(0),)))
-    assert allocatable(core, "n1") == [False], "a GPU drained by hand never returns by itself"
+    engine.heartbeat_step("n1", 2, Heartbeat(gpus=(tel(0),)))
+    assert allocatable(s, "n1") == [False], "a GPU drained by hand never returns by itself"
 
 
 # ---------------------------------------------------------------- pid -> job on a fake /proc

@@ -11,7 +11,7 @@ import grpc
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster
-from tests.fake_agent import FakeAgent
+from tests.support.fake_agent import FakeAgent
 
 
 def test_a_10000_task_array_does_not_delay_list_nodes_or_drop_agent_streams(

@@ -12,7 +12,7 @@ from sqlalchemy import select, text
 
 from rota.gpus import GpuInfo
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import Inventory
+from rota.messages import Inventory
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
 from rota.scheduler.store.models import ArrayRow, Base, JobRow
 from rota.scheduler.store.store import JobQuery, Store

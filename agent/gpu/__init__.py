@@ -11,9 +11,10 @@ import logging
 
 import pynvml
 
-from rota.agent.gpu.base import GpuBackend, GpuSample, Inventory
+from rota.agent.gpu.base import GpuBackend
 from rota.agent.gpu.nvml import NvmlBackend
 from rota.agent.gpu.simulated import SimulatedBackend
+from rota.messages import GpuTelemetry, Inventory
 
 log = logging.getLogger("rota.agent")
 
@@ -27,7 +28,7 @@ class NoGpuBackend:
     def inventory(self) -> Inventory:
         return self._inventory
 
-    def sample(self) -> list[GpuSample]:
+    def sample(self) -> list[GpuTelemetry]:
         return []
 
     def close(self) -> None:

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 import pynvml as nv
 
-from rota.agent.gpu.base import GpuProcess, GpuSample, Inventory
 from rota.gpus import GpuInfo, GpuLink
+from rota.messages import GpuProcess, GpuTelemetry, Inventory
 
 log = logging.getLogger("rota.agent")
 
@@ -36,7 +36,7 @@ DISAPPEARED = "GPU disappeared from NVML device count"
 
 
 def describe(exc: nv.NVMLError) -> str:
-    """The ``GpuSample.error`` text for an NVML error."""
+    """The ``GpuTelemetry.error`` text for an NVML error."""
     if isinstance(exc, nv.NVMLError_GpuIsLost):
         return LOST
     return f"NVML error: {exc}"
@@ -185,7 +185,7 @@ class NvmlBackend:
 
     # -- telemetry ---------------------------------------------------------------------------
 
-    def sample(self) -> list[GpuSample]:
+    def sample(self) -> list[GpuTelemetry]:
         """Live values for every inventory GPU, in index order; never raises.
 
         A failing GPU carries ``error`` (``LOST`` or ``"NVML error: ..."``); when the device count
@@ -196,27 +196,27 @@ class NvmlBackend:
         try:
             count = nv.nvmlDeviceGetCount()
         except nv.NVMLError as exc:
-            return [GpuSample(index=g.index, uuid=g.uuid, error=describe(exc)) for g in gpus]
+            return [GpuTelemetry(index=g.index, uuid=g.uuid, error=describe(exc)) for g in gpus]
         samples = [self._sample_one(g) for g in gpus]
         if count < len(gpus):
             samples = [
-                GpuSample(index=s.index, uuid=s.uuid, error=DISAPPEARED)
+                GpuTelemetry(index=s.index, uuid=s.uuid, error=DISAPPEARED)
                 if s.error and self._gone(g.uuid)
                 else s
                 for g, s in zip(gpus, samples, strict=True)
             ]
         return samples
 
-    def _sample_one(self, gpu: GpuInfo) -> GpuSample:
+    def _sample_one(self, gpu: GpuInfo) -> GpuTelemetry:
         handle = self._handles[gpu.index]
         try:
             if handle is None:  # unreadable at start-up: report why, every time
                 nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(gpu.index))
-                return GpuSample(gpu.index, error="GPU was unreadable at agent start-up")
+                return GpuTelemetry(gpu.index, error="GPU was unreadable at agent start-up")
             util = _optional(nv.nvmlDeviceGetUtilizationRates, handle, default=None)
             power = _optional(nv.nvmlDeviceGetPowerUsage, handle, default=0)
             temp = _optional(self._temperature, handle, default=0)
-            return GpuSample(
+            return GpuTelemetry(
                 index=gpu.index,
                 uuid=gpu.uuid,
                 utilization=float(util.gpu) if util is not None else 0.0,
@@ -226,7 +226,7 @@ class NvmlBackend:
                 processes=self._processes(handle),
             )
         except nv.NVMLError as exc:
-            return GpuSample(index=gpu.index, uuid=gpu.uuid, error=describe(exc))
+            return GpuTelemetry(index=gpu.index, uuid=gpu.uuid, error=describe(exc))
 
     def _temperature(self, handle: Any) -> int:
         """GPU core temperature: ``nvmlDeviceGetTemperatureV`` where the driver has it."""

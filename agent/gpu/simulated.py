@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rota.agent.gpu.base import GpuSample, Inventory
 from rota.gpus import GpuInfo
+from rota.messages import GpuTelemetry, Inventory
 
 SIMULATED_MEMORY = 80 * 2**30
 
@@ -25,8 +25,8 @@ class SimulatedBackend:
     def inventory(self) -> Inventory:
         return Inventory(gpus=self._gpus, simulated=True)
 
-    def sample(self) -> list[GpuSample]:
-        return [GpuSample(index=g.index, uuid=g.uuid) for g in self._gpus]
+    def sample(self) -> list[GpuTelemetry]:
+        return [GpuTelemetry(index=g.index, uuid=g.uuid) for g in self._gpus]
 
     def close(self) -> None:
         return None

@@ -23,7 +23,10 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
-from rota.agent.model import AttemptRef, EngineHealth, Kill, Launch, Report
+from rota.agent.runtime.policy import ContainerPolicy
+from rota.jobspec import Mount as JobMount
+from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
+from rota.validate import SpecError
 
 log = logging.getLogger("rota.agent")
 
@@ -36,6 +39,14 @@ GPU_MODES = ("auto", "nvidia", "env")
 _ENGINE_DOWN = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
 
 
+@dataclass(frozen=True, slots=True)
+class EngineHealth:
+    """Whether the container engine answered its last ping, and why not."""
+
+    healthy: bool
+    error: str = ""
+
+
 @dataclass(eq=False)
 class _Attempt:
     job_id: int
@@ -43,8 +54,8 @@ class _Attempt:
     container_id: str = ""
     deadline: float = 0.0
     running: bool = False
-    final: Report | None = None
-    stop_kind: str = ""  # KILLED, TIMED_OUT or LOST once the agent decided to stop it
+    final: AgentEvent | None = None
+    stop_kind: EventKind | None = None  # KILLED, TIMED_OUT or LOST once the agent stops it
     stop_reason: str = ""  # reported as the message of the final report
 
     @property
@@ -53,22 +64,29 @@ class _Attempt:
 
 
 class DockerRuntime:
-    """The agent's one interface to the container engine. Thread-safe."""
+    """The agent's one interface to the container engine. Thread-safe.
+
+    ``report`` receives every event; ``clock`` gives Unix seconds (event times, time limits).
+    """
 
     def __init__(
         self,
         node: str,
         data_dir: Path,
-        report: Callable[[Report], None],
+        report: Callable[[AgentEvent], None],
+        clock: Callable[[], float],
         gpu_mode: str = "auto",
         base_url: str | None = None,
         network: str = "",
         kill_grace: float = 10.0,
+        policy: ContainerPolicy | None = None,
     ) -> None:
         self.node = node
+        self.policy = policy or ContainerPolicy()
         self.log_dir = data_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._report = report
+        self._clock = clock
         self._base_url = base_url
         self._client = self._new_client(timeout=60)
         self._probe = self._new_client(timeout=3)  # health pings answer fast or count as down
@@ -119,11 +137,11 @@ class DockerRuntime:
             return EngineHealth(False, f"container engine not answering: {_short(exc)}")
         return EngineHealth(True)
 
-    def attempts(self) -> list[AttemptRef]:
+    def attempts(self) -> list[RunningAttempt]:
         """Attempts this agent holds: running, or ended with a report not yet acknowledged."""
         with self._lock:
             return [
-                AttemptRef(a.job_id, a.attempt, a.container_id, a.running)
+                RunningAttempt(a.job_id, a.attempt, a.container_id, a.running)
                 for a in self._attempts.values()
             ]
 
@@ -140,7 +158,7 @@ class DockerRuntime:
         display = labels.get(LABEL_DISPLAY) or labels.get(LABEL_JOB, "")
         return int(attrs.get("State", {}).get("Pid") or 0), display
 
-    def finals(self) -> list[Report]:
+    def finals(self) -> list[AgentEvent]:
         """Final reports not yet acknowledged (sent again after a reconnect)."""
         with self._lock:
             return [a.final for a in self._attempts.values() if a.final is not None]
@@ -184,7 +202,10 @@ class DockerRuntime:
             if state.get("Running"):
                 att.running = True
                 log.info(
-                    "adopted running job %s attempt %d", labels.get(LABEL_DISPLAY), att.attempt
+                    "adopted running job %s attempt %d",
+                    labels.get(LABEL_DISPLAY),
+                    att.attempt,
+                    extra={"job": labels.get(LABEL_DISPLAY), "attempt": att.attempt},
                 )
                 self._spawn(self._watch, att)
             elif state.get("Status") == "created":
@@ -196,7 +217,7 @@ class DockerRuntime:
 
     # ------------------------------------------------------------------ launch
 
-    def launch(self, order: Launch) -> None:
+    def launch(self, order: LaunchOrder) -> None:
         """Start the attempt on a worker thread (a second order for it is ignored)."""
         att = _Attempt(order.job_id, order.attempt)
         with self._lock:
@@ -209,16 +230,22 @@ class DockerRuntime:
             return
         self._spawn(self._launch, order, att)
 
-    def _launch(self, order: Launch, att: _Attempt) -> None:
+    def _launch(self, order: LaunchOrder, att: _Attempt) -> None:
+        try:
+            mounts = self.policy.admit(order)
+        except SpecError as exc:
+            self._fail(att, f"refused by node {self.node}: {exc}")
+            return
         try:
             self._ensure_image(order)
-            args = self._create_args(order)
+            args = self._create_args(order, mounts)
             if args.get("device_requests"):
                 log.info(
                     "job %s attempt %d: GPUs %s passed as an nvidia DeviceRequest",
                     order.display_id,
                     order.attempt,
                     ",".join(order.gpu_uuids),
+                    extra={"job": order.display_id, "attempt": order.attempt},
                 )
             container = self._client.containers.create(**args)
         except _ENGINE_DOWN as exc:
@@ -235,34 +262,38 @@ class DockerRuntime:
             self._remove(att)
             self._fail(att, _engine_message(exc), engine_fault=engine_down)
             return
-        now = time.time()
+        now = self._clock()
         att.deadline = now + order.time_limit if order.time_limit else 0.0
         att.running = True
-        self._report(Report(att.job_id, att.attempt, "STARTED", time=now))
+        self._report(AgentEvent(att.job_id, att.attempt, EventKind.STARTED, time=now))
         self._watch(att)
 
-    def _ensure_image(self, order: Launch) -> None:
-        if order.pull == "always":
-            self._client.images.pull(order.image)
+    def _ensure_image(self, order: LaunchOrder) -> None:
+        spec = order.spec
+        if spec.pull == "always":
+            self._client.images.pull(spec.image)
             return
         try:
-            self._client.images.get(order.image)
+            self._client.images.get(spec.image)
         except ImageNotFound:
-            if order.pull == "never":
+            if spec.pull == "never":
                 raise DockerException(
-                    f"image {order.image} is not present on the node and pull is never"
+                    f"image {spec.image} is not present on the node and pull is never"
                 ) from None
             try:
-                self._client.images.pull(order.image)
+                self._client.images.pull(spec.image)
             except (APIError, DockerException) as exc:
                 raise DockerException(
-                    f"image {order.image} is not present on the node and pulling it failed: "
+                    f"image {spec.image} is not present on the node and pulling it failed: "
                     f"{_engine_message(exc)}"
                 ) from None
 
-    def _create_args(self, order: Launch) -> dict[str, Any]:
-        env = dict(order.env)
-        kwargs: dict[str, Any] = {}
+    def _create_args(self, order: LaunchOrder, mounts: tuple[JobMount, ...]) -> dict[str, Any]:
+        """``containers.create`` arguments; ``mounts`` as ``policy.admit`` resolved them."""
+        spec = order.spec
+        env = order.container_env  # policy.admit refused user values for the GPU variables
+        uid, gid = self.policy.run_as(order)
+        kwargs: dict[str, Any] = {"user": f"{uid}:{gid}", **self.policy.hardening()}
         indices = ",".join(str(i) for i in order.gpu_indices)
         if self.gpu_mode == "nvidia" and order.gpu_uuids:
             kwargs["device_requests"] = [
@@ -279,22 +310,22 @@ class DockerRuntime:
             kwargs["network_mode"] = "host"
         elif self.network:
             kwargs["network_mode"] = self.network
-        if order.cpus:
-            kwargs["nano_cpus"] = int(order.cpus * 1e9)
-        if order.memory:
-            kwargs["mem_limit"] = order.memory
-        if order.shm_size:
-            kwargs["shm_size"] = order.shm_size
-        if order.workdir:
-            kwargs["working_dir"] = order.workdir
-        if order.mounts:
+        if spec.cpus:
+            kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.memory:
+            kwargs["mem_limit"] = spec.memory
+        if spec.shm_size:
+            kwargs["shm_size"] = spec.shm_size
+        if spec.workdir:
+            kwargs["working_dir"] = spec.workdir
+        if mounts:
             kwargs["mounts"] = [
                 Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
-                for m in order.mounts
+                for m in mounts
             ]
         return dict(
-            image=order.image,
-            command=list(order.command),
+            image=spec.image,
+            command=list(spec.command),
             name=_container_name(self.node, order.job_id, order.attempt),
             environment=env,
             labels={
@@ -310,16 +341,22 @@ class DockerRuntime:
         )
 
     def _fail(self, att: _Attempt, message: str, engine_fault: bool = False) -> None:
-        report = Report(
+        report = AgentEvent(
             att.job_id,
             att.attempt,
-            "LAUNCH_FAILED",
+            EventKind.LAUNCH_FAILED,
             message=message,
-            time=time.time(),
+            time=self._clock(),
             engine_fault=engine_fault,
         )
         att.final = report
-        log.warning("job %d attempt %d could not start: %s", att.job_id, att.attempt, message)
+        log.warning(
+            "job %d attempt %d could not start: %s",
+            att.job_id,
+            att.attempt,
+            message,
+            extra={"job": att.job_id, "attempt": att.attempt},
+        )
         self._report(report)
 
     # ------------------------------------------------------------------ watch
@@ -328,9 +365,9 @@ class DockerRuntime:
         """Follow output, enforce the deadline, then report how the attempt ended."""
         follower = self._spawn(self._follow_logs, att)
         while True:
-            remaining = att.deadline - time.time() if att.deadline else 3600.0
+            remaining = att.deadline - self._clock() if att.deadline else 3600.0
             if att.deadline and remaining <= 0 and not att.stop_kind:
-                att.stop_kind = "TIMED_OUT"
+                att.stop_kind = EventKind.TIMED_OUT
                 self._spawn(self._stop, att, self._kill_grace)
                 remaining = self._kill_grace + 5
             try:
@@ -339,7 +376,7 @@ class DockerRuntime:
             except NotFound:
                 break
             except _ENGINE_DOWN:
-                if att.deadline and time.time() < att.deadline:
+                if att.deadline and self._clock() < att.deadline:
                     time.sleep(0.5)
                 continue
             except (APIError, DockerException):
@@ -371,12 +408,12 @@ class DockerRuntime:
                 data = container.logs(stdout=True, stderr=True)
                 break
             except NotFound:
-                report = Report(
+                report = AgentEvent(
                     att.job_id,
                     att.attempt,
-                    "LOST",
+                    EventKind.LOST,
                     message="container disappeared",
-                    time=time.time(),
+                    time=self._clock(),
                 )
                 self._complete(att, report)
                 return
@@ -388,19 +425,19 @@ class DockerRuntime:
         tmp.write_bytes(data)
         tmp.replace(path)
         code = int(state.get("ExitCode", 0) or 0)
-        kind = att.stop_kind or "EXITED"
-        report = Report(
+        kind = att.stop_kind or EventKind.EXITED
+        report = AgentEvent(
             att.job_id,
             att.attempt,
             kind,
             exit_code=code,
             oom_killed=bool(state.get("OOMKilled")),
             message=att.stop_reason or state.get("Error", "") or "",
-            time=_parse_time(state.get("FinishedAt", "")) or time.time(),
+            time=_parse_time(state.get("FinishedAt", "")) or self._clock(),
         )
         self._complete(att, report)
 
-    def _complete(self, att: _Attempt, report: Report) -> None:
+    def _complete(self, att: _Attempt, report: AgentEvent) -> None:
         with self._lock:
             att.running = False
             att.final = report
@@ -408,18 +445,18 @@ class DockerRuntime:
 
     # ------------------------------------------------------------------ stop
 
-    def kill(self, order: Kill) -> None:
+    def kill(self, order: KillOrder) -> None:
         """Stop an attempt: SIGTERM, ``grace`` seconds, SIGKILL; reported as KILLED."""
         with self._lock:
             att = self._attempts.get((order.job_id, order.attempt))
         if att is None:
             self._report(
-                Report(
+                AgentEvent(
                     order.job_id,
                     order.attempt,
-                    "LOST",
+                    EventKind.LOST,
                     message="no container for this attempt",
-                    time=time.time(),
+                    time=self._clock(),
                 )
             )
             return
@@ -427,7 +464,7 @@ class DockerRuntime:
             self._report(att.final)
             return
         if not att.stop_kind:
-            att.stop_kind = "KILLED"
+            att.stop_kind = EventKind.KILLED
         self._spawn(self._stop, att, order.grace)
 
     def _stop(self, att: _Attempt, grace: float) -> None:
@@ -446,7 +483,7 @@ class DockerRuntime:
         with self._lock:
             running = [a for a in self._attempts.values() if a.running and not a.stop_kind]
             for att in running:
-                att.stop_kind, att.stop_reason = "LOST", f"fenced: {reason}"
+                att.stop_kind, att.stop_reason = EventKind.LOST, f"fenced: {reason}"
         for att in running:
             self._spawn(self._stop, att, self._kill_grace)
 
@@ -459,8 +496,11 @@ class DockerRuntime:
                 "stopping job %d attempt %d: the scheduler no longer runs it here",
                 att.job_id,
                 att.attempt,
+                extra={"job": att.job_id, "attempt": att.attempt},
             )
-            self.kill(Kill(att.job_id, att.attempt, "not kept by the scheduler", self._kill_grace))
+            self.kill(
+                KillOrder(att.job_id, att.attempt, "not kept by the scheduler", self._kill_grace)
+            )
 
     def ack(self, job_id: int, attempt: int) -> None:
         """The scheduler recorded the final report: remove the container (output stays)."""
@@ -484,6 +524,7 @@ class DockerRuntime:
                 att.job_id,
                 att.attempt,
                 _short(exc),
+                extra={"job": att.job_id, "attempt": att.attempt},
             )
 
     def close(self) -> None:

@@ -1,17 +1,17 @@
-"""protobuf <-> domain conversion for the scheduler (the only scheduler module that imports
-generated code besides the servicers that receive it)."""
+"""protobuf <-> domain conversion for the scheduler: jobs and nodes for clients, the wire model
+(``rota.messages``) for agents. With the servicers that receive them, the only scheduler modules
+that import generated code."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rota.scheduler.cluster.gpus import GpuDisplay
-from rota.scheduler.cluster.messages import (
+from rota.jobspec import JobSpec
+from rota.messages import (
     AgentEvent,
     AgentOrder,
     EventAck,
-    GpuProcess,
-    GpuTelemetry,
+    EventKind,
     Heartbeat,
     Hello,
     Inventory,
@@ -19,16 +19,27 @@ from rota.scheduler.cluster.messages import (
     LaunchOrder,
     LogData,
     Pong,
-    RunningAttempt,
     Welcome,
 )
+from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.core.errors import UserError
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.explain import Explanation
 from rota.states import JobState
 from rota.v1 import rota_pb2 as pb
-from rota.wire import gpus_from_pb, gpus_to_pb, links_from_pb, links_to_pb, spec_to_pb
+from rota.wire import (
+    attempt_fields,
+    attempts_from_messages,
+    gpu_fields,
+    inventory_fields,
+    inventory_from_message,
+    spec_fields,
+    spec_from_message,
+    telemetry_fields,
+    telemetry_from_message,
+)
 
 _STATE_TO_PB = {s: pb.JobState.Value(s.value) for s in JobState}
 _PB_TO_STATE = {v: k for k, v in _STATE_TO_PB.items()}
@@ -40,8 +51,15 @@ def state_to_pb(state: JobState) -> int:
 
 def state_from_pb(value: int) -> JobState:
     if value not in _PB_TO_STATE:
-        raise ValueError(f"unknown job state number {value}")
+        raise UserError(f"states: {value} is not a job state number")
     return _PB_TO_STATE[value]
+
+
+def action_from_pb(value: int) -> str:
+    """A ``gcontrol`` action by name ("" when unset; the control service names the choices)."""
+    if value == pb.CONTROL_ACTION_UNSPECIFIED or value not in pb.ControlAction.values():
+        return ""
+    return pb.ControlAction.Name(value).lower()
 
 
 def jobs_to_pb(jobs: Sequence[JobRecord]) -> list[pb.Job]:
@@ -94,7 +112,7 @@ def job_to_pb(
                 new_state=ev.new_state,
                 reason=ev.reason,
                 attempt=ev.attempt,
-                kind=ev.kind,
+                kind=ev.kind.value,
             )
         )
     return msg
@@ -125,75 +143,24 @@ def explanation_to_pb(
     return msg
 
 
-def inventory_from_pb(msg: pb.Inventory) -> Inventory:
-    return Inventory(
-        gpus=gpus_from_pb(msg.gpus),
-        links=links_from_pb(msg.links),
-        driver_version=msg.driver_version,
-        cuda_version=msg.cuda_version,
-        simulated=msg.simulated,
-        note=msg.note,
-        cpus=msg.cpus,
-        memory=msg.memory,
-        labels=dict(msg.labels),
-        gpu_mode=msg.gpu_mode,
-    )
+def spec_from_pb(msg: pb.JobSpec) -> JobSpec:
+    return spec_from_message(msg)
+
+
+def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
+    return pb.JobSpec(**spec_fields(spec))
 
 
 def inventory_to_pb(inv: Inventory) -> pb.Inventory:
-    return pb.Inventory(
-        gpus=gpus_to_pb(inv.gpus),
-        links=links_to_pb(inv.links),
-        driver_version=inv.driver_version,
-        cuda_version=inv.cuda_version,
-        simulated=inv.simulated,
-        note=inv.note,
-        cpus=inv.cpus,
-        memory=inv.memory,
-        labels=dict(inv.labels),
-        gpu_mode=inv.gpu_mode,
-    )
-
-
-def _attempts(msgs: list[pb.AttemptStatus]) -> tuple[RunningAttempt, ...]:
-    return tuple(RunningAttempt(a.job_id, a.attempt, a.container_id, a.running) for a in msgs)
-
-
-def telemetry_from_pb(msg: pb.GpuTelemetry) -> GpuTelemetry:
-    return GpuTelemetry(
-        index=msg.index,
-        uuid=msg.uuid,
-        utilization=msg.utilization,
-        memory_used=msg.memory_used,
-        temperature=msg.temperature,
-        power=msg.power,
-        error=msg.error,
-        processes=tuple(GpuProcess(p.pid, p.memory_used, p.job_id) for p in msg.processes),
-    )
-
-
-def telemetry_to_pb(t: GpuTelemetry) -> pb.GpuTelemetry:
-    return pb.GpuTelemetry(
-        index=t.index,
-        uuid=t.uuid,
-        utilization=t.utilization,
-        memory_used=t.memory_used,
-        temperature=t.temperature,
-        power=t.power,
-        error=t.error,
-        processes=[
-            pb.GpuProcess(pid=p.pid, memory_used=p.memory_used, job_id=p.job_id)
-            for p in t.processes
-        ],
-    )
+    return pb.Inventory(**inventory_fields(inv))
 
 
 def hello_from_pb(msg: pb.Hello) -> Hello:
     return Hello(
         node_name=msg.node_name,
         token=msg.token,
-        inventory=inventory_from_pb(msg.inventory),
-        attempts=_attempts(list(msg.attempts)),
+        inventory=inventory_from_message(msg.inventory),
+        attempts=attempts_from_messages(msg.attempts),
         address=msg.address,
         agent_version=msg.agent_version,
     )
@@ -201,10 +168,11 @@ def hello_from_pb(msg: pb.Hello) -> Hello:
 
 def heartbeat_from_pb(msg: pb.Heartbeat) -> Heartbeat:
     return Heartbeat(
-        gpus=tuple(telemetry_from_pb(t) for t in msg.gpus),
-        attempts=_attempts(list(msg.attempts)),
+        gpus=tuple(telemetry_from_message(t) for t in msg.gpus),
+        attempts=attempts_from_messages(msg.attempts),
         engine_healthy=msg.engine_healthy,
         engine_error=msg.engine_error,
+        time=msg.time,
     )
 
 
@@ -212,7 +180,7 @@ def event_from_pb(msg: pb.AgentJobEvent) -> AgentEvent:
     return AgentEvent(
         job_id=msg.job_id,
         attempt=msg.attempt,
-        kind=pb.JobEventKind.Name(msg.kind),
+        kind=EventKind(pb.JobEventKind.Name(msg.kind)),
         exit_code=msg.exit_code,
         oom_killed=msg.oom_killed,
         message=msg.message,
@@ -238,6 +206,9 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 time_limit=order.time_limit,
                 display_id=order.display_id,
                 host_network=order.host_network,
+                user=order.user,
+                uid=order.uid,
+                gid=order.gid,
             )
         )
     if isinstance(order, KillOrder):
@@ -254,7 +225,7 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
         return pb.SchedulerMessage(
             welcome=pb.Welcome(
                 heartbeat_interval=order.heartbeat_interval,
-                keep=[pb.AttemptStatus(job_id=a.job_id, attempt=a.attempt) for a in order.keep],
+                keep=[pb.AttemptStatus(**attempt_fields(a)) for a in order.keep],
                 node_grace=order.node_grace,
             )
         )
@@ -303,7 +274,7 @@ def node_to_pb(node: NodeState, status: NodeStatus) -> pb.Node:
                 holder,
             )
         status = pb.GpuStatus(
-            info=inventory_to_pb(Inventory(gpus=(gpu,))).gpus[0],
+            info=pb.GpuInfo(**gpu_fields(gpu)),
             stale=stale,
             sampled_at=node.telemetry_time or 0.0,
             state=view.state,
@@ -313,6 +284,6 @@ def node_to_pb(node: NodeState, status: NodeStatus) -> pb.Node:
             marked_time=view.marked_time,
         )
         if t is not None:
-            status.telemetry.CopyFrom(telemetry_to_pb(t))
+            status.telemetry.CopyFrom(pb.GpuTelemetry(**telemetry_fields(t)))
         msg.gpus.append(status)
     return msg

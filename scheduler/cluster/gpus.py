@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rota.scheduler.cluster.messages import GpuTelemetry
+from rota.messages import GpuTelemetry
 from rota.scheduler.config import SchedulerConfig
 from rota.units import format_size
 

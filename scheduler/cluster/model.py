@@ -7,9 +7,10 @@ the core thread, so it never disagrees with the database.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.messages import GpuTelemetry, Inventory, RunningAttempt
+from rota.messages import GpuTelemetry, Inventory, RunningAttempt
 from rota.states import JobState
 
 
@@ -48,7 +49,7 @@ class JobRecord:
     array_task_id: int | None = None
     allocation: list[NodeAlloc] = field(default_factory=list)
     stop_state: str = ""
-    estimated_start: float | None = None  # filled in the copies Core hands out (pending jobs)
+    estimated_start: float | None = None  # in copies handed out (pending jobs)
     warning: str = ""  # latest warning of the current attempt (GPU idle, GPU unhealthy)
 
     @property
@@ -63,6 +64,21 @@ class JobRecord:
         return [a.node for a in self.allocation]
 
 
+class HistoryKind(StrEnum):
+    """What a job event records (stored as its value)."""
+
+    STATE = "state"  # a transition from ``old_state`` to ``new_state``
+    WARNING = "warning"  # something the user should see (idle GPUs, an unhealthy GPU, OOMKilled)
+    INFO = "info"  # an action on the job that changes no state (held, released, cancel noted)
+
+
+class AdminState(StrEnum):
+    """What an administrator set on a node (stored as its value)."""
+
+    NONE = ""  # takes jobs
+    DRAIN = "DRAIN"  # takes no new jobs; running ones finish
+
+
 @dataclass(frozen=True, slots=True)
 class JobEvent:
     """A transition or notable event, as stored and shown by ``gcontrol show job``."""
@@ -73,7 +89,7 @@ class JobEvent:
     old_state: str
     new_state: str
     reason: str
-    kind: str = "state"
+    kind: HistoryKind = HistoryKind.STATE
 
 
 @dataclass(slots=True)
@@ -83,7 +99,7 @@ class NodeState:
     name: str
     token_hash: str = ""
     labels: dict[str, str] = field(default_factory=dict)
-    admin_state: str = ""  # "" or "DRAIN"
+    admin_state: AdminState = AdminState.NONE
     reason: str = ""
     reason_by: str = ""
     reason_time: float | None = None
@@ -102,3 +118,8 @@ class NodeState:
     @property
     def gpu_count(self) -> int:
         return len(self.inventory.gpus)
+
+    @property
+    def schedulable(self) -> bool:
+        """Connected, its container engine healthy, and not drained."""
+        return self.connected and self.engine_healthy and self.admin_state is AdminState.NONE

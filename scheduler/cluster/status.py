@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rota.scheduler.cluster.gpus import GpuDisplay
-from rota.scheduler.cluster.model import JobRecord, NodeState
+from rota.scheduler.cluster.model import AdminState, JobRecord, NodeState
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +34,10 @@ def node_status(
     stale = node.telemetry_time is None or now - node.telemetry_time > stale_after
     if not node.connected:
         reason = "agent not connected"
-        if node.admin_state:
+        if node.admin_state is AdminState.DRAIN:
             reason += f"; drained: {node.reason}"
         return NodeStatus("DOWN", reason, holders, True, node.reason_by, node.down_since)
-    if node.admin_state:
+    if node.admin_state is AdminState.DRAIN:
         state = "DRAINING" if busy else "DRAINED"
         return NodeStatus(state, node.reason, holders, stale, node.reason_by, node.reason_time)
     if not node.engine_healthy:

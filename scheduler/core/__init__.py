@@ -1,44 +1,7 @@
-"""The scheduler's business logic (see ``base`` for the threading contract).
+"""The scheduler's business logic: a cluster model, a snapshot builder and one service per
+concern (jobs, agents, nodes, GPU health, control, planning), composed in ``services``.
 
-``Core`` combines the parts: jobs (submit, list, cancel), agents (hello, heartbeats, events,
-lost nodes), GPUs (health, occupancy, idle jobs; extends agents), admin (register, drain,
-resume, remove nodes) and planning (snapshot, apply).
+Every service runs on one thread (the engine's core thread), commits before it returns, and
+returns the orders to send to agents afterwards, so an order never goes out for a change that
+was not committed. docs/architecture.md shows who calls whom.
 """
-
-from __future__ import annotations
-
-from rota.scheduler.core.admin import AdminCore, Conflict, RemoveResult
-from rota.scheduler.core.base import (
-    LAUNCH_PREFIX,
-    AuthError,
-    CancelResult,
-    NotFound,
-    Orders,
-    SubmitItem,
-    SubmitResult,
-    UserError,
-    hash_token,
-)
-from rota.scheduler.core.control import ControlCore
-from rota.scheduler.core.gpus import GpusCore
-from rota.scheduler.core.jobs import JobsCore
-
-
-class Core(JobsCore, GpusCore, AdminCore, ControlCore):
-    """State and transitions of the scheduler. Not thread-safe: one thread calls it."""
-
-
-__all__ = [
-    "LAUNCH_PREFIX",
-    "AuthError",
-    "CancelResult",
-    "Conflict",
-    "Core",
-    "NotFound",
-    "Orders",
-    "RemoveResult",
-    "SubmitItem",
-    "SubmitResult",
-    "UserError",
-    "hash_token",
-]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hmac
+import logging
+from collections.abc import Callable
 
-from rota.scheduler.cluster.messages import (
+from rota.messages import (
     AgentEvent,
     EventAck,
     Heartbeat,
@@ -12,27 +14,44 @@ from rota.scheduler.cluster.messages import (
     RunningAttempt,
     Welcome,
 )
-from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
-from rota.scheduler.core.base import (
-    AuthError,
-    Orders,
-    hash_token,
-    log,
-)
-from rota.scheduler.core.planning import PlanningCore
+from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord, NodeState
+from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.errors import AuthError
+from rota.scheduler.core.lifecycle import Lifecycle, Orders
+from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.tokens import hash_token
 from rota.states import ACTIVE_STATES, JobState
 
+log = logging.getLogger("rota.scheduler")
 
-class AgentsCore(PlanningCore):
-    """The agent side of the life cycle."""
+_ENDED = ("EXITED", "KILLED", "TIMED_OUT")  # reports of a container that ran and stopped
 
-    def agent_hello(self, hello: Hello, session: int) -> Orders:
+
+class AgentService:
+    """The agent side of the life cycle. Each method commits before it returns."""
+
+    def __init__(
+        self,
+        model: ClusterModel,
+        lifecycle: Lifecycle,
+        config: SchedulerConfig,
+        clock: Callable[[], float],
+    ) -> None:
+        self.model = model
+        self.lifecycle = lifecycle
+        self.config = config
+        self.clock = clock
+        # (job id, attempt) of a gang -> how each of its ranks that already stopped ended
+        self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
+
+    def hello(self, hello: Hello, session: int) -> Orders:
         """Authenticate a (re)connecting agent, record its inventory, and reconcile attempts.
 
         The Welcome lists the attempts the agent must keep; it stops every other container.
         Launch orders that were sent but never started are sent again (same attempt).
         """
-        node = self.nodes.get(hello.node_name)
+        life = self.lifecycle
+        node = self.model.nodes.get(hello.node_name)
         if node is None:
             if not self.config.open_registration:
                 raise AuthError(
@@ -40,7 +59,7 @@ class AgentsCore(PlanningCore):
                     f"`gadmin node add {hello.node_name}`"
                 )
             node = NodeState(name=hello.node_name, token_hash=hash_token(hello.token))
-            self.nodes[node.name] = node
+            self.model.nodes[node.name] = node
         elif node.token_hash and not hmac.compare_digest(node.token_hash, hash_token(hello.token)):
             raise AuthError(
                 f"wrong join token for node {hello.node_name!r}; use the token that `gadmin node "
@@ -56,41 +75,38 @@ class AgentsCore(PlanningCore):
         node.down_since = None
         node.engine_healthy = True
         node.attempts = hello.attempts
-        self.store.save_node(node)
+        self.model.store.save_node(node)
         running = {(a.job_id, a.attempt): a.running for a in hello.attempts}
-        reported = set(running)
         keep: list[RunningAttempt] = []
         orders: Orders = []
         changed: list[JobRecord] = []
         events: list[JobEvent] = []
-        for job in list(self.jobs.values()):
+        for job in list(self.model.jobs.values()):
             if job.state not in ACTIVE_STATES or node.name not in job.node_names:
                 continue
             key = (job.id, job.attempt)
-            if key in reported:
+            if key in running:
                 keep.append(RunningAttempt(job.id, job.attempt))
-                if job.state is JobState.CONFIGURING and running.get(key):
+                if job.state is JobState.CONFIGURING and running[key]:
                     job.start_time = now  # its STARTED report was lost with the old stream
-                    events.append(
-                        self._transition(job, JobState.RUNNING, f"running on {node.name}")
-                    )
+                    events.append(life.transition(job, JobState.RUNNING, f"running on {node.name}"))
                     changed.append(job)
                 if job.state is JobState.COMPLETING:
                     orders.extend(
-                        (n, o) for n, o in self._kill_orders(job, "stop ordered") if n == node.name
+                        (n, o) for n, o in life.kill_orders(job, "stop ordered") if n == node.name
                     )
             elif job.state is JobState.CONFIGURING:
                 keep.append(RunningAttempt(job.id, job.attempt))
-                orders.extend((n, o) for n, o in self._launch_orders(job) if n == node.name)
+                orders.extend((n, o) for n, o in life.launch_orders(job) if n == node.name)
             else:
                 events.extend(
-                    self._attempt_ended(
+                    life.attempt_ended(
                         job, JobState.NODE_FAIL, f"container lost on {node.name}", orders
                     )
                 )
                 changed.append(job)
-        self._save(changed, events)
-        self.version += 1
+        self.model.commit(changed, events)
+        self.model.bump()
         welcome: Orders = [
             (
                 node.name,
@@ -100,12 +116,12 @@ class AgentsCore(PlanningCore):
         log.info("node %s connected with %d GPU(s)", node.name, node.gpu_count)
         return welcome + orders
 
-    def agent_heartbeat(self, node_name: str, session: int, beat: Heartbeat) -> bool:
+    def heartbeat(self, node_name: str, session: int, beat: Heartbeat) -> bool:
         """Record telemetry and engine health; True when schedulability changed."""
-        node = self.nodes.get(node_name)
+        node = self.model.nodes.get(node_name)
         if node is None or node.session != session:
             return False
-        before = self._schedulable(node)
+        before = node.schedulable
         node.telemetry = beat.gpus
         node.telemetry_time = self.clock()
         node.last_heartbeat = node.telemetry_time
@@ -113,9 +129,9 @@ class AgentsCore(PlanningCore):
         node.engine_error = beat.engine_error
         node.attempts = beat.attempts
         node.down_since = None
-        changed = before != self._schedulable(node)
+        changed = before != node.schedulable
         if changed:
-            self.version += 1
+            self.model.bump()
             log.warning(
                 "node %s engine %s%s",
                 node_name,
@@ -124,24 +140,26 @@ class AgentsCore(PlanningCore):
             )
         return changed
 
-    def agent_disconnected(self, node_name: str, session: int) -> None:
-        node = self.nodes.get(node_name)
+    def disconnected(self, node_name: str, session: int) -> None:
+        """The stream ``session`` of ``node_name`` ended (a newer session is left alone)."""
+        node = self.model.nodes.get(node_name)
         if node is None or node.session != session:
             return
         node.connected = False
         node.session = 0
         node.down_since = self.clock()
-        self.store.save_node(node)
-        self.version += 1
+        self.model.store.save_node(node)
+        self.model.bump()
         log.warning("node %s disconnected", node_name)
 
-    def agent_event(self, node_name: str, session: int, ev: AgentEvent) -> Orders:
+    def event(self, node_name: str, session: int, ev: AgentEvent) -> Orders:
         """Apply what an agent reports about one attempt; stale reports only get an ack."""
-        node = self.nodes.get(node_name)
+        node = self.model.nodes.get(node_name)
         if node is None or node.session != session:
             return []
+        life = self.lifecycle
         orders: Orders = []
-        job = self.jobs.get(ev.job_id)
+        job = self.model.jobs.get(ev.job_id)
         current = (
             job is not None
             and job.attempt == ev.attempt
@@ -157,20 +175,20 @@ class AgentsCore(PlanningCore):
         if ev.kind == "STARTED":
             if job.state is JobState.CONFIGURING:
                 job.start_time = when
-                events.append(self._transition(job, JobState.RUNNING, f"started on {node_name}"))
+                events.append(life.transition(job, JobState.RUNNING, f"started on {node_name}"))
         elif ev.kind == "LAUNCH_FAILED" and ev.engine_fault:
             node.engine_healthy = False
             node.engine_error = ev.message
-            events.extend(self._requeue(job, f"engine on {node_name} failed: {ev.message}"))
+            events.append(life.requeue(job, f"engine on {node_name} failed: {ev.message}"))
         else:
             final, why = self._final_state(job, ev)
             events.extend(self._gang_part_ended(job, node_name, final, why, ev, orders))
-        self._save([job], events)
-        self.version += 1
+        self.model.commit([job], events)
+        self.model.bump()
         return orders
 
     def _final_state(self, job: JobRecord, ev: AgentEvent) -> tuple[JobState, str]:
-        if job.stop_state and ev.kind in ("KILLED", "EXITED", "TIMED_OUT"):
+        if job.stop_state and ev.kind in _ENDED:
             return JobState(job.stop_state), job.reason or "stopped"
         if ev.kind == "TIMED_OUT":
             return JobState.TIMEOUT, f"time limit of {job.time_limit:.0f}s reached"
@@ -195,12 +213,12 @@ class AgentsCore(PlanningCore):
         ev: AgentEvent,
         orders: Orders,
     ) -> list[JobEvent]:
+        life = self.lifecycle
         events: list[JobEvent] = []
         if ev.kind == "EXITED" and ev.oom_killed and ev.exit_code == 0:
-            events.append(
-                self._note(job, "warning", f"OOMKilled reported on {node_name} but exit code 0")
-            )
-        if ev.kind in ("EXITED", "KILLED", "TIMED_OUT") and not job.exit_code:
+            text = f"OOMKilled reported on {node_name} but exit code 0"
+            events.append(life.note(job, HistoryKind.WARNING, text))
+        if ev.kind in _ENDED and not job.exit_code:
             job.exit_code = ev.exit_code  # a gang keeps its first non-zero exit code
         if len(job.allocation) > 1:
             key = (job.id, job.attempt)
@@ -208,10 +226,10 @@ class AgentsCore(PlanningCore):
             done[node_name] = final
             if final is not JobState.COMPLETED and job.state is not JobState.COMPLETING:
                 events.append(
-                    self._transition(job, JobState.COMPLETING, f"rank on {node_name}: {why}")
+                    life.transition(job, JobState.COMPLETING, f"rank on {node_name}: {why}")
                 )
                 job.stop_state = final.value
-                orders.extend((n, o) for n, o in self._kill_orders(job, why) if n not in done)
+                orders.extend((n, o) for n, o in life.kill_orders(job, why) if n not in done)
             if len(done) < len(job.allocation):
                 return events
             self._gang_results.pop(key, None)
@@ -219,17 +237,17 @@ class AgentsCore(PlanningCore):
                 (s for s in done.values() if s is not JobState.COMPLETED), JobState.COMPLETED
             )
             final = JobState(job.stop_state) if job.stop_state else worst
-        events.extend(self._attempt_ended(job, final, why, orders))
+        events.extend(life.attempt_ended(job, final, why, orders))
         return events
 
-    def tick(self) -> Orders:
+    def lost_nodes(self) -> Orders:
         """Mark nodes whose heartbeats stopped DOWN; end the attempts of nodes DOWN past the
         grace period as NODE_FAIL (requeued when allowed)."""
         now = self.clock()
         orders: Orders = []
         changed: list[JobRecord] = []
         events: list[JobEvent] = []
-        for node in self.nodes.values():
+        for node in self.model.nodes.values():
             if (
                 node.connected
                 and node.last_heartbeat
@@ -238,7 +256,7 @@ class AgentsCore(PlanningCore):
                 node.connected = False
                 node.session = 0
                 node.down_since = node.last_heartbeat
-                self.version += 1
+                self.model.bump()
                 log.warning(
                     "node %s missed heartbeats for %.0fs: DOWN",
                     node.name,
@@ -250,18 +268,14 @@ class AgentsCore(PlanningCore):
                 or now - node.down_since < self.config.node_grace
             ):
                 continue
-            for job in list(self.jobs.values()):
+            why = f"node {node.name} down for more than {self.config.node_grace:.0f}s"
+            for job in list(self.model.jobs.values()):
                 if job.state in ACTIVE_STATES and node.name in job.node_names:
                     events.extend(
-                        self._attempt_ended(
-                            job,
-                            JobState.NODE_FAIL,
-                            f"node {node.name} down for more than {self.config.node_grace:.0f}s",
-                            orders,
-                        )
+                        self.lifecycle.attempt_ended(job, JobState.NODE_FAIL, why, orders)
                     )
                     changed.append(job)
         if changed:
-            self._save(changed, events)
-            self.version += 1
+            self.model.commit(changed, events)
+            self.model.bump()
         return orders

@@ -5,31 +5,83 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from rota.jobspec import parse_dependency
-from rota.scheduler.cluster.model import JobEvent, JobRecord
-from rota.scheduler.core.base import (
-    LAUNCH_PREFIX,
-    CancelResult,
-    NotFound,
-    Orders,
+from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
+from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.errors import NotFound, UserError
+from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
+from rota.scheduler.core.lookup import CancelResult, JobLookup, parse_display_id
+from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.snapshot import SnapshotBuilder
+from rota.scheduler.core.submission import (
+    Admission,
     SubmitItem,
     SubmitResult,
-    UserError,
-    parse_display_id,
+    base_record,
+    task_ids,
 )
-from rota.scheduler.core.planning import PlanningCore
-from rota.scheduler.core.submission import Admission, base_record, task_ids
-from rota.scheduler.policy import reasons
+from rota.scheduler.policy import Policy, reasons
+from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.fit import node_matches
 from rota.scheduler.policy.snapshot import Snapshot
 from rota.scheduler.store.store import DuplicateRequest, JobQuery
 from rota.states import ACTIVE_STATES, JobState
 
+DEFAULT_STATES = (JobState.PENDING, *ACTIVE_STATES)  # what a listing shows unless told
+MAX_PAGE_SIZE = 2_000  # jobs per listing page at most; clients follow next_page_token
+# stop states that would send a job back to the queue; a cancel turns them into CANCELLED
+_REQUEUE_BOUND = frozenset(
+    s.value for s in (JobState.PENDING, JobState.PREEMPTED, JobState.NODE_FAIL)
+)
 
-class JobsCore(PlanningCore):
-    """What users ask of jobs."""
+
+@dataclass(frozen=True, slots=True)
+class JobListing:
+    """What a listing asks for; empty filters match everything."""
+
+    states: tuple[JobState, ...] = ()  # empty: DEFAULT_STATES unless ``all_states``
+    all_states: bool = False
+    ids: tuple[str, ...] = ()  # display ids: "123" (every task of an array) or "123_4"
+    users: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    page_size: int = 0  # 0: MAX_PAGE_SIZE, also the most one page holds
+    page_token: str = ""  # from the previous page's ``next_page_token``
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    jobs: list[JobRecord]
+    next_page_token: str  # "" on the last page
+
+
+class JobService:
+    """What users ask of jobs. Every method runs on the core thread; changes commit before
+    it returns."""
+
+    def __init__(
+        self,
+        model: ClusterModel,
+        lookup: JobLookup,
+        lifecycle: Lifecycle,
+        snapshots: SnapshotBuilder,
+        dry_run_policy: Policy,
+        config: SchedulerConfig,
+        policy_config: PolicyConfig,
+        clock: Callable[[], float],
+    ) -> None:
+        self.model = model
+        self.lookup = lookup
+        self.lifecycle = lifecycle
+        self.snapshots = snapshots
+        self.dry_run_policy = dry_run_policy  # on this thread; shares nothing with passes
+        self.config = config
+        self.policy_config = policy_config
+        self.clock = clock
+
+    # ------------------------------------------------------------ submit
 
     def submit(
         self, items: Sequence[SubmitItem], user: str, test_only: bool = False
@@ -38,28 +90,28 @@ class JobsCore(PlanningCore):
 
         Items whose client request id was seen before return the stored ids (duplicate=True).
         Raises UserError naming the source and field of the first invalid item. (The engine
-        runs large submissions as ``admit``, expand and store off the core thread, ``adopt``.)
+        runs a large submission in steps instead: ``admit`` here, expanding and storing on a
+        thread of its own, then ``adopt`` here in chunks.)
         """
         admission = self.admit(items, user)
         if test_only:
             return [
-                self._dry_run(item, [base])
+                self._dry_run(item, base)
                 for item, base in zip(admission.new, admission.bases, strict=True)
             ]
-        groups = admission.expand()
         try:
-            stored = self.store.submit(groups, admission.request_ids, user)
+            stored = self.model.store.submit(admission.expand(), admission.request_ids, user)
         except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
             return self.submit(items, user, test_only)
         self.adopt([job for group in stored for job in group])
         return admission.results(stored)
 
     def admit(self, items: Sequence[SubmitItem], user: str) -> Admission:
-        """The checks of ``submit`` (cost per item, not per array task); raises UserError."""
+        """The checks of ``submit``, costing per item, not per array task; raises UserError."""
         request_ids = [i.client_request_id for i in items if i.client_request_id]
         if len(request_ids) != len(set(request_ids)):
-            raise UserError("client request ids must be unique within one SubmitJobs request")
-        known = self.store.known_requests(i.client_request_id for i in items)
+            raise UserError("client_request_id: must be unique within one SubmitJobs request")
+        known = self.model.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]
         for item in new_items:
             self._check_fits_cluster(item)
@@ -75,17 +127,17 @@ class JobsCore(PlanningCore):
         """Take committed jobs into the cluster model; ``build_views`` also builds their
         snapshot views now (so that taking a large array in chunks leaves the next pass
         nothing per task to do)."""
+        model = self.model
         for job in jobs:
-            self.jobs[job.id] = job
-        self._job_views.touch(job.id for job in jobs)
+            model.jobs[job.id] = job
+        model.touch(job.id for job in jobs)
         if build_views:
-            self._sync_views(self.clock())
-        self.version += 1
+            self.snapshots.sync(self.clock())
+        model.bump()
 
-    def _dry_run(self, item: SubmitItem, group: list[JobRecord]) -> SubmitResult:
-        probe = dataclasses.replace(group[0], id=-1)
-        snap = self.snapshot(extra=[probe])
-        plan = self.decide(snap)
+    def _dry_run(self, item: SubmitItem, base: JobRecord) -> SubmitResult:
+        probe = dataclasses.replace(base, id=-1)
+        plan = self.dry_run_policy.decide(self.snapshots.snapshot(extra=[probe]))
         placed = any(p.job_id == -1 for p in plan.placements)
         reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
         return SubmitResult(item.client_request_id, (), reason=reason)
@@ -107,15 +159,17 @@ class JobsCore(PlanningCore):
             raise UserError(f"{src}: reservation: unknown reservation {spec.reservation!r}")
         if spec.dependency:
             self._check_dependency_targets(src, spec.dependency)
-        if not self.nodes:
+        nodes = self.model.nodes
+        if not nodes:
             raise UserError(f"{src}: no node is registered yet, so nothing could ever run this job")
-        probe = self._pending_view(
+        probe = self.snapshots.pending_view(
             dataclasses.replace(base_record(spec, "probe", 0.0, 0.0), id=-1), blocked=None
         )
-        capable = [n for n in self.nodes.values() if node_matches(probe, self._node_view(n))]
+        views = self.snapshots
+        capable = [n for n in nodes.values() if node_matches(probe, views.node_view(n))]
         if len(capable) < spec.nodes:
             largest = max(
-                self.nodes.values(),
+                nodes.values(),
                 key=lambda n: (n.gpu_count, n.inventory.cpus, n.inventory.memory),
             )
             raise UserError(
@@ -138,7 +192,7 @@ class JobsCore(PlanningCore):
         )
         if all(cap is None for _, _, cap in caps):
             return
-        pending = [j for j in self.jobs.values() if j.state is JobState.PENDING]
+        pending = [j for j in self.model.jobs.values() if j.state is JobState.PENDING]
         for kind, key, cap in caps:
             if cap is None:
                 continue
@@ -156,55 +210,81 @@ class JobsCore(PlanningCore):
     def _check_dependency_targets(self, src: str, text: str) -> None:
         for _kind, ids in parse_dependency(text):
             for job_id in ids:
-                if not self._resolve_one(job_id):
+                if not self.lookup.resolve(job_id):
                     raise UserError(f"{src}: dependency: job {job_id} does not exist")
 
-    def resolve(self, display_id: str) -> list[JobRecord]:
-        """Jobs named by ``123`` (a job, or every task of array 123) or ``123_4``."""
-        return self._resolve_one(display_id)
+    # ------------------------------------------------------------ read
 
     def list_jobs(self, query: JobQuery, display_ids: Sequence[str] = ()) -> list[JobRecord]:
         """Jobs matching the query (and ids, if given), as copies safe to read elsewhere.
 
         Costs O(live jobs) plus O(jobs returned): a page (``after_id``, ``limit``) copies only
         its own jobs, and ids are matched by rule, not expanded into every task first."""
+        lookup = self.lookup
         if display_ids:
             query = dataclasses.replace(query, named=tuple(map(parse_display_id, display_ids)))
         if not query.states or set(query.states) - {JobState.PENDING, *ACTIVE_STATES}:
-            return [self._live(r) for r in self.store.query_jobs(query)]
+            return [lookup.live(r) for r in self.model.store.query_jobs(query)]
         match = query.matcher()
-        ids = sorted(self.jobs)
+        jobs = self.model.jobs
+        ids = sorted(jobs)
         out: list[JobRecord] = []
         for job_id in ids[bisect.bisect_right(ids, query.after_id) :]:
-            job = self.jobs[job_id]
+            job = jobs[job_id]
             if match(job):
-                out.append(self._copy(job))
+                out.append(lookup.copy(job))
                 if len(out) == query.limit:
                     break
         return out
 
-    def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
-        jobs = self._resolve_one(display_id)
+    def list_page(self, listing: JobListing) -> JobPage:
+        """One page of a listing; the token names where the next page starts."""
+        token = listing.page_token.strip()
+        if token and not token.isdigit():
+            raise UserError(
+                f"page_token: {listing.page_token!r} is not a token from a previous page"
+            )
+        if listing.page_size < 0:
+            raise UserError(
+                f"page_size: {listing.page_size} must be >= 0 (0: the server's most, "
+                f"{MAX_PAGE_SIZE})"
+            )
+        if listing.all_states:
+            states: tuple[JobState, ...] = ()
+        else:
+            states = listing.states or DEFAULT_STATES
+        query = JobQuery(
+            states=states,
+            users=listing.users,
+            accounts=listing.accounts,
+            after_id=int(token or 0),
+            limit=min(listing.page_size or MAX_PAGE_SIZE, MAX_PAGE_SIZE),
+        )
+        jobs = self.list_jobs(query, listing.ids)
+        full = len(jobs) == query.limit
+        return JobPage(jobs, str(jobs[-1].id) if full else "")
+
+    def get(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
+        """One job (a copy) and its events; NotFound, or UserError for a whole array."""
+        jobs = self.lookup.resolve(display_id)
         if len(jobs) != 1:
             if not jobs:
                 raise NotFound(f"job {display_id} does not exist")
-            raise UserError(f"{display_id} is an array job; name one task like {display_id}_0")
-        return jobs[0], self.store.events(jobs[0].id)
+            raise UserError(f"id: {display_id} is an array job; name one task like {display_id}_0")
+        return jobs[0], self.model.store.events(jobs[0].id)
 
     def explain_target(self, display_id: str) -> tuple[JobRecord, Snapshot | None]:
         """The job named and, when it is pending, a snapshot to explain it with."""
-        job, _events = self.get_job(display_id)
+        job, _events = self.get(display_id)
         if job.state is not JobState.PENDING:
             return job, None
-        return job, self.snapshot()
+        return job, self.snapshots.snapshot()
 
-    def job_location(
-        self, display_id: str, attempt: int, node: str = ""
-    ) -> tuple[JobRecord, str, int]:
+    def location(self, display_id: str, attempt: int, node: str = "") -> tuple[JobRecord, str, int]:
         """(job, node, attempt) whose output ``glogs`` should read; NotFound if none.
 
         ``node`` picks one node of a gang (default: rank 0's)."""
-        job, _events = self.get_job(display_id)
+        job, events = self.get(display_id)
         if job.attempt == 0:
             raise NotFound(f"job {display_id} has not started, so it has no output yet")
         wanted = attempt or job.attempt
@@ -213,7 +293,7 @@ class JobsCore(PlanningCore):
         else:
             launches = [
                 e.reason.removeprefix(LAUNCH_PREFIX).split(",")
-                for e in self.store.events(job.id)
+                for e in events
                 if e.attempt == wanted and e.reason.startswith(LAUNCH_PREFIX)
             ]
             if not launches:
@@ -226,19 +306,30 @@ class JobsCore(PlanningCore):
             )
         return job, node or nodes[0], wanted
 
+    # ------------------------------------------------------------ cancel
+
     def cancel(
         self, display_ids: Sequence[str], user: str, reason: str = ""
     ) -> tuple[list[CancelResult], Orders]:
-        """Cancel pending jobs at once and order running ones stopped (COMPLETING -> CANCELLED)."""
+        """Cancel pending jobs at once and order running ones stopped (COMPLETING ->
+        CANCELLED). A job already stopping on its way back to the queue (requeue, preemption)
+        ends CANCELLED instead."""
+        if not display_ids:
+            raise UserError("ids: name at least one job to cancel")
+        life = self.lifecycle
         why = reason or f"cancelled by {user}"
 
         def stop(job: JobRecord, events: list[JobEvent], orders: Orders) -> str:
             if job.state is JobState.PENDING:
-                events.append(self._finish(job, JobState.CANCELLED, why))
+                events.append(life.finish(job, JobState.CANCELLED, why))
             elif job.state in (JobState.CONFIGURING, JobState.RUNNING):
-                events.append(self._transition(job, JobState.COMPLETING, why))
+                event, kills = life.stop(job, JobState.CANCELLED, why)
+                events.append(event)
+                orders.extend(kills)
+            elif job.state is JobState.COMPLETING and job.stop_state in _REQUEUE_BOUND:
                 job.stop_state = JobState.CANCELLED.value
-                orders.extend(self._kill_orders(job, why))
+                job.reason = why
+                events.append(life.note(job, HistoryKind.INFO, f"{why}; it will not be requeued"))
             return ""
 
-        return self._act_on(display_ids, stop, live_only=True)
+        return self.lookup.act_on(display_ids, stop, live_only=True)

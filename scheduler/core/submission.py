@@ -1,10 +1,10 @@
 """A submission between its checks and its commit: what was admitted, and how it expands.
 
 Submitting is split so that a large array does not hold the core thread: the checks against
-the cluster (``Core.admit``) cost per item, not per task, and run on the core thread; expanding
-the items into task records (``Admission.expand``) and the bulk insert touch no shared state and
-may run on another thread; the committed records are then taken into the cluster model in
-chunks (``Core.adopt``). A client hears of its jobs only after their rows are committed.
+the cluster (``JobService.admit``) cost per item, not per task, and run on the core thread;
+expanding the items into task records (``Admission.expand``) and the bulk insert touch no shared
+state and may run on another thread; the committed records are then taken into the cluster model
+in chunks (``JobService.adopt``). A client hears of its jobs only after their rows are committed.
 """
 
 from __future__ import annotations
@@ -14,8 +14,22 @@ from dataclasses import dataclass
 
 from rota.jobspec import JobSpec, parse_array
 from rota.scheduler.cluster.model import JobRecord
-from rota.scheduler.core.base import SubmitItem, SubmitResult
 from rota.states import JobState
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitItem:
+    spec: JobSpec
+    client_request_id: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    client_request_id: str
+    job_ids: tuple[str, ...]
+    duplicate: bool = False
+    reason: str = ""
 
 
 def base_record(spec: JobSpec, user: str, now: float, default_time_limit: float) -> JobRecord:
@@ -40,7 +54,7 @@ def task_ids(spec: JobSpec) -> list[int] | None:
 
 def task_count(items: Sequence[SubmitItem]) -> int:
     """How many jobs ``items`` would create (every array task counts; an invalid array counts
-    as one job, and ``Core.admit`` names the error)."""
+    as one job, and ``JobService.admit`` names the error)."""
     total = 0
     for item in items:
         try:

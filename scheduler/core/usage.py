@@ -1,4 +1,4 @@
-"""Fair-share bookkeeping: the ``UsageLedger`` that Core feeds on every state change.
+"""Fair-share bookkeeping: the ``UsageLedger`` that ``Lifecycle`` feeds on every state change.
 
 A job is counted from the moment it is given GPUs (CONFIGURING) until it releases them (any
 state that is not active). An attempt that ends on its own (COMPLETED, FAILED, TIMEOUT,

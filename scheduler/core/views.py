@@ -1,18 +1,18 @@
-"""The snapshot views Core keeps between passes, and which of them the next pass must rebuild.
+"""The job views the snapshot builder keeps between passes, and which of them the next pass must
+rebuild.
 
-A pass after one submission must not cost O(all jobs) in Core. Core therefore keeps one
+A pass after one submission must not cost O(all jobs). The builder therefore keeps one
 ``PendingJob`` or ``RunningJob`` per live job and rebuilds only the views of jobs that changed:
 
-- every change to a job is committed through ``CoreBase._save`` (or ``submit``), which marks
-  the job ``dirty``;
+- every change to a job is committed through ``ClusterModel.commit`` (or marked with
+  ``ClusterModel.touch``); the builder moves those ids here (``touch``) and they are ``dirty``;
 - a pending job whose view depends on something besides itself (a dependency on other jobs,
   a begin time still ahead) is ``volatile`` and re-examined every pass.
 
 Unchanged jobs keep their view objects, so the policy's own caches (queue order, cluster state)
 see only the change. The reasons last written by ``apply`` are kept too, so that applying a
 plan writes only those that differ (a touched job is forgotten there, so its next reason is
-always written), and so are the last plan's estimated starts, which copies of pending jobs
-handed out of Core carry. Dependencies are resolved from memory too: the job ids each
+always written). Dependencies are resolved from memory too: the job ids each
 dependency names, and the final states of ended targets (forgotten when touched, e.g. by a
 requeue).
 """
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
+from rota.scheduler.policy.snapshot import PendingJob, RunningJob
 from rota.states import JobState
 
 
 class JobViews:
-    """Kept views by job id, the ids to re-examine, and the last applied reasons/starts."""
+    """Kept views by job id, the ids to re-examine, and the last applied reasons."""
 
     def __init__(self, dirty: set[int]) -> None:
         self.dirty = dirty
@@ -36,14 +36,12 @@ class JobViews:
         self.keys: dict[int, tuple[object, ...]] = {}  # what each kept view was built from
         self.pending_tuple: tuple[PendingJob, ...] | None = None  # None: rebuild from dict
         self.running_tuple: tuple[RunningJob, ...] | None = None
-        self.nodes: tuple[NodeView, ...] = ()
         self.targets: dict[str, tuple[int, ...]] = {}  # dependency display id -> job ids
         self.ended: dict[int, JobState] = {}  # states of ended dependency targets
         self.reasons: dict[int, str] = {}  # as last applied
-        self.starts: dict[int, float] = {}  # estimated starts of the last applied plan
 
     def touch(self, ids: Iterable[int]) -> None:
-        """Mark jobs changed: their views are rebuilt and their next reason/start written."""
+        """Mark jobs changed: their views are rebuilt and their next reason written."""
         for job_id in ids:
             self.dirty.add(job_id)
             self.reasons.pop(job_id, None)
@@ -84,10 +82,3 @@ class JobViews:
         if self.running_tuple is None:
             self.running_tuple = tuple(self.running.values())
         return self.running_tuple
-
-    def node_views(self, views: list[NodeView]) -> tuple[NodeView, ...]:
-        """``views`` as a tuple, the previous tuple object when every view is the same."""
-        fresh = tuple(views)
-        if fresh != self.nodes:
-            self.nodes = fresh
-        return self.nodes

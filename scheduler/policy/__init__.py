@@ -1,48 +1,39 @@
-"""Pure scheduling policy: ``decide(snapshot) -> Plan``.
+"""Pure scheduling policy: ``make_policy(name, config)`` -> a ``Policy`` that decides passes.
 
 No database, gRPC, Docker, wall clock or unseeded randomness here; the daemon and the simulator
-run the same code. ``POLICIES`` maps a policy name (config ``policy:``) to its decide function.
-Policies keep caches between passes (queue order, cluster state; see docs/policy.md): they
-save work and never change a plan.
+build their policy with the same factory and run the same code. A policy keeps caches between
+passes (queue order, cluster state; see docs/policy.md) that save work and never change a
+plan; they belong to the instance, and nothing here is shared between instances.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from rota.scheduler.policy import fifo, first_fit, multifactor, sjf_oracle
-from rota.scheduler.policy.snapshot import Plan, Snapshot
+from rota.scheduler.policy.base import Policy
+from rota.scheduler.policy.config import PolicyConfig
+from rota.scheduler.policy.fifo import FifoBackfillPolicy, FifoPolicy
+from rota.scheduler.policy.first_fit import FirstFitPolicy
+from rota.scheduler.policy.multifactor import RotaPolicy
+from rota.scheduler.policy.sjf_oracle import SjfOraclePolicy
 
-Decide = Callable[[Snapshot], Plan]
-
-POLICIES: dict[str, Decide] = {
-    "rota": multifactor.decide,
-    "fifo": fifo.decide_fifo,
-    "fifo-backfill": fifo.decide_fifo_backfill,
-    "sjf-oracle": sjf_oracle.decide,
-    "first-fit": first_fit.decide,
+POLICIES: dict[str, Callable[[PolicyConfig], Policy]] = {
+    "rota": RotaPolicy,
+    "fifo": FifoPolicy,
+    "fifo-backfill": FifoBackfillPolicy,
+    "sjf-oracle": SjfOraclePolicy,
+    "first-fit": FirstFitPolicy,
 }
 DEFAULT_POLICY = "rota"
 
-
-def clear_caches() -> None:
-    """Empty the caches policies keep between passes (plans do not depend on them; a cold
-    pass only takes longer). For benchmarks and tests."""
-    with multifactor._LOCK:
-        multifactor._CACHE.clear()
-        multifactor._STATE.clear()
-    with fifo._LOCK:
-        fifo._ORDER.clear()
-        for cache in fifo._STATE.values():
-            cache.clear()
-    with sjf_oracle._LOCK:
-        sjf_oracle._ORDER.clear()
-        sjf_oracle._STATE.clear()
+__all__ = ["DEFAULT_POLICY", "POLICIES", "Policy", "make_policy"]
 
 
-def get_policy(name: str) -> Decide:
-    """The decide function for ``name``; ValueError lists the known names."""
+def make_policy(name: str, config: PolicyConfig | None = None) -> Policy:
+    """A new policy ``name`` with ``config`` (default: ``PolicyConfig()``) and empty caches;
+    ValueError lists the known names."""
     try:
-        return POLICIES[name]
+        build = POLICIES[name]
     except KeyError:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    return build(config if config is not None else PolicyConfig())

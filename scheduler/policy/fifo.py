@@ -9,45 +9,26 @@ limits as run times; no preemption. Like every backfill policy here it honours
 
 from __future__ import annotations
 
-import threading
 from operator import attrgetter
 
-from rota.scheduler.policy.backfill import run_pass
-from rota.scheduler.policy.queue import OrderCache
-from rota.scheduler.policy.snapshot import Plan, RunningJob, Snapshot
-from rota.scheduler.policy.state import StateCache
+from rota.scheduler.policy.base import QueuePolicy
+from rota.scheduler.policy.queue import SortKey
+from rota.scheduler.policy.snapshot import Snapshot
 
 SUBMIT_ORDER = attrgetter("submit_time", "id")
-_ORDER = OrderCache()  # submission order, kept between passes
-_STATE = {True: StateCache(), False: StateCache()}  # cluster state per baseline
-_LOCK = threading.Lock()  # the caches serve one pass at a time
 
 
-def _pass(snapshot: Snapshot, backfill: bool) -> Plan:
-    cfg = snapshot.config
-
-    def running_end(job: RunningJob) -> float:
-        return job.start_time + cfg.limit_of(job.time_limit)
-
-    with _LOCK:
-        return run_pass(
-            snapshot,
-            _ORDER.ordered(snapshot, None, SUBMIT_ORDER),
-            duration=None,  # time limits
-            running_end=running_end,
-            backfill=backfill,
-            cache=_STATE[backfill],
-            end_key=cfg.default_time_limit,
-            queue=_ORDER,
-            max_job_test=cfg.backfill_max_job_test if backfill else 0,
-        )
-
-
-def decide_fifo(snapshot: Snapshot) -> Plan:
-    """Strict first-in first-out."""
-    return _pass(snapshot, backfill=False)
-
-
-def decide_fifo_backfill(snapshot: Snapshot) -> Plan:
+class FifoBackfillPolicy(QueuePolicy):
     """First-in first-out with conservative backfill."""
-    return _pass(snapshot, backfill=True)
+
+    name = "fifo-backfill"
+
+    def ranking(self, snapshot: Snapshot) -> tuple[object, SortKey]:
+        return None, SUBMIT_ORDER
+
+
+class FifoPolicy(FifoBackfillPolicy):
+    """Strict first-in first-out: nothing starts behind the first job that waits."""
+
+    name = "fifo"
+    backfill = False

@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 from rota.scheduler.policy import reasons
+from rota.scheduler.policy.base import PolicyBase
 from rota.scheduler.policy.fit import fits_now, free_resources, node_matches
-from rota.scheduler.policy.snapshot import Allocation, Placement, Plan, Snapshot
+from rota.scheduler.policy.snapshot import Allocation, PendingJob, Placement, Plan, Snapshot
 
 
-def decide(snapshot: Snapshot) -> Plan:
-    """Place pending jobs first-come first-served; a job that does not fit blocks none behind it.
+class FirstFitPolicy(PolicyBase):
+    """Jobs in submission order, each on the first node where it fits now; keeps no caches."""
 
-    Gang jobs (``nodes > 1``) take ``nodes`` distinct nodes or none.
-    """
+    name = "first-fit"
+
+    def order(self, snapshot: Snapshot) -> list[PendingJob]:
+        return sorted(snapshot.pending, key=lambda j: (j.submit_time, j.id))
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        """Place pending jobs first-come first-served; a job that does not fit blocks none
+        behind it. Gang jobs (``nodes > 1``) take ``nodes`` distinct nodes or none."""
+        return _first_fit(snapshot, self.order(snapshot))
+
+
+def _first_fit(snapshot: Snapshot, order: list[PendingJob]) -> Plan:
     free = free_resources(snapshot.nodes, snapshot.running)
     placements: list[Placement] = []
     why: dict[int, str] = {}
-    for job in sorted(snapshot.pending, key=lambda j: (j.submit_time, j.id)):
+    for job in order:
         if job.blocked is not None:
             why[job.id] = job.blocked
             continue

@@ -7,61 +7,44 @@ policy that does not know durations has left.
 
 from __future__ import annotations
 
-import threading
-
-from rota.scheduler.policy.backfill import run_pass
-from rota.scheduler.policy.queue import OrderCache
-from rota.scheduler.policy.snapshot import PendingJob, Plan, RunningJob, Snapshot
-from rota.scheduler.policy.state import StateCache
+from rota.scheduler.policy.backfill import Duration, RunningEnd
+from rota.scheduler.policy.base import QueuePolicy
+from rota.scheduler.policy.queue import SortKey
+from rota.scheduler.policy.snapshot import PendingJob, RunningJob, Snapshot
 
 
-def _duration(snapshot: Snapshot, job: PendingJob) -> float:
-    if job.true_duration is not None:
-        return job.true_duration
-    return snapshot.config.limit_of(job.time_limit)
-
-
-_STATE = StateCache()
-_ORDER = OrderCache()  # kept between passes (keys depend on the job and the default limit)
-
-
-_LOCK = threading.RLock()  # the caches serve one pass at a time
-
-
-def ordered(snapshot: Snapshot) -> list[PendingJob]:
+class SjfOraclePolicy(QueuePolicy):
     """Pending jobs by true duration, then GPUs, submission time and id."""
-    with _LOCK:
-        return list(_ordered(snapshot))
 
+    name = "sjf-oracle"
+    order_by = "true duration, shortest first"
+    reads_true_durations = True
 
-def _ordered(snapshot: Snapshot) -> list[PendingJob]:
+    def ranking(self, snapshot: Snapshot) -> tuple[object, SortKey]:
+        duration = self.durations(snapshot)
 
-    def sort_key(j: PendingJob) -> tuple[float, int, float, int]:
-        return (_duration(snapshot, j), j.gpus * j.nodes, j.submit_time, j.id)
+        def sort_key(j: PendingJob) -> tuple[float, int, float, int]:
+            return (duration(j), j.gpus * j.nodes, j.submit_time, j.id)
 
-    return _ORDER.ordered(snapshot, snapshot.config.default_time_limit, sort_key)
+        # keys depend on the job and the default limit
+        return snapshot.config.default_time_limit, sort_key
 
+    def durations(self, snapshot: Snapshot) -> Duration:
+        limit_of = snapshot.config.limit_of
 
-def decide(snapshot: Snapshot) -> Plan:
-    """Plan in order of true duration, backfilling on true durations."""
-    cfg = snapshot.config
+        def duration(job: PendingJob) -> float:
+            if job.true_duration is not None:
+                return job.true_duration
+            return limit_of(job.time_limit)
 
-    def duration(job: PendingJob) -> float:
-        return _duration(snapshot, job)
+        return duration
 
-    def running_end(job: RunningJob) -> float:
-        if job.true_duration is not None:
-            return job.start_time + job.true_duration
-        return job.start_time + cfg.limit_of(job.time_limit)
+    def running_end(self, snapshot: Snapshot) -> RunningEnd:
+        limit_of = snapshot.config.limit_of
 
-    with _LOCK:
-        return run_pass(
-            snapshot,
-            _ordered(snapshot),
-            duration=duration,
-            running_end=running_end,
-            cache=_STATE,
-            end_key=cfg.default_time_limit,
-            max_job_test=cfg.backfill_max_job_test,
-            queue=_ORDER,
-        )
+        def end(job: RunningJob) -> float:
+            if job.true_duration is not None:
+                return job.start_time + job.true_duration
+            return job.start_time + limit_of(job.time_limit)
+
+        return end

@@ -62,6 +62,7 @@ class NodeState:
     """One node during a pass."""
 
     __slots__ = (
+        "allocatable",
         "changes",
         "cpus",
         "free",
@@ -79,7 +80,8 @@ class NodeState:
     def __init__(self, idx: int, view: NodeView) -> None:
         self.idx = idx
         self.view = view
-        self.free: list[int] = list(_allocatable(view))
+        self.allocatable = _allocatable(view)
+        self.free: list[int] = list(self.allocatable)
         self.total = len(self.free)
         self.cpus = view.cpus
         self.memory = view.memory
@@ -233,7 +235,7 @@ class ClusterState:
                 held = alloc.gpu_indices
                 node.free = free = [g for g in prior if g not in held]
                 if len(prior) - len(free) != len(held):  # held elsewhere too, or not allocatable
-                    allocatable = _allocatable(node.view)
+                    allocatable = node.allocatable
                     regular = regular and all(g not in allocatable for g in held if g not in prior)
             taken = len(prior) - len(free)
             holders = node.holders
@@ -297,7 +299,7 @@ class ClusterState:
                     if alloc.node == node.view.name:
                         held.update(alloc.gpu_indices)
                 if count:
-                    allocatable = _allocatable(node.view)
+                    allocatable = node.allocatable
                     node.free = sorted([*node.free, *(g for g in held if g in allocatable)])
                     node.changes.remove((end, count))
                     for _ in range(count):
@@ -586,18 +588,9 @@ class ClusterState:
             insort(self.buckets[len(node.free)], node.idx)
 
 
-_ALLOCATABLE: dict[int, tuple[NodeView, tuple[int, ...]]] = {}
-
-
 def _allocatable(view: NodeView) -> tuple[int, ...]:
-    """Sorted allocatable GPU indices of a node view (remembered per view object)."""
-    entry = _ALLOCATABLE.get(id(view))
-    if entry is None or entry[0] is not view:
-        if len(_ALLOCATABLE) > 100_000:
-            _ALLOCATABLE.clear()
-        entry = (view, tuple(sorted(g.index for g in view.gpus if g.allocatable)))
-        _ALLOCATABLE[id(view)] = entry
-    return entry[1]
+    """Sorted allocatable GPU indices of a node view."""
+    return tuple(sorted(g.index for g in view.gpus if g.allocatable))
 
 
 def _name_mem(node: NodeState, index: int) -> tuple[str, int]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from rota.scheduler.config import load_config, policy_config
-from rota.scheduler.policy import DEFAULT_POLICY, POLICIES, get_policy
+from rota.scheduler.policy import DEFAULT_POLICY, POLICIES, make_policy
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.sim import report
 from rota.scheduler.sim.engine import simulate
@@ -76,12 +76,7 @@ def main(argv: list[str]) -> int:
         return 1
     began = time.perf_counter()
     result = simulate(
-        jobs,
-        get_policy(policy),
-        nodes=args.nodes,
-        gpus_per_node=args.gpus_per_node,
-        config=config,
-        oracle=policy == "sjf-oracle",
+        jobs, make_policy(policy, config), nodes=args.nodes, gpus_per_node=args.gpus_per_node
     )
     figures: dict[str, object] = {
         "trace": args.trace,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from rota.scheduler.policy import Decide
+from rota.scheduler.policy import Policy
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.snapshot import (
     GpuView,
@@ -59,19 +59,19 @@ class SimResult:
 
 def simulate(
     jobs: list[TraceJob],
-    decide: Decide,
+    policy: Policy,
     *,
     nodes: int,
     gpus_per_node: int,
-    config: PolicyConfig | None = None,
-    oracle: bool = False,
 ) -> SimResult:
-    """Run ``jobs`` (with derived limits) through ``decide`` on ``nodes`` x ``gpus_per_node``.
+    """Run ``jobs`` (with derived limits) through ``policy`` on ``nodes`` x ``gpus_per_node``.
 
-    ``oracle`` sets ``true_duration`` on jobs (for ``sjf-oracle``). Jobs that need more nodes
-    than the cluster has are never placed and are listed in ``unfinished``.
+    Snapshots carry the policy's config. Jobs get their ``true_duration`` when the policy
+    reads it (``sjf-oracle``). Jobs that need more nodes than the cluster has are never placed
+    and are listed in ``unfinished``.
     """
-    cfg = config or PolicyConfig()
+    cfg = policy.config
+    oracle = policy.reads_true_durations
     node_views = tuple(
         NodeView(f"node{i:04d}", tuple(GpuView(g) for g in range(gpus_per_node)))
         for i in range(nodes)
@@ -142,7 +142,7 @@ def simulate(
             )
             added.clear()
             removed.clear()
-            plan = decide(snapshot)
+            plan = policy.decide(snapshot)
             passes += 1
             for placement in plan.placements:
                 job = pending.pop(placement.job_id)

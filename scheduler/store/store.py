@@ -39,9 +39,16 @@ from sqlalchemy.types import BigInteger
 
 from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import JobSpec, Mount
+from rota.messages import Inventory
 from rota.scheduler.cluster.gpus import GpuMark
-from rota.scheduler.cluster.messages import Inventory
-from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
+from rota.scheduler.cluster.model import (
+    AdminState,
+    HistoryKind,
+    JobEvent,
+    JobRecord,
+    NodeAlloc,
+    NodeState,
+)
 from rota.scheduler.store.models import (
     ArrayRow,
     Base,
@@ -446,7 +453,7 @@ class Store:
                 "job_id": ev.job_id,
                 "time": ev.time,
                 "attempt": ev.attempt,
-                "kind": ev.kind,
+                "kind": ev.kind.value,
                 "old_state": ev.old_state,
                 "new_state": ev.new_state,
                 "reason": ev.reason,
@@ -552,7 +559,9 @@ class Store:
                 if first is not None:
                     rows.insert(0, first)
         return [
-            JobEvent(job_id, r.time, r.attempt, r.old_state, r.new_state, r.reason, r.kind)
+            JobEvent(
+                job_id, r.time, r.attempt, r.old_state, r.new_state, r.reason, HistoryKind(r.kind)
+            )
             for r in rows
         ]
 
@@ -566,7 +575,7 @@ class Store:
                     name=r.name,
                     token_hash=r.token_hash,
                     labels=dict(r.labels or {}),
-                    admin_state=r.admin_state,
+                    admin_state=AdminState(r.admin_state),
                     reason=r.reason,
                     reason_by=r.reason_by,
                     reason_time=r.reason_time,
@@ -583,7 +592,7 @@ class Store:
             row = session.get(NodeRow, node.name) or NodeRow(name=node.name)
             row.token_hash = node.token_hash
             row.labels = dict(node.labels)
-            row.admin_state = node.admin_state
+            row.admin_state = node.admin_state.value
             row.reason = node.reason
             row.reason_by = node.reason_by
             row.reason_time = node.reason_time

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.snapshot import (
     Allocation,
@@ -75,7 +75,7 @@ def make_snapshot(
 
 
 def plan_of(snapshot: Snapshot, policy: str = "rota") -> Plan:
-    return get_policy(policy)(snapshot)
+    return make_policy(policy, snapshot.config).decide(snapshot)
 
 
 def placed(plan: Plan) -> dict[int, list[tuple[str, tuple[int, ...]]]]:

@@ -14,9 +14,8 @@ from dataclasses import replace
 
 import pytest
 
-from rota.scheduler.policy import backfill, fifo, get_policy, multifactor, sjf_oracle
+from rota.scheduler.policy import backfill, make_policy
 from rota.scheduler.policy.config import HOUR, PolicyConfig
-from rota.scheduler.policy.queue import OrderCache
 from rota.scheduler.policy.snapshot import (
     Allocation,
     GpuView,
@@ -27,7 +26,6 @@ from rota.scheduler.policy.snapshot import (
     RunningJob,
     Snapshot,
 )
-from rota.scheduler.policy.state import StateCache
 from rota.scheduler.sim import simulate
 from rota.scheduler.sim.trace import derive_limits
 from tests.policy.test_simulator import generated_jobs
@@ -50,56 +48,47 @@ def count_bulk(monkeypatch):
 
 
 @contextmanager
-def fresh_caches() -> Iterator[None]:
-    """Swap every policy cache for an empty one and turn bulk reasons off, and back."""
+def no_bulk() -> Iterator[None]:
+    """Turn bulk reasons off (every job examined one by one), and back on."""
     bulk = backfill._bulk
     backfill._bulk = lambda *args: None
-    saved = (
-        multifactor._CACHE,
-        multifactor._STATE,
-        fifo._ORDER,
-        dict(fifo._STATE),
-        sjf_oracle._ORDER,
-        sjf_oracle._STATE,
-    )
-    multifactor._CACHE, multifactor._STATE = OrderCache(), StateCache()
-    fifo._ORDER = OrderCache()
-    fifo._STATE.update({True: StateCache(), False: StateCache()})
-    sjf_oracle._ORDER, sjf_oracle._STATE = OrderCache(), StateCache()
     try:
         yield
     finally:
-        (
-            multifactor._CACHE,
-            multifactor._STATE,
-            fifo._ORDER,
-            states,
-            sjf_oracle._ORDER,
-            sjf_oracle._STATE,
-        ) = saved
-        fifo._STATE.update(states)
         backfill._bulk = bulk
 
 
-def checked(policy: str, seen: list[int]):
-    decide = get_policy(policy)
+class Checked:
+    """Policy ``name`` whose every plan is checked against the plan of a new instance of it
+    (empty caches) with bulk reasons off."""
 
-    def both(snapshot: Snapshot) -> Plan:
-        plan = decide(snapshot)
-        with fresh_caches():
-            again = decide(snapshot)
+    def __init__(self, name: str, seen: list[int]) -> None:
+        self.policy = make_policy(name)
+        self.seen = seen
+        self.name = name
+        self.config = self.policy.config
+        self.reads_true_durations = self.policy.reads_true_durations
+        self.order = self.policy.order
+        self.explain = self.policy.explain
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        plan = self.policy.decide(snapshot)
+        with no_bulk():
+            again = make_policy(self.name, snapshot.config).decide(snapshot)
         assert plan == again
-        seen.append(len(plan.placements))
+        self.seen.append(len(plan.placements))
         return plan
 
-    return both
+
+def checked(policy: str, seen: list[int]):
+    return Checked(policy, seen).decide
 
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_cached_passes_equal_fresh_ones_in_a_simulation(policy):
     jobs = derive_limits(generated_jobs(250, seed=3), seed=1)
     seen: list[int] = []
-    simulate(jobs, checked(policy, seen), nodes=3, gpus_per_node=4, oracle=policy == "sjf-oracle")
+    simulate(jobs, Checked(policy, seen), nodes=3, gpus_per_node=4)
     assert sum(seen) >= 200  # every job that fits the cluster ran
 
 
@@ -180,8 +169,8 @@ def test_bulk_reasons_were_exercised():
 def test_a_wrong_delta_is_noticed():
     nodes = (NodeView("n0", tuple(GpuView(g) for g in range(2))),)
     jobs = tuple(PendingJob(i, "u", "a", float(i), HOUR, gpus=4) for i in range(1, 4))
-    decide = get_policy("fifo-backfill")
-    with fresh_caches():
+    decide = make_policy("fifo-backfill").decide
+    with no_bulk():
         decide(Snapshot(0.0, nodes, jobs[:2], (), version=1))
         # claims nothing changed, but job 3 came: the counts disagree, so the cache looks
         plan = decide(Snapshot(0.0, nodes, jobs, (), version=2, delta=PendingDelta(1)))
@@ -244,7 +233,7 @@ def test_resumed_passes_equal_fresh_ones(policy, seed):
 
 
 def test_passes_from_two_threads_do_not_mix_caches():
-    """The daemon's dry runs (core thread) and passes (policy thread) may overlap."""
+    """One instance called from two threads at once: its own lock keeps its caches whole."""
     from concurrent.futures import ThreadPoolExecutor
 
     nodes = tuple(NodeView(f"n{i}", tuple(GpuView(g) for g in range(8))) for i in range(8))
@@ -256,9 +245,9 @@ def test_passes_from_two_threads_do_not_mix_caches():
         )
         snaps.append(Snapshot(float(k), nodes, jobs, (), k + 1))
     for policy in POLICIES:
-        decide = get_policy(policy)
-        with fresh_caches():
-            expected = [decide(s) for s in snaps]
+        with no_bulk():
+            expected = [make_policy(policy).decide(s) for s in snaps]
+        decide = make_policy(policy).decide
         with ThreadPoolExecutor(2) as pool:
             for _ in range(20):
                 got = list(pool.map(decide, snaps))

@@ -6,10 +6,9 @@ import math
 
 import pytest
 
-from rota.scheduler.policy import reasons
+from rota.scheduler.policy import make_policy, reasons
+from rota.scheduler.policy.base import Policy
 from rota.scheduler.policy.config import DAY, HOUR, PolicyConfig, Weights
-from rota.scheduler.policy.explain import explain
-from rota.scheduler.policy.multifactor import ordered
 from rota.scheduler.policy.priority import PriorityContext, expected_runtime
 from rota.scheduler.policy.usage import Usage, UsageLedger, accrued, decay
 from tests.policy.builders import make_job, make_nodes, make_running, make_snapshot
@@ -17,8 +16,9 @@ from tests.policy.builders import make_job, make_nodes, make_running, make_snaps
 NODES = make_nodes(1)
 
 
-def order_ids(jobs, **kw):
-    return [j.id for j in ordered(make_snapshot(NODES, tuple(jobs), **kw))]
+def order_ids(jobs, policy: Policy | None = None, **kw):
+    rota = policy or make_policy("rota")
+    return [j.id for j in rota.order(make_snapshot(NODES, tuple(jobs), **kw))]
 
 
 def only(**weights):
@@ -125,7 +125,8 @@ def test_explain_breaks_priority_down_and_names_the_reason():
     running = (make_running(9, "n0", tuple(range(8))),)
     jobs = (make_job(1, 2, submit=0, qos="high"), make_job(2, 1, submit=10))
     snap = make_snapshot(NODES, jobs, running, now=600.0)
-    why = explain(snap, 2)
+    rota = make_policy("rota")
+    why = rota.explain(snap, 2)
     assert why.reason == reasons.PRIORITY
     assert why.rank == 2
     assert not why.starts_now
@@ -140,25 +141,29 @@ def test_explain_breaks_priority_down_and_names_the_reason():
         "job_priority",
     ]
     assert why.priority == pytest.approx(sum(f.value * f.weight for f in why.factors))
-    head = explain(snap, 1)
+    head = rota.explain(snap, 1)
     assert head.reason == reasons.RESOURCES and head.rank == 1
     assert head.est_start == pytest.approx(3600.0)
     with pytest.raises(KeyError):
-        explain(snap, 99)
+        rota.explain(snap, 99)
 
 
 def test_explain_of_a_job_that_starts():
-    why = explain(make_snapshot(NODES, (make_job(1, 1),)), 1, policy="fifo-backfill")
+    why = make_policy("fifo-backfill").explain(make_snapshot(NODES, (make_job(1, 1),)), 1)
     assert why.starts_now and why.reason is None and why.rank == 1
 
 
 def test_cached_order_matches_fresh_order():
     jobs = [make_job(i, 1 + i % 4, submit=i * 7.0, account=f"a{i % 3}") for i in range(1, 40)]
     usage = Usage(as_of=100.0, version=3, account={"a0": 50.0, "a1": 10.0})
-    first = order_ids(jobs, usage=usage, now=120.0)
-    again = order_ids(jobs[5:], usage=usage, now=130.0)  # same period: cache reused
+    rota = make_policy("rota")
+    first = order_ids(jobs, rota, usage=usage, now=120.0)
+    again = order_ids(jobs[5:], rota, usage=usage, now=130.0)  # same period: cache reused
     assert again == [i for i in first if i > 5]
     fresh = order_ids(
-        list(reversed(jobs)), usage=Usage(as_of=100.0, version=4, account=usage.account), now=130.0
+        list(reversed(jobs)),
+        rota,
+        usage=Usage(as_of=100.0, version=4, account=usage.account),
+        now=130.0,
     )
     assert fresh == first

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rota.scheduler.policy import POLICIES, get_policy
+from rota.scheduler.policy import POLICIES, make_policy
 from rota.scheduler.sim import main, simulate
 from rota.scheduler.sim.metrics import summarise
 from rota.scheduler.sim.trace import TraceError, TraceJob, derive_limits, read_trace
@@ -48,13 +48,7 @@ def write_generic(path: Path, jobs: list[TraceJob], with_limits: bool = False) -
 
 
 def run(policy: str, jobs: list[TraceJob], nodes: int = 4, seed: int = 0) -> dict[str, float]:
-    result = simulate(
-        derive_limits(jobs, seed),
-        get_policy(policy),
-        nodes=nodes,
-        gpus_per_node=8,
-        oracle=policy == "sjf-oracle",
-    )
+    result = simulate(derive_limits(jobs, seed), make_policy(policy), nodes=nodes, gpus_per_node=8)
     return summarise(result)
 
 
@@ -93,14 +87,9 @@ TRACES = st.lists(
 )
 def test_simulation_is_deterministic_for_a_seed(policy, jobs, seed, nodes, gpus_per_node):
     """Two runs (the second on the policy caches the first left) agree job by job."""
+    one = make_policy(policy)
     first, second = (
-        simulate(
-            derive_limits(jobs, seed),
-            get_policy(policy),
-            nodes=nodes,
-            gpus_per_node=gpus_per_node,
-            oracle=policy == "sjf-oracle",
-        )
+        simulate(derive_limits(jobs, seed), one, nodes=nodes, gpus_per_node=gpus_per_node)
         for _ in range(2)
     )
     assert first.records == second.records
@@ -130,7 +119,7 @@ def test_rota_beats_fifo_backfill_on_jct_and_p95_queueing(seed):
 
 def test_jobs_are_killed_at_their_time_limit():
     jobs = [TraceJob(1, 0.0, 7200.0, 1, "u", "a", time_limit=3600.0)]
-    result = simulate(jobs, get_policy("rota"), nodes=1, gpus_per_node=8)
+    result = simulate(jobs, make_policy("rota"), nodes=1, gpus_per_node=8)
     record = result.records[0]
     assert record.timed_out and record.end == 3600.0
 
@@ -152,7 +141,7 @@ def test_derived_limits_overestimate_mostly():
 
 def test_wide_jobs_become_gangs():
     jobs = [TraceJob(1, 0.0, 100.0, 16, "u", "a", time_limit=3600.0)]
-    result = simulate(jobs, get_policy("rota"), nodes=2, gpus_per_node=8)
+    result = simulate(jobs, make_policy("rota"), nodes=2, gpus_per_node=8)
     assert result.records[0].end == 100.0
     assert result.records[0].gpu_seconds == 1600.0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rota.scheduler.config import load_config, policy_config
-from rota.scheduler.policy import get_policy
+from rota.scheduler.policy import make_policy
 from rota.scheduler.sim import main, simulate
 from rota.scheduler.sim.metrics import FIELDS, summarise
 from rota.scheduler.sim.report import COLUMNS, JOB_COLUMNS
@@ -79,10 +79,9 @@ def test_config_sets_the_policy_and_its_settings(trace, tmp_path):
     expected = summarise(
         simulate(
             derive_limits(read_trace(trace), 0),
-            get_policy("fifo-backfill"),
+            make_policy("fifo-backfill", policy_config(load_config(config))),
             nodes=1,
             gpus_per_node=8,
-            config=policy_config(load_config(config)),
         )
     )
     assert {k: figures[k] for k in FIELDS} == expected

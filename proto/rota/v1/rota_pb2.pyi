@@ -751,7 +751,7 @@ class AgentMessage(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ...) -> None: ...
 
 class LaunchOrder(_message.Message):
-    __slots__ = ("job_id", "attempt", "spec", "gpu_indices", "gpu_uuids", "env", "deadline", "time_limit", "display_id", "host_network")
+    __slots__ = ("job_id", "attempt", "spec", "gpu_indices", "gpu_uuids", "env", "deadline", "time_limit", "display_id", "host_network", "user", "uid", "gid")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -769,6 +769,9 @@ class LaunchOrder(_message.Message):
     TIME_LIMIT_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_NETWORK_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    GID_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     attempt: int
     spec: JobSpec
@@ -779,7 +782,10 @@ class LaunchOrder(_message.Message):
     time_limit: float
     display_id: str
     host_network: bool
-    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., gpu_indices: _Optional[_Iterable[int]] = ..., gpu_uuids: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., deadline: _Optional[float] = ..., time_limit: _Optional[float] = ..., display_id: _Optional[str] = ..., host_network: _Optional[bool] = ...) -> None: ...
+    user: str
+    uid: int
+    gid: int
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., gpu_indices: _Optional[_Iterable[int]] = ..., gpu_uuids: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., deadline: _Optional[float] = ..., time_limit: _Optional[float] = ..., display_id: _Optional[str] = ..., host_network: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ...) -> None: ...
 
 class KillOrder(_message.Message):
     __slots__ = ("job_id", "attempt", "reason", "grace")

@@ -1,0 +1,97 @@
+"""protobuf <-> wire model (``rota.messages``) for the agent: what it says, and the orders it
+receives. With ``stream.py``, the only agent modules that import generated code."""
+
+from __future__ import annotations
+
+from rota.messages import (
+    AgentEvent,
+    AgentMessage,
+    AgentOrder,
+    EventAck,
+    Heartbeat,
+    Hello,
+    KillOrder,
+    LaunchOrder,
+    LogRequest,
+    Pong,
+    Welcome,
+)
+from rota.v1 import rota_pb2 as pb
+from rota.wire import (
+    attempt_fields,
+    attempts_from_messages,
+    inventory_fields,
+    spec_from_message,
+    telemetry_fields,
+)
+
+
+def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
+    if isinstance(msg, Hello):
+        return pb.AgentMessage(
+            hello=pb.Hello(
+                node_name=msg.node_name,
+                token=msg.token,
+                agent_version=msg.agent_version,
+                inventory=inventory_fields(msg.inventory),
+                attempts=[attempt_fields(a) for a in msg.attempts],
+                address=msg.address,
+            )
+        )
+    if isinstance(msg, Heartbeat):
+        return pb.AgentMessage(
+            heartbeat=pb.Heartbeat(
+                gpus=[telemetry_fields(t) for t in msg.gpus],
+                attempts=[attempt_fields(a) for a in msg.attempts],
+                engine_healthy=msg.engine_healthy,
+                engine_error=msg.engine_error,
+                time=msg.time,
+            )
+        )
+    if isinstance(msg, AgentEvent):
+        return pb.AgentMessage(
+            job_event=pb.AgentJobEvent(
+                job_id=msg.job_id,
+                attempt=msg.attempt,
+                kind=pb.JobEventKind.Value(msg.kind.value),
+                exit_code=msg.exit_code,
+                oom_killed=msg.oom_killed,
+                message=msg.message,
+                time=msg.time,
+                engine_fault=msg.engine_fault,
+            )
+        )
+    return pb.AgentMessage(
+        log_data=pb.LogData(request_id=msg.request_id, data=msg.data, eof=msg.eof, error=msg.error)
+    )
+
+
+def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
+    kind = msg.WhichOneof("msg")
+    if kind == "launch":
+        o = msg.launch
+        return LaunchOrder(
+            job_id=o.job_id,
+            attempt=o.attempt,
+            display_id=o.display_id,
+            spec=spec_from_message(o.spec),
+            gpu_indices=tuple(o.gpu_indices),
+            gpu_uuids=tuple(o.gpu_uuids),
+            env=dict(o.env),
+            time_limit=o.time_limit,
+            host_network=o.host_network,
+            user=o.user,
+            uid=o.uid if o.HasField("uid") else None,
+            gid=o.gid if o.HasField("gid") else None,
+        )
+    if kind == "kill":
+        return KillOrder(msg.kill.job_id, msg.kill.attempt, msg.kill.reason, msg.kill.grace)
+    if kind == "ack":
+        return EventAck(msg.ack.job_id, msg.ack.attempt)
+    if kind == "welcome":
+        w = msg.welcome
+        return Welcome(w.heartbeat_interval, attempts_from_messages(w.keep), w.node_grace)
+    if kind == "pong":
+        return Pong(msg.pong.time)
+    r = msg.log_request
+    return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)

@@ -1,0 +1,95 @@
+"""The load generator's report as a two-column table (the JSON holds everything)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ms(q: dict[str, Any]) -> str:
+    if not q["n"]:
+        return "no samples"
+    return f"p50 {q['p50_ms']} ms, p99 {q['p99_ms']} ms, max {q['max_ms']} ms (n={q['n']})"
+
+
+def _process(p: dict[str, Any] | None) -> str:
+    if not p:
+        return "not measured (no pid)"
+    return f"{p['cpu_percent']} % of a core, RSS {p['rss_mean_mib']} MiB mean, {p['rss_max_mib']} MiB max"
+
+
+def _beats(h: dict[str, Any]) -> str:
+    return (
+        f"{h['sent']} sent ({h['sent_per_s']}/s, expected {h['expected_per_s']}/s), "
+        f"{h['answered']} answered ({h['answered_per_s']}/s)"
+    )
+
+
+def _streams(s: dict[str, Any]) -> str:
+    return (
+        f"{s['disconnects_window']} disconnects in the window ({s['disconnects_total']} in all), "
+        f"{s['reconnects_total']} reconnects, {s['dial_failures']} failed dials, "
+        f"{s['watchdog_drops']} watchdog drops"
+    )
+
+
+def rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    o, s = report["options"], report["scheduler"]
+    out = [
+        ("nodes x GPUs", f"{o['nodes']} x 8, {o['workers']} load processes"),
+        ("window / ramp", f"{o['window']:g} s / {o['ramp']:g} s (+{o['settle']:g} s settle)"),
+        ("registration", f"{s['registration_s']} s"),
+        ("all connected after", f"{s['all_connected_s']} s" if s["all_connected_s"] else "NEVER"),
+        ("scheduler process", _process(s["process"])),
+        ("load generator CPU", f"{s['loadgen_cpu_percent']} % of a core"),
+        ("heartbeats", _beats(s["heartbeats"])),
+        ("heartbeat round trip", _ms(s["heartbeats"]["round_trip"])),
+        ("streams", _streams(s["streams"])),
+    ]
+    for name, q in s["unary"].items():
+        extra = f", reply {q['reply_mib']} MiB" if "reply_mib" in q else ""
+        errors = f", {q['errors']} errors" if q["errors"] else ""
+        out.append((name, _ms(q) + extra + errors))
+    g = s["ginfo"]
+    out.append(("ginfo whole process", _ms(g) + (f", {g['failed']} failed" if g["failed"] else "")))
+    j = s["jobs"]
+    out += [
+        (
+            f"{j['submitted']} jobs: launch orders",
+            f"{j['launched']} launched, all after {j['all_launched_s']} s, median "
+            f"{j['launch_median_s']} s (submitting took {j['submit_s']} s); "
+            f"{j['on_stopped_nodes']} sent to stopped nodes",
+        ),
+        (
+            f"{j['submitted']} jobs: completed",
+            f"{j['completed']} completed, all after {j['all_completed_s']} s; "
+            f"scheduler says {j['scheduler_states']}",
+        ),
+    ]
+    d = s["down"]
+    out.append(
+        (
+            f"{d['stopped']} stopped nodes ({d['mode']})",
+            f"{d['marked_down']} marked DOWN, the last after {d['max_s']} s "
+            f"(node_timeout {d['node_timeout_s']:g} s, tick {d['tick_interval_s']:g} s)",
+        )
+    )
+    if "floor" in report:
+        f, r = report["floor"], report["ratios"]
+        out += [
+            ("floor process", _process(f["process"])),
+            ("floor heartbeats", _beats(f["heartbeats"])),
+            ("floor round trip", _ms(f["heartbeats"]["round_trip"])),
+            ("floor streams", _streams(f["streams"])),
+            (
+                "scheduler / floor",
+                f"CPU {r.get('cpu_percent')}x, RSS {r.get('rss_mean_mib')}x mean, "
+                f"{r.get('rss_max_mib')}x max",
+            ),
+        ]
+    return out
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = rows(report)
+    width = max(len(k) for k, _ in lines)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in lines)

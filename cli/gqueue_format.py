@@ -1,0 +1,213 @@
+"""gqueue's tables, from the documented ``gqueue --json`` job objects (pure: no I/O).
+
+``--format`` takes SLURM's squeue letters: ``%[.][WIDTH]LETTER``; a width pads the value (on the
+right, or on the left with ``.``) and cuts it to that width, as squeue does. Pending tasks of
+one array waiting for the same reason share one row (``123_[4-99]``) unless ``-r`` is given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from rota.units import format_duration
+
+Job = dict[str, Any]
+
+# Colours of state codes on a terminal (ANSI SGR).
+STATE_COLOURS = {
+    "R": "32",
+    "CF": "36",
+    "CG": "36",
+    "PD": "33",
+    "CD": "2",
+    "F": "31",
+    "TO": "31",
+    "NF": "31",
+    "OOM": "31",
+    "CA": "35",
+    "PR": "35",
+}
+
+
+def _seconds(iso: str | None) -> float:
+    return datetime.fromisoformat(iso).timestamp() if iso else 0.0
+
+
+def used(job: Job, now: float) -> str:
+    """Run time so far (or in all, once ended), SLURM style."""
+    start = _seconds(job["start_time"])
+    if not start:
+        return "0:00"
+    return format_duration((_seconds(job["end_time"]) or now) - start)
+
+
+def where(job: Job) -> str:
+    """squeue's NODELIST(REASON): nodes once placed, else the pending reason in brackets."""
+    if job["state"] == "PENDING":
+        return f"({job['reason'] or 'None'})"
+    text = ",".join(job["nodes"])
+    if job["reason"] and job["state"] in ("CONFIGURING", "RUNNING"):
+        text += f" (WARN: {job['reason']})"  # the latest warning: GPU idle or unhealthy
+    elif job["reason"] and job["state"] == "COMPLETING":
+        text += f" ({job['reason']})"
+    return text
+
+
+def _limit(job: Job) -> str:
+    return format_duration(job["time_limit"]) if job["time_limit"] else "UNLIMITED"
+
+
+@dataclass(frozen=True)
+class Letter:
+    header: str
+    value: Callable[[Job, float], object]
+
+
+LETTERS: dict[str, Letter] = {
+    "i": Letter("JOBID", lambda j, _: j["id"]),
+    "j": Letter("NAME", lambda j, _: j["name"]),
+    "u": Letter("USER", lambda j, _: j["user"]),
+    "a": Letter("ACCOUNT", lambda j, _: j["account"]),
+    "t": Letter("ST", lambda j, _: j["state_code"]),
+    "T": Letter("STATE", lambda j, _: j["state"]),
+    "M": Letter("TIME", used),
+    "l": Letter("TIME_LIMIT", lambda j, _: _limit(j)),
+    "D": Letter("NODES", lambda j, _: j["num_nodes"]),
+    "b": Letter("GPUS", lambda j, _: j["gpus"]),
+    "R": Letter("NODELIST(REASON)", lambda j, _: where(j)),
+    "N": Letter("NODELIST", lambda j, _: ",".join(j["nodes"])),
+    "r": Letter("REASON", lambda j, _: j["reason"] or "None"),
+    "V": Letter("SUBMIT_TIME", lambda j, _: j["submit_time"] or "N/A"),
+    "S": Letter("START_TIME", lambda j, _: j["start_time"] or j["estimated_start"] or "N/A"),
+}
+_FIELD = re.compile(r"%(?P<right>\.)?(?P<width>\d+)?(?P<letter>.)?")
+
+
+@dataclass(frozen=True)
+class Field:
+    letter: str
+    width: int | None
+    right: bool
+
+    def cell(self, text: str) -> str:
+        if self.width is None:
+            return text
+        text = text[: self.width]
+        return text.rjust(self.width) if self.right else text.ljust(self.width)
+
+
+def parse_format(fmt: str) -> list[Field | str]:
+    """Literal text and fields; ValueError naming an unknown letter and listing the known."""
+    parts: list[Field | str] = []
+    pos = 0
+    for m in _FIELD.finditer(fmt):
+        if m.start() > pos:
+            parts.append(fmt[pos : m.start()])
+        pos = m.end()
+        letter = m.group("letter")
+        if letter == "%":
+            parts.append("%")
+            continue
+        if letter not in LETTERS:
+            known = " ".join(f"%{k} ({v.header})" for k, v in LETTERS.items())
+            shown = f"%{letter}" if letter else "a lone %"
+            raise ValueError(f"unknown field {shown}; known: {known}")
+        width = int(m.group("width")) if m.group("width") else None
+        parts.append(Field(letter, width, bool(m.group("right"))))
+    if pos < len(fmt):
+        parts.append(fmt[pos:])
+    return parts
+
+
+def formatted(parts: Sequence[Field | str], jobs: Iterable[Job], now: float) -> list[str]:
+    """The header line then one line per job."""
+
+    def line(job: Job | None) -> str:
+        cells = (
+            p
+            if isinstance(p, str)
+            else p.cell(
+                LETTERS[p.letter].header if job is None else str(LETTERS[p.letter].value(job, now))
+            )
+            for p in parts
+        )
+        return "".join(cells).rstrip()
+
+    return [line(None), *(line(j) for j in jobs)]
+
+
+def _task(job: Job) -> tuple[str, int] | None:
+    array, sep, task = job["id"].partition("_")
+    return (array, int(task)) if sep and task.isdigit() else None
+
+
+def compress(ids: Sequence[int]) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` -> ``1-3,7,9-10``."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def collapse_arrays(jobs: Sequence[Job]) -> list[Job]:
+    """Pending tasks of one array waiting for the same reason become one row ``ID_[a-b,c]``,
+    at the place of the first of them; every other job keeps its own row."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    first: dict[tuple[str, str], int] = {}
+    rows: list[Job | tuple[str, str]] = []
+    for job in jobs:
+        task = _task(job)
+        if task is None or job["state"] != "PENDING":
+            rows.append(job)
+            continue
+        key = (task[0], job["reason"])
+        if key not in groups:
+            groups[key] = []
+            first[key] = len(rows)
+            rows.append(key)
+        groups[key].append(task[1])
+    out = []
+    for row in rows:
+        if isinstance(row, dict):
+            out.append(row)
+            continue
+        tasks = groups[row]
+        template = next(j for j in jobs if _task(j) == (row[0], tasks[0]))
+        job_id = template["id"] if len(tasks) == 1 else f"{row[0]}_[{compress(tasks)}]"
+        out.append({**template, "id": job_id})
+    return out
+
+
+def summary(jobs: Sequence[Job]) -> str:
+    """``10000 jobs: 9990 PD, 10 R`` (the most common state first)."""
+    counts = Counter(j["state_code"] for j in jobs)
+    by_state = ", ".join(f"{n} {code}" for code, n in counts.most_common())
+    return f"{len(jobs)} job{'s' if len(jobs) != 1 else ''}" + (f": {by_state}" if jobs else "")
+
+
+DEFAULT_COLUMNS = "iujtMbDR"
+RIGHT = ("JOBID", "TIME", "GPUS", "NODES")
+
+
+def default_rows(jobs: Iterable[Job], now: float) -> tuple[list[str], list[list[str]]]:
+    """gqueue's usual columns: JOBID USER NAME ST TIME GPUS NODES NODELIST(REASON)."""
+    letters = [LETTERS[c] for c in DEFAULT_COLUMNS]
+    rows = [
+        [str(x.value(j, now))[:20] if x.header == "NAME" else str(x.value(j, now)) for x in letters]
+        for j in jobs
+    ]
+    return [x.header for x in letters], rows
+
+
+def paint(header: str, cell: str) -> str:
+    """Colour a state code cell (for terminals only)."""
+    colour = STATE_COLOURS.get(cell.strip()) if header == "ST" else None
+    return f"\x1b[{colour}m{cell}\x1b[0m" if colour else cell

@@ -1,0 +1,538 @@
+"""Batch scripts with ``#SBATCH`` directives, translated into rota job files (pure: no I/O).
+
+``translate(text, ...)`` reads the directives at the top of a script (as ``sbatch`` does: up to
+the first line that is neither blank nor a comment) and returns the job-file mapping that
+``rota.jobspec.parse_job_file`` validates, or raises ``ScriptError`` naming the directive.
+
+The container command is the whole script, run by its ``#!`` interpreter (``/bin/sh`` when it
+has none) as ``[interpreter, "-c", script]``. A shell script's first line is prefixed with an
+``export`` of SLURM's job variables set from rota's (``SLURM_JOB_ID="$ROTA_JOB_ID"`` ...), so
+scripts that read ``$SLURM_ARRAY_TASK_ID`` run as they are and line numbers stay the file's. ``#ROTA key=value`` lines set what ``#SBATCH`` cannot say, ``image`` first of all.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import yaml
+
+SHELLS = frozenset({"sh", "bash", "dash", "ksh", "zsh", "ash"})
+SCRIPT_SUFFIXES = (".sh", ".bash", ".sbatch", ".slurm")
+
+# SLURM's job variables, set from rota's (CONVENTIONS.md "Inside the container").
+SLURM_VARIABLES = (
+    ("SLURM_JOB_ID", "$ROTA_JOB_ID"),
+    ("SLURM_JOB_NAME", "$ROTA_JOB_NAME"),
+    ("SLURM_JOB_USER", "$ROTA_USER"),
+    ("SLURM_JOB_ACCOUNT", "$ROTA_ACCOUNT"),
+    ("SLURM_ARRAY_JOB_ID", "$ROTA_ARRAY_JOB_ID"),
+    ("SLURM_ARRAY_TASK_ID", "$ROTA_ARRAY_TASK_ID"),
+    ("SLURM_JOB_NODELIST", "$ROTA_NODELIST"),
+    ("SLURM_JOB_NUM_NODES", "${ROTA_NNODES:-1}"),
+    ("SLURM_NNODES", "${ROTA_NNODES:-1}"),
+    ("SLURM_NODEID", "${NODE_RANK:-0}"),
+    ("SLURM_PROCID", "${NODE_RANK:-0}"),
+)
+SHELL_PREAMBLE = "export " + " ".join(f'{name}="{value}"' for name, value in SLURM_VARIABLES) + "; "
+# The order of fields in a translated job file: the README's, with the long command last.
+FIELD_ORDER = (
+    "name",
+    "image",
+    "resources",
+    "nodes",
+    "time_limit",
+    "account",
+    "qos",
+    "priority",
+    "preemptible",
+    "requeue",
+    "dependency",
+    "begin",
+    "array",
+    "reservation",
+    "exclusive",
+    "hold",
+    "env",
+    "mounts",
+    "workdir",
+    "shm_size",
+    "pull",
+    "command",
+)
+RESOURCE_ORDER = ("gpus", "gpu_type", "gpu_memory", "cpus", "memory")
+
+
+class ScriptError(ValueError):
+    """A directive cannot be translated; the message names it and says what is allowed."""
+
+
+@dataclass
+class BatchJob:
+    """A translated script: the job-file mapping, which directive set each field (to name it
+    in errors), and the ``--output``/``--error`` patterns, which rota does not apply."""
+
+    job: dict[str, Any]
+    origins: dict[str, str] = field(default_factory=dict)
+    output: str = ""
+    error: str = ""
+
+    def directive_for(self, field_name: str) -> str | None:
+        """The directive that set a job-file field (``resources.gpus`` -> ``--gres``)."""
+        return self.origins.get(field_name) or self.origins.get(field_name.split(".")[0])
+
+
+def is_batch_script(name: str, text: str) -> bool:
+    """A script, not YAML: a script suffix, a ``#!`` line, or a ``#SBATCH``/``#ROTA`` line."""
+    if name.endswith(SCRIPT_SUFFIXES) or text.startswith("#!"):
+        return True
+    return any(_directive(line) for line in text.splitlines())
+
+
+def _directive(line: str) -> str | None:
+    stripped = line.strip()
+    for prefix in ("#SBATCH", "#ROTA"):
+        if stripped.startswith(prefix) and stripped[len(prefix) : len(prefix) + 1] in (" ", "\t"):
+            return prefix
+    return None
+
+
+# Short options and the long options they stand for (sbatch's spelling).
+SHORT = {
+    "J": "job-name",
+    "t": "time",
+    "N": "nodes",
+    "c": "cpus-per-task",
+    "o": "output",
+    "e": "error",
+    "a": "array",
+    "d": "dependency",
+    "A": "account",
+    "G": "gpus",
+    "H": "hold",
+    "D": "chdir",
+    "q": "qos",
+    "n": "ntasks",
+}
+# Long options that take no value.
+FLAGS = frozenset({"hold", "exclusive", "requeue", "no-requeue"})
+VALUED = frozenset(
+    {
+        "job-name",
+        "gres",
+        "gpus",
+        "gpus-per-node",
+        "time",
+        "nodes",
+        "cpus-per-task",
+        "mem",
+        "output",
+        "error",
+        "array",
+        "dependency",
+        "reservation",
+        "account",
+        "qos",
+        "begin",
+        "export",
+        "chdir",
+        "ntasks",
+        "ntasks-per-node",
+    }
+)
+SUPPORTED = ", ".join(f"--{o}" for o in sorted(VALUED | FLAGS))
+ROTA_KEYS = {
+    "image": "image",
+    "mount": "mounts",
+    "shm_size": "shm_size",
+    "pull": "pull",
+    "preemptible": "preemptible",
+    "priority": "priority",
+    "gpu_type": "resources.gpu_type",
+    "gpu_memory": "resources.gpu_memory",
+    "workdir": "workdir",
+    "env": "env",
+}
+
+
+def split_options(words: list[str]) -> list[tuple[str, str | None]]:
+    """``["--time=1:00", "-N", "2", "-Jname"]`` -> ``[("time", "1:00"), ("nodes", "2"), ...]``.
+
+    Raises ScriptError naming an unknown option or one missing its value.
+    """
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        value: str | None = None
+        if word.startswith("--"):
+            name, eq, inline = word[2:].partition("=")
+            if eq:
+                value = inline
+        elif word.startswith("-") and len(word) > 1:
+            letter = word[1]
+            if letter not in SHORT:
+                raise ScriptError(f"unknown directive -{letter}; supported: {SUPPORTED}")
+            name = SHORT[letter]
+            rest = word[2:].removeprefix("=")
+            if rest:
+                value = rest
+        else:
+            raise ScriptError(f"unexpected word {word!r}; directives look like --name=value")
+        shown = word.split("=", 1)[0]
+        if name not in VALUED and name not in FLAGS:
+            raise ScriptError(f"unknown directive {shown}; supported: {SUPPORTED}")
+        if name in FLAGS:
+            if value is not None:
+                raise ScriptError(f"{shown} takes no value, got {value!r}")
+        elif value is None:
+            if i + 1 >= len(words):
+                raise ScriptError(f"{shown} needs a value")
+            i += 1
+            value = words[i]
+        out.append((name, value))
+        i += 1
+    return out
+
+
+_GPU_COUNT = re.compile(r"^(?:(?P<type>[A-Za-z0-9_.+-]+):)?(?P<count>\d+)$")
+_SLURM_MEM = re.compile(r"^(?P<num>\d+)(?P<unit>[KMGTkmgt])?[Bb]?$")
+_BEGIN_OFFSET = re.compile(r"^now\+(?P<num>\d+)(?P<unit>[a-z]*)$")
+_BEGIN_UNITS = {
+    "": "s",
+    "s": "s",
+    "sec": "s",
+    "secs": "s",
+    "second": "s",
+    "seconds": "s",
+    "m": "m",
+    "min": "m",
+    "mins": "m",
+    "minute": "m",
+    "minutes": "m",
+    "h": "h",
+    "hour": "h",
+    "hours": "h",
+    "d": "d",
+    "day": "d",
+    "days": "d",
+}
+_CLOCK = re.compile(r"^(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?$")
+
+
+def gpu_count(option: str, value: str) -> tuple[str, int]:
+    """``N`` or ``TYPE:N`` -> (type, N)."""
+    m = _GPU_COUNT.match(value.strip())
+    if not m:
+        raise ScriptError(f"--{option}: expected N or TYPE:N, got {value!r}")
+    return m.group("type") or "", int(m.group("count"))
+
+
+def gres_gpus(value: str) -> tuple[str, int]:
+    """``gpu``, ``gpu:N`` or ``gpu:TYPE:N`` -> (type, N); other generic resources are refused."""
+    found: tuple[str, int] | None = None
+    for item in value.split(","):
+        kind, _, rest = item.strip().partition(":")
+        if kind != "gpu":
+            raise ScriptError(f"--gres: only gpu is supported (gpu:N or gpu:TYPE:N), got {item!r}")
+        found = gpu_count("gres", rest or "1")
+    assert found is not None
+    return found
+
+
+def slurm_memory(value: str) -> str:
+    """SLURM's ``--mem`` (default unit MB; K/M/G/T are powers of 1024) as a rota size."""
+    m = _SLURM_MEM.match(value.strip())
+    if not m:
+        raise ScriptError(f"--mem: expected a number with an optional K, M, G or T, got {value!r}")
+    if int(m.group("num")) == 0:
+        raise ScriptError(
+            "--mem=0 (all of a node's memory) has no rota equivalent; use --exclusive"
+        )
+    unit = (m.group("unit") or "M").upper()
+    return f"{m.group('num')}{unit}i"
+
+
+def slurm_begin(value: str, now: datetime) -> str:
+    """SLURM's ``--begin`` as rota's ``begin``: ``now+N[unit]`` (bare N is seconds), an ISO
+    date or time, or ``HH:MM[:SS]`` (today, or tomorrow once that time has passed)."""
+    text = value.strip().lower()
+    m = _BEGIN_OFFSET.match(text)
+    if m:
+        if m.group("unit") not in _BEGIN_UNITS:
+            raise ScriptError(f"--begin: unknown unit {m.group('unit')!r} in {value!r}")
+        return f"now+{m.group('num')}{_BEGIN_UNITS[m.group('unit')]}"
+    if text == "now":
+        return "now"
+    m = _CLOCK.match(text)
+    if m:
+        at = now.replace(
+            hour=int(m.group("h")), minute=int(m.group("m")), second=int(m.group("s") or 0)
+        )
+        at = at.replace(microsecond=0)
+        if at <= now:
+            at += timedelta(days=1)
+        return at.isoformat()
+    try:
+        datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ScriptError(
+            f"--begin: expected now+N[seconds|minutes|hours|days], YYYY-MM-DD[THH:MM[:SS]] or "
+            f"HH:MM[:SS], got {value!r}"
+        ) from None
+    return value.strip()
+
+
+def slurm_export(value: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """``--export``: ``NAME=value`` sets a variable, a bare ``NAME`` copies the submitting
+    environment's; ``ALL`` and ``NONE`` add nothing (a container never inherits the submitting
+    shell's whole environment)."""
+    env: dict[str, str] = {}
+    for item in value.split(","):
+        item = item.strip()
+        if item in ("", "ALL", "NONE", "NIL"):
+            continue
+        name, eq, val = item.partition("=")
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            raise ScriptError(f"--export: {name!r} is not a variable name")
+        if not eq:
+            if name not in environ:
+                raise ScriptError(f"--export: {name} is not set in the submitting environment")
+            val = environ[name]
+        env[name] = val
+    return env
+
+
+def _positive(option: str, value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ScriptError(f"--{option}: expected a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def _interpreter(text: str) -> tuple[list[str], bool]:
+    """The ``#!`` command (``/bin/sh`` without one) and whether it is a POSIX-like shell."""
+    first = text.splitlines()[0] if text else ""
+    if not first.startswith("#!"):
+        return ["/bin/sh"], True
+    words = first[2:].split()
+    if not words:
+        return ["/bin/sh"], True
+    program = words[-1] if words[0].endswith("/env") else words[0]
+    return words, program.rsplit("/", 1)[-1] in SHELLS
+
+
+def header_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the directives: those before the first command line."""
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            break
+        if _directive(line):
+            out.append((number, stripped))
+    return out
+
+
+def _rota_value(raw: str) -> Any:
+    value = yaml.safe_load(raw) if raw.strip() else ""
+    return raw if isinstance(value, dict | list) or value is None else value
+
+
+def translate(
+    text: str,
+    default_image: str = "",
+    environ: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+) -> BatchJob:
+    """Translate a batch script; raise ScriptError("line N: ...") naming the directive."""
+    environ = environ or {}
+    now = now or datetime.now().astimezone()
+    batch = BatchJob(job={})
+    job = batch.job
+    resources: dict[str, Any] = {}
+    gpus_total: tuple[str, int] | None = None
+    ntasks: int | None = None
+    for number, line in header_lines(text):
+        prefix = _directive(line)
+        try:
+            words = shlex.split(line[len(prefix or "") :], comments=True)
+            if prefix == "#ROTA":
+                _rota_directive(batch, resources, words)
+                continue
+            for option, value in split_options(words):
+                handler = _HANDLERS.get(option)
+                if handler is not None:
+                    handler(batch, resources, value or "", environ, now)
+                elif option == "gpus":
+                    gpus_total = gpu_count(option, value or "")
+                    batch.origins["resources.gpus"] = "--gpus"
+                elif option == "ntasks":
+                    ntasks = _positive(option, value or "")
+        except ScriptError as exc:
+            raise ScriptError(f"line {number}: {exc}") from None
+        except ValueError as exc:  # shlex: an unclosed quote
+            raise ScriptError(f"line {number}: {exc}") from None
+    nodes = int(job.get("nodes", 1))
+    if gpus_total is not None:
+        kind, total = gpus_total
+        if total % nodes:
+            raise ScriptError(
+                f"--gpus={total} does not divide evenly over {nodes} nodes; "
+                f"use --gpus-per-node (rota gives every node the same number of GPUs)"
+            )
+        resources["gpus"] = total // nodes
+        if kind:
+            resources["gpu_type"] = kind
+    if ntasks is not None and ntasks != nodes:
+        raise ScriptError(
+            f"--ntasks={ntasks}: rota runs one container per node, so --ntasks must equal "
+            f"--nodes ({nodes}); start several processes per node with torchrun or similar"
+        )
+    if resources:
+        job["resources"] = {k: resources[k] for k in RESOURCE_ORDER if k in resources}
+    if "image" not in job:
+        if not default_image:
+            raise ScriptError(
+                "no container image: add '#ROTA image=IMAGE' to the script, or set "
+                "default_image in the CLI config or ROTA_DEFAULT_IMAGE"
+            )
+        job["image"] = default_image
+    program, is_shell = _interpreter(text)
+    job["command"] = [*program, "-c", (SHELL_PREAMBLE if is_shell else "") + text]
+    batch.job = {k: job[k] for k in FIELD_ORDER if k in job}
+    return batch
+
+
+def _rota_directive(batch: BatchJob, resources: dict[str, Any], words: list[str]) -> None:
+    for word in words:
+        key, eq, raw = word.partition("=")
+        if not eq or key not in ROTA_KEYS:
+            raise ScriptError(
+                f"unknown #ROTA directive {key!r}; use KEY=VALUE with KEY one of "
+                f"{', '.join(ROTA_KEYS)}"
+            )
+        target = ROTA_KEYS[key]
+        batch.origins[target] = f"#ROTA {key}"
+        if key == "mount":
+            batch.job.setdefault("mounts", []).append(raw)
+        elif key == "env":
+            name, has_value, val = raw.partition("=")
+            if not has_value:
+                raise ScriptError(f"#ROTA env: expected env=NAME=VALUE, got {raw!r}")
+            batch.job.setdefault("env", {})[name] = val
+        elif target.startswith("resources."):
+            resources[target.split(".", 1)[1]] = _rota_value(raw)
+        else:
+            batch.job[target] = _rota_value(raw)
+
+
+Handler = Callable[[BatchJob, dict[str, Any], str, Mapping[str, str], datetime], None]
+
+
+def _set(target: str, option: str, convert: Callable[[str], Any] = str) -> Handler:
+    def handle(
+        batch: BatchJob, resources: dict[str, Any], value: str, _e: object, _n: object
+    ) -> None:
+        where = resources if target.startswith("resources.") else batch.job
+        where[target.removeprefix("resources.")] = convert(value)
+        batch.origins[target] = f"--{option}"
+
+    return handle
+
+
+def _gres(batch: BatchJob, resources: dict[str, Any], value: str, *_: object) -> None:
+    kind, count = gres_gpus(value)
+    resources["gpus"] = count
+    if kind:
+        resources["gpu_type"] = kind
+    batch.origins["resources.gpus"] = batch.origins["resources.gpu_type"] = "--gres"
+
+
+def _gpus_per_node(batch: BatchJob, resources: dict[str, Any], value: str, *_: object) -> None:
+    kind, count = gpu_count("gpus-per-node", value)
+    resources["gpus"] = count
+    if kind:
+        resources["gpu_type"] = kind
+    batch.origins["resources.gpus"] = batch.origins["resources.gpu_type"] = "--gpus-per-node"
+
+
+def _output(batch: BatchJob, _r: dict[str, Any], value: str, *_: object) -> None:
+    batch.output = value
+
+
+def _error(batch: BatchJob, _r: dict[str, Any], value: str, *_: object) -> None:
+    batch.error = value
+
+
+def _begin(
+    batch: BatchJob, _r: dict[str, Any], value: str, _e: Mapping[str, str], now: datetime
+) -> None:
+    batch.job["begin"] = slurm_begin(value, now)
+    batch.origins["begin"] = "--begin"
+
+
+def _export(
+    batch: BatchJob, _r: dict[str, Any], value: str, environ: Mapping[str, str], _n: object
+) -> None:
+    batch.job.setdefault("env", {}).update(slurm_export(value, environ))
+    batch.origins["env"] = "--export"
+
+
+def _ntasks_per_node(_b: BatchJob, _r: dict[str, Any], value: str, *_: object) -> None:
+    if _positive("ntasks-per-node", value) != 1:
+        raise ScriptError(
+            f"--ntasks-per-node={value}: rota runs one container per node; start several "
+            f"processes per node with torchrun or similar"
+        )
+
+
+def _flag(target: str, option: str, value: bool) -> Handler:
+    def handle(batch: BatchJob, _r: dict[str, Any], _v: str, _e: object, _n: object) -> None:
+        batch.job[target] = value
+        batch.origins[target] = f"--{option}"
+
+    return handle
+
+
+_HANDLERS: dict[str, Handler] = {
+    "job-name": _set("name", "job-name"),
+    "gres": _gres,
+    "gpus-per-node": _gpus_per_node,
+    "time": _set("time_limit", "time"),
+    "nodes": _set("nodes", "nodes", lambda v: _positive("nodes", v)),
+    "cpus-per-task": _set("resources.cpus", "cpus-per-task", lambda v: _positive("cpus", v)),
+    "mem": _set("resources.memory", "mem", slurm_memory),
+    "output": _output,
+    "error": _error,
+    "array": _set("array", "array"),
+    "dependency": _set("dependency", "dependency"),
+    "reservation": _set("reservation", "reservation"),
+    "account": _set("account", "account"),
+    "qos": _set("qos", "qos"),
+    "begin": _begin,
+    "export": _export,
+    "chdir": _set("workdir", "chdir"),
+    "ntasks-per-node": _ntasks_per_node,
+    "hold": _flag("hold", "hold", True),
+    "exclusive": _flag("exclusive", "exclusive", True),
+    "requeue": _flag("requeue", "requeue", True),
+    "no-requeue": _flag("requeue", "no-requeue", False),
+}
+
+
+def dump_job(job: Mapping[str, Any]) -> str:
+    """The job file as YAML: keys in the order given, multi-line strings as ``|`` blocks."""
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(dict(job), Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -1,0 +1,36 @@
+"""The CLI's own settings: ``config.yaml`` in the rota config directory, and the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from rota.paths import config_file
+
+
+class ConfigError(ValueError):
+    """The config file cannot be read; the message names the file."""
+
+
+def cli_config() -> dict[str, Any]:
+    """The config file's mapping ({} when there is none)."""
+    path = config_file()
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    return data
+
+
+def default_image(environ: Mapping[str, str] | None = None) -> str:
+    """The image of batch scripts without ``#ROTA image=``: ``ROTA_DEFAULT_IMAGE``, else
+    ``default_image:`` in the config file, else none ("")."""
+    env = os.environ if environ is None else environ
+    return env.get("ROTA_DEFAULT_IMAGE") or str(cli_config().get("default_image") or "")

@@ -1,0 +1,210 @@
+"""What agents and the scheduler say to each other, defined once for both (no protobuf).
+
+The agent's link and the scheduler's api convert these to and from ``rota.v1`` messages; nothing
+else on either side sees the wire format. Times are Unix seconds from the sender's clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from rota.gpus import GpuInfo, GpuLink
+from rota.jobspec import JobSpec
+
+
+class EventKind(StrEnum):
+    """What happened to an attempt on its node (``rota.v1.JobEventKind``, same names)."""
+
+    STARTED = "STARTED"  # the container runs
+    EXITED = "EXITED"  # it ended by itself (exit_code, oom_killed)
+    LAUNCH_FAILED = "LAUNCH_FAILED"  # the engine refused it (message); no container left
+    KILLED = "KILLED"  # stopped on a kill order
+    TIMED_OUT = "TIMED_OUT"  # stopped at its time limit
+    LOST = "LOST"  # the agent has no container for this attempt (or fenced it)
+
+    @property
+    def final(self) -> bool:
+        """True when the attempt is over (every kind but STARTED)."""
+        return self is not EventKind.STARTED
+
+
+# ---------------------------------------------------------------- agent -> scheduler
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """What a node has. The GPU backend fills the GPU facts (``simulated`` marks GPUs that are
+    not real, ``note`` says why there are none); the agent adds CPUs, memory, labels and the
+    GPU mode before its hello."""
+
+    gpus: tuple[GpuInfo, ...] = ()
+    links: tuple[GpuLink, ...] = ()
+    driver_version: str = ""
+    cuda_version: str = ""
+    simulated: bool = False
+    note: str = ""
+    cpus: float = 0.0
+    memory: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    gpu_mode: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A compute process on a GPU (host pid); ``job_id`` is the display id of the job whose
+    container runs it, when the agent could tell."""
+
+    pid: int
+    memory_used: int
+    job_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTelemetry:
+    """Live readings of one GPU (host index). Memory in bytes, power in watts, temperature in
+    Celsius, utilisation in percent; ``error`` is set when the GPU is lost or failing."""
+
+    index: int
+    uuid: str = ""
+    utilization: float = 0.0
+    memory_used: int = 0
+    temperature: float = 0.0
+    power: float = 0.0
+    error: str = ""
+    processes: tuple[GpuProcess, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunningAttempt:
+    """An attempt an agent holds a container for (running or ended, not yet acknowledged)."""
+
+    job_id: int
+    attempt: int
+    container_id: str = ""
+    running: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """The first message on every (re)connect."""
+
+    node_name: str
+    token: str
+    inventory: Inventory
+    attempts: tuple[RunningAttempt, ...] = ()
+    address: str = ""
+    agent_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    gpus: tuple[GpuTelemetry, ...] = ()
+    attempts: tuple[RunningAttempt, ...] = ()
+    engine_healthy: bool = True
+    engine_error: str = ""
+    time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """What happened to one attempt on the node."""
+
+    job_id: int
+    attempt: int
+    kind: EventKind
+    exit_code: int = 0
+    oom_killed: bool = False
+    message: str = ""
+    time: float = 0.0
+    engine_fault: bool = False  # LAUNCH_FAILED because the engine was down, not the job's fault
+
+
+@dataclass(frozen=True, slots=True)
+class LogData:
+    """A piece of output an agent sends for a LogRequest; ``eof`` ends it."""
+
+    request_id: int
+    data: bytes = b""
+    eof: bool = False
+    error: str = ""
+
+
+AgentMessage = Hello | Heartbeat | AgentEvent | LogData
+
+
+# ---------------------------------------------------------------- scheduler -> agent
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchOrder:
+    """Run one attempt of a job in a container with exactly these GPUs (host indices and UUIDs).
+    ``env`` holds the scheduler's variables (``ROTA_*``, gang settings)."""
+
+    job_id: int
+    attempt: int
+    display_id: str
+    spec: JobSpec
+    gpu_indices: tuple[int, ...]
+    gpu_uuids: tuple[str, ...]
+    env: Mapping[str, str]
+    time_limit: float
+    host_network: bool = False
+    user: str = ""
+    uid: int | None = None  # None: the node decides from its passwd entry of ``user``
+    gid: int | None = None
+
+    @property
+    def container_env(self) -> dict[str, str]:
+        """The container's environment: the job file's ``env`` with the scheduler's on top."""
+        return {**self.spec.env, **self.env}
+
+
+@dataclass(frozen=True, slots=True)
+class KillOrder:
+    """Stop an attempt: SIGTERM, ``grace`` seconds, SIGKILL."""
+
+    job_id: int
+    attempt: int
+    reason: str
+    grace: float
+
+
+@dataclass(frozen=True, slots=True)
+class EventAck:
+    """The scheduler recorded the attempt's final event: the agent may remove its container."""
+
+    job_id: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Welcome:
+    """The answer to a hello: the attempts the agent keeps running (others are stopped) and
+    ``node_grace``, how long the scheduler waits for a silent node (0: forever)."""
+
+    heartbeat_interval: float
+    keep: tuple[RunningAttempt, ...] = ()
+    node_grace: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class LogRequest:
+    """Ask an agent for an attempt's output (``cancel`` stops a follow)."""
+
+    request_id: int
+    job_id: int = 0
+    attempt: int = 0
+    follow: bool = False
+    cancel: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    """The answer to a heartbeat (the agent's proof that its stream is alive)."""
+
+    time: float
+
+
+AgentOrder = LaunchOrder | KillOrder | EventAck | Welcome | LogRequest | Pong

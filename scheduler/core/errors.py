@@ -1,0 +1,23 @@
+"""Domain errors the services raise; ``api.errors`` maps each to one gRPC status code."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A request that is invalid as sent; the message names the field (INVALID_ARGUMENT)."""
+
+
+class NotFound(Exception):
+    """An id that names nothing (NOT_FOUND)."""
+
+
+class AuthError(Exception):
+    """An agent that may not join (UNAUTHENTICATED)."""
+
+
+class Conflict(Exception):
+    """The request is valid but the cluster's state refuses it (FAILED_PRECONDITION)."""
+
+
+class AlreadyExists(Conflict):
+    """The request would create something that exists already (ALREADY_EXISTS)."""

@@ -1,0 +1,170 @@
+"""Job life-cycle transitions and the orders they produce, shared by every service.
+
+Transitions change a job in memory and return the event to commit; the caller commits (through
+``ClusterModel.commit``) before the orders go out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rota.messages import AgentOrder, KillOrder, LaunchOrder
+from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
+from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.usage import UsageBook
+from rota.states import JobState
+
+Orders = list[tuple[str, AgentOrder]]
+LAUNCH_PREFIX = "launch ordered on "  # event reason of a launch; the node list follows
+
+
+class Lifecycle:
+    """State changes of jobs in ``model``; feeds the usage book on every one."""
+
+    def __init__(
+        self,
+        model: ClusterModel,
+        usage: UsageBook,
+        config: SchedulerConfig,
+        clock: Callable[[], float],
+    ) -> None:
+        self.model = model
+        self.usage = usage
+        self.config = config
+        self.clock = clock
+
+    def transition(self, job: JobRecord, new: JobState, why: str) -> JobEvent:
+        old = job.state
+        job.state = new
+        now = self.clock()
+        self.usage.changed(job, new, now)
+        return JobEvent(job.id, now, job.attempt, old.value, new.value, why)
+
+    def note(self, job: JobRecord, kind: HistoryKind, text: str) -> JobEvent:
+        """An event that changes no state."""
+        return JobEvent(
+            job.id, self.clock(), job.attempt, job.state.value, job.state.value, text, kind
+        )
+
+    def warn(self, job: JobRecord, text: str) -> JobEvent:
+        """A warning event; the job shows it until its attempt ends or another replaces it."""
+        job.warning = text
+        return self.note(job, HistoryKind.WARNING, text)
+
+    def finish(self, job: JobRecord, final: JobState, why: str) -> JobEvent:
+        ev = self.transition(job, final, why)
+        job.reason = why
+        job.end_time = self.clock()
+        job.stop_state = ""
+        self.model.jobs.pop(job.id, None)
+        return ev
+
+    def stop(self, job: JobRecord, final: JobState, why: str) -> tuple[JobEvent, Orders]:
+        """Order a configuring or running job stopped: COMPLETING now, ``final`` once the
+        agents confirm."""
+        ev = self.transition(job, JobState.COMPLETING, why)
+        job.stop_state = final.value
+        return ev, self.kill_orders(job, why)
+
+    def attempt_ended(
+        self, job: JobRecord, final: JobState, why: str, orders: Orders
+    ) -> list[JobEvent]:
+        """End the current attempt: requeue NODE_FAIL/PREEMPTED when allowed, and PENDING (a
+        requeue that was ordered) always; otherwise finish the job. A job whose cancel was
+        ordered ends CANCELLED however its attempt ended."""
+        if job.stop_state == JobState.CANCELLED.value and final is not JobState.CANCELLED:
+            final, why = JobState.CANCELLED, job.reason or why
+        if final is JobState.PENDING:
+            return [self.requeue(job, why)]
+        if final in (JobState.NODE_FAIL, JobState.PREEMPTED):
+            allowed = final is JobState.PREEMPTED or (
+                job.spec.requeue and job.attempt <= self.config.max_requeue
+            )
+            if allowed:
+                ev = self.transition(job, final, why)
+                return [ev, self.requeue(job, f"requeued after {final.value}: {why}")]
+        if len(job.allocation) > 1:
+            orders.extend(self.kill_orders(job, why))
+        return [self.finish(job, final, why)]
+
+    def requeue(self, job: JobRecord, why: str) -> JobEvent:
+        ev = self.transition(job, JobState.PENDING, why)
+        job.allocation = []
+        job.stop_state = ""
+        job.start_time = None
+        job.reason = ""
+        return ev
+
+    def kill_orders(self, job: JobRecord, why: str) -> Orders:
+        return [
+            (a.node, KillOrder(job.id, job.attempt, why, self.config.kill_grace))
+            for a in job.allocation
+        ]
+
+    def launch_orders(self, job: JobRecord) -> Orders:
+        nodes = job.node_names
+        env = {
+            "ROTA_JOB_ID": job.display_id,
+            "ROTA_ATTEMPT": str(job.attempt),
+            "ROTA_JOB_NAME": job.name,
+            "ROTA_USER": job.user,
+            "ROTA_ACCOUNT": job.account,
+            "ROTA_NODELIST": ",".join(nodes),
+        }
+        if job.array_job_id is not None:
+            env["ROTA_ARRAY_JOB_ID"] = str(job.array_job_id)
+            env["ROTA_ARRAY_TASK_ID"] = str(job.array_task_id)
+        gang = len(job.allocation) > 1
+        if gang:
+            master = self.model.nodes[nodes[0]].address or nodes[0]
+            env.update(
+                MASTER_ADDR=master,
+                MASTER_PORT=str(job.allocation[0].port or self.master_port(job.id)),
+                WORLD_SIZE=str(len(nodes)),
+                ROTA_NNODES=str(len(nodes)),
+                ROTA_GPUS_PER_NODE=str(job.spec.gpus),
+            )
+        orders: Orders = []
+        for rank, alloc in enumerate(job.allocation):
+            node_env = dict(env)
+            node_env["ROTA_GPU_UUIDS"] = ",".join(alloc.uuids)
+            node_env["ROTA_GPU_INDICES"] = ",".join(str(i) for i in alloc.gpus)
+            if gang:
+                node_env["NODE_RANK"] = str(rank)
+            orders.append(
+                (
+                    alloc.node,
+                    LaunchOrder(
+                        job_id=job.id,
+                        attempt=job.attempt,
+                        display_id=job.display_id,
+                        spec=job.spec,
+                        gpu_indices=alloc.gpus,
+                        gpu_uuids=alloc.uuids,
+                        env=node_env,
+                        time_limit=job.time_limit,
+                        host_network=gang,
+                        user=job.user,
+                    ),
+                )
+            )
+        return orders
+
+    def master_port(self, job_id: int, node: str = "") -> int:
+        """A gang's MASTER_PORT: from its id, moved on past the ports of other live gangs
+        whose first node is ``node`` (while the range has one free)."""
+        low, high = self.config.master_port_range
+        span = high - low + 1
+        if not node:
+            return low + job_id % span
+        taken = {
+            j.allocation[0].port or low + j.id % span
+            for j in self.model.jobs.values()
+            if j.id != job_id and len(j.allocation) > 1 and j.allocation[0].node == node
+        }
+        for step in range(span):
+            port = low + (job_id + step) % span
+            if port not in taken:
+                return port
+        return low + job_id % span

@@ -1,0 +1,99 @@
+"""Finding jobs by display id (live in the model, or ended in the store), copies safe to hand
+to other threads, and acting on the jobs a list of ids names."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rota.scheduler.cluster.model import JobEvent, JobRecord
+from rota.scheduler.core.errors import UserError
+from rota.scheduler.core.lifecycle import Orders
+from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.store.store import JobQuery
+from rota.states import JobState
+
+# applies an action to one job, appending events and orders; returns why it could not ("": done)
+Act = Callable[[JobRecord, list[JobEvent], Orders], str]
+
+
+def parse_display_id(text: str) -> tuple[int, int | None]:
+    """``123`` -> (123, None) (a job, or every task of array 123); ``123_4`` -> (123, 4).
+    UserError when ``text`` is not shaped like a job id."""
+    array_text, sep, task_text = text.strip().partition("_")
+    try:
+        return int(array_text), int(task_text) if sep else None
+    except ValueError:
+        raise UserError(f"{text!r} is not a job id like 123 or 123_4") from None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    """What an action (cancel, hold, release, requeue) did to the jobs one id names."""
+
+    id: str
+    ok: bool
+    message: str
+
+
+class JobLookup:
+    """Resolves ``123`` (a job, or every task of array 123) and ``123_4``."""
+
+    def __init__(self, model: ClusterModel) -> None:
+        self.model = model
+
+    def resolve(self, display_id: str) -> list[JobRecord]:
+        """Copies of the jobs ``display_id`` names (none when it names nothing); UserError
+        when it is not shaped like a job id."""
+        store = self.model.store
+        job_id, task_id = parse_display_id(display_id)
+        if task_id is not None:  # one task: found by the (array, task) index
+            named = JobQuery(array_ids=(job_id,), task_ids=(task_id,))
+            return [self.live(r) for r in store.query_jobs(named)]
+        rows = store.query_jobs(JobQuery(ids=(job_id,), array_ids=(job_id,)))
+        return [self.live(r) for r in rows if r.array_job_id in (None, job_id)]
+
+    def live(self, job: JobRecord) -> JobRecord:
+        """A copy of the current record of ``job``, safe to read on other threads."""
+        return self.copy(self.model.jobs.get(job.id, job))
+
+    def copy(self, job: JobRecord) -> JobRecord:
+        """A copy of ``job`` carrying the last plan's estimated start when it is pending."""
+        pending = job.state is JobState.PENDING
+        start = self.model.starts.get(job.id) if pending else None
+        return dataclasses.replace(job, estimated_start=start)
+
+    def act_on(
+        self, display_ids: Sequence[str], act: Act, live_only: bool = False
+    ) -> tuple[list[CancelResult], Orders]:
+        """Apply ``act`` to every job each id names and commit; a result per id. ``live_only``
+        skips jobs that have ended."""
+        results: list[CancelResult] = []
+        changed: list[JobRecord] = []
+        events: list[JobEvent] = []
+        orders: Orders = []
+        jobs_now = self.model.jobs
+        for display_id in display_ids:
+            try:
+                found = self.resolve(display_id)
+            except UserError as exc:
+                results.append(CancelResult(display_id, False, str(exc)))
+                continue
+            jobs = [jobs_now.get(j.id, j) for j in found if not live_only or j.id in jobs_now]
+            if not jobs:
+                why = "has already ended" if found else "does not exist"
+                results.append(CancelResult(display_id, False, f"job {display_id} {why}"))
+                continue
+            problems = []
+            for job in jobs:
+                problem = act(job, events, orders)
+                if problem:
+                    problems.append(f"{job.display_id} {problem}")
+                else:
+                    changed.append(job)
+            results.append(CancelResult(display_id, not problems, "; ".join(problems)))
+        if changed or events:
+            self.model.commit(changed, events)
+            self.model.bump()
+        return results, orders

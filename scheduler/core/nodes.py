@@ -1,0 +1,161 @@
+"""Nodes: register (join tokens), drain, resume and remove; what ``ginfo`` shows of each.
+
+Until users and tokens exist, ``user`` is the OS user who ran ``gadmin``: it is recorded as who
+made the change (shown by ``ginfo``), not checked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from rota.scheduler.cluster.model import AdminState, JobEvent, JobRecord, NodeState
+from rota.scheduler.cluster.status import NodeStatus, node_status
+from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
+from rota.scheduler.core.gpus import GpuHealth
+from rota.scheduler.core.lifecycle import Lifecycle, Orders
+from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.tokens import hash_token, new_token
+from rota.states import ACTIVE_STATES, JobState
+
+log = logging.getLogger("rota.scheduler")
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveResult:
+    """What ``remove --force`` did to the jobs that were on the node."""
+
+    requeued: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+
+
+class NodeService:
+    """What administrators do to nodes, and how nodes are shown. Each change commits before
+    it returns."""
+
+    def __init__(
+        self,
+        model: ClusterModel,
+        lifecycle: Lifecycle,
+        gpus: GpuHealth,
+        config: SchedulerConfig,
+        clock: Callable[[], float],
+    ) -> None:
+        self.model = model
+        self.lifecycle = lifecycle
+        self.gpus = gpus
+        self.config = config
+        self.clock = clock
+
+    def add(self, name: str, labels: dict[str, str], user: str, rotate_token: bool = False) -> str:
+        """Register ``name`` (or give it a new token) and return the join token."""
+        name = name.strip()
+        if not name or any(c.isspace() for c in name):
+            raise UserError(f"name: node name {name!r} must be non-empty without spaces")
+        node = self.model.nodes.get(name)
+        if node is not None and not rotate_token:
+            raise AlreadyExists(
+                f"node {name!r} is already registered; `gadmin node add {name} --rotate-token` "
+                "issues a new token"
+            )
+        if node is None:
+            node = NodeState(name=name, down_since=self.clock())
+            self.model.nodes[name] = node
+        token = new_token()
+        node.token_hash = hash_token(token)
+        if labels:
+            node.labels = {**node.labels, **labels}
+        self.model.store.save_node(node)
+        self.model.bump()
+        log.info("node %s %s by %s", name, "token rotated" if rotate_token else "added", user)
+        return token
+
+    def drain(self, name: str, reason: str, user: str) -> None:
+        """Stop placing jobs on ``name``; its running jobs finish (DRAINING, then DRAINED)."""
+        if not reason.strip():
+            raise UserError("reason: a drain needs a reason (--reason TEXT)")
+        node = self._node(name)
+        node.admin_state = AdminState.DRAIN
+        node.reason = reason.strip()
+        node.reason_by = user
+        node.reason_time = self.clock()
+        self.model.store.save_node(node)
+        self.model.bump()
+        log.info("node %s drained by %s: %s", name, user, node.reason)
+
+    def resume(self, name: str, user: str) -> None:
+        """Undo a drain: the node takes jobs again."""
+        node = self._node(name)
+        if node.admin_state is AdminState.NONE:
+            raise Conflict(f"node {name!r} is not drained")
+        node.admin_state = AdminState.NONE
+        node.reason = ""
+        node.reason_by = ""
+        node.reason_time = None
+        self.model.store.save_node(node)
+        self.model.bump()
+        log.info("node %s resumed by %s", name, user)
+
+    def remove(self, name: str, force: bool, user: str) -> tuple[RemoveResult, Orders]:
+        """Forget ``name``; its agent is refused from then on.
+
+        Refused while jobs run on it, unless ``force``: then each job's attempt ends NODE_FAIL
+        (requeued when the job allows it) and the agent is told to stop the containers.
+        """
+        self._node(name)
+        jobs = [
+            j for j in self.model.jobs.values() if j.state in ACTIVE_STATES and name in j.node_names
+        ]
+        if jobs and not force:
+            ids = ", ".join(j.display_id for j in jobs)
+            raise Conflict(
+                f"node {name!r} runs job(s) {ids}; drain it and wait, or use --force "
+                "(requeues the jobs that allow it, ends the others NODE_FAIL)"
+            )
+        life = self.lifecycle
+        orders: Orders = []
+        events: list[JobEvent] = []
+        requeued: list[str] = []
+        failed: list[str] = []
+        why = f"node {name} removed by {user}"
+        for job in jobs:
+            orders.extend(life.kill_orders(job, why))
+            events.extend(life.attempt_ended(job, JobState.NODE_FAIL, why, orders))
+            (requeued if job.state is JobState.PENDING else failed).append(job.display_id)
+        self.model.commit(jobs, events)
+        self.model.store.delete_node(name)
+        del self.model.nodes[name]
+        self.model.bump()
+        log.info("node %s removed by %s", name, user)
+        return RemoveResult(tuple(requeued), tuple(failed)), orders
+
+    def show_all(self) -> list[tuple[NodeState, NodeStatus]]:
+        """Copies of every node with its displayed status, in name order."""
+        active = [j for j in self.model.jobs.values() if j.state.active]
+        return [self._shown(n, active) for n in sorted(self.model.nodes.values(), key=_name)]
+
+    def show(self, name: str) -> tuple[NodeState, NodeStatus]:
+        """A copy of node ``name`` with its displayed status; NotFound when unknown."""
+        node = self._node(name)
+        return self._shown(node, [j for j in self.model.jobs.values() if j.state.active])
+
+    def sessions(self) -> dict[str, int]:
+        """Node name -> id of the stream the model counts as live (0: none)."""
+        return {name: node.session for name, node in self.model.nodes.items()}
+
+    def _shown(self, node: NodeState, active: list[JobRecord]) -> tuple[NodeState, NodeStatus]:
+        stale_after = 3 * self.config.heartbeat_interval
+        status = node_status(node, active, self.clock(), stale_after)
+        return replace(node), replace(status, gpus=self.gpus.display(node, status.holders))
+
+    def _node(self, name: str) -> NodeState:
+        node = self.model.nodes.get(name)
+        if node is None:
+            raise NotFound(f"node {name!r} is not registered")
+        return node
+
+
+def _name(node: NodeState) -> str:
+    return node.name

@@ -1,0 +1,83 @@
+"""Building the scheduler's services: one cluster model, one snapshot builder, one service per
+concern, each given exactly the collaborators it uses. The engine is the only caller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.agents import AgentService
+from rota.scheduler.core.control import ControlService
+from rota.scheduler.core.gpus import GpuHealth
+from rota.scheduler.core.jobs import JobService
+from rota.scheduler.core.lifecycle import Lifecycle
+from rota.scheduler.core.lookup import JobLookup
+from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.nodes import NodeService
+from rota.scheduler.core.planning import Planner
+from rota.scheduler.core.snapshot import SnapshotBuilder
+from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
+from rota.scheduler.policy import Policy, make_policy
+from rota.scheduler.store.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """The scheduler's services over one model. Not thread-safe: one thread (the engine's
+    core thread) calls them all."""
+
+    config: SchedulerConfig
+    model: ClusterModel
+    lookup: JobLookup
+    snapshots: SnapshotBuilder
+    jobs: JobService
+    agents: AgentService
+    nodes: NodeService
+    gpus: GpuHealth
+    control: ControlService
+    planner: Planner
+    policy: Policy  # passes and explanations; runs on the engine's policy thread
+
+
+def build_services(
+    store: Store, config: SchedulerConfig, clock: Callable[[], float], policy: Policy
+) -> Services:
+    """Load the model from ``store`` and compose the services around it. Dry runs get a policy
+    instance of their own (same factory, same settings), so they never wait for a pass."""
+    model = ClusterModel(store, clock)
+    pconfig = policy.config
+    half_life = pconfig.usage_half_life
+    now = clock()
+    usage = UsageBook.rebuild(
+        half_life,
+        store.ended_jobs(now - HISTORY_HALF_LIVES * half_life),
+        model.jobs.values(),
+        now,
+    )
+    lifecycle = Lifecycle(model, usage, config, clock)
+    lookup = JobLookup(model)
+    gpus = GpuHealth(model, lifecycle, config, clock)
+    snapshots = SnapshotBuilder(model, lookup, gpus, usage, config, pconfig, clock)
+    return Services(
+        config=config,
+        model=model,
+        lookup=lookup,
+        snapshots=snapshots,
+        jobs=JobService(
+            model,
+            lookup,
+            lifecycle,
+            snapshots,
+            make_policy(policy.name, policy.config),
+            config,
+            pconfig,
+            clock,
+        ),
+        agents=AgentService(model, lifecycle, config, clock),
+        nodes=NodeService(model, lifecycle, gpus, config, clock),
+        gpus=gpus,
+        control=ControlService(model, lookup, lifecycle),
+        planner=Planner(model, lifecycle, snapshots, clock),
+        policy=policy,
+    )

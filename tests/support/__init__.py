@@ -1,0 +1,1 @@
+"""Harnesses and builders shared by test modules (fixtures stay in tests/conftest.py)."""

@@ -1,0 +1,120 @@
+"""The scheduler in-process behind a real grpc.aio server on 127.0.0.1 (no Docker, no agent
+process): the services over a SQLite file, the engine with its threads and pass loop, and the
+servicers as the daemon wires them. Agents are plain gRPC streams the test drives."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import TracebackType
+
+import grpc
+
+from rota.scheduler.api.servicers import add_servicers
+from rota.scheduler.config import SchedulerConfig, policy_config
+from rota.scheduler.core.services import Services, build_services
+from rota.scheduler.engine import Engine
+from rota.scheduler.policy import make_policy
+from rota.scheduler.store.store import Store
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
+
+
+class AgentStream:
+    """One agent's stream: messages put in ``send`` go out, ``received`` collects replies."""
+
+    def __init__(self, stub: pb_grpc.AgentServiceStub, hello: pb.Hello) -> None:
+        self.send: asyncio.Queue[pb.AgentMessage | None] = asyncio.Queue()
+        self.send.put_nowait(pb.AgentMessage(hello=hello))
+        self.received: list[pb.SchedulerMessage] = []
+        self.call = stub.Connect(self._messages())
+        self._reader = asyncio.create_task(self._read())
+
+    async def _messages(self) -> AsyncIterator[pb.AgentMessage]:
+        while (msg := await self.send.get()) is not None:
+            yield msg
+
+    async def _read(self) -> None:
+        async for msg in self.call:
+            self.received.append(msg)
+
+    async def welcomed(self, timeout: float = 10.0) -> pb.Welcome:
+        """The Welcome the scheduler answered the hello with."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for msg in self.received:
+                if msg.WhichOneof("msg") == "welcome":
+                    return msg.welcome
+            if self._reader.done():
+                await self._reader  # raises the stream's error
+            await asyncio.sleep(0.01)
+        raise TimeoutError("no Welcome")
+
+    async def close(self) -> None:
+        self.send.put_nowait(None)
+        self.call.cancel()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+
+class InProcessScheduler:
+    """``async with InProcessScheduler(tmp_path) as sched:`` serves on ``sched.address``."""
+
+    def __init__(self, root: Path, **config: object) -> None:
+        self.config = SchedulerConfig(**config)  # type: ignore[arg-type]
+        self.store = Store(f"sqlite:///{root / 'db.sqlite'}")
+        self.services: Services = build_services(
+            self.store,
+            self.config,
+            time.time,
+            make_policy("first-fit", policy_config(self.config)),
+        )
+        self.address = ""
+        self._agents: list[AgentStream] = []
+
+    async def __aenter__(self) -> InProcessScheduler:
+        self.engine = Engine(self.services)
+        self.server = grpc.aio.server()
+        add_servicers(self.server, self.engine)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        await self.server.start()
+        self.engine.start()
+        self.address = f"127.0.0.1:{port}"
+        self.channel = grpc.aio.insecure_channel(self.address)
+        self.jobs = pb_grpc.JobServiceStub(self.channel)
+        self.nodes = pb_grpc.NodeServiceStub(self.channel)
+        self.admin = pb_grpc.AdminServiceStub(self.channel)
+        self.gpus = pb_grpc.GpuServiceStub(self.channel)
+        self.agent_service = pb_grpc.AgentServiceStub(self.channel)
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for agent in self._agents:
+            await agent.close()
+        await self.channel.close()
+        await self.server.stop(grace=None)
+        await self.engine.stop()
+        self.store.close()
+
+    async def agent(self, name: str, token: str, gpus: int = 2) -> AgentStream:
+        """Connect an agent that reports ``gpus`` GPUs and wait for its Welcome."""
+        inventory = pb.Inventory(
+            gpus=[
+                pb.GpuInfo(index=i, uuid=f"GPU-{name}-{i}", name="A100", memory_total=80 * 2**30)
+                for i in range(gpus)
+            ],
+            cpus=16,
+            memory=64 * 2**30,
+        )
+        stream = AgentStream(
+            self.agent_service, pb.Hello(node_name=name, token=token, inventory=inventory)
+        )
+        self._agents.append(stream)
+        await stream.welcomed()
+        return stream
