@@ -38,7 +38,7 @@ from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
-from rota.scheduler.large_submit import LARGE_SUBMISSION, LargeSubmissions
+from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
 from rota.scheduler.policy.explain import Explanation
 
 log = logging.getLogger("rota.scheduler")
@@ -63,6 +63,7 @@ class Engine:
         self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
         self._large = LargeSubmissions(services.jobs, self._core)
+        self._cancels = LargeCancels(services.jobs, self._core, self.dispatch)
         self._sessions: dict[str, AgentSession] = {}
         self._session_ids = itertools.count(1)
         self._log_ids = itertools.count(1)
@@ -176,8 +177,7 @@ class Engine:
         return results
 
     async def cancel(self, ids: Sequence[str], user: str, reason: str) -> list[CancelResult]:
-        results, orders = await self._core(self.services.jobs.cancel, ids, user, reason)
-        self.dispatch(orders)
+        results = await self._cancels.cancel(ids, user, reason)
         self.request_pass()
         return results
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -313,23 +314,43 @@ class JobService:
     ) -> tuple[list[CancelResult], Orders]:
         """Cancel pending jobs at once and order running ones stopped (COMPLETING ->
         CANCELLED). A job already stopping on its way back to the queue (requeue, preemption)
-        ends CANCELLED instead."""
+        ends CANCELLED instead. (The engine cancels many jobs in chunks instead:
+        ``cancel_targets``, then ``cancel_live`` per chunk.)"""
         if not display_ids:
             raise UserError("ids: name at least one job to cancel")
-        life = self.lifecycle
         why = reason or f"cancelled by {user}"
+        return self.lookup.act_on(
+            display_ids, functools.partial(self._stop, why=why), live_only=True
+        )
 
-        def stop(job: JobRecord, events: list[JobEvent], orders: Orders) -> str:
-            if job.state is JobState.PENDING:
-                events.append(life.finish(job, JobState.CANCELLED, why))
-            elif job.state in (JobState.CONFIGURING, JobState.RUNNING):
-                event, kills = life.stop(job, JobState.CANCELLED, why)
-                events.append(event)
-                orders.extend(kills)
-            elif job.state is JobState.COMPLETING and job.stop_state in _REQUEUE_BOUND:
-                job.stop_state = JobState.CANCELLED.value
-                job.reason = why
-                events.append(life.note(job, HistoryKind.INFO, f"{why}; it will not be requeued"))
-            return ""
+    def cancel_targets(self, display_ids: Sequence[str]) -> dict[str, list[int]]:
+        """The live jobs each id names, from the model (an id shaped wrongly, or naming no live
+        job, maps to none: ``cancel`` says why)."""
+        targets: dict[str, list[int]] = {}
+        for display_id in display_ids:
+            try:
+                targets[display_id] = self.lookup.live_ids(display_id)
+            except UserError:
+                targets[display_id] = []
+        return targets
 
-        return self.lookup.act_on(display_ids, stop, live_only=True)
+    def cancel_live(
+        self, job_ids: Sequence[int], user: str, reason: str = ""
+    ) -> tuple[dict[int, str], Orders]:
+        """``cancel`` of the jobs among ``job_ids`` still live; why any could not be, by id."""
+        why = reason or f"cancelled by {user}"
+        return self.lookup.act_on_live(job_ids, functools.partial(self._stop, why=why))
+
+    def _stop(self, job: JobRecord, events: list[JobEvent], orders: Orders, why: str) -> str:
+        life = self.lifecycle
+        if job.state is JobState.PENDING:
+            events.append(life.finish(job, JobState.CANCELLED, why))
+        elif job.state in (JobState.CONFIGURING, JobState.RUNNING):
+            event, kills = life.stop(job, JobState.CANCELLED, why)
+            events.append(event)
+            orders.extend(kills)
+        elif job.state is JobState.COMPLETING and job.stop_state in _REQUEUE_BOUND:
+            job.stop_state = JobState.CANCELLED.value
+            job.reason = why
+            events.append(life.note(job, HistoryKind.INFO, f"{why}; it will not be requeued"))
+        return ""

@@ -64,6 +64,42 @@ class JobLookup:
         start = self.model.starts.get(job.id) if pending else None
         return dataclasses.replace(job, estimated_start=start)
 
+    def live_ids(self, display_id: str) -> list[int]:
+        """Ids of the live jobs ``display_id`` names, read from the model alone (one scan
+        of the live jobs for an array); UserError when it is not shaped like a job id."""
+        job_id, task_id = parse_display_id(display_id)
+        jobs = self.model.jobs
+        job = jobs.get(job_id)
+        if task_id is None and job is not None and job.array_job_id is None:
+            return [job_id]
+        return [
+            j.id
+            for j in jobs.values()
+            if j.array_job_id == job_id and (task_id is None or j.array_task_id == task_id)
+        ]
+
+    def act_on_live(self, job_ids: Sequence[int], act: Act) -> tuple[dict[int, str], Orders]:
+        """Apply ``act`` to the jobs among ``job_ids`` still live (others are skipped) and
+        commit; returns why it could not, by job id, and the orders."""
+        problems: dict[int, str] = {}
+        changed: list[JobRecord] = []
+        events: list[JobEvent] = []
+        orders: Orders = []
+        jobs_now = self.model.jobs
+        for job_id in job_ids:
+            job = jobs_now.get(job_id)
+            if job is None:
+                continue
+            problem = act(job, events, orders)
+            if problem:
+                problems[job_id] = f"{job.display_id} {problem}"
+            else:
+                changed.append(job)
+        if changed or events:
+            self.model.commit(changed, events)
+            self.model.bump()
+        return problems, orders
+
     def act_on(
         self, display_ids: Sequence[str], act: Act, live_only: bool = False
     ) -> tuple[list[CancelResult], Orders]:

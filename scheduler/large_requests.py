@@ -1,4 +1,4 @@
-"""Large submissions (big arrays) without holding the core thread.
+"""Large submissions and cancels (big arrays) without holding the core thread.
 
 A submission of more than ``LARGE_SUBMISSION`` jobs is run in steps so that heartbeats, pongs
 and small RPCs keep being answered meanwhile (no core step costs more than a few tens of ms):
@@ -13,6 +13,12 @@ and small RPCs keep being answered meanwhile (no core step costs more than a few
 
 The client is answered after step 3, so its first ``gqueue`` lists every task. Until then the
 tasks are committed but not yet scheduled; nobody knows their ids but the database.
+
+A cancel naming more than ``CANCEL_CHUNK`` live jobs runs as ``JobService.cancel_targets``
+(which live jobs each id names), then ``JobService.cancel_live`` of ``CANCEL_CHUNK`` jobs per
+core step, each step committing and its kill orders sent before the next. Every job is
+cancelled on its own, so a crash between steps leaves some cancelled and the rest untouched,
+as if the cancel had been cut short; the client hears once every step is done.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from rota.scheduler.core.jobs import JobService
+from rota.scheduler.core.lifecycle import Orders
+from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.submission import SubmitItem, SubmitResult
 from rota.scheduler.store.store import DuplicateRequest
 
@@ -32,6 +40,7 @@ CoreCall = Callable[..., Awaitable[Any]]
 
 LARGE_SUBMISSION = 1_000  # jobs; smaller submissions are one core step (JobService.submit)
 ADOPT_CHUNK = 500  # records taken into the cluster model per core step
+CANCEL_CHUNK = 1_000  # jobs cancelled per core step
 
 
 class LargeSubmissions:
@@ -67,3 +76,42 @@ class LargeSubmissions:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+class LargeCancels:
+    """Runs cancels in chunks; ``call`` runs a function on the core thread, ``dispatch``
+    sends orders to agents (both the engine's)."""
+
+    def __init__(self, jobs: JobService, call: CoreCall, dispatch: Callable[[Orders], None]):
+        self.jobs = jobs
+        self.call = call
+        self.dispatch = dispatch
+
+    async def cancel(
+        self, display_ids: Sequence[str], user: str, reason: str
+    ) -> list[CancelResult]:
+        """Answer as ``JobService.cancel`` does; small cancels are one core step."""
+        service = self.jobs
+        targets = await self.call(service.cancel_targets, display_ids)
+        if sum(map(len, targets.values())) <= CANCEL_CHUNK:
+            results, orders = await self.call(service.cancel, display_ids, user, reason)
+            self.dispatch(orders)
+            return list(results)
+        named = [i for i in display_ids if targets[i]]
+        answers: dict[str, CancelResult] = {}
+        rest = [i for i in display_ids if not targets[i]]
+        if rest:  # ids naming no live job: the one-step cancel says why
+            results, orders = await self.call(service.cancel, rest, user, reason)
+            self.dispatch(orders)
+            answers.update((r.id, r) for r in results)
+        problems: dict[int, str] = {}
+        ids = [job_id for i in named for job_id in targets[i]]
+        for start in range(0, len(ids), CANCEL_CHUNK):
+            chunk = ids[start : start + CANCEL_CHUNK]
+            found, orders = await self.call(service.cancel_live, chunk, user, reason)
+            self.dispatch(orders)
+            problems.update(found)
+        for i in named:
+            why = [problems[job_id] for job_id in targets[i] if job_id in problems]
+            answers[i] = CancelResult(i, not why, "; ".join(why))
+        return [answers[i] for i in display_ids]
