@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import grpc
-import yaml
 
 from rota.paths import DEFAULT_ADDRESS, config_file
 from rota.states import JobState
@@ -84,6 +83,8 @@ def _config() -> dict[str, Any]:
     path = config_file()
     if not path.exists():
         return {}
+    import yaml  # only when there is a config file: it costs every command ~20 ms
+
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
@@ -226,7 +227,13 @@ class Client:
             states=[pb.JobState.Value(s.value) for s in states],
             all_states=all_states,
         )
-        return list(self.call(self.jobs.ListJobs, request).jobs)
+        jobs: list[Any] = []
+        while True:  # the scheduler answers in pages
+            page = self.call(self.jobs.ListJobs, request)
+            jobs += page.jobs
+            if not page.next_page_token:
+                return jobs
+            request.page_token = page.next_page_token
 
     def get_job(self, job_id: str) -> Any:
         """One job with its event history (``rota.v1.Job``)."""

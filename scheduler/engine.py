@@ -39,6 +39,8 @@ from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
 from rota.scheduler.core.services import Services
+from rota.scheduler.core.submission import task_count
+from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
 from rota.scheduler.metrics_sample import ClusterSample, sample
 from rota.scheduler.policy.explain import Explanation
 from rota.scheduler.policy.snapshot import Plan
@@ -72,6 +74,8 @@ class Engine:
         self.observer = observer
         self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
+        self._large = LargeSubmissions(services.jobs, self._core)
+        self._cancels = LargeCancels(services.jobs, self._core, self.dispatch)
         self._sessions: dict[str, AgentSession] = {}
         self._session_ids = itertools.count(1)
         self._log_ids = itertools.count(1)
@@ -141,6 +145,7 @@ class Engine:
             session.outbox.put_nowait(None)
         self._core_pool.shutdown(wait=True)
         self._policy_pool.shutdown(wait=True)
+        self._large.shutdown()
 
     async def tick(self) -> None:
         """Periodic housekeeping (APScheduler calls this): lost nodes and idle jobs, stale
@@ -187,14 +192,16 @@ class Engine:
     async def submit(
         self, items: Sequence[SubmitItem], user: str, test_only: bool
     ) -> list[SubmitResult]:
-        results = await self._core(self.services.jobs.submit, items, user, test_only)
+        if not test_only and task_count(items) > LARGE_SUBMISSION:
+            results = await self._large.submit(items, user)
+        else:
+            results = await self._core(self.services.jobs.submit, items, user, test_only)
         if not test_only:
             self.request_pass()
         return results
 
     async def cancel(self, ids: Sequence[str], user: str, reason: str) -> list[CancelResult]:
-        results, orders = await self._core(self.services.jobs.cancel, ids, user, reason)
-        self.dispatch(orders)
+        results = await self._cancels.cancel(ids, user, reason)
         self.request_pass()
         return results
 

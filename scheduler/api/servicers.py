@@ -70,9 +70,8 @@ class JobServicer(pb_grpc.JobServiceServicer):
             page_token=request.page_token,
         )
         page = await self.engine.list_jobs(listing)
-        return pb.ListJobsResponse(
-            jobs=[convert.job_to_pb(j) for j in page.jobs], next_page_token=page.next_page_token
-        )
+        jobs = await asyncio.to_thread(convert.jobs_to_pb, page.jobs)  # the loop keeps serving
+        return pb.ListJobsResponse(jobs=jobs, next_page_token=page.next_page_token)
 
     @unary
     async def CancelJobs(
