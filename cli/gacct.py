@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-IDLE_BELOW = 10.0  # percent mean utilisation: "mostly idle"
-MEMORY_WITHIN = 0.05  # peak within this fraction of the GPU's memory
+from rota.efficiency import IDLE_BELOW, efficiency_flags
+
 HEADERS = [
     "JOBID",
     "NAME",
@@ -249,22 +249,13 @@ def _print_summary(reply: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def efficiency_flags(row: dict[str, Any], idle_below: float) -> list[str]:
-    """Why a finished job is worth a look: ``idle`` GPUs, ``memory`` nearly exhausted."""
-    flags = []
-    if row["gpu_utilization"] is not None and row["gpu_utilization"] < idle_below:
-        flags.append("idle")
-    total = row["gpu_memory_total"]
-    if total and row["gpu_memory_peak"] >= total * (1 - MEMORY_WITHIN):
-        flags.append("memory")
-    return flags
-
-
 def _print_efficiency(jobs: Sequence[Any], args: argparse.Namespace) -> int:
     rows = []
     for job in jobs:
         row = job_row(job)
-        flags = efficiency_flags(row, args.idle_below)
+        flags = efficiency_flags(
+            row["gpu_utilization"], row["gpu_memory_peak"], row["gpu_memory_total"], args.idle_below
+        )
         if flags:
             rows.append({**row, "flags": flags})
     if args.json or args.csv:

@@ -7,6 +7,7 @@ A client certificate names who presents it in its common name: an agent's is its
 from __future__ import annotations
 
 import ipaddress
+import ssl
 from pathlib import Path
 
 import grpc
@@ -44,6 +45,21 @@ def server_credentials(cert: str, key: str, client_ca: str = "") -> grpc.ServerC
         root_certificates=read_pem(client_ca, "tls_client_ca") if client_ca else None,
         require_client_auth=bool(client_ca),
     )
+
+
+def http_ssl_context(cert: str, key: str) -> ssl.SSLContext:
+    """A server context for the HTTP port with the certificate gRPC serves (browsers and
+    Prometheus present no client certificate, so none is asked for); TLSFileError names a file
+    that cannot be read."""
+    read_pem(cert, "tls_cert")
+    read_pem(key, "tls_key")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise TLSFileError(f"tls_cert, tls_key: cannot use {cert} with {key}: {exc}") from None
+    return context
 
 
 def is_loopback(listen: str) -> bool:

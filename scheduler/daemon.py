@@ -26,11 +26,11 @@ from rota.scheduler.api.validation import ValidationInterceptor
 from rota.scheduler.config import SchedulerConfig, input_rules, policy_config
 from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
-from rota.scheduler.http import HttpServer, Response
+from rota.scheduler.http import HttpServer, Response, Route
 from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
-from rota.tls import TLSFileError, is_loopback, server_credentials
+from rota.tls import TLSFileError, http_ssl_context, is_loopback, server_credentials
 
 log = logging.getLogger("rota.scheduler")
 
@@ -103,22 +103,35 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
 async def _start_http(
     config: SchedulerConfig, engine: Engine, metrics: SchedulerMetrics
 ) -> HttpServer:
-    """The HTTP port (``/metrics``); only a loopback address unless ``insecure``. A port that
-    cannot be bound is logged and left off: gRPC keeps serving."""
-    http = HttpServer({"/metrics": lambda: _scrape(engine, metrics)})
+    """The HTTP port: ``/metrics``, the dashboard and its API (TLS with the gRPC certificate
+    when one is configured). Without TLS only a loopback address, unless ``insecure``. A port
+    that cannot be bound is logged and left off: gRPC keeps serving."""
+    try:
+        tls = http_ssl_context(config.tls_cert, config.tls_key) if config.tls_cert else None
+    except TLSFileError as exc:
+        raise ListenError(str(exc)) from None
+    routes = [Route("GET", "/metrics", lambda _request: _scrape(engine, metrics))]
+    # DASHBOARD: wired to the users service once it is on main
+    http = HttpServer(routes)
     if not config.http_listen:
         return http
-    if not config.insecure and not is_loopback(config.http_listen):
+    if tls is None and not config.insecure and not is_loopback(config.http_listen):
         raise ListenError(
-            f"refusing to serve HTTP on {config.http_listen}: /metrics has no authentication; "
-            "listen on 127.0.0.1 (and scrape through a proxy) or pass --insecure"
+            f"refusing to serve HTTP on {config.http_listen} without TLS: give --tls-cert and "
+            "--tls-key (the dashboard's logins and tokens would cross the network in clear "
+            "text), listen on 127.0.0.1, or pass --insecure"
         )
     try:
-        port = await http.start(config.http_listen)
+        port = await http.start(config.http_listen, tls)
     except (OSError, ValueError) as exc:
         log.error("HTTP port off: cannot listen on %s: %s", config.http_listen, exc)
         return http
-    log.info("serving /metrics on %s:%d", config.http_listen.rsplit(":", 1)[0], port)
+    log.info(
+        "serving the dashboard and /metrics on %s://%s:%d/",
+        "https" if tls else "http",
+        config.http_listen.rsplit(":", 1)[0],
+        port,
+    )
     return http
 
 

@@ -1,16 +1,49 @@
-"""A small HTTP/1.1 server on the scheduler's event loop: GET routes by path, one response per
-connection. ``/metrics`` lives here; the dashboard and its JSON API are added as routes."""
+"""A small HTTP/1.1 server on the scheduler's event loop: routes by method and path pattern,
+one request and one response per connection, optional TLS.
+
+``/metrics``, the dashboard's files and its JSON API (``rota.scheduler.web``) are its routes.
+A handler gets the parsed ``Request`` and returns a ``Response``; an exception it raises is
+logged and answered 500, so one bad handler never takes the port down.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import re
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import parse_qsl, unquote
 
 log = logging.getLogger("rota.scheduler")
 MAX_HEAD = 16 * 1024  # bytes of request line and headers
+MAX_BODY = 64 * 1024  # bytes of a request body (the API's changes are small JSON objects)
 READ_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One parsed request. Header names are lower case; ``params`` holds the path's
+    ``{name}`` segments of the route that matched."""
+
+    method: str
+    path: str
+    query: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    params: dict[str, str] = field(default_factory=dict)
+
+    def cookie(self, name: str) -> str:
+        """The value of cookie ``name`` ("" when absent or unparsable)."""
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(self.headers.get("cookie", ""))
+        except CookieError:
+            return ""
+        morsel = jar.get(name)
+        return morsel.value if morsel is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,30 +51,60 @@ class Response:
     status: int
     body: bytes
     content_type: str = "text/plain; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
-Handler = Callable[[], Awaitable[Response]]
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """``method`` and ``pattern`` (``/api/v1/jobs/{id}``: a ``{name}`` matches one segment)
+    to ``handler``. A GET route answers HEAD too."""
+
+    method: str
+    pattern: str
+    handler: Handler
+
+    def match(self, path: str) -> dict[str, str] | None:
+        found = _compiled(self.pattern).fullmatch(path)
+        return None if found is None else {k: unquote(v) for k, v in found.groupdict().items()}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(pattern)))
+
+
 _REASONS = {
     200: "OK",
+    201: "Created",
+    204: "No Content",
+    303: "See Other",
     400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Content Too Large",
     500: "Internal Server Error",
+    503: "Service Unavailable",
 }
 
 
 class HttpServer:
-    """Serves ``routes`` (path -> handler) for GET and HEAD; anything else is 404 or 405."""
+    """Serves ``routes``; a path no route has is 404, a method its routes lack is 405."""
 
-    def __init__(self, routes: dict[str, Handler]) -> None:
-        self.routes = routes
+    def __init__(self, routes: Sequence[Route]) -> None:
+        self.routes = list(routes)
         self._server: asyncio.Server | None = None
 
-    async def start(self, address: str) -> int:
-        """Listen on ``HOST:PORT``; return the bound port (OSError when it cannot bind)."""
+    async def start(self, address: str, tls: ssl.SSLContext | None = None) -> int:
+        """Listen on ``HOST:PORT`` (TLS with ``tls``); return the bound port (OSError when it
+        cannot bind)."""
         host, _, port = address.rpartition(":")
         self._server = await asyncio.start_server(
-            self._serve, host.strip("[]") or "127.0.0.1", int(port)
+            self._serve, host.strip("[]") or "127.0.0.1", int(port), ssl=tls
         )
         return int(self._server.sockets[0].getsockname()[1])
 
@@ -52,43 +115,86 @@ class HttpServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT)
-            response, head_only = await self._respond(head)
+            request = await asyncio.wait_for(_read(reader), READ_TIMEOUT)
+            if isinstance(request, Response):
+                response, head_only = request, False
+            else:
+                response, head_only = await self._respond(request), request.method == "HEAD"
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
             response, head_only = Response(400, b"bad request\n"), False
-        except ConnectionError:
+        except (ConnectionError, ssl.SSLError):
             writer.close()
             return
+        headers = "".join(f"{k}: {v}\r\n" for k, v in response.headers)
         try:
             writer.write(
                 (
                     f"HTTP/1.1 {response.status} {_REASONS.get(response.status, '')}\r\n"
                     f"Content-Type: {response.content_type}\r\n"
                     f"Content-Length: {len(response.body)}\r\n"
+                    f"{headers}"
                     "Connection: close\r\n\r\n"
                 ).encode()
                 + (b"" if head_only else response.body)
             )
             await writer.drain()
-        except ConnectionError:
+        except (ConnectionError, ssl.SSLError):
             pass
         finally:
             writer.close()
 
-    async def _respond(self, head: bytes) -> tuple[Response, bool]:
-        if len(head) > MAX_HEAD:
-            return Response(400, b"request head too large\n"), False
-        parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
-        if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-            return Response(400, b"bad request line\n"), False
-        method, target = parts[0], parts[1]
-        handler = self.routes.get(target.split("?", 1)[0])
-        if handler is None:
-            return Response(404, b"not found\n"), False
-        if method not in ("GET", "HEAD"):
-            return Response(405, b"only GET and HEAD\n"), False
-        try:
-            return await handler(), method == "HEAD"
-        except Exception:
-            log.exception("HTTP handler for %s failed", target)
-            return Response(500, b"internal error\n"), False
+    async def _respond(self, request: Request) -> Response:
+        allowed = []
+        for route in self.routes:
+            params = route.match(request.path)
+            if params is None:
+                continue
+            allowed.append(route.method)
+            if route.method == request.method or (
+                request.method == "HEAD" and route.method == "GET"
+            ):
+                try:
+                    return await route.handler(
+                        Request(
+                            request.method,
+                            request.path,
+                            request.query,
+                            request.headers,
+                            request.body,
+                            params,
+                        )
+                    )
+                except Exception:
+                    log.exception("HTTP handler for %s %s failed", request.method, request.path)
+                    return Response(500, b"internal error\n")
+        if not allowed:
+            return Response(404, b"not found\n")
+        methods = ", ".join(sorted(set(allowed)))
+        return Response(405, f"allowed: {methods}\n".encode(), headers=(("Allow", methods),))
+
+
+async def _read(reader: asyncio.StreamReader) -> Request | Response:
+    """The request on ``reader``, or the error response when it is malformed or too large."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    if len(head) > MAX_HEAD:
+        return Response(400, b"request head too large\n")
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split()
+    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+        return Response(400, b"bad request line\n")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    try:
+        length = int(headers.get("content-length", "0"))
+    except ValueError:
+        return Response(400, b"bad Content-Length\n")
+    if length < 0:
+        return Response(400, b"bad Content-Length\n")
+    if length > MAX_BODY:
+        return Response(413, f"request body over {MAX_BODY} bytes\n".encode())
+    body = await reader.readexactly(length) if length else b""
+    path, _, query = parts[1].partition("?")
+    return Request(parts[0], path, dict(parse_qsl(query)), headers, body)

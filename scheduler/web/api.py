@@ -1,0 +1,326 @@
+"""The dashboard's JSON API, ``/api/v1/...`` (docs/web.md has every route and object).
+
+Every route but login needs a caller: the session cookie of a login, or an ``Authorization:
+Bearer TOKEN`` header (scripts); neither, or a token no longer current, is 401. A change (POST,
+DELETE) made with the session cookie must carry the session's CSRF token in ``X-CSRF-Token``,
+else 403; the cookie is ``SameSite=Strict`` as well. Reads and changes call the same engine
+methods as the gRPC servicers, so the same checks and the same refusals apply; none of them
+runs on the event loop (the engine hands them to its core thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from rota.efficiency import IDLE_BELOW
+from rota.scheduler.cluster.accounting import AccountingQuery
+from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
+from rota.scheduler.core.jobs import JobListing
+from rota.scheduler.engine import Engine
+from rota.scheduler.http import Request, Response, Route
+from rota.scheduler.web import views
+from rota.scheduler.web.identity import TokenCheck, Viewer
+from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions
+from rota.states import parse_state
+
+JSON = "application/json"
+LOG_TAIL = 64 * 1024  # bytes of a job's output the log route returns by default
+ENDED_LIMIT = 50  # ended jobs ``state=ended`` lists by default
+LOG_TIMEOUT = 15.0  # seconds to wait for a node to send a job's output
+API_HEADERS = (
+    ("Cache-Control", "no-store"),
+    ("X-Content-Type-Options", "nosniff"),
+)
+
+
+class ApiError(Exception):
+    """Answered as ``{"error": message}`` with ``status``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The viewer of a request and, for a cookie login, its session (None for a bearer
+    token)."""
+
+    viewer: Viewer
+    session: Session | None
+
+
+ApiHandler = Callable[[Request, Caller], Awaitable[Response]]
+
+
+def reply(data: Any, status: int = 200, headers: tuple[tuple[str, str], ...] = ()) -> Response:
+    return Response(status, json.dumps(data).encode(), JSON, API_HEADERS + headers)
+
+
+def error(status: int, message: str) -> Response:
+    return reply({"error": message}, status)
+
+
+class Api:
+    """The routes of ``/api/v1``; ``secure`` marks the cookie Secure (the port serves TLS)."""
+
+    def __init__(
+        self, engine: Engine, tokens: TokenCheck, sessions: Sessions, secure: bool
+    ) -> None:
+        self.engine = engine
+        self.tokens = tokens
+        self.sessions = sessions
+        self.secure = secure
+
+    def routes(self) -> list[Route]:
+        v1 = "/api/v1"
+        return [
+            Route("POST", f"{v1}/login", self.login),
+            Route("POST", f"{v1}/logout", self._guard(self.logout)),
+            Route("GET", f"{v1}/session", self._guard(self.session)),
+            Route("GET", f"{v1}/nodes", self._guard(self.nodes)),
+            Route("GET", f"{v1}/jobs", self._guard(self.jobs)),
+            Route("GET", f"{v1}/jobs/{{id}}", self._guard(self.job)),
+            Route("GET", f"{v1}/jobs/{{id}}/log", self._guard(self.log)),
+            Route("GET", f"{v1}/accounting/summary", self._guard(self.summary)),
+            Route("GET", f"{v1}/accounting/efficiency", self._guard(self.efficiency)),
+        ]
+
+    # ------------------------------------------------------------ authentication
+
+    def _guard(self, handler: ApiHandler) -> Callable[[Request], Awaitable[Response]]:
+        """``handler`` behind the caller check, the CSRF check for changes, and the mapping
+        of domain errors to statuses."""
+
+        async def guarded(request: Request) -> Response:
+            try:
+                caller = await self._caller(request)
+                if request.method not in ("GET", "HEAD") and caller.session is not None:
+                    sent = request.headers.get(CSRF_HEADER, "")
+                    if not self.sessions.csrf_ok(caller.session, sent):
+                        raise ApiError(403, f"missing or wrong {CSRF_HEADER} header")
+                return await handler(request, caller)
+            except ApiError as exc:
+                return error(exc.status, str(exc))
+            except UserError as exc:
+                return error(400, str(exc))
+            except NotFound as exc:
+                return error(404, str(exc))
+            except (AlreadyExists, Conflict) as exc:
+                return error(409, str(exc))
+
+        return guarded
+
+    async def _caller(self, request: Request) -> Caller:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            viewer = await self.tokens(token.strip())
+            if viewer is None:
+                raise ApiError(401, "the bearer token is not a current rota token")
+            return Caller(viewer, None)
+        session = self.sessions.get(request.cookie(COOKIE))
+        if session is None:
+            raise ApiError(401, "log in first (POST /api/v1/login with your rota token)")
+        viewer = await self.tokens(session.token)
+        if viewer is None:
+            self.sessions.close(request.cookie(COOKIE))
+            raise ApiError(401, "your rota token is no longer current; log in again")
+        return Caller(viewer, session)
+
+    async def login(self, request: Request) -> Response:
+        """``{"token": "..."}`` -> the session cookie, and ``{"user", "admin", "csrf"}``."""
+        try:
+            token = str(json.loads(request.body or b"{}").get("token", "")).strip()
+        except (ValueError, AttributeError):
+            return error(400, 'body: must be a JSON object {"token": "..."}')
+        if not token:
+            return error(400, "token: your rota token is required (gadmin user token NAME)")
+        viewer = await self.tokens(token)
+        if viewer is None:
+            return error(401, "token: not a current rota token")
+        session_id, session = self.sessions.open(token)
+        cookie = f"{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
+        if self.secure:
+            cookie += "; Secure"
+        return reply(_who(viewer, session), headers=(("Set-Cookie", cookie),))
+
+    async def logout(self, request: Request, caller: Caller) -> Response:
+        self.sessions.close(request.cookie(COOKIE))
+        expired = f"{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
+        return reply({}, headers=(("Set-Cookie", expired),))
+
+    async def session(self, request: Request, caller: Caller) -> Response:
+        """Who is logged in, and the session's CSRF token (a reloaded page asks here)."""
+        return reply(_who(caller.viewer, caller.session))
+
+    # ------------------------------------------------------------ cluster and queue
+
+    async def nodes(self, request: Request, caller: Caller) -> Response:
+        shown = await self.engine.list_nodes()
+        active = await self._all_jobs(JobListing())
+        users = {j.display_id: j.user for j in active}
+        return reply(
+            {
+                "time": views.iso(time.time()),
+                "nodes": [views.node_json(node, status, users) for node, status in shown],
+            }
+        )
+
+    async def jobs(self, request: Request, caller: Caller) -> Response:
+        """``?state=active`` (default: pending and running), ``ended`` (the ``limit``, default
+        50, that ended last), ``all``, or a state name or code; ``user=`` one user's jobs."""
+        wanted = request.query.get("state", "active").strip()
+        user = request.query.get("user", "").strip()
+        if wanted == "ended":
+            limit = _int(request.query, "limit", ENDED_LIMIT, minimum=1)
+            rows = await self.engine.list_finished(
+                AccountingQuery(users=(user,) if user else (), limit=limit)
+            )
+            return reply(
+                {"time": views.iso(time.time()), "jobs": [views.job_json(r.job) for r in rows]}
+            )
+        if wanted == "active":
+            listing = JobListing(users=(user,) if user else ())
+        elif wanted == "all":
+            listing = JobListing(all_states=True, users=(user,) if user else ())
+        else:
+            try:
+                state = parse_state(wanted)
+            except ValueError:
+                raise UserError(
+                    f"state: {wanted!r} is not active, all, or a job state (PENDING, PD, ...)"
+                ) from None
+            listing = JobListing(states=(state,), users=(user,) if user else ())
+        jobs = await self._all_jobs(listing)
+        return reply({"time": views.iso(time.time()), "jobs": [views.job_json(j) for j in jobs]})
+
+    async def _all_jobs(self, listing: JobListing) -> list[Any]:
+        page = await self.engine.list_jobs(listing)
+        jobs = list(page.jobs)
+        while page.next_page_token:
+            page = await self.engine.list_jobs(
+                JobListing(
+                    listing.states,
+                    listing.all_states,
+                    listing.ids,
+                    listing.users,
+                    listing.accounts,
+                    page_token=page.next_page_token,
+                )
+            )
+            jobs.extend(page.jobs)
+        return jobs
+
+    async def job(self, request: Request, caller: Caller) -> Response:
+        job, events = await self.engine.get_job(request.params["id"])
+        viewer = caller.viewer
+        return reply(
+            {
+                "job": views.job_json(job),
+                "events": [views.event_json(e) for e in events],
+                "may_read_log": viewer.admin or viewer.user == job.user,
+            }
+        )
+
+    async def log(self, request: Request, caller: Caller) -> Response:
+        """The last ``tail`` bytes (default 64 KiB) of the job's output, as text; the owner
+        and admins only."""
+        display_id = request.params["id"]
+        tail = _int(request.query, "tail", LOG_TAIL, minimum=1)
+        attempt = _int(request.query, "attempt", 0, minimum=0)
+        job, _events = await self.engine.get_job(display_id)
+        viewer = caller.viewer
+        if not (viewer.admin or viewer.user == job.user):
+            raise ApiError(
+                403,
+                f"job {job.display_id} belongs to {job.user}; only its owner or an admin may "
+                "read its output",
+            )
+        kept = bytearray()
+        try:
+            async with asyncio.timeout(LOG_TIMEOUT):
+                async for chunk in self.engine.stream_logs(display_id, attempt, False):
+                    kept += chunk
+                    del kept[:-tail]
+        except TimeoutError:
+            raise ApiError(503, f"the node of job {display_id} did not send its output") from None
+        return Response(200, bytes(kept), "text/plain; charset=utf-8", API_HEADERS)
+
+    # ------------------------------------------------------------ accounting
+
+    async def summary(self, request: Request, caller: Caller) -> Response:
+        """GPU-hours per user and per account of jobs that ended in ``start``..``end``."""
+        users, accounts = await self.engine.usage_summary(_period(request.query))
+        return reply(
+            {
+                "users": [views.total_json(t) for t in users],
+                "accounts": [views.total_json(t) for t in accounts],
+            }
+        )
+
+    async def efficiency(self, request: Request, caller: Caller) -> Response:
+        """Finished jobs of the period whose GPUs stayed mostly idle (below ``idle_below``
+        percent) or nearly ran out of memory: ``gacct --efficiency``."""
+        idle_below = _float(request.query, "idle_below", IDLE_BELOW)
+        rows = await self.engine.list_finished(_period(request.query))
+        listed = [views.finished_json(r, idle_below) for r in rows]
+        return reply({"jobs": [r for r in listed if r["flags"]]})
+
+
+def _who(viewer: Viewer, session: Session | None) -> dict[str, Any]:
+    return {
+        "user": viewer.user,
+        "admin": viewer.admin,
+        "csrf": session.csrf if session is not None else "",
+    }
+
+
+def _int(query: dict[str, str], name: str, default: int, minimum: int) -> int:
+    text = query.get(name, "")
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise UserError(f"{name}: {text!r} is not a whole number") from None
+    if value < minimum:
+        raise UserError(f"{name}: must be >= {minimum}")
+    return value
+
+
+def _float(query: dict[str, str], name: str, default: float) -> float:
+    text = query.get(name, "")
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UserError(f"{name}: {text!r} is not a number") from None
+
+
+def _time(query: dict[str, str], name: str) -> float:
+    """``name`` as ISO 8601 (a date, or a date and time; UTC unless it says otherwise), or
+    0 when absent."""
+    text = query.get(name, "").strip()
+    if not text:
+        return 0.0
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UserError(f"{name}: {text!r} is not an ISO 8601 date or time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _period(query: dict[str, str]) -> AccountingQuery:
+    start, end = _time(query, "start"), _time(query, "end")
+    if start and end and end < start:
+        raise UserError("end: must not be before start")
+    return AccountingQuery(start=start, end=end)

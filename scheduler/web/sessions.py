@@ -1,0 +1,80 @@
+"""Dashboard sessions: a login with a rota token gets a random session id (the cookie) and a
+CSRF token (sent back in a header with every change).
+
+The token stays in the scheduler's memory, keyed by the session id, and is checked again on
+every request, so revoking a user ends their sessions at once. Sessions live in memory only: a
+restarted scheduler asks everyone to log in again. A session ends at logout, after ``idle``
+seconds without a request, or ``lifetime`` seconds after its login.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+COOKIE = "rota_session"
+CSRF_HEADER = "x-csrf-token"
+IDLE = 8 * 3600.0
+LIFETIME = 7 * 24 * 3600.0
+MAX_SESSIONS = 10_000  # the oldest are dropped beyond this many
+
+
+@dataclass(slots=True)
+class Session:
+    token: str
+    csrf: str
+    created: float
+    seen: float
+
+
+class Sessions:
+    """Session id -> the login's token and CSRF token (event loop only)."""
+
+    def __init__(
+        self, clock: Callable[[], float], idle: float = IDLE, lifetime: float = LIFETIME
+    ) -> None:
+        self.clock = clock
+        self.idle = idle
+        self.lifetime = lifetime
+        self._by_id: dict[str, Session] = {}
+
+    def open(self, token: str) -> tuple[str, Session]:
+        """A new session for a token that was just accepted: (session id, session)."""
+        now = self.clock()
+        self._expire(now)
+        while len(self._by_id) >= MAX_SESSIONS:
+            del self._by_id[next(iter(self._by_id))]
+        session_id = secrets.token_urlsafe(32)
+        session = Session(token, secrets.token_urlsafe(32), now, now)
+        self._by_id[session_id] = session
+        return session_id, session
+
+    def get(self, session_id: str) -> Session | None:
+        """The live session of ``session_id`` (its idle clock restarts), else None."""
+        session = self._by_id.get(session_id) if session_id else None
+        if session is None:
+            return None
+        now = self.clock()
+        if now - session.seen > self.idle or now - session.created > self.lifetime:
+            del self._by_id[session_id]
+            return None
+        session.seen = now
+        return session
+
+    def close(self, session_id: str) -> None:
+        self._by_id.pop(session_id, None)
+
+    @staticmethod
+    def csrf_ok(session: Session, sent: str) -> bool:
+        return bool(sent) and hmac.compare_digest(session.csrf, sent)
+
+    def _expire(self, now: float) -> None:
+        dead = [
+            k
+            for k, s in self._by_id.items()
+            if now - s.seen > self.idle or now - s.created > self.lifetime
+        ]
+        for key in dead:
+            del self._by_id[key]

@@ -1,0 +1,147 @@
+"""The JSON objects of the API (docs/web.md), built from the domain objects the engine hands
+out. Times are ISO 8601 UTC (null when unset), sizes bytes, durations seconds; a job object has
+the keys of ``gqueue --json`` and a few more."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from rota.efficiency import efficiency_flags
+from rota.scheduler.cluster.accounting import FinishedJob, UsageTotal
+from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
+from rota.scheduler.cluster.status import NodeStatus
+
+Json = dict[str, Any]
+
+
+def iso(ts: float | None) -> str | None:
+    if not ts:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def job_json(job: JobRecord) -> Json:
+    """A job as ``gqueue --json`` shows it, plus ``reservation``, ``held`` and ``warning``."""
+    return {
+        "id": job.display_id,
+        "name": job.name,
+        "user": job.user,
+        "account": job.account,
+        "state": job.state.value,
+        "state_code": job.state.code,
+        "reason": job.reason,
+        "exit_code": job.exit_code if job.state.terminal else None,
+        "attempt": job.attempt,
+        "nodes": job.node_names,
+        "gpus": job.spec.gpus,
+        "gpu_ids": {a.node: list(a.gpus) for a in job.allocation},
+        "submit_time": iso(job.submit_time),
+        "start_time": iso(job.start_time),
+        "end_time": iso(job.end_time),
+        "time_limit": int(job.time_limit),
+        "num_nodes": max(len(job.allocation), job.spec.nodes or 1),
+        "estimated_start": iso(job.estimated_start),
+        "expected_end": iso(job.start_time + job.time_limit)
+        if job.start_time and job.time_limit and not job.state.terminal
+        else None,
+        "reservation": job.spec.reservation,
+        "held": job.held,
+        "warning": job.warning,
+    }
+
+
+def event_json(event: JobEvent) -> Json:
+    return {
+        "time": iso(event.time),
+        "attempt": event.attempt,
+        "kind": event.kind.value,
+        "old_state": event.old_state,
+        "new_state": event.new_state,
+        "reason": event.reason,
+    }
+
+
+def node_json(node: NodeState, status: NodeStatus, users: Mapping[str, str]) -> Json:
+    """A node with GPU counts and one object per GPU (the heat map's cells). ``users`` maps
+    the display id of each job holding a GPU to its user."""
+    gpus = [_gpu_json(node, status, g.index, users) for g in node.inventory.gpus]
+    return {
+        "name": node.name,
+        "state": status.state,
+        "reason": status.reason,
+        "stale": status.stale,
+        "labels": dict(node.labels),
+        "address": node.address,
+        "last_heartbeat": iso(node.last_heartbeat),
+        "cpus": node.inventory.cpus,
+        "memory": node.inventory.memory,
+        "simulated": node.inventory.simulated,
+        "gpus_total": len(gpus),
+        "gpus_free": sum(1 for g in gpus if g["state"] == "idle"),
+        "gpus_allocated": sum(1 for g in gpus if g["state"] == "allocated"),
+        "gpus_unhealthy": sum(1 for g in gpus if g["state"] == "unhealthy"),
+        "gpus": gpus,
+    }
+
+
+def _gpu_json(node: NodeState, status: NodeStatus, index: int, users: Mapping[str, str]) -> Json:
+    info = next(g for g in node.inventory.gpus if g.index == index)
+    shown = status.gpus.get(index)
+    reading = next((t for t in node.telemetry if t.index == index), None)
+    job = status.holders.get(index, "")
+    return {
+        "index": index,
+        "uuid": info.uuid,
+        "model": info.name,
+        "memory_total": info.memory_total,
+        "state": shown.state if shown is not None else "idle",
+        "reason": shown.reason if shown is not None else "",
+        "job": job,
+        "user": users.get(job, ""),
+        "stale": status.stale or reading is None,
+        "utilization": reading.utilization if reading is not None else None,
+        "memory_used": reading.memory_used if reading is not None else None,
+        "temperature": reading.temperature if reading is not None else None,
+        "power": reading.power if reading is not None else None,
+        "error": reading.error if reading is not None else "",
+        "foreign_processes": [
+            {"pid": p.pid, "memory_used": p.memory_used}
+            for p in (reading.processes if reading is not None else ())
+            if not p.job_id
+        ],
+    }
+
+
+def finished_json(row: FinishedJob, idle_below: float) -> Json:
+    """One line of ``gacct``, with the ``--efficiency`` flags of the job."""
+    job, usage = row.job, row.usage
+    utilization = usage.mean_utilization if usage.samples else None
+    return {
+        "id": job.display_id,
+        "name": job.name,
+        "user": job.user,
+        "account": job.account,
+        "state": job.state.value,
+        "exit_code": job.exit_code,
+        "start_time": iso(job.start_time),
+        "end_time": iso(job.end_time),
+        "elapsed": row.elapsed,
+        "gpus": row.gpus,
+        "gpu_hours": row.gpu_hours,
+        "nodes": job.node_names,
+        "gpu_utilization": utilization,
+        "gpu_memory_peak": usage.memory_peak,
+        "gpu_memory_total": usage.memory_total,
+        "flags": efficiency_flags(utilization, usage.memory_peak, usage.memory_total, idle_below),
+    }
+
+
+def total_json(total: UsageTotal) -> Json:
+    return {
+        "name": total.name,
+        "jobs": total.jobs,
+        "gpu_hours": total.gpu_hours,
+        "gpu_utilization": total.mean_utilization if total.samples else None,
+    }

@@ -1,0 +1,190 @@
+"""The dashboard's HTTP side without a browser: the API answers 401 without a login, 403 for a
+change without the CSRF token, sets a HttpOnly SameSite=Strict cookie at login, shows nodes and
+jobs through the engine, keeps other users' output private, and serves its own files with a
+strict Content-Security-Policy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rota.scheduler.http import HttpServer
+from rota.scheduler.web.dashboard import dashboard_routes
+from rota.v1 import rota_pb2 as pb
+from tests.support.inprocess import InProcessScheduler
+
+
+@dataclass(frozen=True)
+class User:
+    user: str
+    admin: bool = False
+
+
+TOKENS = {"tok-ann": User("ann"), "tok-bob": User("bob"), "tok-root": User("root", admin=True)}
+
+
+async def check(token: str) -> User | None:
+    return TOKENS.get(token)
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class Browserless:
+    """HTTP calls to the dashboard port with a cookie jar of one (off the event loop)."""
+
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+        self.cookie = ""
+
+    def _call(self, method: str, path: str, body: Any, headers: dict[str, str]) -> Reply:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data, method=method)
+        if self.cookie:
+            request.add_header("Cookie", self.cookie)
+        for key, value in headers.items():
+            request.add_header(key, value)
+        try:
+            with urllib.request.urlopen(request, timeout=20) as reply:
+                return Reply(reply.status, dict(reply.headers), reply.read())
+        except urllib.error.HTTPError as exc:
+            return Reply(exc.code, dict(exc.headers), exc.read())
+
+    async def call(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> Reply:
+        return await asyncio.to_thread(self._call, method, path, body, headers or {})
+
+    async def login(self, token: str) -> dict[str, Any]:
+        reply = await self.call("POST", "/api/v1/login", {"token": token})
+        assert reply.status == 200, reply.body
+        self.cookie = reply.headers["Set-Cookie"].split(";", 1)[0]
+        return dict(reply.json())
+
+
+Test = Callable[[InProcessScheduler, Callable[[], Browserless]], Coroutine[Any, Any, None]]
+
+
+def run(test: Test, root: Path) -> None:
+    async def main() -> None:
+        async with InProcessScheduler(root) as sched:
+            http = HttpServer(dashboard_routes(sched.engine, check, secure=False))
+            port = await http.start("127.0.0.1:0")
+            try:
+                await asyncio.wait_for(test(sched, lambda: Browserless(port)), 60)
+            finally:
+                await http.stop()
+
+    asyncio.run(main())
+
+
+def test_no_login_is_401_and_a_change_without_csrf_is_403(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        web = client()
+        for path in ("/api/v1/nodes", "/api/v1/jobs", "/api/v1/session", "/api/v1/jobs/1/log"):
+            reply = await web.call("GET", path)
+            assert reply.status == 401, path
+            assert "log in" in reply.json()["error"]
+        assert (await web.call("POST", "/api/v1/logout")).status == 401
+        wrong = await web.call("POST", "/api/v1/login", {"token": "nope"})
+        assert wrong.status == 401
+        assert "Set-Cookie" not in wrong.headers
+        bad_bearer = await web.call("GET", "/api/v1/nodes", headers={"Authorization": "Bearer x"})
+        assert bad_bearer.status == 401
+
+        login = await web.call("POST", "/api/v1/login", {"token": "tok-ann"})
+        assert login.status == 200
+        cookie = login.headers["Set-Cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+        assert "Secure" not in cookie  # this port serves no TLS
+        me = login.json()
+        assert me["user"] == "ann" and me["admin"] is False and len(me["csrf"]) > 20
+        web.cookie = cookie.split(";", 1)[0]
+        assert (await web.call("GET", "/api/v1/session")).json()["csrf"] == me["csrf"]
+
+        missing = await web.call("POST", "/api/v1/logout")
+        assert missing.status == 403
+        assert "x-csrf-token" in missing.json()["error"]
+        forged = await web.call("POST", "/api/v1/logout", headers={"X-CSRF-Token": "forged"})
+        assert forged.status == 403
+        assert (await web.call("GET", "/api/v1/nodes")).status == 200  # still logged in
+
+        out = await web.call("POST", "/api/v1/logout", headers={"X-CSRF-Token": me["csrf"]})
+        assert out.status == 200
+        assert "Max-Age=0" in out.headers["Set-Cookie"]
+        assert (await web.call("GET", "/api/v1/nodes")).status == 401  # the session is gone
+
+        bearer = await web.call("GET", "/api/v1/nodes", headers={"Authorization": "Bearer tok-bob"})
+        assert bearer.status == 200
+
+    run(test, tmp_path)
+
+
+async def registered(sched: InProcessScheduler, name: str = "n1", gpus: int = 2) -> None:
+    added = await sched.admin.AddNode(pb.AddNodeRequest(name=name, user="root"))
+    await sched.agent(name, added.token, gpus)
+
+
+def test_nodes_and_jobs_as_the_engine_sees_them(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        await registered(sched, "n1", 2)
+        web = client()
+        await web.login("tok-ann")
+        nodes = (await web.call("GET", "/api/v1/nodes")).json()["nodes"]
+        assert [(n["name"], n["gpus_total"], n["gpus_free"]) for n in nodes] == [("n1", 2, 2)]
+        assert [g["index"] for g in nodes[0]["gpus"]] == [0, 1]
+
+        spec = pb.JobSpec(image="img", command=["true"], resources=pb.Resources(gpus=1))
+        item = pb.SubmitItem(spec=spec, client_request_id="r1")
+        await sched.jobs.SubmitJobs(pb.SubmitJobsRequest(items=[item], user="ann"))
+        jobs = (await web.call("GET", "/api/v1/jobs")).json()["jobs"]
+        assert [(j["id"], j["user"]) for j in jobs] == [("1", "ann")]
+        detail = (await web.call("GET", "/api/v1/jobs/1")).json()
+        assert detail["job"]["state"] in ("PENDING", "CONFIGURING")
+        assert detail["events"] and detail["may_read_log"] is True
+
+        assert (await web.call("GET", "/api/v1/jobs/99")).status == 404
+        bad = await web.call("GET", "/api/v1/jobs?state=SOMETIMES")
+        assert bad.status == 400 and bad.json()["error"].startswith("state:")
+
+        bob = client()
+        await bob.login("tok-bob")
+        assert (await bob.call("GET", "/api/v1/jobs/1")).json()["may_read_log"] is False
+        refused = await bob.call("GET", "/api/v1/jobs/1/log")
+        assert refused.status == 403
+        assert "belongs to ann" in refused.json()["error"]
+
+    run(test, tmp_path)
+
+
+def test_the_page_and_its_files_are_served_locally(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        web = client()
+        page = await web.call("GET", "/")
+        assert page.status == 200
+        assert page.headers["Content-Type"].startswith("text/html")
+        csp = page.headers["Content-Security-Policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp
+        html = page.body.decode()
+        assert "http://" not in html and "https://" not in html  # no CDN
+        for name, kind in (("app.js", "text/javascript"), ("app.css", "text/css")):
+            served = await web.call("GET", f"/static/{name}")
+            assert served.status == 200 and served.headers["Content-Type"].startswith(kind)
+        assert (await web.call("GET", "/static/../http.py")).status == 404
+        assert (await web.call("GET", "/static/nothing.js")).status == 404
+        assert (await web.call("DELETE", "/")).status == 405
+
+    run(test, tmp_path)
