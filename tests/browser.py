@@ -1,0 +1,79 @@
+"""A real browser for the dashboard tests: Debian's chromium, headless, driven by selenium
+through the system chromedriver (no browser can be downloaded here)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = ("chromium", "chromium-browser")
+DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+
+
+def _found(names: tuple[str, ...]) -> str:
+    return next((p for n in names if (p := shutil.which(n))), "")
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    """Headless chromium; skipped outside CI when it is not installed (CI installs it)."""
+    binary, driver = _found(CHROMIUM), _found(("chromedriver",))
+    if not binary or not driver:
+        if os.environ.get("CI"):
+            pytest.fail("chromium and chromedriver are needed in CI; .ci/run installs them")
+        pytest.skip("no chromium/chromedriver (apt-get install chromium chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",  # tests run as root in containers
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,900",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ):
+        options.add_argument(arg)
+    drv = webdriver.Chrome(service=Service(driver), options=options)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
+def wait_until(drv: WebDriver, what: str, timeout: float = 20.0) -> WebElement:
+    """The first element ``what`` (CSS) once it is displayed."""
+    return WebDriverWait(drv, timeout).until(
+        lambda d: next(
+            (e for e in d.find_elements(By.CSS_SELECTOR, what) if e.is_displayed()), None
+        ),
+        f"nothing shown for {what}",
+    )
+
+
+def wait_text(drv: WebDriver, what: str, text: str, timeout: float = 30.0) -> WebElement:
+    """The element ``what`` once its text contains ``text``."""
+    return WebDriverWait(drv, timeout).until(
+        lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, what) if text in e.text), None),
+        f"{what} never showed {text!r}",
+    )
+
+
+def screenshot(drv: WebDriver, tmp_path: Path, name: str, for_docs: bool = False) -> Path:
+    """Save a PNG under the test's directory; with ``ROTA_DOCS_SCREENSHOTS=1`` in the
+    environment, ``for_docs`` ones also into docs/img for the README."""
+    path = tmp_path / f"{name}.png"
+    assert drv.save_screenshot(str(path)), f"screenshot {name} failed"
+    if for_docs and os.environ.get("ROTA_DOCS_SCREENSHOTS") == "1":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, DOCS_IMG / f"{name}.png")
+    return path
