@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from rota.scheduler.http import HttpServer
 from rota.scheduler.web.dashboard import dashboard_routes
@@ -188,3 +191,41 @@ def test_the_page_and_its_files_are_served_locally(tmp_path: Path) -> None:
         assert (await web.call("DELETE", "/")).status == 405
 
     run(test, tmp_path)
+
+
+def test_with_tls_the_port_serves_https_and_the_cookie_is_secure(tmp_path: Path) -> None:
+    from rota.cli.certs import init_certs
+    from rota.tls import http_ssl_context
+
+    init_certs(tmp_path / "tls")
+    tls = http_ssl_context(
+        str(tmp_path / "tls" / "scheduler.pem"), str(tmp_path / "tls" / "scheduler-key.pem")
+    )
+    trust = ssl.create_default_context(cafile=str(tmp_path / "tls" / "ca.pem"))
+
+    def fetch(port: int, path: str, body: bytes | None = None) -> tuple[int, dict[str, str]]:
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{port}{path}", body, method="POST" if body else "GET"
+        )
+        with urllib.request.urlopen(request, timeout=20, context=trust) as reply:
+            return reply.status, dict(reply.headers)
+
+    def plain(port: int) -> None:
+        with pytest.raises((urllib.error.URLError, ConnectionError)):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+
+    async def main() -> None:
+        async with InProcessScheduler(tmp_path) as sched:
+            http = HttpServer(dashboard_routes(sched.engine, check, secure=True))
+            port = await http.start("127.0.0.1:0", tls)
+            try:
+                status, _ = await asyncio.to_thread(fetch, port, "/")
+                assert status == 200
+                body = json.dumps({"token": "tok-ann"}).encode()
+                status, headers = await asyncio.to_thread(fetch, port, "/api/v1/login", body)
+                assert status == 200 and "; Secure" in headers["Set-Cookie"]
+                await asyncio.to_thread(plain, port)
+            finally:
+                await http.stop()
+
+    asyncio.run(main())
