@@ -7,23 +7,20 @@ PREEMPTED). The default is all four: every end.
 
 Output patterns follow sbatch's ``--output``/``--error``: ``%j`` job id (``123`` or ``123_4``),
 ``%A`` array job id (the job id when not an array), ``%a`` array task id (empty when not an
-array), ``%x`` job name, ``%u`` user, ``%N`` node, ``%%`` a percent sign. A relative pattern is
-relative to the job's ``workdir``; the file must lie inside a writable mount of the job, which is
-where the agent writes it (on the node, through the mount's source).
+array), ``%x`` job name, ``%u`` user, ``%N`` node, ``%%`` a percent sign. The scheduler takes
+absolute host paths only (``gsub`` makes a relative one absolute from the directory it runs in, as
+sbatch does) under its ``allowed_mounts``; the agent of the job's first node writes the file there,
+on the node (a shared file system makes it visible where the job was submitted), after checking
+its own ``allowed_mounts`` with symbolic links resolved.
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from rota.states import JobState
-
-if TYPE_CHECKING:
-    from rota.jobspec import Mount
 
 NOTIFY_EVENTS = ("end", "fail", "timeout", "cancel")
 MAX_URL = 2048
@@ -89,38 +86,3 @@ def expand(pattern: str, fields: Mapping[str, str]) -> str:
         return value.replace("/", "_").replace("\x00", "_")
 
     return _PATTERN.sub(one, pattern)
-
-
-def container_path(pattern: str, workdir: str) -> str:
-    """The absolute path in the container a pattern names (relative ones under ``workdir``)."""
-    path = pattern if pattern.startswith("/") else posixpath.join(workdir or "/", pattern)
-    return posixpath.normpath(path)
-
-
-def writable_mount(path: str, mounts: Sequence[Mount]) -> tuple[Mount, str] | None:
-    """The writable mount holding container ``path`` (the innermost), and the path inside it."""
-    best: tuple[Mount, str] | None = None
-    for mount in mounts:
-        target = mount.target.rstrip("/") or "/"
-        if path == target or path.startswith(target.rstrip("/") + "/"):
-            rest = posixpath.relpath(path, target)
-            if best is None or len(target) > len(best[0].target.rstrip("/") or "/"):
-                best = (mount, rest)
-    if best is None or best[0].read_only or best[1] in (".", ""):
-        return None
-    return best
-
-
-def placement_problem(pattern: str, workdir: str, mounts: Sequence[Mount]) -> str:
-    """Why the agent could not write the file ``pattern`` names ("" when it can)."""
-    if not pattern.startswith("/") and not workdir:
-        return "a relative path needs the job's workdir (gsub --chdir, #SBATCH -D)"
-    path = container_path(pattern, workdir)
-    if ".." in pattern.split("/"):
-        return "must not contain '..'"
-    if writable_mount(path, mounts) is None:
-        return (
-            f"{path} is not inside a writable mount of the job; the agent writes output "
-            "files on the node through the job's mounts (add one, e.g. #ROTA mount=SRC:DST)"
-        )
-    return ""

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rota.jobends import NOTIFY_EVENTS, pattern_problem, placement_problem, url_problem
+from rota.jobends import NOTIFY_EVENTS, pattern_problem, url_problem
 
 if TYPE_CHECKING:
     from rota.jobspec import JobSpec
@@ -333,10 +333,10 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
             raise SpecError(at("workdir"), "must be an absolute path")
     if spec.pull not in PULL_POLICIES:
         raise SpecError(at("pull"), f"expected one of {', '.join(PULL_POLICIES)}")
-    _check_job_ends(spec, at)
+    _check_job_ends(spec, rules, at)
 
 
-def _check_job_ends(spec: JobSpec, at: Callable[[str], str]) -> None:
+def _check_job_ends(spec: JobSpec, rules: Rules, at: Callable[[str], str]) -> None:
     """The webhook (``notify``) and the output patterns (``output``, ``error``)."""
     if spec.notify_url or spec.notify_on:
         problem = url_problem(spec.notify_url) if spec.notify_url else "is required with on"
@@ -351,9 +351,10 @@ def _check_job_ends(spec: JobSpec, at: Callable[[str], str]) -> None:
         if not pattern:
             continue
         check_text(at(field_name), pattern, MAX_PATH)
-        problem = pattern_problem(pattern) or placement_problem(pattern, spec.workdir, spec.mounts)
+        problem = pattern_problem(pattern)
         if problem:
             raise SpecError(at(field_name), problem)
+        check_mount_source(at(field_name), pattern, rules.allowed_mounts)
 
 
 # ---------------------------------------------------------------- any request
