@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,12 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass
 class Loaded:
-    """One validated input: its name, the job-file mapping, the spec, and notes for stderr."""
+    """One validated input: its name, the job-file mapping (as written) and the spec."""
 
     name: str
     job: dict[str, Any]
     spec: JobSpec
-    notes: list[str] = field(default_factory=list)
 
 
 def load_jobs(
@@ -93,7 +92,6 @@ def load_jobs(
         except OSError as exc:
             raise CliError(f"{name}: cannot read: {exc.strerror}", 2) from None
         batch: BatchJob | None = None
-        notes = []
         if is_batch_script(name, text):
             try:
                 batch = translate(text, default_image(), os.environ)
@@ -117,7 +115,7 @@ def load_jobs(
             directive = batch.directive_for(exc.field) if batch else None
             where = f" (from {directive})" if directive else ""
             raise CliError(f"{name}: {exc}{where}", 2) from None
-        loaded.append(Loaded(name, data, spec, notes))
+        loaded.append(Loaded(name, data, spec))
     return loaded
 
 
@@ -152,9 +150,6 @@ def _dry_run(args: argparse.Namespace) -> int:
     from rota.cli.sbatch import dump_job
 
     jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency), **_flags(args))
-    for job in jobs:
-        for note in job.notes:
-            print(f"gsub: note: {note}", file=sys.stderr)
     print("---\n".join(dump_job(job.job) for job in jobs), end="")
     return 0
 
@@ -179,8 +174,6 @@ def _submit(args: argparse.Namespace) -> int:
         response = client.submit(
             [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only
         )
-    for note in (note for j in jobs for note in j.notes):
-        print(f"gsub: note: {note}", file=sys.stderr)
     submitted: list[str] = []
     for job in response.jobs:
         if args.test_only:
