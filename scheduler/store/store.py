@@ -84,6 +84,7 @@ def spec_from_json(data: dict[str, Any]) -> JobSpec:
     values = {k: v for k, v in data.items() if k in known}
     values["command"] = tuple(values.get("command", ()))
     values["mounts"] = tuple(Mount(**m) for m in values.get("mounts", ()))
+    values["notify_on"] = tuple(values.get("notify_on", ()))
     return JobSpec(**values)
 
 
