@@ -26,6 +26,7 @@ from rota.settings import (
     Settings,
     load_settings,
 )
+from rota.tls import is_loopback
 
 _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 _LABEL_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$")
@@ -94,6 +95,9 @@ class AgentConfig(Settings):
     default_gid: Count = 65534
     allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
     pids_limit: Count = 4096
+    # observability (docs/metrics.md)
+    metrics_listen: HostPort | None = None  # serve /metrics here; None = off
+    metrics_insecure: bool = False  # allow a non-loopback metrics_listen (no authentication)
 
     @model_validator(mode="before")
     @classmethod
@@ -112,6 +116,20 @@ class AgentConfig(Settings):
                     f"token_file {values['token_file']} cannot be read: {exc.strerror or exc}"
                 ) from None
         return values
+
+    @model_validator(mode="after")
+    def _metrics_on_loopback(self) -> AgentConfig:
+        if (
+            self.metrics_listen
+            and not self.metrics_insecure
+            and not is_loopback(self.metrics_listen)
+        ):
+            raise ValueError(
+                f"metrics_listen must be a loopback address such as 127.0.0.1:9719, got "
+                f"{self.metrics_listen!r}: /metrics has no authentication; scrape through a proxy "
+                "or set metrics_insecure: true in the agent's config file"
+            )
+        return self
 
 
 def load_agent_config(path: Path | None, environ: Mapping[str, str], **flags: Any) -> AgentConfig:

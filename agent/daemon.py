@@ -21,6 +21,8 @@ from rota.agent.config import AgentConfig
 from rota.agent.fence import SelfFence
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
+from rota.agent.metrics import AgentCollector, MetricsServer
+from rota.agent.readings import AgentReadings
 from rota.agent.runtime.docker_runtime import DockerRuntime
 from rota.agent.runtime.owners import ProcessOwners
 from rota.agent.runtime.policy import ContainerPolicy
@@ -34,6 +36,7 @@ from rota.messages import (
     KillOrder,
     LaunchOrder,
     LogRequest,
+    RunningAttempt,
     Welcome,
 )
 
@@ -88,12 +91,19 @@ class Agent:
         self._interval = config.heartbeat_interval
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}
+        self.readings = AgentReadings()
+        self.metrics = MetricsServer(
+            AgentCollector(
+                config.node, self.inventory.gpus, self.readings, self.runtime, self.link.connected
+            )
+        )
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT (exit 0) or until the scheduler refuses us (exit 1)."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stop())
         self.runtime.adopt()
+        self._serve_metrics()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
         log.info(
             "rota agent %s: %d GPU(s)%s, GPU mode %s, scheduler %s",
@@ -110,12 +120,26 @@ class Agent:
             return 1
         finally:
             self._stop.set()
+            self.metrics.stop()
             self.backend.close()
         return 0
 
     def stop(self) -> None:
         self._stop.set()
         self.link.stop()
+
+    def _serve_metrics(self) -> None:
+        """Serve /metrics on ``metrics_listen`` when set; a port that cannot be bound is
+        logged and left off: the agent runs on."""
+        address = self.config.metrics_listen
+        if not address:
+            return
+        try:
+            port = self.metrics.start(address)
+        except (OSError, ValueError) as exc:
+            log.error("metrics off: cannot listen on %s: %s", address, exc)
+            return
+        log.info("serving /metrics on %s:%d", address.rsplit(":", 1)[0], port)
 
     # ------------------------------------------------------------ link callbacks
 
@@ -142,6 +166,7 @@ class Agent:
 
     def _on_order(self, order: AgentOrder) -> None:
         if isinstance(order, Welcome):
+            self.readings.welcomed()
             self._interval = order.heartbeat_interval or self._interval
             self.fence.welcomed(order.node_grace)
             self.runtime.keep_only({(a.job_id, a.attempt) for a in order.keep})
@@ -173,6 +198,7 @@ class Agent:
                     continue
                 self._send_heartbeat()
             else:
+                self._read_gpus()  # kept fresh for /metrics while the scheduler is away
                 self._maybe_fence()
 
     def _maybe_fence(self) -> None:
@@ -187,23 +213,32 @@ class Agent:
         )
         self.runtime.fence(f"no contact with the scheduler for {away:.0f}s")
 
-    def _send_heartbeat(self) -> None:
-        health = self.runtime.health()
+    def _read_gpus(self) -> tuple[tuple[GpuTelemetry, ...], list[RunningAttempt]]:
+        """Sample the GPUs (each process with its job) and record the sample; the attempts
+        the processes were matched against."""
         samples = self.backend.sample()
         attempts = self.runtime.attempts()
         owners = self.owners.owners(
             (p.pid for s in samples for p in s.processes),
             (a.container_id for a in attempts),
         )
+        gpus = tuple(_owned(s, owners) for s in samples)
+        self.readings.sampled(gpus, self._clock())
+        return gpus, attempts
+
+    def _send_heartbeat(self) -> None:
+        health = self.runtime.health()
+        gpus, attempts = self._read_gpus()
         self.link.send(
             Heartbeat(
-                gpus=tuple(_owned(s, owners) for s in samples),
+                gpus=gpus,
                 attempts=tuple(attempts),
                 engine_healthy=health.healthy,
                 engine_error=health.error,
                 time=self._clock(),
             )
         )
+        self.readings.heartbeat_sent()
 
     # ------------------------------------------------------------ output
 

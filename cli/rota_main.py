@@ -107,6 +107,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
             default_gid=default_gid,
             allow_root=True if args.allow_root else None,
             pids_limit=args.pids_limit,
+            metrics_listen=args.metrics_listen,
         )
     except ValueError as exc:
         return _settings_error("rota agent", args.config, exc)
@@ -298,6 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-root", action="store_true", help="let jobs of root run as root (never by default)"
     )
     a.add_argument("--pids-limit", type=int, help="processes per job container (default 4096)")
+    a.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus /metrics here (default: off; loopback unless metrics_insecure)",
+    )
 
     c = sub.add_parser("certs", help="TLS certificates for the scheduler and agents")
     c_sub = c.add_subparsers(dest="certs_command", required=True)

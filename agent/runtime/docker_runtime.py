@@ -37,6 +37,7 @@ LABEL_JOB = "rota.job_id"
 LABEL_ATTEMPT = "rota.attempt"
 LABEL_DISPLAY = "rota.display_id"
 LABEL_LIMIT = "rota.time_limit"
+LABEL_GPUS = "rota.gpus"  # host GPU indices, comma-separated
 GPU_MODES = ("auto", "nvidia", "env")
 _ENGINE_DOWN = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
 
@@ -54,6 +55,8 @@ class _Attempt:
     job_id: int
     attempt: int
     container_id: str = ""
+    display_id: str = ""
+    gpus: tuple[int, ...] = ()  # host indices
     deadline: float = 0.0
     running: bool = False
     final: AgentEvent | None = None
@@ -147,6 +150,16 @@ class DockerRuntime:
                 for a in self._attempts.values()
             ]
 
+    def gpu_jobs(self) -> dict[int, str]:
+        """Host GPU index -> display id of the attempt holding it (launching or running)."""
+        with self._lock:
+            return {
+                gpu: a.display_id or str(a.job_id)
+                for a in self._attempts.values()
+                if a.final is None
+                for gpu in a.gpus
+            }
+
     def container_info(self, container_id: str) -> tuple[int, str] | None:
         """(host pid of the container's init process, job display id); None when it is gone.
 
@@ -192,7 +205,13 @@ class DockerRuntime:
         )
         for container in containers:
             labels = container.labels
-            att = _Attempt(int(labels[LABEL_JOB]), int(labels[LABEL_ATTEMPT]), container.id)
+            att = _Attempt(
+                int(labels[LABEL_JOB]),
+                int(labels[LABEL_ATTEMPT]),
+                container.id,
+                labels.get(LABEL_DISPLAY, ""),
+                tuple(int(i) for i in labels.get(LABEL_GPUS, "").split(",") if i.isdigit()),
+            )
             state = container.attrs.get("State", {})
             started = _parse_time(state.get("StartedAt", ""))
             limit = float(labels.get(LABEL_LIMIT, "0") or 0)
@@ -221,7 +240,9 @@ class DockerRuntime:
 
     def launch(self, order: LaunchOrder) -> None:
         """Start the attempt on a worker thread (a second order for it is ignored)."""
-        att = _Attempt(order.job_id, order.attempt)
+        att = _Attempt(
+            order.job_id, order.attempt, display_id=order.display_id, gpus=order.gpu_indices
+        )
         with self._lock:
             existing = self._attempts.get(att.key)
             if existing is None:
@@ -339,6 +360,7 @@ class DockerRuntime:
                 LABEL_ATTEMPT: str(order.attempt),
                 LABEL_DISPLAY: order.display_id,
                 LABEL_LIMIT: str(order.time_limit),
+                LABEL_GPUS: indices,
             },
             init=True,
             detach=True,
