@@ -158,13 +158,16 @@ async function refresh(view, arg) {
 async function renderOverview() {
   const { nodes } = await api("GET", "/nodes");
   const sum = (k) => nodes.reduce((n, x) => n + x[k], 0);
+  // a scheduler without reservations has no gpus_reserved: the column is left out
+  const reserved = nodes.length > 0 && "gpus_reserved" in nodes[0];
+  for (const e of document.querySelectorAll(".reserved-col")) e.hidden = !reserved;
   $("#totals").replaceChildren(
     ...[
       ["Nodes", nodes.length],
       ["GPUs free", sum("gpus_free")],
       ["GPUs total", sum("gpus_total")],
       ["Unhealthy", sum("gpus_unhealthy")],
-      ["Reserved now", sum("gpus_reserved")],
+      ...(reserved ? [["Reserved now", sum("gpus_reserved")]] : []),
     ].map(([k, v]) => el("div", { class: "card" }, el("b", { text: v }), k)),
   );
   fill(
@@ -179,7 +182,7 @@ async function renderOverview() {
         td(n.gpus_total, "num"),
         td(n.gpus_allocated, "num"),
         td(n.gpus_unhealthy, "num"),
-        td(n.gpus_reserved, "num"),
+        ...(reserved ? [td(n.gpus_reserved, "num")] : []),
         td(n.reason),
         td(when(n.last_heartbeat) + (n.stale ? " (stale)" : "")),
       ),
