@@ -115,11 +115,34 @@ def resolve_target(flag: str | None, ca: str | None = None) -> Target:
     return Target(DEFAULT_ADDRESS, "the default", **tls)
 
 
+class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """Adds ``authorization: Bearer TOKEN`` to every call."""
+
+    def __init__(self, token: str) -> None:
+        self.metadata = ("authorization", f"Bearer {token}")
+
+    def _details(self, details: Any) -> Any:
+        return details._replace(metadata=[*(details.metadata or ()), self.metadata])
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+
 class Client:
-    """Stubs over one channel; every call maps gRPC errors to CliError."""
+    """Stubs over one channel; every call carries the user's token (``rota.credentials``)
+    and maps gRPC errors to CliError."""
 
     def __init__(self, target: Target) -> None:
+        from rota.credentials import CredentialsError, read_token
+
         self.target = target
+        try:
+            self.token = read_token()
+        except CredentialsError as exc:
+            raise CliError(str(exc), 1) from None
         if target.ca:
             try:
                 creds = channel_credentials(target.ca, target.cert, target.key)
@@ -128,10 +151,13 @@ class Client:
             self.channel = grpc.secure_channel(target.address, creds)
         else:
             self.channel = grpc.insecure_channel(target.address)
+        if self.token:
+            self.channel = grpc.intercept_channel(self.channel, _Bearer(self.token))
         self.jobs = pb_grpc.JobServiceStub(self.channel)
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
+        self.users = pb_grpc.UserServiceStub(self.channel)
 
     def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
         """The ``gqueue --json`` objects of these jobs, whatever their state (an array id
@@ -175,6 +201,10 @@ class Client:
             )
         if code is grpc.StatusCode.INVALID_ARGUMENT:
             return CliError(details or "invalid request", 2)
+        if code is grpc.StatusCode.UNAUTHENTICATED:
+            return CliError(f"not signed in to the rota scheduler: {details}", 1)
+        if code is grpc.StatusCode.PERMISSION_DENIED:
+            return CliError(f"permission denied: {details}", 1)
         return CliError(details or str(code), 1)
 
     # ------------------------------------------------------------ jobs

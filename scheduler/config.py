@@ -64,6 +64,7 @@ class SchedulerConfig:
     max_ids_per_request: int = 10_000  # job ids of one ListJobs, CancelJobs, ControlJobs
     allowed_mounts: tuple[str, ...] = ()  # host path prefixes jobs may bind-mount; () = none
     allowed_images: tuple[str, ...] = ()  # image patterns (registry.lab/*); () = any image
+    user_qos: tuple[str, ...] = ("low", "normal")  # QoS classes non-admins may ask for
     tls_cert: str = ""  # PEM certificate chain the scheduler serves; "" = no TLS
     tls_key: str = ""  # its private key
     tls_client_ca: str = ""  # CA whose client certificates are then required (mutual TLS)
@@ -138,7 +139,7 @@ def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
                 raise ValueError(f"{key} must be a duration or size, got {value!r}")
             if values[key] < 0 or (key == "default_time_limit" and values[key] == 0):
                 raise ValueError(f"{key} must be > 0, got {value!r}")
-    for key in ("preemptible_qos", "allowed_mounts", "allowed_images"):
+    for key in ("preemptible_qos", "allowed_mounts", "allowed_images", "user_qos"):
         if key in values:
             values[key] = _names(key, values[key])
     config = replace(SchedulerConfig(), **values)

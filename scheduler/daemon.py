@@ -19,6 +19,7 @@ from collections.abc import Callable
 import grpc
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from rota.scheduler.api.auth import AuthInterceptor
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.api.standard import add_standard_services, set_serving
 from rota.scheduler.api.validation import ValidationInterceptor
@@ -51,7 +52,11 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     store = Store(config.resolved_database_url())
     engine = Engine(build_services(store, config, time.time, policy))
     server = grpc.aio.server(
-        options=SERVER_OPTIONS, interceptors=[ValidationInterceptor(input_rules(config))]
+        options=SERVER_OPTIONS,
+        interceptors=[
+            AuthInterceptor(engine, time.time),
+            ValidationInterceptor(input_rules(config)),
+        ],
     )
     add_servicers(server, engine)
     health = await add_standard_services(server)

@@ -11,6 +11,7 @@ behind them on the core thread.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import itertools
 import logging
@@ -31,7 +32,9 @@ from rota.messages import (
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
-from rota.scheduler.core.errors import NotFound
+from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
+from rota.scheduler.core import access
+from rota.scheduler.core.errors import AccessDenied, NotFound, UserError
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
@@ -161,36 +164,85 @@ class Engine:
     # ------------------------------------------------------------ JobService
 
     async def submit(
-        self, items: Sequence[SubmitItem], user: str, test_only: bool
+        self, items: Sequence[SubmitItem], who: Principal, test_only: bool
     ) -> list[SubmitResult]:
-        results = await self._core(self.services.jobs.submit, items, user, test_only)
+        """Submit as ``who``: each job's account resolved (``access.job_account``) and the
+        items refused as a whole when ``access.may_submit`` refuses one."""
+        results = await self._core(self._submit_step, items, who, test_only)
         if not test_only:
             self.request_pass()
         return results
 
-    async def cancel(self, ids: Sequence[str], user: str, reason: str) -> list[CancelResult]:
-        results, orders = await self._core(self.services.jobs.cancel, ids, user, reason)
+    def _submit_step(
+        self, items: Sequence[SubmitItem], who: Principal, test_only: bool
+    ) -> list[SubmitResult]:
+        allowed = self.services.config.user_qos
+        resolved = []
+        for i, item in enumerate(items):
+            spec = dataclasses.replace(item.spec, account=access.job_account(who, item.spec))
+            field_name, why = access.may_submit(who, spec, allowed)
+            if why:
+                where = f"{item.source}: " if item.source else f"items[{i}]."
+                raise AccessDenied(f"{where}{field_name}: {why}")
+            resolved.append(dataclasses.replace(item, spec=spec))
+        return self.services.jobs.submit(resolved, who.user, test_only)
+
+    async def cancel(self, ids: Sequence[str], who: Principal, reason: str) -> list[CancelResult]:
+        """Cancel as ``who``; AccessDenied (nothing changed) when any id names a job ``who``
+        may not cancel."""
+        results, orders = await self._core(self._cancel_step, ids, who, reason)
         self.dispatch(orders)
         self.request_pass()
         return results
 
-    async def control(self, action: str, ids: Sequence[str], user: str) -> list[CancelResult]:
-        results, orders = await self._core(self.services.control.control, action, ids, user)
+    def _cancel_step(
+        self, ids: Sequence[str], who: Principal, reason: str
+    ) -> tuple[list[CancelResult], Orders]:
+        self._check_acts(ids, who, "cancel")
+        return self.services.jobs.cancel(ids, who.user, reason)
+
+    async def control(self, action: str, ids: Sequence[str], who: Principal) -> list[CancelResult]:
+        """Hold, release or requeue as ``who``; AccessDenied as for ``cancel``."""
+        results, orders = await self._core(self._control_step, action, ids, who)
         self.dispatch(orders)
         self.request_pass()
         return results
 
-    async def list_jobs(self, listing: JobListing) -> JobPage:
-        return await self._core(self.services.jobs.list_page, listing)
+    def _control_step(
+        self, action: str, ids: Sequence[str], who: Principal
+    ) -> tuple[list[CancelResult], Orders]:
+        self._check_acts(ids, who, action)
+        return self.services.control.control(action, ids, who.user, who.admin)
 
-    async def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
-        return await self._core(self.services.jobs.get, display_id)
+    def _check_acts(self, ids: Sequence[str], who: Principal, action: str) -> None:
+        """AccessDenied naming the first job of ``ids`` that ``who`` may not ``action``."""
+        if who.admin:
+            return
+        lookup = self.services.lookup
+        for display_id in ids:
+            try:
+                jobs = lookup.resolve(display_id)
+            except UserError:
+                continue  # the action's own result names a malformed id
+            for job in jobs:
+                why = access.may_act(who, job, action)
+                if why:
+                    raise AccessDenied(why)
 
-    async def watch_job(self, display_id: str) -> AsyncGenerator[JobRecord, None]:
+    async def list_jobs(self, listing: JobListing, who: Principal) -> JobPage:
+        """A page of jobs; other users' environments and mounts blanked for non-admins."""
+        page = await self._core(self.services.jobs.list_page, listing)
+        return dataclasses.replace(page, jobs=[access.private_view(who, j) for j in page.jobs])
+
+    async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:
+        job, events = await self._core(self.services.jobs.get, display_id)
+        return access.private_view(who, job), events
+
+    async def watch_job(self, display_id: str, who: Principal) -> AsyncGenerator[JobRecord, None]:
         """The job now and after every change, until it has ended."""
         last = None
         while True:
-            job, _events = await self.get_job(display_id)
+            job, _events = await self.get_job(display_id, who)
             if job != last:
                 yield job
                 last = job
@@ -198,22 +250,28 @@ class Engine:
                 return
             await asyncio.sleep(WATCH_INTERVAL)
 
-    async def explain(self, display_id: str) -> tuple[JobRecord, Explanation | None, int]:
+    async def explain(
+        self, display_id: str, who: Principal
+    ) -> tuple[JobRecord, Explanation | None, int]:
         """The job, and when pending why it waits (computed on the policy thread) and how many
         jobs are pending."""
         job, snapshot = await self._core(self.services.jobs.explain_target, display_id)
+        job = access.private_view(who, job)
         if snapshot is None:
             return job, None, 0
         why = await self._policy(self.services.policy.explain, snapshot, job.id)
         return job, why, len(snapshot.pending)
 
     async def stream_logs(
-        self, display_id: str, attempt: int, follow: bool, node: str = ""
+        self, display_id: str, attempt: int, follow: bool, who: Principal, node: str = ""
     ) -> AsyncGenerator[bytes, None]:
         """Relay an attempt's output from the agent that ran it (``node``: one rank of a gang;
-        default rank 0). NotFound when unreachable."""
+        default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it."""
         jobs = self.services.jobs
         job, node, attempt = await self._core(jobs.location, display_id, attempt, node)
+        refused = access.may_read_logs(who, job)
+        if refused:
+            raise AccessDenied(refused)
         session = self._sessions.get(node)
         if session is None:
             raise NotFound(
@@ -294,6 +352,44 @@ class Engine:
         message = await self._core(self.services.gpus.drain, node, index, user, reason)
         self.request_pass()
         return message
+
+    # ------------------------------------------------------------ users, tokens, audit
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal of a current token, from memory (no thread hop)."""
+        return self.services.users.authenticate(token)
+
+    async def load_principal(self, token: str) -> Principal | None:
+        """The principal of a current token the memory does not know yet (store lookup)."""
+        return await self._core(self.services.users.load, token)
+
+    async def add_user(
+        self,
+        name: str,
+        admin: bool,
+        accounts: Sequence[str],
+        default_account: str,
+        uid: int | None,
+        gid: int | None,
+    ) -> tuple[UserRecord, str]:
+        users = self.services.users
+        return await self._core(users.add, name, admin, accounts, default_account, uid, gid)
+
+    async def list_users(self) -> list[UserRecord]:
+        return await self._core(self.services.users.all)
+
+    async def revoke_user(self, name: str) -> UserRecord:
+        return await self._core(self.services.users.revoke, name)
+
+    async def new_token(self, name: str) -> tuple[UserRecord, str]:
+        return await self._core(self.services.users.new_token, name)
+
+    async def record(self, entry: AuditEntry) -> None:
+        """Append to the audit log."""
+        await self._core(self.services.users.record, entry)
+
+    async def audit(self, since: float, limit: int) -> list[AuditEntry]:
+        return await self._core(self.services.users.audit, since, limit)
 
     # ------------------------------------------------------------ agents (one stream each)
 

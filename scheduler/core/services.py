@@ -18,8 +18,10 @@ from rota.scheduler.core.nodes import NodeService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
+from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
 from rota.scheduler.store.store import Store
+from rota.scheduler.store.users import UserStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,7 @@ class Services:
     gpus: GpuHealth
     control: ControlService
     planner: Planner
+    users: UsersService
     policy: Policy  # passes and explanations; runs on the engine's policy thread
 
 
@@ -79,5 +82,6 @@ def build_services(
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock),
+        users=UsersService(UserStore(store.engine), clock),
         policy=policy,
     )
