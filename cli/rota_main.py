@@ -76,9 +76,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from rota.agent.daemon import Agent, AgentConfig
 
     node = args.node or socket.gethostname()
-    token = args.token or os.environ.get("ROTA_NODE_TOKEN", "")
-    if args.token_file:
-        token = Path(args.token_file).read_text().strip()
+    try:
+        token = _node_token(args.token_file)
+    except ValueError as exc:
+        print(f"rota agent: error: {exc}", file=sys.stderr)
+        return 2
     try:
         default_uid, default_gid = (int(x) for x in args.default_user.split(":"))
     except ValueError:
@@ -167,6 +169,27 @@ def current_user_name() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return str(os.getuid())
+
+
+def _node_token(token_file: str | None) -> str:
+    """The node's join token: from ``--token-file`` (readable by its owner only), else
+    ``ROTA_NODE_TOKEN``; never from the command line, where ``ps`` shows it. ValueError says
+    why a file is refused."""
+    import stat
+
+    if not token_file:
+        return os.environ.get("ROTA_NODE_TOKEN", "").strip()
+    path = Path(token_file)
+    try:
+        mode = path.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ValueError(
+                f"--token-file: {path} can be read by others (mode {stat.S_IMODE(mode):04o}); "
+                f"run `chmod 600 {path}`"
+            )
+        return path.read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"--token-file: cannot read {path}: {exc.strerror}") from None
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -310,8 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("agent", help="run the node agent")
     a.add_argument("--scheduler", help=f"scheduler HOST:PORT (default {DEFAULT_ADDRESS})")
     a.add_argument("--node", help="node name (default: the host name)")
-    a.add_argument("--token", help="join token from `gadmin node add` (or ROTA_NODE_TOKEN)")
-    a.add_argument("--token-file", help="file holding the join token")
+    a.add_argument(
+        "--token-file",
+        help="file (mode 0600) holding the join token from `gadmin node add` "
+        "(or ROTA_NODE_TOKEN; never on the command line, where ps shows it)",
+    )
     a.add_argument("--address", help="address peers use to reach this node (MASTER_ADDR)")
     a.add_argument("--data-dir", help="where job output is kept")
     a.add_argument("--simulate-gpus", type=int, metavar="N", help="pretend to have N GPUs (demos)")

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from rota.messages import (
     AgentEvent,
     AgentOrder,
+    EventAck,
     Heartbeat,
     Hello,
     LogData,
@@ -34,7 +35,7 @@ from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core import access
-from rota.scheduler.core.errors import AccessDenied, NotFound, UserError
+from rota.scheduler.core.errors import AccessDenied, AuthError, NotFound, UserError
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
@@ -53,6 +54,7 @@ class AgentSession:
 
     node: str
     id: int
+    peer: str = ""  # the stream's peer address, for the audit log
     outbox: asyncio.Queue[AgentOrder | None] = field(default_factory=asyncio.Queue)
 
 
@@ -393,10 +395,15 @@ class Engine:
 
     # ------------------------------------------------------------ agents (one stream each)
 
-    async def agent_connect(self, hello: Hello) -> AgentSession:
-        """Authenticate and reconcile; the new session replaces any older one of that node."""
-        session = AgentSession(hello.node_name, next(self._session_ids))
-        orders = await self._core(self.hello_step, hello, session.id)
+    async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
+        """Authenticate and reconcile; the new session replaces any older one of that node.
+        A refused hello is recorded in the audit log."""
+        session = AgentSession(hello.node_name, next(self._session_ids), peer)
+        try:
+            orders = await self._core(self.hello_step, hello, session.id)
+        except AuthError as exc:
+            await self._refuse_agent(session, "hello", "", str(exc))
+            raise
         old = self._sessions.get(hello.node_name)
         if old is not None:
             old.outbox.put_nowait(None)
@@ -426,15 +433,48 @@ class Engine:
         return services.gpus.observe(node, session) or changed
 
     async def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
-        orders = await self._core(self.services.agents.event, session.node, session.id, event)
+        """Apply an agent's report; one about a job its node does not run
+        (``access.may_report``) is refused, acknowledged and recorded."""
+        refused, orders = await self._core(self.event_step, session, event)
+        if refused:
+            await self._refuse_agent(session, "job_event", f"job={event.job_id}", refused)
         self.dispatch(orders)
-        if event.kind != "STARTED":
+        if event.kind != "STARTED" and not refused:
             self.request_pass()
 
-    def agent_log_data(self, data: LogData) -> None:
+    def event_step(self, session: AgentSession, event: AgentEvent) -> tuple[str, Orders]:
+        """The core-thread part of ``agent_event``: (why it is refused or "", orders)."""
+        services = self.services
+        job = services.model.jobs.get(event.job_id)
+        refused = access.may_report(session.node, job, event.attempt)
+        if refused:
+            return refused, [(session.node, EventAck(event.job_id, event.attempt))]
+        return "", services.agents.event(session.node, session.id, event)
+
+    async def agent_log_data(self, session: AgentSession, data: LogData) -> None:
+        """Hand output to the ``glogs`` stream that asked this node for it; output for a
+        request made of another node is refused and recorded."""
         entry = self._log_streams.get(data.request_id)
-        if entry is not None:
-            entry[1].put_nowait(data)
+        if entry is None:
+            return
+        refused = access.may_send_logs(session.node, entry[0])
+        if refused:
+            await self._refuse_agent(session, "log_data", f"request={data.request_id}", refused)
+            return
+        entry[1].put_nowait(data)
+
+    async def _refuse_agent(self, session: AgentSession, what: str, target: str, why: str) -> None:
+        log.warning("refused %s of node %s: %s", what, session.node, why)
+        entry = AuditEntry(
+            time.time(),
+            f"node:{session.node}",
+            f"AgentService/Connect {what}",
+            target,
+            session.peer,
+            allowed=False,
+            detail=why,
+        )
+        await self.record(entry)
 
     async def agent_gone(self, session: AgentSession) -> None:
         if self._sessions.get(session.node) is session:

@@ -152,7 +152,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         refused = node_certificate_problem(context, first.hello.node_name)
         if refused:
             raise AuthError(refused)
-        session = await self.engine.agent_connect(convert.hello_from_pb(first.hello))
+        hello = convert.hello_from_pb(first.hello)
+        session = await self.engine.agent_connect(hello, context.peer() or "")
         reader = asyncio.create_task(self._read(session, request_iterator))
         try:
             while True:
@@ -173,7 +174,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 session, convert.heartbeat_from_pb(m.heartbeat)
             ),
             "job_event": lambda m: engine.agent_event(session, convert.event_from_pb(m.job_event)),
-            "log_data": lambda m: engine.agent_log_data(convert.log_data_from_pb(m.log_data)),
+            "log_data": lambda m: engine.agent_log_data(
+                session, convert.log_data_from_pb(m.log_data)
+            ),
         }
         try:
             async for msg in request_iterator:

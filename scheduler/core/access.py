@@ -94,3 +94,22 @@ def private_view(principal: Principal, job: JobRecord) -> JobRecord:
     if may_see_private(principal, job):
         return job
     return dataclasses.replace(job, spec=dataclasses.replace(job.spec, env={}, mounts=()))
+
+
+def may_report(node: str, job: JobRecord | None, attempt: int) -> str:
+    """A node's token speaks for its node only: "" when ``node`` may report on ``attempt`` of
+    ``job``, else why not. Reports on ended or unknown jobs and on earlier attempts are
+    harmless (they only get an acknowledgement); a report on the current or a later attempt of
+    a live job that does not run on ``node`` is refused."""
+    if job is None or job.state.terminal or attempt < job.attempt:
+        return ""
+    if attempt == job.attempt and node in job.node_names:
+        return ""
+    return f"node {node} reported on job {job.display_id} attempt {attempt}, which it does not run"
+
+
+def may_send_logs(node: str, asked_of: str) -> str:
+    """Log data answers a request made of one node; only that node may answer it."""
+    if node == asked_of:
+        return ""
+    return f"node {node} sent output for a request made of node {asked_of}"
