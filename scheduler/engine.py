@@ -269,11 +269,7 @@ class Engine:
     ) -> AsyncGenerator[bytes, None]:
         """Relay an attempt's output from the agent that ran it (``node``: one rank of a gang;
         default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it."""
-        jobs = self.services.jobs
-        job, node, attempt = await self._core(jobs.location, display_id, attempt, node)
-        refused = access.may_read_logs(who, job)
-        if refused:
-            raise AccessDenied(refused)
+        job, node, attempt = await self._core(self._log_step, display_id, attempt, node, who)
         session = self._sessions.get(node)
         if session is None:
             raise NotFound(
@@ -297,6 +293,16 @@ class Engine:
             live = self._sessions.get(node)
             if live is not None:
                 live.outbox.put_nowait(LogRequest(request_id, cancel=True))
+
+    def _log_step(
+        self, display_id: str, attempt: int, node: str, who: Principal
+    ) -> tuple[JobRecord, str, int]:
+        """Where the output is, once ``who`` may read it (before saying whether there is any)."""
+        jobs = self.services.jobs
+        refused = access.may_read_logs(who, jobs.get(display_id)[0])
+        if refused:
+            raise AccessDenied(refused)
+        return jobs.location(display_id, attempt, node)
 
     # ------------------------------------------------------------ NodeService, GpuHealth
 

@@ -11,19 +11,25 @@ def bearer(token: str) -> tuple[str, str]:
     return ("authorization", f"Bearer {token}")
 
 
-class _AioBearer(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+class _AioUnary(grpc.aio.UnaryUnaryClientInterceptor):
+    # grpc.aio files an interceptor under one kind only: one class per kind
     def __init__(self, token: str) -> None:
         self.pair = bearer(token)
 
-    def _details(self, details: Any) -> Any:
-        metadata = grpc.aio.Metadata(*(details.metadata or ()), self.pair)
-        return details._replace(metadata=metadata)
-
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(self._details(details), request)
+        return await continuation(_with(details, self.pair), request)
+
+
+class _AioStream(grpc.aio.UnaryStreamClientInterceptor):
+    def __init__(self, token: str) -> None:
+        self.pair = bearer(token)
 
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(self._details(details), request)
+        return await continuation(_with(details, self.pair), request)
+
+
+def _with(details: Any, pair: tuple[str, str]) -> Any:
+    return details._replace(metadata=grpc.aio.Metadata(*(details.metadata or ()), pair))
 
 
 class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
@@ -46,5 +52,5 @@ def channel(address: str, token: str) -> grpc.Channel:
 
 
 def aio_channel(address: str, token: str) -> grpc.aio.Channel:
-    """An asyncio channel whose unary calls carry ``token``."""
-    return grpc.aio.insecure_channel(address, interceptors=[_AioBearer(token)])
+    """An asyncio channel whose unary and server-streaming calls carry ``token``."""
+    return grpc.aio.insecure_channel(address, interceptors=[_AioUnary(token), _AioStream(token)])
