@@ -49,7 +49,10 @@ class ListenError(RuntimeError):
 async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None = None) -> int:
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
     policy = make_policy(config.policy, policy_config(config))
-    store = Store(config.resolved_database_url())
+    # resolved once: it touches the SQLite file, and closing any descriptor of that file in
+    # this process would drop SQLite's locks, letting another process delete our WAL
+    database_url = config.resolved_database_url()
+    store = Store(database_url)
     engine = Engine(build_services(store, config, time.time, policy))
     server = grpc.aio.server(
         options=SERVER_OPTIONS,
@@ -79,7 +82,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         "rota scheduler listening on %s:%d (database %s, policy %s)",
         host,
         port,
-        _safe_url(config.resolved_database_url()),
+        _safe_url(database_url),
         config.policy,
     )
     if on_ready is not None:
