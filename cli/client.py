@@ -318,6 +318,36 @@ class Client:
         method = self.gpus.ResumeGpu if op == "resume" else self.gpus.DrainGpu
         return str(self.call(method, request).message)
 
+    # ------------------------------------------------------------ users and audit
+
+    def add_user(
+        self, name: str, admin: bool, accounts: list[str], default_account: str, uid: int, gid: int
+    ) -> Any:
+        """Create a user (uid/gid -1: unset); the reply has ``user`` and ``token``."""
+        request = pb.AddUserRequest(
+            name=name,
+            admin=admin,
+            accounts=accounts,
+            default_account=default_account,
+            uid=uid,
+            gid=gid,
+        )
+        return self.call(self.users.AddUser, request)
+
+    def list_users(self) -> list[Any]:
+        return list(self.call(self.users.ListUsers, pb.ListUsersRequest()).users)
+
+    def revoke_user(self, name: str) -> Any:
+        return self.call(self.users.RevokeUser, pb.UserNameRequest(name=name))
+
+    def new_token(self, name: str) -> Any:
+        """A new token for ``name``; the reply has ``user`` and ``token``."""
+        return self.call(self.users.NewToken, pb.UserNameRequest(name=name))
+
+    def list_audit(self, since: float, limit: int) -> list[Any]:
+        request = pb.ListAuditRequest(since=since, limit=limit)
+        return list(self.call(self.users.ListAudit, request).entries)
+
 
 def state_of(job: Any) -> JobState:
     """A ``rota.v1.Job``'s state."""

@@ -56,29 +56,26 @@ def add_user_parsers(sub: Any) -> None:
 
 def run_user(args: argparse.Namespace, client: Client) -> int:
     """Run ``gadmin user ...``."""
-    from rota.v1 import rota_pb2 as pb
-
     if args.op == "add":
         if (args.uid is None) != (args.gid is None):
             raise CliError("--uid and --gid: give both or neither", 2)
-        request = pb.AddUserRequest(
-            name=args.name,
-            admin=args.admin,
-            accounts=args.account,
-            default_account=args.default_account,
-            uid=-1 if args.uid is None else args.uid,
-            gid=-1 if args.gid is None else args.gid,
+        reply = client.add_user(
+            args.name,
+            args.admin,
+            args.account,
+            args.default_account,
+            -1 if args.uid is None else args.uid,
+            -1 if args.gid is None else args.gid,
         )
-        _show_token(client.call(client.users.AddUser, request), args, "created")
+        _show_token(reply, args, "created")
     elif args.op == "token":
-        reply = client.call(client.users.NewToken, pb.UserNameRequest(name=args.name))
+        reply = client.new_token(args.name)
         _show_token(reply, args, "has a new token (the old one no longer works)")
     elif args.op == "revoke":
-        user = client.call(client.users.RevokeUser, pb.UserNameRequest(name=args.name))
+        user = client.revoke_user(args.name)
         print(f"User {user.name} revoked: their token no longer works")
     else:
-        users = client.call(client.users.ListUsers, pb.ListUsersRequest()).users
-        _print_users(list(users), args.json)
+        _print_users(client.list_users(), args.json)
     return 0
 
 
@@ -173,12 +170,9 @@ def parse_since(text: str | None, now: float) -> float:
 
 def run_audit(args: argparse.Namespace, client: Client) -> int:
     """Run ``gadmin audit``."""
-    from rota.v1 import rota_pb2 as pb
-
     if args.limit < 1:
         raise CliError("--limit: must be >= 1", 2)
-    request = pb.ListAuditRequest(since=parse_since(args.since, time.time()), limit=args.limit)
-    entries = list(client.call(client.users.ListAudit, request).entries)
+    entries = client.list_audit(parse_since(args.since, time.time()), args.limit)
     if args.json:
         data = [
             {
