@@ -7,6 +7,7 @@ can run in parallel on one engine without touching each other's containers.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -93,7 +94,7 @@ class Cluster:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     scheduler_args: list[str] = field(default_factory=list)
     env_extra: dict[str, str] = field(default_factory=dict)  # e.g. ROTA_CA for a TLS cluster
-    token: str = ""  # the admin user "tester"'s token, made once the scheduler runs
+    token: str = ""  # the token of the admin named after the OS user (as `rota up` makes)
 
     @property
     def address(self) -> str:
@@ -147,12 +148,12 @@ class Cluster:
         )
         assert proc.poll() is None, self.log("scheduler")
         if not self.token:
-            self.token = self.add_user("tester", admin=True)
+            self.token = self.add_user(getpass.getuser(), admin=True)
         return proc
 
     def add_user(self, name: str, admin: bool = False) -> str:
         """Make ``name`` a user of this cluster's database; returns their token (commands run
-        with ``cli`` speak as the admin "tester", or as another user with ``ROTA_TOKEN``)."""
+        with ``cli`` speak as that admin, or as another user with ``ROTA_TOKEN``)."""
         from rota.scheduler.core.users import UsersService
         from rota.scheduler.store.store import Store
         from rota.scheduler.store.users import UserStore

@@ -3,6 +3,7 @@ spoofing, another user's job, gadmin audit, rota admin-token."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import subprocess
 import sys
@@ -23,7 +24,8 @@ def test_users_tokens_credentials_and_audit(cluster: Cluster) -> None:
     creds.parent.mkdir(parents=True, exist_ok=True)
     creds.write_text(bob_token + "\n")
     creds.chmod(0o644)
-    as_bob = {**cluster.env, "USER": "tester", "LOGNAME": "tester"}
+    admin = getpass.getuser()
+    as_bob = {**cluster.env, "USER": admin, "LOGNAME": admin}
     del as_bob["ROTA_TOKEN"]
 
     def bob(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,9 +48,9 @@ def test_users_tokens_credentials_and_audit(cluster: Cluster) -> None:
     mine = spoofed.stdout.strip()
     shown = json.loads(bob("gqueue", "--json", "-t", "all").stdout)
     users = {j["id"]: j["user"] for j in shown}
-    assert users[mine] == "bob", "USER=tester does not make bob tester"
+    assert users[mine] == "bob", "USER=<the admin> does not make bob the admin"
     refused = bob("gcancel", job)
-    assert refused.returncode == 1 and "belongs to tester" in refused.stderr
+    assert refused.returncode == 1 and f"belongs to {admin}" in refused.stderr
     drain = bob("gadmin", "node", "drain", cluster.node_name("n1"), "--reason", "mine")
     assert drain.returncode == 1 and "admins only" in drain.stderr
     assert cluster.job(job)["state"] in ("PENDING", "CONFIGURING", "RUNNING")
@@ -56,12 +58,12 @@ def test_users_tokens_credentials_and_audit(cluster: Cluster) -> None:
     listed = cluster.cli("gadmin", "user", "list", "--json", check=True)
     assert {u["name"]: u["admin"] for u in json.loads(listed.stdout)} == {
         "bob": False,
-        "tester": True,
+        admin: True,
     }
     audit = json.loads(cluster.cli("gadmin", "audit", "--json", check=True).stdout)
     refusals = {(e["user"], e["action"]) for e in audit if not e["allowed"]}
     assert refusals == {("bob", "JobService/CancelJobs"), ("bob", "AdminService/DrainNode")}
-    assert ("tester", "UserService/AddUser") in {(e["user"], e["action"]) for e in audit}
+    assert (admin, "UserService/AddUser") in {(e["user"], e["action"]) for e in audit}
 
     cluster.cli("gadmin", "user", "revoke", "bob", check=True)
     gone = bob("gqueue")

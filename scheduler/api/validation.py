@@ -27,7 +27,8 @@ from rota.validate import (
     check_text,
 )
 
-_JOBS = "/rota.v1.JobService/"
+_ROTA = "/rota.v1."
+_JOBS = _ROTA + "JobService/"
 
 
 def _submit(req: pb.SubmitJobsRequest, rules: Rules) -> None:
@@ -103,9 +104,9 @@ class ValidationInterceptor(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler
         method = handler_call_details.method
+        if handler is None or handler.request_streaming or not method.startswith(_ROTA):
+            return handler  # health and reflection: their streaming handlers are coroutines
         rules = self.rules
         if handler.unary_unary is not None:
             inner = handler.unary_unary
