@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import grpc
-import yaml
 
 from rota.paths import DEFAULT_ADDRESS, config_file
 from rota.states import JobState
@@ -84,6 +83,8 @@ def _config() -> dict[str, Any]:
     path = config_file()
     if not path.exists():
         return {}
+    import yaml  # only when there is a config file: it costs every command ~20 ms
+
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
@@ -158,6 +159,8 @@ class Client:
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
         self.users = pb_grpc.UserServiceStub(self.channel)
+        self.accounting = pb_grpc.AccountingServiceStub(self.channel)
+        self._me = ""  # whoami(), once asked
 
     def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
         """The ``gqueue --json`` objects of these jobs, whatever their state (an array id
@@ -255,7 +258,13 @@ class Client:
             states=[pb.JobState.Value(s.value) for s in states],
             all_states=all_states,
         )
-        return list(self.call(self.jobs.ListJobs, request).jobs)
+        jobs: list[Any] = []
+        while True:  # the scheduler answers in pages
+            page = self.call(self.jobs.ListJobs, request)
+            jobs += page.jobs
+            if not page.next_page_token:
+                return jobs
+            request.page_token = page.next_page_token
 
     def get_job(self, job_id: str) -> Any:
         """One job with its event history (``rota.v1.Job``)."""
@@ -344,9 +353,52 @@ class Client:
         """A new token for ``name``; the reply has ``user`` and ``token``."""
         return self.call(self.users.NewToken, pb.UserNameRequest(name=name))
 
+    def whoami(self) -> str:
+        """The name of the user this client's token belongs to (asked once per client)."""
+        if not self._me:
+            self._me = str(self.call(self.users.WhoAmI, pb.WhoAmIRequest()).name)
+        return self._me
+
     def list_audit(self, since: float, limit: int) -> list[Any]:
         request = pb.ListAuditRequest(since=since, limit=limit)
         return list(self.call(self.users.ListAudit, request).entries)
+
+    # ------------------------------------------------------------ accounting
+
+    def list_finished(self, query: AccountingFilter) -> list[Any]:
+        """Finished jobs (``rota.v1.FinishedJob``), most recent end first."""
+        return list(self.call(self.accounting.ListFinished, self._accounting(query)).jobs)
+
+    def usage_summary(self, query: AccountingFilter) -> Any:
+        """Totals per user and per account (``rota.v1.SummaryResponse``)."""
+        return self.call(self.accounting.Summary, self._accounting(query))
+
+    def _accounting(self, query: AccountingFilter) -> Any:
+        users = (self.whoami(),) if query.mine else query.users
+        return pb.AccountingFilter(
+            ids=query.ids,
+            users=users,
+            accounts=query.accounts,
+            states=[pb.JobState.Value(s.value) for s in query.states],
+            start=query.start,
+            end=query.end,
+            limit=query.limit,
+        )
+
+
+@dataclass(frozen=True)
+class AccountingFilter:
+    """Which finished jobs ``gacct`` asks for; empty filters match everything; ``mine``: only
+    the caller's (the user of the token; the scheduler shows non-admins nothing else)."""
+
+    mine: bool = False
+    ids: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    states: tuple[JobState, ...] = ()
+    start: float = 0.0
+    end: float = 0.0
+    limit: int = 0
 
 
 def state_of(job: Any) -> JobState:

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rota.messages import (
     AgentEvent,
@@ -27,10 +27,12 @@ from rota.messages import (
     EventAck,
     Heartbeat,
     Hello,
+    LaunchOrder,
     LogData,
     LogRequest,
     Pong,
 )
+from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
@@ -41,7 +43,11 @@ from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
 from rota.scheduler.core.services import Services
+from rota.scheduler.core.submission import task_count
+from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
+from rota.scheduler.metrics_sample import ClusterSample, sample
 from rota.scheduler.policy.explain import Explanation
+from rota.scheduler.policy.snapshot import Plan
 
 log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
@@ -58,13 +64,23 @@ class AgentSession:
     outbox: asyncio.Queue[AgentOrder | None] = field(default_factory=asyncio.Queue)
 
 
+class PassObserver(Protocol):
+    """Told about every scheduling pass (the metrics): how long it took and, for each job it
+    launched, how long that job waited since submission."""
+
+    def pass_done(self, seconds: float, queue_waits: Sequence[float]) -> None: ...
+
+
 class Engine:
     """Async orchestration over the services, used by the servicers and the periodic tick."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, observer: PassObserver | None = None) -> None:
         self.services = services
+        self.observer = observer
         self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
+        self._large = LargeSubmissions(services.jobs, self._core)
+        self._cancels = LargeCancels(services.jobs, self._core, self.dispatch)
         self._sessions: dict[str, AgentSession] = {}
         self._session_ids = itertools.count(1)
         self._log_ids = itertools.count(1)
@@ -107,12 +123,22 @@ class Engine:
 
     async def run_pass(self) -> None:
         """Snapshot (core thread), decide (policy thread), apply (core thread), send orders."""
+        began = time.monotonic()
         planner = self.services.planner
         snapshot = await self._core(planner.snapshot)
         plan = await self._policy(self.services.policy.decide, snapshot)
-        orders = await self._core(planner.apply, plan, snapshot.version)
+        orders, waits = await self._core(self._apply, plan, snapshot.version)
         self.passes += 1
         self.dispatch(orders)
+        if self.observer is not None:
+            self.observer.pass_done(time.monotonic() - began, waits)
+
+    def _apply(self, plan: Plan, version: int) -> tuple[Orders, list[float]]:
+        """Apply the plan; also how long each job it launched waited since submission."""
+        orders = self.services.planner.apply(plan, version)
+        jobs, now = self.services.model.jobs, time.time()
+        launched = {o.job_id for _, o in orders if isinstance(o, LaunchOrder)}
+        return orders, [now - jobs[i].submit_time for i in launched if i in jobs]
 
     async def stop(self) -> None:
         """Finish the pass in progress, then stop the loop and the threads."""
@@ -124,6 +150,7 @@ class Engine:
             session.outbox.put_nowait(None)
         self._core_pool.shutdown(wait=True)
         self._policy_pool.shutdown(wait=True)
+        self._large.shutdown()
 
     async def tick(self) -> None:
         """Periodic housekeeping (APScheduler calls this): lost nodes and idle jobs, stale
@@ -135,7 +162,10 @@ class Engine:
     def tick_step(self) -> Orders:
         """The core-thread part of ``tick`` (in-process tests call it directly)."""
         services = self.services
-        return services.agents.lost_nodes() + services.gpus.idle_jobs()
+        orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
+        services.accounting.tick()
+        services.users.refresh()
+        return orders
 
     async def _close_stale_sessions(self) -> None:
         """Close streams of nodes the model no longer counts as connected (heartbeats stopped,
@@ -170,14 +200,18 @@ class Engine:
     ) -> list[SubmitResult]:
         """Submit as ``who``: each job's account resolved (``access.job_account``) and the
         items refused as a whole when ``access.may_submit`` refuses one."""
-        results = await self._core(self._submit_step, items, who, test_only)
+        resolved = self._authorize_submit(items, who)
+        if not test_only and task_count(resolved) > LARGE_SUBMISSION:
+            results = await self._large.submit(resolved, who.user)
+        else:
+            results = await self._core(self.services.jobs.submit, resolved, who.user, test_only)
         if not test_only:
             self.request_pass()
         return results
 
-    def _submit_step(
-        self, items: Sequence[SubmitItem], who: Principal, test_only: bool
-    ) -> list[SubmitResult]:
+    def _authorize_submit(self, items: Sequence[SubmitItem], who: Principal) -> list[SubmitItem]:
+        """The items with their accounts resolved; AccessDenied naming the first item and field
+        ``who`` may not ask for (checked per item, before any array is expanded)."""
         allowed = self.services.config.user_qos
         resolved = []
         for i, item in enumerate(items):
@@ -187,21 +221,15 @@ class Engine:
                 where = f"{item.source}: " if item.source else f"items[{i}]."
                 raise AccessDenied(f"{where}{field_name}: {why}")
             resolved.append(dataclasses.replace(item, spec=spec))
-        return self.services.jobs.submit(resolved, who.user, test_only)
+        return resolved
 
     async def cancel(self, ids: Sequence[str], who: Principal, reason: str) -> list[CancelResult]:
         """Cancel as ``who``; AccessDenied (nothing changed) when any id names a job ``who``
-        may not cancel."""
-        results, orders = await self._core(self._cancel_step, ids, who, reason)
-        self.dispatch(orders)
+        may not cancel. Large cancels run in chunks (``LargeCancels``)."""
+        await self._core(self._check_acts, ids, who, "cancel")
+        results = await self._cancels.cancel(ids, who.user, reason)
         self.request_pass()
         return results
-
-    def _cancel_step(
-        self, ids: Sequence[str], who: Principal, reason: str
-    ) -> tuple[list[CancelResult], Orders]:
-        self._check_acts(ids, who, "cancel")
-        return self.services.jobs.cancel(ids, who.user, reason)
 
     async def control(self, action: str, ids: Sequence[str], who: Principal) -> list[CancelResult]:
         """Hold, release or requeue as ``who``; AccessDenied as for ``cancel``."""
@@ -304,6 +332,21 @@ class Engine:
             raise AccessDenied(refused)
         return jobs.location(display_id, attempt, node)
 
+    # ------------------------------------------------------------ AccountingService
+
+    async def list_finished(self, query: AccountingQuery) -> list[FinishedJob]:
+        return await self._core(self.services.accounting.finished, query)
+
+    async def usage_summary(
+        self, query: AccountingQuery
+    ) -> tuple[list[UsageTotal], list[UsageTotal]]:
+        """Totals per user and per account."""
+        return await self._core(self.services.accounting.summary, query)
+
+    async def metrics_sample(self) -> ClusterSample:
+        """What the model shows now, for a /metrics scrape."""
+        return await self._core(sample, self.services)
+
     # ------------------------------------------------------------ NodeService, GpuHealth
 
     async def list_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
@@ -392,6 +435,9 @@ class Engine:
     async def new_token(self, name: str) -> tuple[UserRecord, str]:
         return await self._core(self.services.users.new_token, name)
 
+    async def get_user(self, name: str) -> UserRecord:
+        return await self._core(self.services.users.get, name)
+
     async def record(self, entry: AuditEntry) -> None:
         """Append to the audit log."""
         await self._core(self.services.users.record, entry)
@@ -436,6 +482,7 @@ class Engine:
         node changed (in-process tests call it directly)."""
         services = self.services
         changed = services.agents.heartbeat(node, session, beat)
+        services.meter.observe(node, session)
         return services.gpus.observe(node, session) or changed
 
     async def agent_event(self, session: AgentSession, event: AgentEvent) -> None:

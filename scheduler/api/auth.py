@@ -3,7 +3,8 @@
 ``authorization: Bearer TOKEN`` metadata names the user; the principal (user, admin flag,
 accounts) is then what ``caller()`` returns inside the servicer, whatever a request's ``user``
 field says. No or a wrong token: UNAUTHENTICATED. Admin-only services (nodes, GPUs, users,
-tokens, the audit log) answer PERMISSION_DENIED to others before any servicer runs. Answered
+tokens, the audit log; not ``WhoAmI``) answer PERMISSION_DENIED to others before any servicer
+runs. Answered
 without a token: gRPC health and reflection; the agent stream authenticates with its node's
 token instead (``AgentService/Connect``).
 
@@ -33,6 +34,7 @@ _PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("rota_pri
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 AGENT_STREAM = "/rota.v1.AgentService/Connect"
+WHO_AM_I = "/rota.v1.UserService/WhoAmI"  # every user may ask who their token makes them
 ADMIN_SERVICES = {
     "/rota.v1.AdminService/": "managing nodes",
     "/rota.v1.GpuService/": "managing GPUs",
@@ -48,6 +50,9 @@ READ_ONLY = {
     "/rota.v1.NodeService/GetNode",
     "/rota.v1.UserService/ListUsers",
     "/rota.v1.UserService/ListAudit",
+    WHO_AM_I,
+    "/rota.v1.AccountingService/ListFinished",
+    "/rota.v1.AccountingService/Summary",
 }
 REFUSED = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
 _TARGET_FIELDS = ("ids", "id", "name", "node", "index", "action", "reason")
@@ -108,6 +113,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         refusal = (grpc.StatusCode.UNAUTHENTICATED, _no_token(token)) if who is None else None
         if who is not None:
             area = next((w for p, w in ADMIN_SERVICES.items() if method.startswith(p)), "")
+            area = "" if method == WHO_AM_I else area
             why = access.may_administer(who, area) if area else ""
             if why:
                 refusal = (grpc.StatusCode.PERMISSION_DENIED, why)

@@ -1,9 +1,11 @@
-"""UserService servicer (grpc.aio): users, their tokens and the audit log (admins only)."""
+"""UserService servicer (grpc.aio): users, their tokens and the audit log (admins only), and
+``WhoAmI`` (anyone with a token)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
 from rota.scheduler.cluster.users import UserRecord
 from rota.scheduler.engine import Engine
@@ -54,6 +56,11 @@ class UserServicer(pb_grpc.UserServiceServicer):
     async def NewToken(self, request: pb.UserNameRequest, context: Any) -> pb.UserTokenResponse:
         user, token = await self.engine.new_token(request.name)
         return pb.UserTokenResponse(user=user_to_pb(user), token=token)
+
+    @unary
+    async def WhoAmI(self, request: pb.WhoAmIRequest, context: Any) -> pb.User:
+        """The caller's own user: the one its token names."""
+        return user_to_pb(await self.engine.get_user(caller().user))
 
     @unary
     async def ListAudit(self, request: pb.ListAuditRequest, context: Any) -> pb.ListAuditResponse:

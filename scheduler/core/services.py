@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
@@ -40,6 +41,8 @@ class Services:
     control: ControlService
     planner: Planner
     users: UsersService
+    meter: UsageMeter  # NVML figures per running job, fed by heartbeats
+    accounting: AccountingService
     policy: Policy  # passes and explanations; runs on the engine's policy thread
 
 
@@ -62,6 +65,7 @@ def build_services(
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
     snapshots = SnapshotBuilder(model, lookup, gpus, usage, config, pconfig, clock)
+    meter = UsageMeter(model)
     return Services(
         config=config,
         model=model,
@@ -83,5 +87,7 @@ def build_services(
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock),
         users=UsersService(UserStore(store.engine), clock),
+        meter=meter,
+        accounting=AccountingService(model, meter, config, clock),
         policy=policy,
     )

@@ -31,9 +31,7 @@ class UsersService:
         self.clock = clock
         # hash prefix -> (full hash, principal): the prefix finds, compare_digest decides
         self._accepted: dict[str, tuple[str, Principal]] = {}
-        for user in store.users():
-            if user.token_hash and not user.revoked:
-                self._accept(user)
+        self.refresh()
 
     # ------------------------------------------------------------ authentication
 
@@ -44,6 +42,14 @@ class UsersService:
         if known is None or not hmac.compare_digest(known[0], digest):
             return None
         return known[1]
+
+    def refresh(self) -> None:
+        """Accept exactly the current tokens of the store (core thread; the engine's tick), so
+        a token replaced or revoked by another process (``rota admin-token``) stops working."""
+        self._accepted = {}
+        for user in self.store.users():
+            if user.token_hash and not user.revoked:
+                self._accept(user)
 
     def _accept(self, user: UserRecord) -> None:
         self._accepted[user.token_hash[:_SELECTOR]] = (user.token_hash, user.principal())
@@ -118,7 +124,7 @@ class UsersService:
 
     def revoke(self, name: str) -> UserRecord:
         """The user's token stops working at once; NotFound for an unknown user."""
-        user = self._get(name)
+        user = self.get(name)
         self._forget(user)
         revoked = dataclasses.replace(user, revoked=True)
         self.store.save(revoked)
@@ -126,7 +132,7 @@ class UsersService:
 
     def new_token(self, name: str) -> tuple[UserRecord, str]:
         """A new token for ``name`` (un-revoking them); the old token stops working."""
-        user = self._get(name)
+        user = self.get(name)
         token = new_token()
         self._forget(user)
         renewed = dataclasses.replace(user, token_hash=hash_token(token), revoked=False)
@@ -139,10 +145,11 @@ class UsersService:
         token. For ``rota admin-token`` and ``rota up`` on the scheduler host."""
         if self.store.user(name) is None:
             return self.add(name, admin=True)[1]
-        self.store.save(dataclasses.replace(self._get(name), admin=True))
+        self.store.save(dataclasses.replace(self.get(name), admin=True))
         return self.new_token(name)[1]
 
-    def _get(self, name: str) -> UserRecord:
+    def get(self, name: str) -> UserRecord:
+        """The stored user; NotFound names an unknown one."""
         user = self.store.user(name.strip())
         if user is None:
             raise NotFound(f"user {name} does not exist (gadmin user list)")
