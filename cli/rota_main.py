@@ -314,7 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     _log_format_option(s)
 
     a = sub.add_parser(
-        "agent", help="run the node agent", description="Flags win over ROTA_* and --config."
+        "agent",
+        help="run the node agent",
+        description="Flags win over ROTA_* and --config.",
+        allow_abbrev=False,  # `--token X` must not pass for --token-file
     )
     a.add_argument("--config", help="YAML settings file (its `agent:` section or the whole file)")
     a.add_argument("--scheduler", help=f"scheduler HOST:PORT (default {DEFAULT_ADDRESS})")

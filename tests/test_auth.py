@@ -274,3 +274,39 @@ def test_a_registered_node_without_a_token_hash_is_refused(tmp_path: Path) -> No
         assert entries[-1].user == "node:bare" and entries[-1].detail.startswith("node 'bare'")
 
     run(test, tmp_path)
+
+
+def test_large_submissions_and_cancels_are_authorised_before_any_task_exists(
+    tmp_path: Path,
+) -> None:
+    async def test(sched: InProcessScheduler) -> None:
+        await with_node(sched)
+        bob = pb_grpc.JobServiceStub(sched.user_channel("bob"))
+        alice = pb_grpc.JobServiceStub(sched.user_channel("alice"))
+        big = {"array": "0-1499", "hold": True}  # over LARGE_SUBMISSION: the chunked path
+        code, details = await refused(submit(bob, qos="high", **big))
+        assert code is DENIED and "qos:" in details
+        assert not (await sched.jobs.ListJobs(pb.ListJobsRequest(all_states=True))).jobs
+        array_id = (await submit(bob, **big)).split("_")[0]
+        listed = await sched.jobs.ListJobs(pb.ListJobsRequest(ids=[array_id]))
+        assert len(listed.jobs) == 1500 and {j.user for j in listed.jobs} == {"bob"}
+        code, details = await refused(alice.CancelJobs(pb.CancelJobsRequest(ids=[array_id])))
+        assert code is DENIED and "belongs to bob" in details
+        still = await sched.jobs.ListJobs(pb.ListJobsRequest(ids=[array_id]))
+        assert {j.state_code for j in still.jobs} == {"PD"}, "the refused cancel changed nothing"
+        done = await bob.CancelJobs(pb.CancelJobsRequest(ids=[array_id]))
+        assert done.results[0].ok
+
+    run(test, tmp_path)
+
+
+def test_whoami_is_the_tokens_user_and_open_to_everyone(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler) -> None:
+        users = pb_grpc.UserServiceStub(sched.user_channel("carol", accounts=("lab",)))
+        me = await users.WhoAmI(pb.WhoAmIRequest())
+        assert (me.name, me.admin, list(me.accounts)) == ("carol", False, ["lab"])
+        code, _ = await refused(users.ListUsers(pb.ListUsersRequest()))
+        assert code is DENIED, "the rest of UserService stays admin-only"
+        assert (await pb_grpc.UserServiceStub(sched.channel).WhoAmI(pb.WhoAmIRequest())).admin
+
+    run(test, tmp_path)

@@ -1,5 +1,6 @@
 """Users and tokens end to end with real processes: gadmin user, the credentials file, USER
-spoofing, another user's job, gadmin audit, rota admin-token."""
+spoofing, another user's job, gqueue --me and gacct as the token's user, gadmin audit,
+rota admin-token."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_users_tokens_credentials_and_audit(cluster: Cluster) -> None:
     assert loose.returncode == 1 and "can be read by others" in loose.stderr
     assert len(loose.stderr.strip().splitlines()) == 1
     creds.chmod(0o600)
-    job = cluster.submit(SLEEP)  # the admin "tester"
+    job = cluster.submit(SLEEP)  # the admin (named after the OS user)
     job_path = cluster.write_job("mine.yaml", SLEEP)
     spoofed = bob("gsub", str(job_path), "--parsable")
     assert spoofed.returncode == 0, spoofed.stderr
@@ -54,6 +55,21 @@ def test_users_tokens_credentials_and_audit(cluster: Cluster) -> None:
     drain = bob("gadmin", "node", "drain", cluster.node_name("n1"), "--reason", "mine")
     assert drain.returncode == 1 and "admins only" in drain.stderr
     assert cluster.job(job)["state"] in ("PENDING", "CONFIGURING", "RUNNING")
+    me = json.loads(bob("gqueue", "--me", "--json", "-t", "all").stdout)
+    assert [j["id"] for j in me] == [mine], "--me is the token's user, whatever $USER says"
+
+    assert bob("gcancel", mine).returncode == 0, "a user cancels their own job"
+    cluster.cli("gcancel", job, check=True)
+    for done in (job, mine):
+        cluster.wait_state(done, "CANCELLED")
+    seen = json.loads(bob("gacct", "-a", "--json").stdout)
+    assert [r["id"] for r in seen] == [mine], "gacct shows a user only their own jobs"
+    asked = json.loads(bob("gacct", "-u", admin, "--json").stdout)
+    assert asked == [], "naming another user shows nothing of theirs"
+    totals = json.loads(bob("gacct", "--summary", "--json").stdout)
+    assert {(t["kind"], t["name"]) for t in totals} == {("user", "bob"), ("account", "bob")}
+    everyone = json.loads(cluster.cli("gacct", "-a", "--json", check=True).stdout)
+    assert sorted(r["id"] for r in everyone) == sorted([job, mine]), "admins see every job"
 
     listed = cluster.cli("gadmin", "user", "list", "--json", check=True)
     assert {u["name"]: u["admin"] for u in json.loads(listed.stdout)} == {

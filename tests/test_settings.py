@@ -177,3 +177,21 @@ def test_the_agent_refuses_bad_settings_with_exit_2(
     assert "heartbeat_interval" in err and err.count("\n") == 1
     assert main(["agent", "--heartbeat", "soon", "--config", str(tmp_path / "none.yaml")]) == 2
     assert "--config" in capsys.readouterr().err
+
+
+def test_the_agent_refuses_a_token_file_others_can_read_and_a_token_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = tmp_path / "node-token"
+    token.write_text("s3cret\n")
+    token.chmod(0o640)
+    assert main(["agent", "--node", "n1", "--token-file", str(token)]) == 2
+    err = capsys.readouterr().err
+    assert "can be read by others (mode 0640)" in err and "s3cret" not in err
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"agent:\n  token_file: {token}\n")
+    with pytest.raises(SettingsError, match="can be read by others"):
+        load_agent_config(config, {})
+    with pytest.raises(SystemExit) as flag:  # a token on the command line shows in ps
+        main(["agent", "--node", "n1", "--token", "s3cret"])
+    assert flag.value.code == 2
