@@ -56,6 +56,9 @@ def add_user_parsers(sub: Any) -> None:
 
 def run_user(args: argparse.Namespace, client: Client) -> int:
     """Run ``gadmin user ...``."""
+    if args.op in ("add", "token"):
+        # where --install writes, checked before a token is made (it is shown only once)
+        home = _install_target(args.name) if args.install else None
     if args.op == "add":
         if (args.uid is None) != (args.gid is None):
             raise CliError("--uid and --gid: give both or neither", 2)
@@ -67,10 +70,10 @@ def run_user(args: argparse.Namespace, client: Client) -> int:
             -1 if args.uid is None else args.uid,
             -1 if args.gid is None else args.gid,
         )
-        _show_token(reply, args, "created")
+        _show_token(reply, args, home, "created")
     elif args.op == "token":
         reply = client.new_token(args.name)
-        _show_token(reply, args, "has a new token (the old one no longer works)")
+        _show_token(reply, args, home, "has a new token (the old one no longer works)")
     elif args.op == "revoke":
         user = client.revoke_user(args.name)
         print(f"User {user.name} revoked: their token no longer works")
@@ -79,9 +82,9 @@ def run_user(args: argparse.Namespace, client: Client) -> int:
     return 0
 
 
-def _show_token(reply: Any, args: argparse.Namespace, what: str) -> None:
-    if args.install:
-        path = install_token(reply.user.name, reply.token)
+def _show_token(reply: Any, args: argparse.Namespace, home: Any, what: str) -> None:
+    if home is not None:
+        path = install_token(home, reply.token)
         print(f"User {reply.user.name} {what}; token written to {path} (mode 0600)")
     elif args.parsable:
         print(reply.token)
@@ -91,13 +94,11 @@ def _show_token(reply: Any, args: argparse.Namespace, what: str) -> None:
         print("They put it in ~/.config/rota/credentials (chmod 600) or ROTA_TOKEN.")
 
 
-def install_token(name: str, token: str) -> str:
-    """Write ``token`` to the credentials file of local user ``name``, owned by them, 0600."""
+def _install_target(name: str) -> Any:
+    """The passwd entry of local user ``name``; CliError unless this process may write their
+    credentials (root, or that user)."""
     import os
     import pwd
-    from pathlib import Path
-
-    from rota.credentials import FILE_NAME, write_credentials
 
     try:
         entry = pwd.getpwnam(name)
@@ -105,11 +106,25 @@ def install_token(name: str, token: str) -> str:
         raise CliError(f"--install: {name} has no account on this host", 1) from None
     if os.geteuid() not in (0, entry.pw_uid):
         raise CliError("--install: run as root to write another user's credentials", 1)
+    return entry
+
+
+def install_token(entry: Any, token: str) -> str:
+    """Write ``token`` to the credentials file of the user of passwd ``entry``, owned by them,
+    mode 0600 (written with their rights: ``install_credentials``)."""
+    from pathlib import Path
+
+    from rota.credentials import FILE_NAME, install_credentials
+
     path = Path(entry.pw_dir) / ".config" / "rota" / FILE_NAME
     try:
-        write_credentials(path, token, entry.pw_uid, entry.pw_gid)
+        install_credentials(path, token, entry.pw_uid, entry.pw_gid)
     except OSError as exc:
-        raise CliError(f"--install: cannot write {path}: {exc.strerror}", 1) from None
+        raise CliError(
+            f"--install: cannot write {path}: {exc.strerror}; the token was not kept: "
+            "fix that, then `gadmin user token NAME --install`",
+            1,
+        ) from None
     return str(path)
 
 

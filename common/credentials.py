@@ -48,9 +48,9 @@ def read_token() -> str:
         raise CredentialsError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def write_credentials(path: Path, token: str, uid: int = -1, gid: int = -1) -> Path:
-    """Write ``token`` to ``path`` mode 0600 (its directories 0700), owned by ``uid``:``gid``
-    when given (root installing another user's credentials)."""
+def write_credentials(path: Path, token: str) -> Path:
+    """Write ``token`` to ``path`` mode 0600 (directories it creates 0700), as this process's
+    effective user; a link at the file itself is refused (O_NOFOLLOW)."""
     created = []
     parent = path.parent
     while not parent.exists():
@@ -58,14 +58,29 @@ def write_credentials(path: Path, token: str, uid: int = -1, gid: int = -1) -> P
         parent = parent.parent
     for directory in reversed(created):
         directory.mkdir(mode=0o700)
-        if uid >= 0:
-            os.chown(directory, uid, gid)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         os.fchmod(fd, 0o600)
-        if uid >= 0:
-            os.fchown(fd, uid, gid)
         os.write(fd, f"{token}\n".encode())
     finally:
         os.close(fd)
     return path
+
+
+def install_credentials(path: Path, token: str, uid: int, gid: int) -> Path:
+    """``write_credentials`` as user ``uid``:``gid`` (root installing a user's credentials in
+    their home): the effective ids are theirs while writing, so the files are theirs and a
+    link they planted cannot make root write or truncate anything they could not. OSError
+    says why the file could not be written."""
+    if os.geteuid() == uid:
+        return write_credentials(path, token)
+    groups, egid, euid = os.getgroups(), os.getegid(), os.geteuid()
+    os.setgroups([gid])
+    os.setegid(gid)
+    os.seteuid(uid)
+    try:
+        return write_credentials(path, token)
+    finally:
+        os.seteuid(euid)
+        os.setegid(egid)
+        os.setgroups(groups)
