@@ -109,6 +109,11 @@ class SchedulerConfig(Settings):
     # observability (docs/metrics.md)
     accounting_retention: Seconds = 365 * DAY  # finished jobs are kept this long; 0 = forever
     http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
+    # job-end webhooks (docs/metrics.md "Notifications")
+    notify_tries: Count = 8  # posts of one webhook before it is given up
+    notify_backoff: PositiveSeconds = 2.0  # wait after the first failure; doubles each time
+    notify_max_backoff: PositiveSeconds = 600.0  # the longest wait between tries
+    notify_timeout: PositiveSeconds = 10.0  # one post: connect, send and answer
 
     @field_validator("policy")
     @classmethod

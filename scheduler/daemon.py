@@ -29,6 +29,7 @@ from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import HttpServer, Response
 from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
+from rota.scheduler.notifier import HttpPoster, Notifier
 from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
 from rota.tls import TLSFileError, is_loopback, server_credentials
@@ -43,6 +44,8 @@ SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", 4 * 2**20),  # requests; agents send logs in 64 KiB
     ("grpc.max_send_message_length", 64 * 2**20),  # large job lists and log chunks
 ]
+NOTIFY_WORKERS = 16  # webhooks posted at once
+NOTIFY_POLL = 0.5  # seconds between looks for due webhooks
 
 
 class ListenError(RuntimeError):
@@ -81,6 +84,14 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         engine.tick, "interval", seconds=config.tick_interval, max_instances=1, coalesce=True
     )
     ticker.start()
+    notifier = Notifier(
+        engine.claim_notifications,
+        engine.notification_result,
+        HttpPoster(config.notify_timeout, NOTIFY_WORKERS),
+        NOTIFY_WORKERS,
+        NOTIFY_POLL,
+    )
+    notifier.start()
     http = await _start_http(config, engine, metrics)
     await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]
@@ -101,6 +112,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     log.info("rota scheduler stopping: no new requests, finishing the current pass")
     await health.enter_graceful_shutdown()
     ticker.shutdown(wait=False)
+    await notifier.stop()
     await http.stop()
     await server.stop(grace=1.0)
     await engine.stop()

@@ -42,6 +42,7 @@ from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResu
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
+from rota.scheduler.core.notifications import Delivery
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
@@ -346,6 +347,20 @@ class Engine:
     async def metrics_sample(self) -> ClusterSample:
         """What the model shows now, for a /metrics scrape."""
         return await self._core(sample, self.services)
+
+    # ------------------------------------------------------------ NotificationService
+
+    async def claim_notifications(self, limit: int) -> list[Delivery]:
+        """Up to ``limit`` job-end webhooks due now (the notifier posts them)."""
+        return await self._core(self.services.notifications.claim, limit)
+
+    async def notification_result(self, delivery: Delivery, status: int, error: str) -> None:
+        """Record how a post went: delivered, or failed (retried later or given up)."""
+        notifications = self.services.notifications
+        if error:
+            await self._core(notifications.failed, delivery, error)
+        else:
+            await self._core(notifications.delivered, delivery, status)
 
     # ------------------------------------------------------------ NodeService, GpuHealth
 

@@ -209,9 +209,9 @@ class Cluster:
             proc.wait(timeout=30)
 
     def cli(
-        self, *args: str, input: str | None = None, check: bool = False
+        self, *args: str, input: str | None = None, check: bool = False, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """Run a user command (gsub, gqueue ...) as a subprocess."""
+        """Run a user command (gsub, gqueue ...) as a subprocess (in ``cwd`` when given)."""
         module = {"rota": "rota_main"}.get(args[0], args[0])
         result = subprocess.run(
             [sys.executable, "-m", f"rota.cli.{module}", *args[1:]],
@@ -220,6 +220,7 @@ class Cluster:
             text=True,
             input=input,
             timeout=120,
+            cwd=cwd,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"{args} exited {result.returncode}: {result.stderr}")

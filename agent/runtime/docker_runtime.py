@@ -23,6 +23,8 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
+from rota.agent.runtime import outfiles
+from rota.agent.runtime.outfiles import OutputFiles
 from rota.agent.runtime.policy import ContainerPolicy
 from rota.jobspec import Mount as JobMount
 from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
@@ -233,12 +235,15 @@ class DockerRuntime:
     def _launch(self, order: LaunchOrder, att: _Attempt) -> None:
         try:
             mounts = self.policy.admit(order)
+            files = outfiles.plan(order, self.node, self.policy.allowed_mounts)
+            outfiles.create(files, *self.policy.run_as(order))
         except SpecError as exc:
             self._fail(att, f"refused by node {self.node}: {exc}")
             return
         try:
             self._ensure_image(order)
             args = self._create_args(order, mounts)
+            args["labels"].update(files.labels())
             if args.get("device_requests"):
                 log.info(
                     "job %s attempt %d: GPUs %s passed as an nvidia DeviceRequest",
@@ -389,12 +394,34 @@ class DockerRuntime:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             container = self._client.containers.get(att.container_id)
+            files = [
+                self._spawn(self._follow_file, container, target, stdout, stderr)
+                for target, stdout, stderr in OutputFiles.from_labels(container.labels).streams()
+            ]
             with path.open("wb") as out:
                 for chunk in container.logs(stream=True, follow=True):
                     out.write(chunk)
                     out.flush()
+            for follower in files:  # done before the complete output is written over them
+                follower.join(timeout=5)
         except (DockerException, *_ENGINE_DOWN, OSError):
             pass  # the whole output is fetched again when the attempt ends
+
+    def _follow_file(self, container: Any, path: str, stdout: bool, stderr: bool) -> None:
+        """The job's own output file (``--output``/``--error``) as the output comes."""
+        try:
+            stream = container.logs(stdout=stdout, stderr=stderr, stream=True, follow=True)
+            outfiles.write(path, stream)
+        except (DockerException, *_ENGINE_DOWN, OSError):
+            pass  # written whole when the attempt ends
+
+    def _write_files(self, container: Any) -> None:
+        """The job's output files, complete (the attempt has ended)."""
+        for path, stdout, stderr in OutputFiles.from_labels(container.labels).streams():
+            try:
+                outfiles.write(path, [container.logs(stdout=stdout, stderr=stderr)])
+            except (DockerException, *_ENGINE_DOWN, OSError) as exc:
+                log.warning("cannot write the job's output file %s: %s", path, exc)
 
     def _finish(self, att: _Attempt) -> None:
         """Save the complete output, then report the end (kept until acknowledged)."""
@@ -406,6 +433,7 @@ class DockerRuntime:
                     container.wait()
                     continue
                 data = container.logs(stdout=True, stderr=True)
+                self._write_files(container)
                 break
             except NotFound:
                 report = AgentEvent(

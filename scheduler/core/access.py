@@ -89,11 +89,12 @@ def may_submit(principal: Principal, spec: JobSpec, user_qos: Collection[str]) -
 
 
 def private_view(principal: Principal, job: JobRecord) -> JobRecord:
-    """``job`` as ``principal`` may see it: another user's job without its environment and
-    mounts (which may hold secrets and private paths)."""
+    """``job`` as ``principal`` may see it: another user's job without its environment, mounts
+    and webhook URL (which may hold secrets, private paths and tokens)."""
     if may_see_private(principal, job):
         return job
-    return dataclasses.replace(job, spec=dataclasses.replace(job.spec, env={}, mounts=()))
+    hidden = dataclasses.replace(job.spec, env={}, mounts=(), notify_url="")
+    return dataclasses.replace(job, spec=hidden)
 
 
 def may_report(node: str, job: JobRecord | None, attempt: int) -> str:

@@ -16,6 +16,7 @@ from rota.scheduler.core.lifecycle import Lifecycle
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
+from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
@@ -43,6 +44,7 @@ class Services:
     users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
+    notifications: NotificationService  # job-end webhooks queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
 
 
@@ -89,5 +91,6 @@ def build_services(
         users=UsersService(UserStore(store.engine), clock),
         meter=meter,
         accounting=AccountingService(model, meter, config, clock),
+        notifications=NotificationService(store, config, clock),
         policy=policy,
     )
