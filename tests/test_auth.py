@@ -123,8 +123,13 @@ def test_the_user_is_the_tokens_and_others_jobs_are_private(tmp_path: Path) -> N
         ):
             code, details = await refused(call)
             assert code is DENIED and "belongs to alice" in details
-        after = await alice.GetJob(pb.GetJobRequest(id=job_id))
-        assert (after.state_code, after.reason) == ("PD", mine.reason), "nothing changed"
+        sched.engine.request_pass()
+        for _ in range(250):  # once a pass has looked at it, a held job says so
+            after = await alice.GetJob(pb.GetJobRequest(id=job_id))
+            if after.reason:
+                break
+            await asyncio.sleep(0.02)
+        assert (after.state_code, after.reason) == ("PD", "JobHeldUser"), "nothing changed"
         done = await alice.CancelJobs(pb.CancelJobsRequest(ids=[job_id]))
         assert done.results[0].ok
         refusals = [e for e in await audit(sched) if not e.allowed]
