@@ -180,6 +180,7 @@ def test_admin_only_areas_and_submission_limits(tmp_path: Path) -> None:
         entries = await audit(sched)
         allowed = [(e.user, e.action, e.target) for e in entries if e.allowed]
         assert ("admin", "AdminService/DrainNode", "name=n1 reason=fix") in allowed
+        assert "JobService/SubmitJobs" not in {a for _, a, _ in allowed}, "no admin power used"
         refused_actions = {e.action for e in entries if not e.allowed}
         assert {"AdminService/DrainNode", "AdminService/AddNode", "JobService/SubmitJobs"} <= (
             refused_actions
