@@ -100,6 +100,7 @@ class SchedulerConfig(Settings):
     max_ids_per_request: Count = 10_000  # job ids of one ListJobs, CancelJobs, ControlJobs
     allowed_mounts: Names = ()  # host path prefixes jobs may bind-mount; () = none
     allowed_images: Names = ()  # image patterns (registry.lab/*); () = any image
+    user_qos: Names = ("low", "normal")  # QoS classes non-admins may ask for
     tls_cert: str = ""  # PEM certificate chain the scheduler serves; "" = no TLS
     tls_key: str = ""  # its private key
     tls_client_ca: str = ""  # CA whose client certificates are then required (mutual TLS)

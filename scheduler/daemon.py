@@ -19,6 +19,7 @@ from collections.abc import Callable
 import grpc
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from rota.scheduler.api.auth import AuthInterceptor
 from rota.scheduler.api.metrics import MetricsInterceptor
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.api.standard import add_standard_services, set_serving
@@ -54,11 +55,19 @@ class ListenError(RuntimeError):
 async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None = None) -> int:
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
     policy = make_policy(config.policy, policy_config(config))
-    store = Store(config.resolved_database_url())
+    # resolved once: it touches the SQLite file, and closing any descriptor of that file in
+    # this process would drop SQLite's locks, letting another process delete our WAL
+    database_url = config.resolved_database_url()
+    store = Store(database_url)
     metrics = SchedulerMetrics()
     engine = Engine(build_services(store, config, time.time, policy), observer=metrics)
-    # the first interceptor is the outermost: requests validation refuses are counted too
-    interceptors = [MetricsInterceptor(metrics), ValidationInterceptor(input_rules(config))]
+    # the first interceptor is the outermost: refused and invalid requests are counted too;
+    # authentication comes before validation, so nothing is said to a caller without a token
+    interceptors = [
+        MetricsInterceptor(metrics),
+        AuthInterceptor(engine, time.time),
+        ValidationInterceptor(input_rules(config)),
+    ]
     server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
     add_servicers(server, engine)
     health = await add_standard_services(server)
@@ -90,7 +99,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         "rota scheduler listening on %s:%d (database %s, policy %s)",
         host,
         port,
-        _safe_url(config.resolved_database_url()),
+        _safe_url(database_url),
         config.policy,
     )
     if on_ready is not None:

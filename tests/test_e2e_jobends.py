@@ -9,6 +9,7 @@ import pytest
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster, wait_for
+from tests.support.tokens import channel as token_channel
 from tests.support.webhooks import WebhookServer
 
 pytestmark = pytest.mark.docker
@@ -58,7 +59,7 @@ def test_output_files_and_the_webhook_of_a_job(cluster: Cluster) -> None:
 
 def test_the_scheduler_refuses_bad_fields_by_name(cluster: Cluster) -> None:
     cluster.start_scheduler()
-    channel = grpc.insecure_channel(cluster.address)
+    channel = token_channel(cluster.address, cluster.token)
     stub = pb_grpc.JobServiceStub(channel)
     for fields, named in (
         ({"notify_url": "gopher://x/"}, "notify.url"),

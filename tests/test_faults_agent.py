@@ -43,7 +43,7 @@ def test_agent_sigkill_and_restart_adopts_jobs_with_real_exit_codes(cluster: Clu
     away = cluster.submit(_job(out, "until [ -e /out/go-away ]; do sleep 0.1; done; exit 7"))
     limited = cluster.submit(_job(out, "sleep 600", "time_limit: 6s"))
     jobs = [ok, three, away, limited]
-    api = Api(cluster.address)
+    api = Api(cluster.address, cluster.token)
     try:
         wait_for(lambda: all(api.state(j) == "RUNNING" for j in jobs), 30, what="all running")
     finally:
@@ -104,7 +104,7 @@ def test_agent_frozen_past_grace_requeues_elsewhere_and_late_reports_are_fenced(
     wait_for(lambda: (n := cluster.node(n1)) and n["state"] != "DOWN", 20, what="n1 back")
     done = cluster.wait_state(moved, "COMPLETED", "FAILED", timeout=30)
     assert (done["state"], done["exit_code"], done["attempt"]) == ("COMPLETED", 0, 2)
-    api = Api(cluster.address)
+    api = Api(cluster.address, cluster.token)
     try:
         events = [(e.attempt, e.new_state) for e in api.events(moved) if e.kind == "state"]
     finally:

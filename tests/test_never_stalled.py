@@ -6,12 +6,11 @@ import threading
 import time
 from pathlib import Path
 
-import grpc
-
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster
 from tests.support.fake_agent import FakeAgent
+from tests.support.tokens import channel as token_channel
 
 
 def test_a_10000_task_array_does_not_delay_list_nodes_or_drop_agent_streams(
@@ -20,7 +19,7 @@ def test_a_10000_task_array_does_not_delay_list_nodes_or_drop_agent_streams(
     cluster = Cluster(tmp_path)
     cluster.start_scheduler()
     agent = FakeAgent(cluster.address, "n1", interval=0.2)
-    channel = grpc.insecure_channel(cluster.address)
+    channel = token_channel(cluster.address, cluster.token)
     try:
         agent.start()
         nodes = pb_grpc.NodeServiceStub(channel)

@@ -12,6 +12,7 @@ import pytest
 
 from rota.jobspec import JobSpec, SpecError, parse_job_file
 from rota.scheduler.cluster.model import HistoryKind
+from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.jobs import SubmitItem
 from rota.scheduler.notifier import HttpPoster, Notifier
 from rota.states import JobState
@@ -113,7 +114,7 @@ def test_a_silent_receiver_is_given_up_while_scheduling_goes_on(tmp_path: Path) 
             )
             while not drive.done():  # posts hang meanwhile: submissions are still answered
                 began = time.monotonic()
-                await h.engine.submit([SubmitItem(JobSpec("img", ("true",)))], "bob", False)
+                await h.engine.submit([SubmitItem(JobSpec("img", ("true",)))], Principal("bob"), False)
                 waits.append(time.monotonic() - began)
                 await asyncio.sleep(0.05)
             await drive

@@ -20,8 +20,10 @@ from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
+from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
 from rota.scheduler.store.store import Store
+from rota.scheduler.store.users import UserStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,7 @@ class Services:
     gpus: GpuHealth
     control: ControlService
     planner: Planner
+    users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
     notifications: NotificationService  # job-end webhooks queued by the store
@@ -85,6 +88,7 @@ def build_services(
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock),
+        users=UsersService(UserStore(store.engine), clock),
         meter=meter,
         accounting=AccountingService(model, meter, config, clock),
         notifications=NotificationService(store, config, clock),
