@@ -32,6 +32,8 @@ from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from rota.scheduler.notifier import HttpPoster, Notifier
 from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
+from rota.scheduler.web.dashboard import dashboard_routes
+from rota.scheduler.web.identity import EngineTokens
 from rota.tls import TLSFileError, http_ssl_context, is_loopback, server_credentials
 
 log = logging.getLogger("rota.scheduler")
@@ -132,7 +134,7 @@ async def _start_http(
     except TLSFileError as exc:
         raise ListenError(str(exc)) from None
     routes = [Route("GET", "/metrics", lambda _request: _scrape(engine, metrics))]
-    # DASHBOARD: wired to the users service once it is on main
+    routes += dashboard_routes(engine, EngineTokens(engine), secure=tls is not None)
     http = HttpServer(routes)
     if not config.http_listen:
         return http

@@ -9,6 +9,7 @@ logged and answered 500, so one bad handler never takes the port down.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 import ssl
@@ -26,7 +27,8 @@ READ_TIMEOUT = 10.0
 @dataclass(frozen=True, slots=True)
 class Request:
     """One parsed request. Header names are lower case; ``params`` holds the path's
-    ``{name}`` segments of the route that matched."""
+    ``{name}`` segments of the route that matched; ``peer`` is the client's address as gRPC
+    writes one (``ipv4:127.0.0.1:5000``), for the audit log."""
 
     method: str
     path: str
@@ -34,6 +36,7 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     params: dict[str, str] = field(default_factory=dict)
+    peer: str = ""
 
     def cookie(self, name: str) -> str:
         """The value of cookie ``name`` ("" when absent or unparsable)."""
@@ -115,7 +118,9 @@ class HttpServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request = await asyncio.wait_for(_read(reader), READ_TIMEOUT)
+            request = await asyncio.wait_for(
+                _read(reader, _peer(writer.get_extra_info("peername"))), READ_TIMEOUT
+            )
             if isinstance(request, Response):
                 response, head_only = request, False
             else:
@@ -154,16 +159,7 @@ class HttpServer:
                 request.method == "HEAD" and route.method == "GET"
             ):
                 try:
-                    return await route.handler(
-                        Request(
-                            request.method,
-                            request.path,
-                            request.query,
-                            request.headers,
-                            request.body,
-                            params,
-                        )
-                    )
+                    return await route.handler(dataclasses.replace(request, params=params))
                 except Exception:
                     log.exception("HTTP handler for %s %s failed", request.method, request.path)
                     return Response(500, b"internal error\n")
@@ -173,7 +169,15 @@ class HttpServer:
         return Response(405, f"allowed: {methods}\n".encode(), headers=(("Allow", methods),))
 
 
-async def _read(reader: asyncio.StreamReader) -> Request | Response:
+def _peer(address: object) -> str:
+    """A socket's peer address in gRPC's form ("" when unknown)."""
+    if isinstance(address, tuple) and len(address) >= 2:
+        host, port = address[0], address[1]
+        return f"ipv6:[{host}]:{port}" if ":" in str(host) else f"ipv4:{host}:{port}"
+    return ""
+
+
+async def _read(reader: asyncio.StreamReader, peer: str) -> Request | Response:
     """The request on ``reader``, or the error response when it is malformed or too large."""
     head = await reader.readuntil(b"\r\n\r\n")
     if len(head) > MAX_HEAD:
@@ -197,4 +201,4 @@ async def _read(reader: asyncio.StreamReader) -> Request | Response:
         return Response(413, f"request body over {MAX_BODY} bytes\n".encode())
     body = await reader.readexactly(length) if length else b""
     path, _, query = parts[1].partition("?")
-    return Request(parts[0], path, dict(parse_qsl(query)), headers, body)
+    return Request(parts[0], path, dict(parse_qsl(query)), headers, body, peer=peer)

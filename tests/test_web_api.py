@@ -19,21 +19,11 @@ import pytest
 
 from rota.scheduler.http import HttpServer
 from rota.scheduler.web.dashboard import dashboard_routes
+from rota.scheduler.web.identity import EngineTokens
 from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.support.inprocess import InProcessScheduler
-
-
-@dataclass(frozen=True)
-class User:
-    user: str
-    admin: bool = False
-
-
-TOKENS = {"tok-ann": User("ann"), "tok-bob": User("bob"), "tok-root": User("root", admin=True)}
-
-
-async def check(token: str) -> User | None:
-    return TOKENS.get(token)
+from tests.support.tokens import aio_channel
 
 
 @dataclass
@@ -84,7 +74,8 @@ Test = Callable[[InProcessScheduler, Callable[[], Browserless]], Coroutine[Any, 
 def run(test: Test, root: Path) -> None:
     async def main() -> None:
         async with InProcessScheduler(root) as sched:
-            http = HttpServer(dashboard_routes(sched.engine, check, secure=False))
+            tokens = EngineTokens(sched.engine)
+            http = HttpServer(dashboard_routes(sched.engine, tokens, secure=False))
             port = await http.start("127.0.0.1:0")
             try:
                 await asyncio.wait_for(test(sched, lambda: Browserless(port)), 60)
@@ -94,8 +85,24 @@ def run(test: Test, root: Path) -> None:
     asyncio.run(main())
 
 
+async def user(sched: InProcessScheduler, name: str) -> str:
+    """A new user's token."""
+    return (await sched.engine.add_user(name, False, (), "", None, None))[1]
+
+
+async def refusals(sched: InProcessScheduler) -> list[tuple[str, str, str, str]]:
+    """The audit log's refused web requests: (user, action, target, detail)."""
+    entries = await sched.engine.audit(0, 1000)
+    return [
+        (e.user, e.action, e.target, e.detail)
+        for e in entries
+        if not e.allowed and e.action.startswith("web ")
+    ]
+
+
 def test_no_login_is_401_and_a_change_without_csrf_is_403(tmp_path: Path) -> None:
     async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        ann, bob = await user(sched, "ann"), await user(sched, "bob")
         web = client()
         for path in ("/api/v1/nodes", "/api/v1/jobs", "/api/v1/session", "/api/v1/jobs/1/log"):
             reply = await web.call("GET", path)
@@ -108,7 +115,7 @@ def test_no_login_is_401_and_a_change_without_csrf_is_403(tmp_path: Path) -> Non
         bad_bearer = await web.call("GET", "/api/v1/nodes", headers={"Authorization": "Bearer x"})
         assert bad_bearer.status == 401
 
-        login = await web.call("POST", "/api/v1/login", {"token": "tok-ann"})
+        login = await web.call("POST", "/api/v1/login", {"token": ann})
         assert login.status == 200
         cookie = login.headers["Set-Cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
@@ -130,8 +137,45 @@ def test_no_login_is_401_and_a_change_without_csrf_is_403(tmp_path: Path) -> Non
         assert "Max-Age=0" in out.headers["Set-Cookie"]
         assert (await web.call("GET", "/api/v1/nodes")).status == 401  # the session is gone
 
-        bearer = await web.call("GET", "/api/v1/nodes", headers={"Authorization": "Bearer tok-bob"})
+        bearer = await web.call("GET", "/api/v1/nodes", headers={"Authorization": f"Bearer {bob}"})
         assert bearer.status == 200
+
+        await web.login(ann)
+        await sched.engine.revoke_user("ann")
+        gone = await web.call("GET", "/api/v1/nodes")
+        assert gone.status == 401 and "no longer current" in gone.json()["error"]
+
+        # refused credentials and forged changes are in the audit log, as gRPC's refusals
+        # are; pages opened before a login (no credentials at all) are not
+        assert await refusals(sched) == [
+            ("", "web POST /api/v1/login", "", "UNAUTHENTICATED: token: not a current rota token"),
+            (
+                "",
+                "web GET /api/v1/nodes",
+                "",
+                "UNAUTHENTICATED: the bearer token is not a current rota token",
+            ),
+            (
+                "ann",
+                "web POST /api/v1/logout",
+                "",
+                "PERMISSION_DENIED: missing or wrong x-csrf-token header",
+            ),
+            (
+                "ann",
+                "web POST /api/v1/logout",
+                "",
+                "PERMISSION_DENIED: missing or wrong x-csrf-token header",
+            ),
+            (
+                "",
+                "web GET /api/v1/nodes",
+                "",
+                "UNAUTHENTICATED: your rota token is no longer current; log in again",
+            ),
+        ]
+        entries = await sched.engine.audit(0, 1000)
+        assert all(e.peer.startswith("ipv4:127.0.0.1:") for e in entries if e.action[:4] == "web ")
 
     run(test, tmp_path)
 
@@ -144,15 +188,17 @@ async def registered(sched: InProcessScheduler, name: str = "n1", gpus: int = 2)
 def test_nodes_and_jobs_as_the_engine_sees_them(tmp_path: Path) -> None:
     async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
         await registered(sched, "n1", 2)
+        ann, bob = await user(sched, "ann"), await user(sched, "bob")
         web = client()
-        await web.login("tok-ann")
+        await web.login(ann)
         nodes = (await web.call("GET", "/api/v1/nodes")).json()["nodes"]
         assert [(n["name"], n["gpus_total"], n["gpus_free"]) for n in nodes] == [("n1", 2, 2)]
         assert [g["index"] for g in nodes[0]["gpus"]] == [0, 1]
 
         spec = pb.JobSpec(image="img", command=["true"], resources=pb.Resources(gpus=1))
         item = pb.SubmitItem(spec=spec, client_request_id="r1")
-        await sched.jobs.SubmitJobs(pb.SubmitJobsRequest(items=[item], user="ann"))
+        async with aio_channel(sched.address, ann) as channel:
+            await pb_grpc.JobServiceStub(channel).SubmitJobs(pb.SubmitJobsRequest(items=[item]))
         jobs = (await web.call("GET", "/api/v1/jobs")).json()["jobs"]
         assert [(j["id"], j["user"]) for j in jobs] == [("1", "ann")]
         detail = (await web.call("GET", "/api/v1/jobs/1")).json()
@@ -163,12 +209,15 @@ def test_nodes_and_jobs_as_the_engine_sees_them(tmp_path: Path) -> None:
         bad = await web.call("GET", "/api/v1/jobs?state=SOMETIMES")
         assert bad.status == 400 and bad.json()["error"].startswith("state:")
 
-        bob = client()
-        await bob.login("tok-bob")
-        assert (await bob.call("GET", "/api/v1/jobs/1")).json()["may_read_log"] is False
-        refused = await bob.call("GET", "/api/v1/jobs/1/log")
+        other = client()
+        await other.login(bob)
+        assert (await other.call("GET", "/api/v1/jobs/1")).json()["may_read_log"] is False
+        refused = await other.call("GET", "/api/v1/jobs/1/log")
         assert refused.status == 403
         assert "belongs to ann" in refused.json()["error"]
+        [(who, action, target, detail)] = await refusals(sched)
+        assert (who, action, target) == ("bob", "web GET /api/v1/jobs/{id}/log", "id=1")
+        assert detail.startswith("PERMISSION_DENIED: job 1 belongs to ann")
 
     run(test, tmp_path)
 
@@ -216,12 +265,13 @@ def test_with_tls_the_port_serves_https_and_the_cookie_is_secure(tmp_path: Path)
 
     async def main() -> None:
         async with InProcessScheduler(tmp_path) as sched:
-            http = HttpServer(dashboard_routes(sched.engine, check, secure=True))
+            tokens = EngineTokens(sched.engine)
+            http = HttpServer(dashboard_routes(sched.engine, tokens, secure=True))
             port = await http.start("127.0.0.1:0", tls)
             try:
                 status, _ = await asyncio.to_thread(fetch, port, "/")
                 assert status == 200
-                body = json.dumps({"token": "tok-ann"}).encode()
+                body = json.dumps({"token": await user(sched, "ann")}).encode()
                 status, headers = await asyncio.to_thread(fetch, port, "/api/v1/login", body)
                 assert status == 200 and "; Secure" in headers["Set-Cookie"]
                 await asyncio.to_thread(plain, port)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,15 +21,25 @@ from typing import Any
 
 from rota.efficiency import IDLE_BELOW
 from rota.scheduler.cluster.accounting import AccountingQuery
-from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
+from rota.scheduler.cluster.users import AuditEntry, Principal
+from rota.scheduler.core import access
+from rota.scheduler.core.errors import (
+    AccessDenied,
+    AlreadyExists,
+    AuthError,
+    Conflict,
+    NotFound,
+    UserError,
+)
 from rota.scheduler.core.jobs import JobListing
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
-from rota.scheduler.web.identity import TokenCheck, Viewer
+from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions
 from rota.states import parse_state
 
+log = logging.getLogger("rota.scheduler")
 JSON = "application/json"
 LOG_TAIL = 64 * 1024  # bytes of a job's output the log route returns by default
 ENDED_LIMIT = 50  # ended jobs ``state=ended`` lists by default
@@ -47,12 +58,17 @@ class ApiError(Exception):
         self.status = status
 
 
+class Refused(ApiError):
+    """A credential refused (401) or a change without its CSRF token (403): answered as
+    ``ApiError`` and recorded in the audit log."""
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The viewer of a request and, for a cookie login, its session (None for a bearer
+    """Who makes a request and, for a cookie login, its session (None for a bearer
     token)."""
 
-    viewer: Viewer
+    who: Principal
     session: Session | None
 
 
@@ -68,46 +84,69 @@ def error(status: int, message: str) -> Response:
 
 
 class Api:
-    """The routes of ``/api/v1``; ``secure`` marks the cookie Secure (the port serves TLS)."""
+    """The routes of ``/api/v1``; ``secure`` marks the cookie Secure (the port serves TLS);
+    ``clock`` dates audit entries."""
 
     def __init__(
-        self, engine: Engine, tokens: TokenCheck, sessions: Sessions, secure: bool
+        self,
+        engine: Engine,
+        tokens: TokenCheck,
+        sessions: Sessions,
+        secure: bool,
+        clock: Callable[[], float],
     ) -> None:
         self.engine = engine
         self.tokens = tokens
         self.sessions = sessions
         self.secure = secure
+        self.clock = clock
 
     def routes(self) -> list[Route]:
         v1 = "/api/v1"
-        return [
-            Route("POST", f"{v1}/login", self.login),
-            Route("POST", f"{v1}/logout", self._guard(self.logout)),
-            Route("GET", f"{v1}/session", self._guard(self.session)),
-            Route("GET", f"{v1}/nodes", self._guard(self.nodes)),
-            Route("GET", f"{v1}/jobs", self._guard(self.jobs)),
-            Route("GET", f"{v1}/jobs/{{id}}", self._guard(self.job)),
-            Route("GET", f"{v1}/jobs/{{id}}/log", self._guard(self.log)),
-            Route("GET", f"{v1}/accounting/summary", self._guard(self.summary)),
-            Route("GET", f"{v1}/accounting/efficiency", self._guard(self.efficiency)),
+        guarded = (
+            ("POST", f"{v1}/logout", self.logout),
+            ("GET", f"{v1}/session", self.session),
+            ("GET", f"{v1}/nodes", self.nodes),
+            ("GET", f"{v1}/jobs", self.jobs),
+            ("GET", f"{v1}/jobs/{{id}}", self.job),
+            ("GET", f"{v1}/jobs/{{id}}/log", self.log),
+            ("GET", f"{v1}/accounting/summary", self.summary),
+            ("GET", f"{v1}/accounting/efficiency", self.efficiency),
+        )
+        return [Route("POST", f"{v1}/login", self.login)] + [
+            Route(method, pattern, self._guard(f"web {method} {pattern}", handler))
+            for method, pattern, handler in guarded
         ]
 
     # ------------------------------------------------------------ authentication
 
-    def _guard(self, handler: ApiHandler) -> Callable[[Request], Awaitable[Response]]:
+    def _guard(self, action: str, handler: ApiHandler) -> Callable[[Request], Awaitable[Response]]:
         """``handler`` behind the caller check, the CSRF check for changes, and the mapping
-        of domain errors to statuses."""
+        of domain errors to statuses. A refusal (401, 403) is recorded in the audit log as
+        ``action``, as gRPC's refusals are; a request with no credentials at all (a page
+        opened before logging in) is not."""
 
         async def guarded(request: Request) -> Response:
+            who: Principal | None = None
             try:
                 caller = await self._caller(request)
+                who = caller.who
                 if request.method not in ("GET", "HEAD") and caller.session is not None:
                     sent = request.headers.get(CSRF_HEADER, "")
                     if not self.sessions.csrf_ok(caller.session, sent):
-                        raise ApiError(403, f"missing or wrong {CSRF_HEADER} header")
+                        raise Refused(403, f"missing or wrong {CSRF_HEADER} header")
                 return await handler(request, caller)
+            except Refused as exc:
+                await self._refused(request, action, who, exc.status, str(exc))
+                return error(exc.status, str(exc))
             except ApiError as exc:
                 return error(exc.status, str(exc))
+            except AuthError as exc:
+                await self._refused(request, action, None, 401, str(exc))
+                return error(401, str(exc))
+            except AccessDenied as exc:
+                await self._refused(request, action, who, 403, str(exc))
+                return error(403, str(exc))
             except UserError as exc:
                 return error(400, str(exc))
             except NotFound as exc:
@@ -117,21 +156,42 @@ class Api:
 
         return guarded
 
+    async def _refused(
+        self, request: Request, action: str, who: Principal | None, status: int, why: str
+    ) -> None:
+        """Record a refused request: who (empty without a current token), what, which target,
+        from where, and why (``UNAUTHENTICATED: ...`` or ``PERMISSION_DENIED: ...`` as
+        gRPC's entries read)."""
+        code = "UNAUTHENTICATED" if status == 401 else "PERMISSION_DENIED"
+        entry = AuditEntry(
+            time=self.clock(),
+            user=who.user if who is not None else "",
+            action=action,
+            target=" ".join(f"{k}={v}" for k, v in sorted(request.params.items()))[:1024],
+            peer=request.peer,
+            allowed=False,
+            detail=f"{code}: {why}",
+        )
+        try:
+            await self.engine.record(entry)
+        except Exception:
+            log.exception("could not record an audit entry: %s", entry)
+
     async def _caller(self, request: Request) -> Caller:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and token.strip():
-            viewer = await self.tokens(token.strip())
-            if viewer is None:
-                raise ApiError(401, "the bearer token is not a current rota token")
-            return Caller(viewer, None)
+            who = await self.tokens(token.strip())
+            if who is None:
+                raise Refused(401, "the bearer token is not a current rota token")
+            return Caller(who, None)
         session = self.sessions.get(request.cookie(COOKIE))
         if session is None:
             raise ApiError(401, "log in first (POST /api/v1/login with your rota token)")
-        viewer = await self.tokens(session.token)
-        if viewer is None:
+        who = await self.tokens(session.token)
+        if who is None:
             self.sessions.close(request.cookie(COOKIE))
-            raise ApiError(401, "your rota token is no longer current; log in again")
-        return Caller(viewer, session)
+            raise Refused(401, "your rota token is no longer current; log in again")
+        return Caller(who, session)
 
     async def login(self, request: Request) -> Response:
         """``{"token": "..."}`` -> the session cookie, and ``{"user", "admin", "csrf"}``."""
@@ -141,14 +201,16 @@ class Api:
             return error(400, 'body: must be a JSON object {"token": "..."}')
         if not token:
             return error(400, "token: your rota token is required (gadmin user token NAME)")
-        viewer = await self.tokens(token)
-        if viewer is None:
-            return error(401, "token: not a current rota token")
+        who = await self.tokens(token)
+        if who is None:
+            why = "token: not a current rota token"
+            await self._refused(request, f"web POST {request.path}", None, 401, why)
+            return error(401, why)
         session_id, session = self.sessions.open(token)
         cookie = f"{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
         if self.secure:
             cookie += "; Secure"
-        return reply(_who(viewer, session), headers=(("Set-Cookie", cookie),))
+        return reply(_who(who, session), headers=(("Set-Cookie", cookie),))
 
     async def logout(self, request: Request, caller: Caller) -> Response:
         self.sessions.close(request.cookie(COOKIE))
@@ -157,13 +219,13 @@ class Api:
 
     async def session(self, request: Request, caller: Caller) -> Response:
         """Who is logged in, and the session's CSRF token (a reloaded page asks here)."""
-        return reply(_who(caller.viewer, caller.session))
+        return reply(_who(caller.who, caller.session))
 
     # ------------------------------------------------------------ cluster and queue
 
     async def nodes(self, request: Request, caller: Caller) -> Response:
         shown = await self.engine.list_nodes()
-        active = await self._all_jobs(JobListing())
+        active = await self._all_jobs(JobListing(), caller.who)
         users = {j.display_id: j.user for j in active}
         return reply(
             {
@@ -179,9 +241,10 @@ class Api:
         user = request.query.get("user", "").strip()
         if wanted == "ended":
             limit = _int(request.query, "limit", ENDED_LIMIT, minimum=1)
-            rows = await self.engine.list_finished(
-                AccountingQuery(users=(user,) if user else (), limit=limit)
+            query = AccountingQuery(
+                users=(user,) if user else (), principal=_private(caller.who), limit=limit
             )
+            rows = await self.engine.list_finished(query)
             return reply(
                 {"time": views.iso(time.time()), "jobs": [views.job_json(r.job) for r in rows]}
             )
@@ -197,11 +260,11 @@ class Api:
                     f"state: {wanted!r} is not active, all, or a job state (PENDING, PD, ...)"
                 ) from None
             listing = JobListing(states=(state,), users=(user,) if user else ())
-        jobs = await self._all_jobs(listing)
+        jobs = await self._all_jobs(listing, caller.who)
         return reply({"time": views.iso(time.time()), "jobs": [views.job_json(j) for j in jobs]})
 
-    async def _all_jobs(self, listing: JobListing) -> list[Any]:
-        page = await self.engine.list_jobs(listing)
+    async def _all_jobs(self, listing: JobListing, who: Principal) -> list[Any]:
+        page = await self.engine.list_jobs(listing, who)
         jobs = list(page.jobs)
         while page.next_page_token:
             page = await self.engine.list_jobs(
@@ -212,19 +275,19 @@ class Api:
                     listing.users,
                     listing.accounts,
                     page_token=page.next_page_token,
-                )
+                ),
+                who,
             )
             jobs.extend(page.jobs)
         return jobs
 
     async def job(self, request: Request, caller: Caller) -> Response:
-        job, events = await self.engine.get_job(request.params["id"])
-        viewer = caller.viewer
+        job, events = await self.engine.get_job(request.params["id"], caller.who)
         return reply(
             {
                 "job": views.job_json(job),
                 "events": [views.event_json(e) for e in events],
-                "may_read_log": viewer.admin or viewer.user == job.user,
+                "may_read_log": not access.may_read_logs(caller.who, job),
             }
         )
 
@@ -234,18 +297,10 @@ class Api:
         display_id = request.params["id"]
         tail = _int(request.query, "tail", LOG_TAIL, minimum=1)
         attempt = _int(request.query, "attempt", 0, minimum=0)
-        job, _events = await self.engine.get_job(display_id)
-        viewer = caller.viewer
-        if not (viewer.admin or viewer.user == job.user):
-            raise ApiError(
-                403,
-                f"job {job.display_id} belongs to {job.user}; only its owner or an admin may "
-                "read its output",
-            )
         kept = bytearray()
         try:
             async with asyncio.timeout(LOG_TIMEOUT):
-                async for chunk in self.engine.stream_logs(display_id, attempt, False):
+                async for chunk in self.engine.stream_logs(display_id, attempt, False, caller.who):
                     kept += chunk
                     del kept[:-tail]
         except TimeoutError:
@@ -256,7 +311,7 @@ class Api:
 
     async def summary(self, request: Request, caller: Caller) -> Response:
         """GPU-hours per user and per account of jobs that ended in ``start``..``end``."""
-        users, accounts = await self.engine.usage_summary(_period(request.query))
+        users, accounts = await self.engine.usage_summary(_period(request.query, caller.who))
         return reply(
             {
                 "users": [views.total_json(t) for t in users],
@@ -268,15 +323,15 @@ class Api:
         """Finished jobs of the period whose GPUs stayed mostly idle (below ``idle_below``
         percent) or nearly ran out of memory: ``gacct --efficiency``."""
         idle_below = _float(request.query, "idle_below", IDLE_BELOW)
-        rows = await self.engine.list_finished(_period(request.query))
+        rows = await self.engine.list_finished(_period(request.query, caller.who))
         listed = [views.finished_json(r, idle_below) for r in rows]
         return reply({"jobs": [r for r in listed if r["flags"]]})
 
 
-def _who(viewer: Viewer, session: Session | None) -> dict[str, Any]:
+def _who(who: Principal, session: Session | None) -> dict[str, Any]:
     return {
-        "user": viewer.user,
-        "admin": viewer.admin,
+        "user": who.user,
+        "admin": who.admin,
         "csrf": session.csrf if session is not None else "",
     }
 
@@ -319,8 +374,14 @@ def _time(query: dict[str, str], name: str) -> float:
     return moment.timestamp()
 
 
-def _period(query: dict[str, str]) -> AccountingQuery:
+def _private(who: Principal) -> str:
+    """Whose finished jobs ``who`` sees, as ``gacct``: admins everyone's (""), others their
+    own."""
+    return "" if who.admin else who.user
+
+
+def _period(query: dict[str, str], who: Principal) -> AccountingQuery:
     start, end = _time(query, "start"), _time(query, "end")
     if start and end and end < start:
         raise UserError("end: must not be before start")
-    return AccountingQuery(start=start, end=end)
+    return AccountingQuery(start=start, end=end, principal=_private(who))

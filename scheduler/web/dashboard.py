@@ -15,4 +15,4 @@ from rota.scheduler.web.sessions import Sessions
 
 def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
     """Page, files and API; ``secure``: the port serves TLS (the cookie is marked Secure)."""
-    return Files().routes() + Api(engine, tokens, Sessions(time.time), secure).routes()
+    return Files().routes() + Api(engine, tokens, Sessions(time.time), secure, time.time).routes()

@@ -1,27 +1,29 @@
 """The one hook between the dashboard and rota's users: a token in, the caller out.
 
-``TokenCheck`` is the contract the API needs (who is this token, and are they an admin);
-``Viewer`` is what it must answer with. The scheduler wires the users service behind it; tests
-may wire a table of their own.
+``TokenCheck`` is the contract the API needs; ``EngineTokens`` answers it from the users
+service, as the gRPC interceptor does: memory first, the store (on the core thread) for a token
+memory does not know yet, so a revoked or replaced token stops working at once.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-
-class Viewer(Protocol):
-    """Who a dashboard request acts as."""
-
-    @property
-    def user(self) -> str: ...
-
-    @property
-    def admin(self) -> bool: ...
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.engine import Engine
 
 
 class TokenCheck(Protocol):
-    """The caller a rota token names, or None when it is unknown or revoked (cheap: called on
-    every API request)."""
+    """The principal a rota token names, or None when it is unknown or revoked."""
 
-    async def __call__(self, token: str) -> Viewer | None: ...
+    async def __call__(self, token: str) -> Principal | None: ...
+
+
+class EngineTokens:
+    """``TokenCheck`` over the engine's users service."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def __call__(self, token: str) -> Principal | None:
+        return self.engine.authenticate(token) or await self.engine.load_principal(token)

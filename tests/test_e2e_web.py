@@ -1,0 +1,126 @@
+"""The dashboard in a real browser (headless chromium) against a real scheduler and agent on
+the fake NVML library: log in, see the node and its GPUs, watch a submitted job appear, run,
+show its output and finish; another user cannot read that output. Screenshots go to the test's
+directory (and, with ROTA_DOCS_SCREENSHOTS=1, the overview into docs/img for the README)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.browser import screenshot, wait_text, wait_until
+from tests.cluster import TEST_IMAGE, Cluster, free_port
+from tests.gpu_e2e import GpuCluster
+from tests.nvml_fake import GiB, fake_gpu
+
+JOB = f"""
+name: web-demo
+image: {TEST_IMAGE}
+command: ["sh", "-c", "echo hello from the dashboard; sleep 6; echo done"]
+resources: {{gpus: 1}}
+time_limit: 10m
+"""
+
+
+@pytest.fixture
+def gc(cluster: Cluster, fake_nvml_lib: Path) -> GpuCluster:
+    return GpuCluster(cluster, fake_nvml_lib)
+
+
+def as_user(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A user command run with ``token`` (another user than the cluster's admin)."""
+    return subprocess.run(
+        [sys.executable, "-m", f"rota.cli.{args[0]}", *args[1:]],
+        env={**cluster.env, "ROTA_TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def log_in(drv: WebDriver, base: str, token: str) -> None:
+    drv.get(base + "/")
+    field = wait_until(drv, "#login-token")
+    field.clear()
+    field.send_keys(token)
+    drv.find_element(By.ID, "login-submit").click()
+    wait_until(drv, "#whoami")
+
+
+def log_out(drv: WebDriver) -> None:
+    drv.find_element(By.ID, "logout").click()
+    wait_until(drv, "#login-token")
+
+
+def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
+    gc: GpuCluster, browser: WebDriver, tmp_path: Path
+) -> None:
+    port = free_port()
+    gc.start(
+        [
+            fake_gpu(0, utilization=87, memory_used=30 * GiB, temperature=71),
+            fake_gpu(1, utilization=0),
+            fake_gpu(
+                2,
+                utilization=35,
+                memory_used=9 * GiB,
+                processes=[{"pid": 4_000_042, "used_memory": 2 * GiB}],
+            ),
+            fake_gpu(3, utilization=0),
+        ],
+        http_listen=f"127.0.0.1:{port}",
+    )
+    base = f"http://127.0.0.1:{port}"
+    node = gc.node_name
+    ann = gc.c.add_user("ann")
+    bob = gc.c.add_user("bob")
+
+    browser.get(base + "/")
+    wait_until(browser, "#login-token").send_keys("not-a-token")
+    browser.find_element(By.ID, "login-submit").click()
+    assert "not a current rota token" in wait_until(browser, "#error").text
+
+    log_in(browser, base, ann)
+    assert "ann" in browser.find_element(By.ID, "user-name").text
+    row = wait_text(browser, "#nodes-table tbody tr", node)
+    cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[1] == "IDLE" and cells[3] == "4", cells  # state, total GPUs
+
+    browser.get(base + "/#gpus")
+    hot = wait_text(browser, f'[data-gpu="{node}:0"]', "87%")
+    assert "71 °C" in hot.text and "30.0 GiB / 80.0 GiB" in hot.text
+    assert "foreign pid 4000042" in wait_until(browser, f'[data-gpu="{node}:2"]').text
+    screenshot(browser, tmp_path, "heatmap")
+
+    job = as_user(gc.c, ann, "gsub", "--parsable", str(gc.c.write_job("demo.yaml", JOB)))
+    assert job.returncode == 0, job.stderr
+    job_id = job.stdout.strip()
+    browser.get(base + "/#queue")
+    queued = wait_text(browser, f'#queue-table tr[data-job="{job_id}"]', "RUNNING", 60)
+    assert "ann" in queued.text and "web-demo" in queued.text
+    browser.get(base + "/#overview")
+    wait_text(browser, "#nodes-table tbody tr", "MIXED")
+    screenshot(browser, tmp_path, "overview", for_docs=True)
+
+    browser.get(f"{base}/#job/{job_id}")
+    wait_text(browser, "#job-log", "hello from the dashboard", 30)
+    wait_text(browser, "#job-fields", "COMPLETED", 60)
+    wait_text(browser, "#job-log", "done", 20)
+    assert "RUNNING → COMPLETED" in browser.find_element(By.ID, "job-events").text
+    screenshot(browser, tmp_path, "job")
+    browser.get(base + "/#queue")
+    wait_text(browser, f'#ended-table tr[data-job="{job_id}"]', "COMPLETED")
+
+    log_out(browser)
+    log_in(browser, base, bob)
+    browser.get(f"{base}/#job/{job_id}")
+    note = wait_text(browser, "#job-log-state", "only ann or an admin")
+    assert browser.find_element(By.ID, "job-log").text == ""
+    assert note.is_displayed()
+    screenshot(browser, tmp_path, "private-log")
+    assert len(list(tmp_path.glob("*.png"))) == 4
