@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -50,22 +51,56 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
         drv.quit()
 
 
-def wait_until(drv: WebDriver, what: str, timeout: float = 20.0) -> WebElement:
-    """The first element ``what`` (CSS) once it is displayed."""
-    return WebDriverWait(drv, timeout).until(
+def _wait(drv: WebDriver, timeout: float) -> WebDriverWait[WebDriver]:
+    """A wait that retries when the page re-rendered what it was reading (the dashboard
+    replaces its tables on every refresh)."""
+    return WebDriverWait(
+        drv, timeout, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)
+    )
+
+
+def wait_until(drv: WebDriver, what: str, timeout: float = 30.0) -> WebElement:
+    """The first element ``what`` (CSS) once it is displayed (for elements the page does not
+    re-render: inputs, buttons)."""
+    return _wait(drv, timeout).until(
         lambda d: next(
-            (e for e in d.find_elements(By.CSS_SELECTOR, what) if e.is_displayed()), None
+            (e for e in d.find_elements(By.CSS_SELECTOR, what) if e.is_displayed()), False
         ),
         f"nothing shown for {what}",
     )
 
 
-def wait_text(drv: WebDriver, what: str, text: str, timeout: float = 30.0) -> WebElement:
-    """The element ``what`` once its text contains ``text``."""
-    return WebDriverWait(drv, timeout).until(
-        lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, what) if text in e.text), None),
-        f"{what} never showed {text!r}",
+def wait_text(drv: WebDriver, what: str, text: str, timeout: float = 45.0) -> str:
+    """The text of the first displayed element ``what`` once it contains ``text``."""
+    return str(
+        _wait(drv, timeout).until(
+            lambda d: next(
+                (
+                    shown
+                    for e in d.find_elements(By.CSS_SELECTOR, what)
+                    if text in (shown := e.text) and e.is_displayed()
+                ),
+                False,
+            ),
+            f"{what} never showed {text!r}",
+        )
     )
+
+
+def wait_cells(drv: WebDriver, row: str, text: str, timeout: float = 45.0) -> list[str]:
+    """The cell texts of the first table row ``row`` (CSS) whose text contains ``text``."""
+    found: list[str] = _wait(drv, timeout).until(
+        lambda d: next(
+            (
+                [c.text for c in r.find_elements(By.TAG_NAME, "td")]
+                for r in d.find_elements(By.CSS_SELECTOR, row)
+                if text in r.text
+            ),
+            False,
+        ),
+        f"no {row} showed {text!r}",
+    )
+    return found
 
 
 def screenshot(drv: WebDriver, tmp_path: Path, name: str, for_docs: bool = False) -> Path:
