@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from selenium import webdriver
@@ -62,12 +63,11 @@ def _wait(drv: WebDriver, timeout: float) -> WebDriverWait[WebDriver]:
 def wait_until(drv: WebDriver, what: str, timeout: float = 30.0) -> WebElement:
     """The first element ``what`` (CSS) once it is displayed (for elements the page does not
     re-render: inputs, buttons)."""
-    return _wait(drv, timeout).until(
-        lambda d: next(
-            (e for e in d.find_elements(By.CSS_SELECTOR, what) if e.is_displayed()), False
-        ),
-        f"nothing shown for {what}",
-    )
+
+    def shown(d: WebDriver) -> WebElement | Literal[False]:
+        return next((e for e in d.find_elements(By.CSS_SELECTOR, what) if e.is_displayed()), False)
+
+    return _wait(drv, timeout).until(shown, f"nothing shown for {what}")
 
 
 def wait_text(drv: WebDriver, what: str, text: str, timeout: float = 45.0) -> str:
