@@ -3,7 +3,7 @@ and again while the jobs run. Every job a client saw acknowledged exists exactly
 exactly once and completes; clients that saw errors retry with the same request ids and get
 no duplicates.
 
-``ROTA_FAULT_BURST_JOBS`` (default 500) sets the number of jobs; the run time is bound by how
+``ROTA_FAULT_BURST_JOBS`` (default 300) sets the number of jobs; the run time is bound by how
 fast the one shared Docker engine starts containers (about 5 a second on 2 cores).
 """
 
