@@ -37,11 +37,14 @@ from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
 from rota.scheduler.core.services import Services
+from rota.scheduler.intake import ReceivedBeat, TelemetryBuffer
 from rota.scheduler.policy.explain import Explanation
 
 log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
 WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
+TELEMETRY_BATCH_DELAY = 0.05  # seconds heartbeats gather before one core-thread hop
+BEHIND_LOG_INTERVAL = 10.0  # seconds between "behind on telemetry" warnings
 
 
 @dataclass(eq=False)
@@ -68,6 +71,18 @@ class Engine:
         self._pass_task: asyncio.Task[None] | None = None
         self._stopping = False
         self.passes = 0
+        self._telemetry = TelemetryBuffer()
+        self._telemetry_task: asyncio.Task[None] | None = None
+        self._events: list[tuple[AgentSession, AgentEvent]] = []
+        self._events_task: asyncio.Task[None] | None = None
+        self._behind_logged = 0.0  # monotonic time of the last "behind" warning
+        self._behind_since_log = 0
+
+    @property
+    def telemetry_dropped(self) -> int:
+        """Heartbeats whose telemetry was shed (a newer one of the node replaced it before the
+        core thread applied it) since start: non-zero means the scheduler fell behind."""
+        return self._telemetry.superseded
 
     async def _core(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn`` on the core thread."""
@@ -115,6 +130,9 @@ class Engine:
         self._pass_wanted.set()
         if self._pass_task is not None:
             await self._pass_task
+        for task in (self._telemetry_task, self._events_task):
+            if task is not None:
+                await task
         for session in list(self._sessions.values()):
             session.outbox.put_nowait(None)
         self._core_pool.shutdown(wait=True)
@@ -317,25 +335,98 @@ class Engine:
         services.gpus.node_joined(services.model.nodes[hello.node_name])
         return orders
 
-    async def agent_heartbeat(self, session: AgentSession, beat: Heartbeat) -> None:
-        if await self._core(self.heartbeat_step, session.node, session.id, beat):
-            self.request_pass()
+    def agent_heartbeat(self, session: AgentSession, beat: Heartbeat) -> None:
+        """On receipt (event loop): stamp liveness, answer with a pong, and buffer the
+        telemetry for the next batch; it never waits for the core thread."""
+        received = self.services.liveness.stamp(session.node, session.id)
         session.outbox.put_nowait(Pong(time.time()))
+        if self._telemetry.add(ReceivedBeat(session.node, session.id, beat, received)):
+            self._report_behind()
+        if self._telemetry_task is None and not self._stopping:
+            self._telemetry_task = asyncio.create_task(self._apply_telemetry())
 
-    def heartbeat_step(self, node: str, session: int, beat: Heartbeat) -> bool:
-        """The core-thread part of ``agent_heartbeat``: True when what the policy sees of the
-        node changed (in-process tests call it directly)."""
+    async def _apply_telemetry(self) -> None:
+        """Apply buffered telemetry, one core-thread hop per batch, until none waits."""
+        try:
+            while len(self._telemetry):
+                await asyncio.sleep(TELEMETRY_BATCH_DELAY)
+                try:
+                    if await self._core(self.telemetry_step, self._telemetry.take()):
+                        self.request_pass()
+                except Exception:
+                    log.exception("applying telemetry failed; it was dropped")
+        finally:
+            self._telemetry_task = None
+
+    def _report_behind(self) -> None:
+        self._behind_since_log += 1
+        now = time.monotonic()
+        if now - self._behind_logged >= BEHIND_LOG_INTERVAL:
+            log.warning(
+                "scheduler behind on telemetry: %d heartbeat(s) shed since the last warning "
+                "(%d in all); only the latest per node is applied",
+                self._behind_since_log,
+                self.telemetry_dropped,
+            )
+            self._behind_logged = now
+            self._behind_since_log = 0
+
+    def telemetry_step(self, batch: list[ReceivedBeat]) -> bool:
+        """The core-thread part of ``agent_heartbeat``: apply a batch of heartbeats; True when
+        what the policy sees changed."""
+        changed = False
+        for item in batch:
+            changed = self.heartbeat_step(item.node, item.session, item.beat, item.received) or (
+                changed
+            )
+        return changed
+
+    def heartbeat_step(
+        self, node: str, session: int, beat: Heartbeat, received: float | None = None
+    ) -> bool:
+        """Apply one heartbeat received at ``received`` (default now): True when what the
+        policy sees of the node changed (in-process tests call it directly). The one place
+        applied telemetry is handed to its observers: GPU health, then anything that
+        accounts per node or job from telemetry."""
         services = self.services
-        changed = services.agents.heartbeat(node, session, beat)
+        changed = services.agents.heartbeat(node, session, beat, received)
         return services.gpus.observe(node, session) or changed
 
-    async def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
-        orders = await self._core(self.services.agents.event, session.node, session.id, event)
-        self.dispatch(orders)
-        if event.kind != "STARTED":
-            self.request_pass()
+    def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
+        """On receipt (event loop): stamp liveness and queue the event on its own path, which
+        telemetry never delays and nothing sheds; events apply in arrival order."""
+        self.services.liveness.stamp(session.node, session.id)
+        self._events.append((session, event))
+        if self._events_task is None and not self._stopping:
+            self._events_task = asyncio.create_task(self._apply_events())
 
-    def agent_log_data(self, data: LogData) -> None:
+    async def _apply_events(self) -> None:
+        """Apply queued job events, all that waited in one core-thread hop, until none waits."""
+        try:
+            while self._events:
+                batch, self._events = self._events, []
+                orders, wanted = await self._core(self.events_step, batch)
+                self.dispatch(orders)
+                if wanted:
+                    self.request_pass()
+        finally:
+            self._events_task = None
+
+    def events_step(self, batch: list[tuple[AgentSession, AgentEvent]]) -> tuple[Orders, bool]:
+        """The core-thread part of ``agent_event``: the orders the events cause, and whether a
+        pass is wanted (anything but a start frees or changes resources)."""
+        orders: Orders = []
+        wanted = False
+        for session, event in batch:
+            try:
+                orders += self.services.agents.event(session.node, session.id, event)
+            except Exception:
+                log.exception("applying %s of job %d failed", event.kind, event.job_id)
+            wanted = wanted or event.kind != "STARTED"
+        return orders, wanted
+
+    def agent_log_data(self, session: AgentSession, data: LogData) -> None:
+        self.services.liveness.stamp(session.node, session.id)
         entry = self._log_streams.get(data.request_id)
         if entry is not None:
             entry[1].put_nowait(data)

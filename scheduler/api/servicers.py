@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -165,12 +165,14 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, session: AgentSession, request_iterator: AsyncIterator[pb.AgentMessage]
     ) -> None:
         engine = self.engine
-        handlers: dict[str, Callable[[pb.AgentMessage], Awaitable[None] | None]] = {
+        handlers: dict[str, Callable[[pb.AgentMessage], None]] = {
             "heartbeat": lambda m: engine.agent_heartbeat(
                 session, convert.heartbeat_from_pb(m.heartbeat)
             ),
             "job_event": lambda m: engine.agent_event(session, convert.event_from_pb(m.job_event)),
-            "log_data": lambda m: engine.agent_log_data(convert.log_data_from_pb(m.log_data)),
+            "log_data": lambda m: engine.agent_log_data(
+                session, convert.log_data_from_pb(m.log_data)
+            ),
         }
         try:
             async for msg in request_iterator:
@@ -181,9 +183,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                         "node %s sent an unexpected %s message; ignored", session.node, kind
                     )
                     continue
-                result = handler(msg)
-                if result is not None:
-                    await result
+                handler(msg)  # never waits: the engine buffers what needs the core thread
         except (grpc.aio.AioRpcError, asyncio.CancelledError):
             pass
         except Exception:

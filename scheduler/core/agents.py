@@ -18,6 +18,7 @@ from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord, NodeS
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
+from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
 from rota.states import ACTIVE_STATES, JobState
@@ -34,11 +35,13 @@ class AgentService:
         self,
         model: ClusterModel,
         lifecycle: Lifecycle,
+        liveness: Liveness,
         config: SchedulerConfig,
         clock: Callable[[], float],
     ) -> None:
         self.model = model
         self.lifecycle = lifecycle
+        self.liveness = liveness
         self.config = config
         self.clock = clock
         # (job id, attempt) of a gang -> how each of its ranks that already stopped ended
@@ -116,15 +119,18 @@ class AgentService:
         log.info("node %s connected with %d GPU(s)", node.name, node.gpu_count)
         return welcome + orders
 
-    def heartbeat(self, node_name: str, session: int, beat: Heartbeat) -> bool:
-        """Record telemetry and engine health; True when schedulability changed."""
+    def heartbeat(
+        self, node_name: str, session: int, beat: Heartbeat, received: float | None = None
+    ) -> bool:
+        """Record telemetry and engine health as of ``received`` (when the heartbeat arrived;
+        default now); True when schedulability changed."""
         node = self.model.nodes.get(node_name)
         if node is None or node.session != session:
             return False
         before = node.schedulable
         node.telemetry = beat.gpus
-        node.telemetry_time = self.clock()
-        node.last_heartbeat = node.telemetry_time
+        node.telemetry_time = self.clock() if received is None else received
+        node.last_heartbeat = max(node.last_heartbeat or 0.0, node.telemetry_time)
         node.engine_healthy = beat.engine_healthy
         node.engine_error = beat.engine_error
         node.attempts = beat.attempts
@@ -241,13 +247,19 @@ class AgentService:
         return events
 
     def lost_nodes(self) -> Orders:
-        """Mark nodes whose heartbeats stopped DOWN; end the attempts of nodes DOWN past the
-        grace period as NODE_FAIL (requeued when allowed)."""
+        """Mark nodes whose streams went silent DOWN; end the attempts of nodes DOWN past the
+        grace period as NODE_FAIL (requeued when allowed). Silence is judged from receipt
+        stamps (``Liveness``), so telemetry still waiting for the core thread keeps its node
+        alive."""
         now = self.clock()
         orders: Orders = []
         changed: list[JobRecord] = []
         events: list[JobEvent] = []
         for node in self.model.nodes.values():
+            if node.connected:
+                seen = self.liveness.seen(node.name, node.session)
+                if seen is not None and seen > (node.last_heartbeat or 0.0):
+                    node.last_heartbeat = seen
             if (
                 node.connected
                 and node.last_heartbeat

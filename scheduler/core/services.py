@@ -12,6 +12,7 @@ from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
 from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Lifecycle
+from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
@@ -25,7 +26,7 @@ from rota.scheduler.store.store import Store
 @dataclass(frozen=True, slots=True)
 class Services:
     """The scheduler's services over one model. Not thread-safe: one thread (the engine's
-    core thread) calls them all."""
+    core thread) calls them all, except ``liveness``, which the event loop stamps."""
 
     config: SchedulerConfig
     model: ClusterModel
@@ -38,6 +39,7 @@ class Services:
     control: ControlService
     planner: Planner
     policy: Policy  # passes and explanations; runs on the engine's policy thread
+    liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
 
 
 def build_services(
@@ -58,6 +60,7 @@ def build_services(
     lifecycle = Lifecycle(model, usage, config, clock)
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
+    liveness = Liveness(clock)
     snapshots = SnapshotBuilder(model, lookup, gpus, usage, config, pconfig, clock)
     return Services(
         config=config,
@@ -74,10 +77,11 @@ def build_services(
             pconfig,
             clock,
         ),
-        agents=AgentService(model, lifecycle, config, clock),
+        agents=AgentService(model, lifecycle, liveness, config, clock),
         nodes=NodeService(model, lifecycle, gpus, config, clock),
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock),
         policy=policy,
+        liveness=liveness,
     )
