@@ -30,6 +30,7 @@ class SchedulerConfig:
     max_time_limit: float = 0.0  # 0 = unlimited
     heartbeat_interval: float = 2.0
     node_timeout: float = 30.0  # no heartbeat for this long: node DOWN
+    max_telemetry_rate: float = 500.0  # telemetry heartbeats/s of all agents together
     node_grace: float = 300.0  # DOWN this long with jobs: they end NODE_FAIL
     kill_grace: float = 10.0  # SIGTERM -> SIGKILL
     max_requeue: int = 3
@@ -142,6 +143,9 @@ def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:
         if key in values:
             values[key] = _names(key, values[key])
     config = replace(SchedulerConfig(), **values)
+    rate = config.max_telemetry_rate
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or rate <= 0:
+        raise ValueError(f"max_telemetry_rate must be a number of messages/s > 0, got {rate!r}")
     input_rules(config)  # names a bad security setting now
     if bool(config.tls_cert) != bool(config.tls_key):
         raise ValueError("tls_cert and tls_key must be given together")

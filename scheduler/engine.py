@@ -34,6 +34,7 @@ from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.core.errors import NotFound
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lifecycle import Orders
+from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
 from rota.scheduler.core.services import Services
@@ -318,7 +319,9 @@ class Engine:
     async def agent_connect(self, hello: Hello) -> AgentSession:
         """Authenticate and reconcile; the new session replaces any older one of that node."""
         session = AgentSession(hello.node_name, next(self._session_ids))
-        orders = await self._core(self.hello_step, hello, session.id)
+        joined = len(self._sessions) + (hello.node_name not in self._sessions)
+        period = telemetry_period(self.services.config, joined)
+        orders = await self._core(self.hello_step, hello, session.id, period)
         old = self._sessions.get(hello.node_name)
         if old is not None:
             old.outbox.put_nowait(None)
@@ -328,10 +331,11 @@ class Engine:
         self.request_pass()
         return session
 
-    def hello_step(self, hello: Hello, session: int) -> Orders:
-        """The core-thread part of ``agent_connect`` (in-process tests call it directly)."""
+    def hello_step(self, hello: Hello, session: int, period: float | None = None) -> Orders:
+        """The core-thread part of ``agent_connect`` (in-process tests call it directly);
+        ``period``: the telemetry period to give."""
         services = self.services
-        orders = services.agents.hello(hello, session)
+        orders = services.agents.hello(hello, session, period)
         services.gpus.node_joined(services.model.nodes[hello.node_name])
         return orders
 
@@ -339,11 +343,20 @@ class Engine:
         """On receipt (event loop): stamp liveness, answer with a pong, and buffer the
         telemetry for the next batch; it never waits for the core thread."""
         received = self.services.liveness.stamp(session.node, session.id)
-        session.outbox.put_nowait(Pong(time.time()))
+        session.outbox.put_nowait(self._pong())
         if self._telemetry.add(ReceivedBeat(session.node, session.id, beat, received)):
             self._report_behind()
         if self._telemetry_task is None and not self._stopping:
             self._telemetry_task = asyncio.create_task(self._apply_telemetry())
+
+    def agent_keepalive(self, session: AgentSession) -> None:
+        """On receipt (event loop): stamp liveness and answer; no core-thread work."""
+        self.services.liveness.stamp(session.node, session.id)
+        session.outbox.put_nowait(self._pong())
+
+    def _pong(self) -> Pong:
+        """A pong with the telemetry period for the nodes connected now."""
+        return Pong(time.time(), telemetry_period(self.services.config, len(self._sessions)))
 
     async def _apply_telemetry(self) -> None:
         """Apply buffered telemetry, one core-thread hop per batch, until none waits."""

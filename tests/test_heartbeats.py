@@ -7,15 +7,20 @@ import asyncio
 import threading
 from pathlib import Path
 
-from rota.messages import GpuTelemetry, Heartbeat, Pong
+from rota.messages import GpuTelemetry, Heartbeat, Hello, Pong, Welcome
 from rota.scheduler.engine import AgentSession
-from tests.support.core import Harness
+from tests.support.core import Harness, inventory
 
 
 def busy_core(h: Harness) -> tuple[threading.Event, asyncio.Future[bool]]:
     """Occupy the engine's core thread until the returned event is set."""
     gate = threading.Event()
     return gate, asyncio.ensure_future(h.engine._core(gate.wait))
+
+
+def period_of(pong: object) -> float:
+    assert isinstance(pong, Pong)
+    return pong.telemetry_period
 
 
 def test_heartbeat_waiting_for_a_busy_core_keeps_its_node_alive(tmp_path: Path) -> None:
@@ -61,5 +66,31 @@ def test_a_core_that_falls_behind_sheds_old_telemetry_and_counts_it(tmp_path: Pa
         while h.engine._telemetry_task is not None:
             await asyncio.sleep(0.01)
         assert h.s.model.nodes["n1"].telemetry[0].utilization == 30
+
+    asyncio.run(scenario())
+
+
+def test_telemetry_period_stretches_with_the_node_count_and_keepalives_keep_the_timeout(
+    tmp_path: Path,
+) -> None:
+    h = Harness(tmp_path, heartbeat_interval=1.0, max_telemetry_rate=10.0, node_timeout=12.0)
+
+    async def scenario() -> None:
+        sessions = [
+            await h.engine.agent_connect(Hello(f"n{i}", "tok", inventory(1))) for i in range(30)
+        ]
+        welcomes = [s.outbox.get_nowait() for s in sessions]
+        assert all(isinstance(w, Welcome) for w in welcomes)
+        periods = [w.telemetry_period for w in welcomes]  # type: ignore[union-attr]
+        assert periods[0] == periods[9] == 1.0  # 10 nodes at 10/s: one each per second
+        assert periods[19] == 2.0 and periods[29] == 3.0
+        assert {w.keepalive_interval for w in welcomes} == {4.0}  # type: ignore[union-attr]
+        h.engine.agent_keepalive(sessions[0])
+        assert period_of(sessions[0].outbox.get_nowait()) == 3.0
+        for session in sessions[5:]:
+            await h.engine.agent_gone(session)
+        h.engine.agent_heartbeat(sessions[0], Heartbeat())
+        assert period_of(sessions[0].outbox.get_nowait()) == 1.0
+        await h.engine.stop()
 
     asyncio.run(scenario())

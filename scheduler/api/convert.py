@@ -203,13 +203,17 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
     if isinstance(order, EventAck):
         return pb.SchedulerMessage(ack=pb.EventAck(job_id=order.job_id, attempt=order.attempt))
     if isinstance(order, Pong):
-        return pb.SchedulerMessage(pong=pb.Pong(time=order.time))
+        return pb.SchedulerMessage(
+            pong=pb.Pong(time=order.time, telemetry_period=order.telemetry_period)
+        )
     if isinstance(order, Welcome):
         return pb.SchedulerMessage(
             welcome=pb.Welcome(
                 heartbeat_interval=order.heartbeat_interval,
                 keep=[pb.AttemptStatus(**attempt_fields(a)) for a in order.keep],
                 node_grace=order.node_grace,
+                telemetry_period=order.telemetry_period,
+                keepalive_interval=order.keepalive_interval,
             )
         )
     return pb.SchedulerMessage(

@@ -170,6 +170,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 session, convert.heartbeat_from_pb(m.heartbeat)
             ),
             "job_event": lambda m: engine.agent_event(session, convert.event_from_pb(m.job_event)),
+            "keepalive": lambda m: engine.agent_keepalive(session),
             "log_data": lambda m: engine.agent_log_data(
                 session, convert.log_data_from_pb(m.log_data)
             ),

@@ -18,7 +18,7 @@ from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord, NodeS
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
-from rota.scheduler.core.liveness import Liveness
+from rota.scheduler.core.liveness import Liveness, keepalive_interval
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
 from rota.states import ACTIVE_STATES, JobState
@@ -47,11 +47,12 @@ class AgentService:
         # (job id, attempt) of a gang -> how each of its ranks that already stopped ended
         self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
 
-    def hello(self, hello: Hello, session: int) -> Orders:
+    def hello(self, hello: Hello, session: int, period: float | None = None) -> Orders:
         """Authenticate a (re)connecting agent, record its inventory, and reconcile attempts.
 
         The Welcome lists the attempts the agent must keep; it stops every other container.
         Launch orders that were sent but never started are sent again (same attempt).
+        ``period`` is the telemetry period the Welcome gives (default: heartbeat_interval).
         """
         life = self.lifecycle
         node = self.model.nodes.get(hello.node_name)
@@ -113,7 +114,13 @@ class AgentService:
         welcome: Orders = [
             (
                 node.name,
-                Welcome(self.config.heartbeat_interval, tuple(keep), self.config.node_grace),
+                Welcome(
+                    self.config.heartbeat_interval,
+                    tuple(keep),
+                    self.config.node_grace,
+                    period or self.config.heartbeat_interval,
+                    keepalive_interval(self.config),
+                ),
             )
         ]
         log.info("node %s connected with %d GPU(s)", node.name, node.gpu_count)

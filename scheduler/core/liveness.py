@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rota.scheduler.config import SchedulerConfig
+
 
 class Liveness:
     """Receipt stamps per node: ``(session, time)`` of the last message of that session."""
@@ -30,3 +32,16 @@ class Liveness:
         if entry is None or entry[0] != session:
             return None
         return entry[1]
+
+
+def telemetry_period(config: SchedulerConfig, nodes: int) -> float:
+    """Seconds between telemetry heartbeats of each of ``nodes`` connected agents, so that
+    all of them together send at most ``max_telemetry_rate`` per second (never more often than
+    ``heartbeat_interval``)."""
+    return max(config.heartbeat_interval, nodes / config.max_telemetry_rate)
+
+
+def keepalive_interval(config: SchedulerConfig) -> float:
+    """Seconds an agent may stay silent: a third of ``node_timeout``, so a node whose
+    telemetry period is longer still sends two messages more before it would be DOWN."""
+    return config.node_timeout / 3
