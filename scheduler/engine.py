@@ -36,7 +36,7 @@ from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResu
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.lookup import CancelResult
-from rota.scheduler.core.nodes import RemoveResult
+from rota.scheduler.core.nodes import NodePage, RemoveResult
 from rota.scheduler.core.services import Services
 from rota.scheduler.intake import ReceivedBeat, TelemetryBuffer
 from rota.scheduler.policy.explain import Explanation
@@ -259,9 +259,13 @@ class Engine:
 
     # ------------------------------------------------------------ NodeService, GpuHealth
 
-    async def list_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
-        """Copies of every node with its displayed status, in name order."""
-        return await self._core(self.services.nodes.show_all)
+    async def list_nodes(
+        self, page_size: int, page_token: str, summary: bool, summary_only: bool
+    ) -> NodePage:
+        """A page of nodes (copies with their displayed status) in name order, and with
+        ``summary`` counts over all nodes."""
+        nodes = self.services.nodes
+        return await self._core(nodes.page, page_size, page_token, summary, summary_only)
 
     async def get_node(self, name: str) -> tuple[NodeState, NodeStatus]:
         return await self._core(self.services.nodes.show, name)

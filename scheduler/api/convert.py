@@ -21,8 +21,9 @@ from rota.messages import (
 )
 from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
-from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.cluster.status import NodeStatus, free_gpus
 from rota.scheduler.core.errors import UserError
+from rota.scheduler.core.nodes import NodeSummary
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.explain import Explanation
 from rota.states import JobState
@@ -227,6 +228,16 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
     )
 
 
+def node_summary_to_pb(summary: NodeSummary) -> pb.NodeSummary:
+    return pb.NodeSummary(
+        nodes=summary.nodes,
+        states=summary.states,
+        gpus_total=summary.gpus_total,
+        gpus_free=summary.gpus_free,
+        gpus_unhealthy=summary.gpus_unhealthy,
+    )
+
+
 def node_to_pb(node: NodeState, status: NodeStatus) -> pb.Node:
     """A node for ``ginfo`` with every GPU's state, holder and latest telemetry."""
     holders, stale, shown = status.holders, status.stale, status.gpus
@@ -238,11 +249,7 @@ def node_to_pb(node: NodeState, status: NodeStatus) -> pb.Node:
         reason_time=status.since or 0.0,
         inventory=inventory_to_pb(node.inventory),
         gpus_total=node.gpu_count,
-        gpus_free=sum(
-            1
-            for g in node.inventory.gpus
-            if g.index not in holders and (g.index not in shown or shown[g.index].allocatable)
-        ),
+        gpus_free=free_gpus(node, status),
         last_heartbeat=node.last_heartbeat or 0.0,
         address=node.address,
         engine_healthy=node.engine_healthy,

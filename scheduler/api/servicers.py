@@ -125,8 +125,16 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
 
     @unary
     async def ListNodes(self, request: pb.ListNodesRequest, context: Any) -> pb.ListNodesResponse:
-        nodes = await self.engine.list_nodes()
-        return pb.ListNodesResponse(nodes=[convert.node_to_pb(n, s) for n, s in nodes])
+        page = await self.engine.list_nodes(
+            request.page_size, request.page_token, request.summary, request.summary_only
+        )
+        reply = pb.ListNodesResponse(
+            nodes=[convert.node_to_pb(n, s) for n, s in page.nodes],
+            next_page_token=page.next_page_token,
+        )
+        if page.summary is not None:
+            reply.summary.CopyFrom(convert.node_summary_to_pb(page.summary))
+        return reply
 
     @unary
     async def GetNode(self, request: pb.GetNodeRequest, context: Any) -> pb.Node:

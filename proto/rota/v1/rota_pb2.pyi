@@ -568,14 +568,47 @@ class Node(_message.Message):
     def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ListNodesRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("page_size", "page_token", "summary", "summary_only")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_ONLY_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    summary: bool
+    summary_only: bool
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., summary: _Optional[bool] = ..., summary_only: _Optional[bool] = ...) -> None: ...
+
+class NodeSummary(_message.Message):
+    __slots__ = ("nodes", "states", "gpus_total", "gpus_free", "gpus_unhealthy")
+    class StatesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    GPUS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FREE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_UNHEALTHY_FIELD_NUMBER: _ClassVar[int]
+    nodes: int
+    states: _containers.ScalarMap[str, int]
+    gpus_total: int
+    gpus_free: int
+    gpus_unhealthy: int
+    def __init__(self, nodes: _Optional[int] = ..., states: _Optional[_Mapping[str, int]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., gpus_unhealthy: _Optional[int] = ...) -> None: ...
 
 class ListNodesResponse(_message.Message):
-    __slots__ = ("nodes",)
+    __slots__ = ("nodes", "next_page_token", "summary")
     NODES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    summary: NodeSummary
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., summary: _Optional[_Union[NodeSummary, _Mapping]] = ...) -> None: ...
 
 class GetNodeRequest(_message.Message):
     __slots__ = ("name",)
