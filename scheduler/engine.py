@@ -365,7 +365,7 @@ class Engine:
     async def _apply_telemetry(self) -> None:
         """Apply buffered telemetry, one core-thread hop per batch, until none waits."""
         try:
-            while len(self._telemetry):
+            while len(self._telemetry) and not self._stopping:  # telemetry dies with us
                 await asyncio.sleep(TELEMETRY_BATCH_DELAY)
                 try:
                     if await self._core(self.telemetry_step, self._telemetry.take()):
