@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
@@ -38,6 +39,8 @@ class Services:
     gpus: GpuHealth
     control: ControlService
     planner: Planner
+    meter: UsageMeter  # NVML figures per running job, fed by heartbeats
+    accounting: AccountingService
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
 
@@ -62,6 +65,7 @@ def build_services(
     gpus = GpuHealth(model, lifecycle, config, clock)
     liveness = Liveness(clock)
     snapshots = SnapshotBuilder(model, lookup, gpus, usage, config, pconfig, clock)
+    meter = UsageMeter(model)
     return Services(
         config=config,
         model=model,
@@ -82,6 +86,8 @@ def build_services(
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock),
+        meter=meter,
+        accounting=AccountingService(model, meter, config, clock),
         policy=policy,
         liveness=liveness,
     )
