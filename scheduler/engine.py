@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from rota.messages import (
@@ -43,7 +43,7 @@ from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
 from rota.scheduler.intake import ReceivedBeat, TelemetryBuffer
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
-from rota.scheduler.metrics_sample import ClusterSample, sample
+from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
 from rota.scheduler.policy.explain import Explanation
 from rota.scheduler.policy.snapshot import Plan
 
@@ -300,8 +300,14 @@ class Engine:
         return await self._core(self.services.accounting.summary, query)
 
     async def metrics_sample(self) -> ClusterSample:
-        """What the model shows now, for a /metrics scrape."""
-        return await self._core(sample, self.services)
+        """What the model and the heartbeat path show now, for a /metrics scrape."""
+        cluster = await self._core(sample, self.services)
+        telemetry = TelemetrySample(
+            self.telemetry_dropped,
+            len(self._telemetry),
+            telemetry_period(self.services.config, len(self._sessions)),
+        )
+        return replace(cluster, telemetry=telemetry)
 
     # ------------------------------------------------------------ NodeService, GpuHealth
 

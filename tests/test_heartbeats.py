@@ -4,11 +4,15 @@ telemetry applied in batches with only the latest per node kept when the core fa
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from pathlib import Path
 
+import pytest
+
 from rota.messages import GpuTelemetry, Heartbeat, Hello, Pong, Welcome
 from rota.scheduler.engine import AgentSession
+from rota.scheduler.metrics import SchedulerMetrics
 from tests.support.core import Harness, inventory
 
 
@@ -50,7 +54,9 @@ def test_heartbeat_waiting_for_a_busy_core_keeps_its_node_alive(tmp_path: Path) 
     asyncio.run(scenario())
 
 
-def test_a_core_that_falls_behind_sheds_old_telemetry_and_counts_it(tmp_path: Path) -> None:
+def test_a_core_that_falls_behind_sheds_old_telemetry_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     h = Harness(tmp_path)
     h.connect("n1")
     n1 = AgentSession("n1", h.sessions["n1"])
@@ -66,8 +72,13 @@ def test_a_core_that_falls_behind_sheds_old_telemetry_and_counts_it(tmp_path: Pa
         while h.engine._telemetry_task is not None:
             await asyncio.sleep(0.01)
         assert h.s.model.nodes["n1"].telemetry[0].utilization == 30
+        scrape = SchedulerMetrics().render(await h.engine.metrics_sample()).decode()
+        assert "rota_telemetry_shed_total 2.0" in scrape
+        assert "rota_telemetry_waiting 0.0" in scrape
 
-    asyncio.run(scenario())
+    with caplog.at_level(logging.WARNING, logger="rota.scheduler"):
+        asyncio.run(scenario())
+    assert "scheduler behind on telemetry" in caplog.text
 
 
 def test_telemetry_period_stretches_with_the_node_count_and_keepalives_keep_the_timeout(

@@ -19,8 +19,9 @@ def _process(p: dict[str, Any] | None) -> str:
 
 def _beats(h: dict[str, Any]) -> str:
     return (
-        f"{h['sent']} sent ({h['sent_per_s']}/s, expected {h['expected_per_s']}/s), "
-        f"{h['answered']} answered ({h['answered_per_s']}/s)"
+        f"{h['sent']} sent ({h['sent_per_s']}/s, {h['keepalives']} of them keepalives; "
+        f"telemetry every {h['telemetry_period_s']:g} s, expected "
+        f"{h['expected_telemetry_per_s']}/s), {h['answered']} answered ({h['answered_per_s']}/s)"
     )
 
 

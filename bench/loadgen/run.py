@@ -66,8 +66,7 @@ async def run(options: Options) -> dict[str, Any]:
         report: dict[str, Any] = {"options": asdict(options)}
         report["scheduler"] = await _scheduler_phase(options, root)
         if options.floor:
-            interval = report["scheduler"]["heartbeats"]["interval_s"] or 2.0
-            report["floor"] = await _floor_phase(options, root, interval)
+            report["floor"] = await _floor_phase(options, root, report["scheduler"]["heartbeats"])
             report["ratios"] = _ratios(report["scheduler"], report["floor"])
         return report
 
@@ -194,11 +193,15 @@ async def _jobs_and_stops(
 
 
 def _heartbeats(stats: dict[str, Any], window: float, nodes: int) -> dict[str, Any]:
+    """Heartbeats and keepalives of the window (``sent`` counts both, each gets a pong)."""
     sent, answered = stats["sent"][WINDOW], stats["answered"][WINDOW]
-    interval = stats["heartbeat_interval"]
+    interval, period = stats["heartbeat_interval"], stats["telemetry_period"]
     return {
         "interval_s": interval,
-        "expected_per_s": round(nodes / interval, 1) if interval else None,
+        "telemetry_period_s": period,
+        "keepalive_interval_s": stats["keepalive_interval"],
+        "expected_telemetry_per_s": round(nodes / period, 1) if period else None,
+        "keepalives": stats["keepalives"][WINDOW],
         "sent": sent,
         "answered": answered,
         "sent_per_s": round(sent / window, 1),
@@ -247,8 +250,15 @@ async def _jobs_report(
     }
 
 
-async def _floor_phase(o: Options, root: Path, interval: float) -> dict[str, Any]:
-    welcome, pong = protocol.floor_replies(interval, _setting(o, "node_grace", 300.0))
+async def _floor_phase(o: Options, root: Path, beats: dict[str, Any]) -> dict[str, Any]:
+    """The floor's welcome and pongs give the periods the scheduler gave (``beats``)."""
+    interval = beats["interval_s"] or 2.0
+    welcome, pong = protocol.floor_replies(
+        interval,
+        _setting(o, "node_grace", 300.0),
+        beats["telemetry_period_s"] or interval,
+        beats["keepalive_interval_s"],
+    )
     server = servers.start_floor(root, welcome, pong)
     await server.wait_ready()
     window = o.floor_window or o.window
