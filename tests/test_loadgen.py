@@ -42,6 +42,7 @@ def test_loadgen_accounts_for_heartbeats_jobs_and_a_stopped_node() -> None:
     assert 0 < beats["keepalives"] < beats["sent"]  # telemetry every 2 s, keepalives between
     assert beats["answered"] == beats["sent"]
     assert beats["round_trip"]["n"] == beats["answered"]
+    assert s["telemetry_shed_window"] is not None  # read from the scheduler's /metrics
     assert s["streams"]["disconnects_total"] == 0 and s["streams"]["reconnects_total"] == 0
 
     jobs = s["jobs"]

@@ -25,6 +25,12 @@ def _beats(h: dict[str, Any]) -> str:
     )
 
 
+def _shed(count: int | None) -> str:
+    if count is None:
+        return "not measured (no /metrics)"
+    return f"{count} heartbeats' telemetry shed in the window (rota_telemetry_shed_total)"
+
+
 def _streams(s: dict[str, Any]) -> str:
     return (
         f"{s['disconnects_window']} disconnects in the window ({s['disconnects_total']} in all), "
@@ -44,6 +50,7 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("load generator CPU", f"{s['loadgen_cpu_percent']} % of a core"),
         ("heartbeats", _beats(s["heartbeats"])),
         ("heartbeat round trip", _ms(s["heartbeats"]["round_trip"])),
+        ("telemetry shed", _shed(s.get("telemetry_shed_window"))),
         ("streams", _streams(s["streams"])),
     ]
     for name, q in s["unary"].items():

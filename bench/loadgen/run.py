@@ -91,11 +91,11 @@ async def _at(moment: float, work: Awaitable[Any]) -> Any:
 
 async def _scheduler_phase(o: Options, root: Path) -> dict[str, Any]:
     server = None
-    address, pid = o.scheduler, o.scheduler_pid
+    address, pid, metrics = o.scheduler, o.scheduler_pid, ""
     if not address:
         server = servers.start_scheduler(root, o.settings)
         await server.wait_ready()
-        address, pid = server.address, server.pid
+        address, pid, metrics = server.address, server.pid, server.metrics_url
     try:
         out: dict[str, Any] = {"address": address}
         names = _names(o.nodes)
@@ -113,7 +113,8 @@ async def _scheduler_phase(o: Options, root: Path) -> dict[str, Any]:
             # held: it stays pending, the target of GetJob and ListJobs in the window
             probe_job = (await servers.submit(jobs, 1, o.job_runtime, 1, hold=True))[0]
             await asyncio.sleep(o.settle)
-            out.update(await _scheduler_window(o, root, fleet, jobs, address, pid, probe_job))
+            window = _scheduler_window(o, root, fleet, jobs, address, pid, metrics, probe_job)
+            out.update(await window)
     finally:
         if server is not None:
             server.stop()
@@ -127,8 +128,10 @@ async def _scheduler_window(
     jobs: pb_grpc.JobServiceStub,
     address: str,
     pid: int,
+    metrics: str,
     probe_job: str,
 ) -> dict[str, Any]:
+    shed_before = await _shed(metrics)
     fleet.set_phase(WINDOW)
     start = time.monotonic()
     end = start + o.window
@@ -151,6 +154,10 @@ async def _scheduler_window(
     out: dict[str, Any] = {"process": meter.end() if meter else None}
     out["loadgen_cpu_percent"] = round(100 * (fleet.cpu_seconds() - loadgen_cpu) / o.window, 1)
     out["connected_at_window_end"] = fleet.count(CONNECTED)
+    shed_after = await _shed(metrics)
+    out["telemetry_shed_window"] = (
+        None if shed_before is None or shed_after is None else int(shed_after - shed_before)
+    )
     probing.cancel()
     out["unary"] = probes.report()
     times = [t for t in await asyncio.gather(*ginfo) if t is not None]
@@ -170,6 +177,13 @@ async def _scheduler_window(
         "tick_interval_s": _setting(o, "tick_interval", 5.0),
     }
     return out
+
+
+async def _shed(metrics: str) -> float | None:
+    """rota_telemetry_shed_total now (None without a /metrics URL)."""
+    if not metrics:
+        return None
+    return await asyncio.to_thread(servers.scrape, metrics, "rota_telemetry_shed_total")
 
 
 async def _jobs_and_stops(

@@ -174,7 +174,8 @@ class NodeService:
         names = sorted(self.model.nodes)
         start = bisect.bisect_right(names, page_token) if page_token else 0
         chosen = names[start : start + (page_size or DEFAULT_NODE_PAGE)]
-        shown = [self._shown(self.model.nodes[n], by_node.get(n, ())) for n in chosen]
+        stale_after = self._stale_after()  # once: it counts every node
+        shown = [self._shown(self.model.nodes[n], by_node.get(n, ()), stale_after) for n in chosen]
         more = start + len(chosen) < len(names)
         return NodePage(shown, chosen[-1] if more and chosen else "", counted)
 
@@ -203,14 +204,17 @@ class NodeService:
     def show(self, name: str) -> tuple[NodeState, NodeStatus]:
         """A copy of node ``name`` with its displayed status; NotFound when unknown."""
         node = self._node(name)
-        return self._shown(node, [j for j in self.model.jobs.values() if j.state.active])
+        active = [j for j in self.model.jobs.values() if j.state.active]
+        return self._shown(node, active, self._stale_after())
 
     def sessions(self) -> dict[str, int]:
         """Node name -> id of the stream the model counts as live (0: none)."""
         return {name: node.session for name, node in self.model.nodes.items()}
 
-    def _shown(self, node: NodeState, active: Sequence[JobRecord]) -> tuple[NodeState, NodeStatus]:
-        status = node_status(node, active, self.clock(), self._stale_after())
+    def _shown(
+        self, node: NodeState, active: Sequence[JobRecord], stale_after: float
+    ) -> tuple[NodeState, NodeStatus]:
+        status = node_status(node, active, self.clock(), stale_after)
         return replace(node), replace(status, gpus=self.gpus.display(node, status.holders))
 
     def _stale_after(self) -> float:
