@@ -11,6 +11,7 @@ behind them on the core thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
@@ -41,7 +42,7 @@ from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import NodePage, RemoveResult
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
-from rota.scheduler.intake import ReceivedBeat, TelemetryBuffer
+from rota.scheduler.intake import Beat, ReceivedBeat, TelemetryBuffer
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
 from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
 from rota.scheduler.policy.explain import Explanation
@@ -52,6 +53,7 @@ T = TypeVar("T")
 WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
 TELEMETRY_BATCH_DELAY = 0.05  # seconds heartbeats gather before one core-thread hop
 BEHIND_LOG_INTERVAL = 10.0  # seconds between "behind on telemetry" warnings
+LIVENESS_MIN_WAIT = 0.05  # seconds: the liveness check never spins
 
 
 @dataclass(eq=False)
@@ -86,6 +88,7 @@ class Engine:
         self._log_streams: dict[int, tuple[str, asyncio.Queue[LogData]]] = {}
         self._pass_wanted = asyncio.Event()
         self._pass_task: asyncio.Task[None] | None = None
+        self._liveness_task: asyncio.Task[None] | None = None
         self._stopping = False
         self.passes = 0
         self._telemetry = TelemetryBuffer()
@@ -115,7 +118,27 @@ class Engine:
 
     def start(self) -> None:
         self._pass_task = asyncio.create_task(self._pass_loop(), name="rota-pass-loop")
+        self._liveness_task = asyncio.create_task(self._liveness_loop(), name="rota-liveness")
         self.request_pass()
+
+    async def _liveness_loop(self) -> None:
+        """Mark silent nodes DOWN when their timeout runs out, not at the next tick: sleep
+        until the first connected node could time out (at most ``tick_interval``), check."""
+        config = self.services.config
+        while not self._stopping:
+            try:
+                due = await self._core(self.services.agents.next_timeout)
+                if due is not None and due < 0:
+                    orders = await self._core(self.services.agents.lost_nodes)
+                    self.dispatch(orders)
+                    await self._close_stale_sessions()
+                    self.request_pass()
+                    due = 0.0  # look again at once (after the shortest wait)
+            except Exception:
+                log.exception("checking for lost nodes failed; retrying")
+                due = None
+            wait = config.tick_interval if due is None else min(due, config.tick_interval)
+            await asyncio.sleep(max(wait, LIVENESS_MIN_WAIT) + LIVENESS_MIN_WAIT)
 
     def request_pass(self) -> None:
         """Ask for a pass; requests made during a pass coalesce into one more."""
@@ -155,6 +178,10 @@ class Engine:
         """Finish the pass in progress, then stop the loop and the threads."""
         self._stopping = True
         self._pass_wanted.set()
+        if self._liveness_task is not None:
+            self._liveness_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._liveness_task
         if self._pass_task is not None:
             await self._pass_task
         for task in (self._telemetry_task, self._events_task):
@@ -395,9 +422,11 @@ class Engine:
         services.gpus.node_joined(services.model.nodes[hello.node_name])
         return orders
 
-    def agent_heartbeat(self, session: AgentSession, beat: Heartbeat) -> None:
+    def agent_heartbeat(self, session: AgentSession, beat: Beat) -> None:
         """On receipt (event loop): stamp liveness, answer with a pong, and buffer the
-        telemetry for the next batch; it never waits for the core thread."""
+        telemetry for the next batch; it never waits for the core thread. ``beat`` may be a
+        call that decodes the wire message: it then runs on the core thread, and not at all
+        for telemetry that is shed."""
         received = self.services.liveness.stamp(session.node, session.id)
         session.outbox.put_nowait(self._pong())
         if self._telemetry.add(ReceivedBeat(session.node, session.id, beat, received)):
@@ -445,9 +474,8 @@ class Engine:
         what the policy sees changed."""
         changed = False
         for item in batch:
-            changed = self.heartbeat_step(item.node, item.session, item.beat, item.received) or (
-                changed
-            )
+            beat = item.decoded()
+            changed = self.heartbeat_step(item.node, item.session, beat, item.received) or changed
         return changed
 
     def heartbeat_step(

@@ -1,16 +1,22 @@
 """Agent telemetry waiting for the core thread: received on the event loop, applied in batches.
 
 A heartbeat is stamped (liveness) and answered (pong) the moment it arrives; its telemetry
-waits here until the next core-thread hop applies everything buffered at once. Only the
-latest heartbeat of each node is kept: one that arrives while its node's previous one still
-waits replaces it, which happens only when the core thread falls behind, and is counted.
+waits here, still in its wire form, until the next core-thread hop decodes and applies
+everything buffered at once. Only the latest heartbeat of each node is kept: one that arrives
+while its node's previous one still waits replaces it, never decoded, which happens only when
+the core thread falls behind, and is counted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from rota.messages import Heartbeat
+
+# A heartbeat as received: decoded already, or a call that decodes it (the wire message's).
+Beat: TypeAlias = Heartbeat | Callable[[], Heartbeat]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,8 +25,11 @@ class ReceivedBeat:
 
     node: str
     session: int
-    beat: Heartbeat
+    beat: Beat
     received: float
+
+    def decoded(self) -> Heartbeat:
+        return self.beat if isinstance(self.beat, Heartbeat) else self.beat()
 
 
 class TelemetryBuffer:

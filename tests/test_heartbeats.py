@@ -105,3 +105,30 @@ def test_telemetry_period_stretches_with_the_node_count_and_keepalives_keep_the_
         await h.engine.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_silent_node_is_down_when_its_timeout_runs_out_not_at_the_next_tick(
+    tmp_path: Path,
+) -> None:
+    h = Harness(tmp_path, node_timeout=10.0, tick_interval=3600.0)
+    h.connect("n1")
+    h.connect("n2")
+    n2 = AgentSession("n2", h.sessions["n2"])
+
+    async def scenario() -> None:
+        h.clock.now += 9.7  # n1 times out in 0.3 s
+        h.engine.agent_keepalive(n2)  # n2 was heard from just now
+        h.engine.start()
+        await asyncio.sleep(0.1)
+        assert h.s.model.nodes["n1"].connected
+        h.clock.now += 0.6
+        for _ in range(50):
+            if not h.s.model.nodes["n1"].connected:
+                break
+            await asyncio.sleep(0.05)
+        nodes = h.s.model.nodes
+        assert not nodes["n1"].connected  # the tick (hourly here) never ran
+        assert nodes["n2"].connected
+        await h.engine.stop()
+
+    asyncio.run(scenario())

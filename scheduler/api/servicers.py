@@ -6,6 +6,7 @@ Domain errors become status codes in ``api.errors`` (the ``unary``/``streaming``
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
@@ -175,7 +176,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         engine = self.engine
         handlers: dict[str, Callable[[pb.AgentMessage], None]] = {
             "heartbeat": lambda m: engine.agent_heartbeat(
-                session, convert.heartbeat_from_pb(m.heartbeat)
+                session, functools.partial(convert.heartbeat_from_pb, m.heartbeat)
             ),
             "job_event": lambda m: engine.agent_event(session, convert.event_from_pb(m.job_event)),
             "keepalive": lambda m: engine.agent_keepalive(session),

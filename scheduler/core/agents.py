@@ -253,6 +253,17 @@ class AgentService:
         events.extend(life.attempt_ended(job, final, why, orders))
         return events
 
+    def next_timeout(self) -> float | None:
+        """Seconds until the first connected node would have been silent for longer than
+        ``node_timeout`` (judged from receipt stamps); None when no node is connected."""
+        due: float | None = None
+        for node in self.model.nodes.values():
+            if node.connected and node.last_heartbeat:
+                seen = self.liveness.seen(node.name, node.session) or 0.0
+                last = max(seen, node.last_heartbeat)
+                due = last if due is None else min(due, last)
+        return None if due is None else due + self.config.node_timeout - self.clock()
+
     def lost_nodes(self) -> Orders:
         """Mark nodes whose streams went silent DOWN; end the attempts of nodes DOWN past the
         grace period as NODE_FAIL (requeued when allowed). Silence is judged from receipt
