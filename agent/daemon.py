@@ -21,6 +21,8 @@ from rota.agent.config import AgentConfig
 from rota.agent.fence import SelfFence
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
+from rota.agent.metrics import AgentCollector, MetricsServer
+from rota.agent.readings import AgentReadings
 from rota.agent.runtime.docker_runtime import DockerRuntime
 from rota.agent.runtime.owners import ProcessOwners
 from rota.agent.runtime.policy import ContainerPolicy
@@ -36,6 +38,7 @@ from rota.messages import (
     LaunchOrder,
     LogRequest,
     Pong,
+    RunningAttempt,
     Welcome,
 )
 
@@ -94,12 +97,19 @@ class Agent:
         self._health_sent: tuple[object, ...] = ()
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}
+        self.readings = AgentReadings()
+        self.metrics = MetricsServer(
+            AgentCollector(
+                config.node, self.inventory.gpus, self.readings, self.runtime, self.link.connected
+            )
+        )
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT (exit 0) or until the scheduler refuses us (exit 1)."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stop())
         self.runtime.adopt()
+        self._serve_metrics()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
         log.info(
             "rota agent %s: %d GPU(s)%s, GPU mode %s, scheduler %s",
@@ -116,12 +126,26 @@ class Agent:
             return 1
         finally:
             self._stop.set()
+            self.metrics.stop()
             self.backend.close()
         return 0
 
     def stop(self) -> None:
         self._stop.set()
         self.link.stop()
+
+    def _serve_metrics(self) -> None:
+        """Serve /metrics on ``metrics_listen`` when set; a port that cannot be bound is
+        logged and left off: the agent runs on."""
+        address = self.config.metrics_listen
+        if not address:
+            return
+        try:
+            port = self.metrics.start(address)
+        except (OSError, ValueError) as exc:
+            log.error("metrics off: cannot listen on %s: %s", address, exc)
+            return
+        log.info("serving /metrics on %s:%d", address.rsplit(":", 1)[0], port)
 
     # ------------------------------------------------------------ link callbacks
 
@@ -148,6 +172,7 @@ class Agent:
 
     def _on_order(self, order: AgentOrder) -> None:
         if isinstance(order, Welcome):
+            self.readings.welcomed()
             self._interval = order.heartbeat_interval or self._interval
             self._period = max(order.telemetry_period, self._interval)
             self._keepalive = order.keepalive_interval
@@ -180,6 +205,7 @@ class Agent:
         when nothing was sent for the keepalive interval."""
         while not self._stop.wait(self._interval):
             if not self.link.connected.is_set():
+                self._read_gpus()  # kept fresh for /metrics while the scheduler is away
                 self._maybe_fence()
                 continue
             now = self._monotonic()
@@ -213,23 +239,33 @@ class Agent:
         self.link.send(beat)
         self._sent_beat = self._sent_any = self._monotonic()
         self._health_sent = _health(beat)
+        self.readings.heartbeat_sent()
 
     def _heartbeat(self) -> Heartbeat:
-        """Telemetry of every GPU now, with the attempts held and the engine's health."""
+        """Telemetry of every GPU now (the sample recorded for /metrics), with the attempts
+        held and the engine's health."""
         health = self.runtime.health()
+        gpus, attempts = self._read_gpus()
+        return Heartbeat(
+            gpus=gpus,
+            attempts=tuple(attempts),
+            engine_healthy=health.healthy,
+            engine_error=health.error,
+            time=self._clock(),
+        )
+
+    def _read_gpus(self) -> tuple[tuple[GpuTelemetry, ...], list[RunningAttempt]]:
+        """Sample the GPUs (each process with its job) and record the sample; the attempts
+        the processes were matched against."""
         samples = self.backend.sample()
         attempts = self.runtime.attempts()
         owners = self.owners.owners(
             (p.pid for s in samples for p in s.processes),
             (a.container_id for a in attempts),
         )
-        return Heartbeat(
-            gpus=tuple(_owned(s, owners) for s in samples),
-            attempts=tuple(attempts),
-            engine_healthy=health.healthy,
-            engine_error=health.error,
-            time=self._clock(),
-        )
+        gpus = tuple(_owned(s, owners) for s in samples)
+        self.readings.sampled(gpus, self._clock())
+        return gpus, attempts
 
     # ------------------------------------------------------------ output
 

@@ -51,6 +51,10 @@ def spec_from_message(msg: Any) -> JobSpec:
         shm_size=msg.shm_size or DEFAULT_SHM_SIZE,
         pull=msg.pull or "missing",
         hold=msg.hold,
+        notify_url=msg.notify_url,
+        notify_on=tuple(msg.notify_on),
+        output=msg.output,
+        error=msg.error,
     )
 
 
@@ -87,6 +91,10 @@ def spec_fields(spec: JobSpec) -> Fields:
         "shm_size": spec.shm_size,
         "pull": spec.pull,
         "hold": spec.hold,
+        "notify_url": spec.notify_url,
+        "notify_on": list(spec.notify_on),
+        "output": spec.output,
+        "error": spec.error,
     }
 
 

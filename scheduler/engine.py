@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 from rota.messages import (
     AgentEvent,
     AgentOrder,
+    EventAck,
     Heartbeat,
     Hello,
     LaunchOrder,
@@ -34,12 +35,15 @@ from rota.messages import (
 from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NodeStatus
-from rota.scheduler.core.errors import NotFound
+from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
+from rota.scheduler.core import access
+from rota.scheduler.core.errors import AccessDenied, AuthError, NotFound, UserError
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import NodePage, RemoveResult
+from rota.scheduler.core.notifications import Delivery
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
 from rota.scheduler.intake import Beat, ReceivedBeat, TelemetryBuffer
@@ -62,6 +66,7 @@ class AgentSession:
 
     node: str
     id: int
+    peer: str = ""  # the stream's peer address, for the audit log
     outbox: asyncio.Queue[AgentOrder | None] = field(default_factory=asyncio.Queue)
 
 
@@ -95,6 +100,7 @@ class Engine:
         self._telemetry_task: asyncio.Task[None] | None = None
         self._events: list[tuple[AgentSession, AgentEvent]] = []
         self._events_task: asyncio.Task[None] | None = None
+        self._recording: set[asyncio.Task[None]] = set()  # refusals being written to the audit
         self._behind_logged = 0.0  # monotonic time of the last "behind" warning
         self._behind_since_log = 0
 
@@ -184,7 +190,7 @@ class Engine:
                 await self._liveness_task
         if self._pass_task is not None:
             await self._pass_task
-        for task in (self._telemetry_task, self._events_task):
+        for task in (self._telemetry_task, self._events_task, *self._recording):
             if task is not None:
                 await task
         for session in list(self._sessions.values()):
@@ -205,6 +211,7 @@ class Engine:
         services = self.services
         orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
         services.accounting.tick()
+        services.users.refresh()
         return orders
 
     async def _close_stale_sessions(self) -> None:
@@ -236,38 +243,83 @@ class Engine:
     # ------------------------------------------------------------ JobService
 
     async def submit(
-        self, items: Sequence[SubmitItem], user: str, test_only: bool
+        self, items: Sequence[SubmitItem], who: Principal, test_only: bool
     ) -> list[SubmitResult]:
-        if not test_only and task_count(items) > LARGE_SUBMISSION:
-            results = await self._large.submit(items, user)
+        """Submit as ``who``: each job's account resolved (``access.job_account``) and the
+        items refused as a whole when ``access.may_submit`` refuses one."""
+        resolved = self._authorize_submit(items, who)
+        if not test_only and task_count(resolved) > LARGE_SUBMISSION:
+            results = await self._large.submit(resolved, who.user)
         else:
-            results = await self._core(self.services.jobs.submit, items, user, test_only)
+            results = await self._core(self.services.jobs.submit, resolved, who.user, test_only)
         if not test_only:
             self.request_pass()
         return results
 
-    async def cancel(self, ids: Sequence[str], user: str, reason: str) -> list[CancelResult]:
-        results = await self._cancels.cancel(ids, user, reason)
+    def _authorize_submit(self, items: Sequence[SubmitItem], who: Principal) -> list[SubmitItem]:
+        """The items with their accounts resolved; AccessDenied naming the first item and field
+        ``who`` may not ask for (checked per item, before any array is expanded)."""
+        allowed = self.services.config.user_qos
+        resolved = []
+        for i, item in enumerate(items):
+            spec = replace(item.spec, account=access.job_account(who, item.spec))
+            field_name, why = access.may_submit(who, spec, allowed)
+            if why:
+                where = f"{item.source}: " if item.source else f"items[{i}]."
+                raise AccessDenied(f"{where}{field_name}: {why}")
+            resolved.append(replace(item, spec=spec))
+        return resolved
+
+    async def cancel(self, ids: Sequence[str], who: Principal, reason: str) -> list[CancelResult]:
+        """Cancel as ``who``; AccessDenied (nothing changed) when any id names a job ``who``
+        may not cancel. Large cancels run in chunks (``LargeCancels``)."""
+        await self._core(self._check_acts, ids, who, "cancel")
+        results = await self._cancels.cancel(ids, who.user, reason)
         self.request_pass()
         return results
 
-    async def control(self, action: str, ids: Sequence[str], user: str) -> list[CancelResult]:
-        results, orders = await self._core(self.services.control.control, action, ids, user)
+    async def control(self, action: str, ids: Sequence[str], who: Principal) -> list[CancelResult]:
+        """Hold, release or requeue as ``who``; AccessDenied as for ``cancel``."""
+        results, orders = await self._core(self._control_step, action, ids, who)
         self.dispatch(orders)
         self.request_pass()
         return results
 
-    async def list_jobs(self, listing: JobListing) -> JobPage:
-        return await self._core(self.services.jobs.list_page, listing)
+    def _control_step(
+        self, action: str, ids: Sequence[str], who: Principal
+    ) -> tuple[list[CancelResult], Orders]:
+        self._check_acts(ids, who, action)
+        return self.services.control.control(action, ids, who.user, who.admin)
 
-    async def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
-        return await self._core(self.services.jobs.get, display_id)
+    def _check_acts(self, ids: Sequence[str], who: Principal, action: str) -> None:
+        """AccessDenied naming the first job of ``ids`` that ``who`` may not ``action``."""
+        if who.admin:
+            return
+        lookup = self.services.lookup
+        for display_id in ids:
+            try:
+                jobs = lookup.resolve(display_id)
+            except UserError:
+                continue  # the action's own result names a malformed id
+            for job in jobs:
+                why = access.may_act(who, job, action)
+                if why:
+                    raise AccessDenied(why)
 
-    async def watch_job(self, display_id: str) -> AsyncGenerator[JobRecord, None]:
+    async def list_jobs(self, listing: JobListing, who: Principal) -> JobPage:
+        """A page of jobs; other users' environments and mounts blanked for non-admins."""
+        page = await self._core(self.services.jobs.list_page, listing)
+        return replace(page, jobs=[access.private_view(who, j) for j in page.jobs])
+
+    async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:
+        job, events = await self._core(self.services.jobs.get, display_id)
+        return access.private_view(who, job), events
+
+    async def watch_job(self, display_id: str, who: Principal) -> AsyncGenerator[JobRecord, None]:
         """The job now and after every change, until it has ended."""
         last = None
         while True:
-            job, _events = await self.get_job(display_id)
+            job, _events = await self.get_job(display_id, who)
             if job != last:
                 yield job
                 last = job
@@ -275,22 +327,24 @@ class Engine:
                 return
             await asyncio.sleep(WATCH_INTERVAL)
 
-    async def explain(self, display_id: str) -> tuple[JobRecord, Explanation | None, int]:
+    async def explain(
+        self, display_id: str, who: Principal
+    ) -> tuple[JobRecord, Explanation | None, int]:
         """The job, and when pending why it waits (computed on the policy thread) and how many
         jobs are pending."""
         job, snapshot = await self._core(self.services.jobs.explain_target, display_id)
+        job = access.private_view(who, job)
         if snapshot is None:
             return job, None, 0
         why = await self._policy(self.services.policy.explain, snapshot, job.id)
         return job, why, len(snapshot.pending)
 
     async def stream_logs(
-        self, display_id: str, attempt: int, follow: bool, node: str = ""
+        self, display_id: str, attempt: int, follow: bool, who: Principal, node: str = ""
     ) -> AsyncGenerator[bytes, None]:
         """Relay an attempt's output from the agent that ran it (``node``: one rank of a gang;
-        default rank 0). NotFound when unreachable."""
-        jobs = self.services.jobs
-        job, node, attempt = await self._core(jobs.location, display_id, attempt, node)
+        default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it."""
+        job, node, attempt = await self._core(self._log_step, display_id, attempt, node, who)
         session = self._sessions.get(node)
         if session is None:
             raise NotFound(
@@ -315,6 +369,16 @@ class Engine:
             if live is not None:
                 live.outbox.put_nowait(LogRequest(request_id, cancel=True))
 
+    def _log_step(
+        self, display_id: str, attempt: int, node: str, who: Principal
+    ) -> tuple[JobRecord, str, int]:
+        """Where the output is, once ``who`` may read it (before saying whether there is any)."""
+        jobs = self.services.jobs
+        refused = access.may_read_logs(who, jobs.get(display_id)[0])
+        if refused:
+            raise AccessDenied(refused)
+        return jobs.location(display_id, attempt, node)
+
     # ------------------------------------------------------------ AccountingService
 
     async def list_finished(self, query: AccountingQuery) -> list[FinishedJob]:
@@ -335,6 +399,20 @@ class Engine:
             telemetry_period(self.services.config, len(self._sessions)),
         )
         return replace(cluster, telemetry=telemetry)
+
+    # ------------------------------------------------------------ NotificationService
+
+    async def claim_notifications(self, limit: int) -> list[Delivery]:
+        """Up to ``limit`` job-end webhooks due now (the notifier posts them)."""
+        return await self._core(self.services.notifications.claim, limit)
+
+    async def notification_result(self, delivery: Delivery, status: int, error: str) -> None:
+        """Record how a post went: delivered, or failed (retried later or given up)."""
+        notifications = self.services.notifications
+        if error:
+            await self._core(notifications.failed, delivery, error)
+        else:
+            await self._core(notifications.delivered, delivery, status)
 
     # ------------------------------------------------------------ NodeService, GpuHealth
 
@@ -397,14 +475,60 @@ class Engine:
         self.request_pass()
         return message
 
+    # ------------------------------------------------------------ users, tokens, audit
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal of a current token, from memory (no thread hop)."""
+        return self.services.users.authenticate(token)
+
+    async def load_principal(self, token: str) -> Principal | None:
+        """The principal of a current token the memory does not know yet (store lookup)."""
+        return await self._core(self.services.users.load, token)
+
+    async def add_user(
+        self,
+        name: str,
+        admin: bool,
+        accounts: Sequence[str],
+        default_account: str,
+        uid: int | None,
+        gid: int | None,
+    ) -> tuple[UserRecord, str]:
+        users = self.services.users
+        return await self._core(users.add, name, admin, accounts, default_account, uid, gid)
+
+    async def list_users(self) -> list[UserRecord]:
+        return await self._core(self.services.users.all)
+
+    async def revoke_user(self, name: str) -> UserRecord:
+        return await self._core(self.services.users.revoke, name)
+
+    async def new_token(self, name: str) -> tuple[UserRecord, str]:
+        return await self._core(self.services.users.new_token, name)
+
+    async def get_user(self, name: str) -> UserRecord:
+        return await self._core(self.services.users.get, name)
+
+    async def record(self, entry: AuditEntry) -> None:
+        """Append to the audit log."""
+        await self._core(self.services.users.record, entry)
+
+    async def audit(self, since: float, limit: int) -> list[AuditEntry]:
+        return await self._core(self.services.users.audit, since, limit)
+
     # ------------------------------------------------------------ agents (one stream each)
 
-    async def agent_connect(self, hello: Hello) -> AgentSession:
-        """Authenticate and reconcile; the new session replaces any older one of that node."""
-        session = AgentSession(hello.node_name, next(self._session_ids))
+    async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
+        """Authenticate and reconcile; the new session replaces any older one of that node.
+        A refused hello is recorded in the audit log."""
+        session = AgentSession(hello.node_name, next(self._session_ids), peer)
         joined = len(self._sessions) + (hello.node_name not in self._sessions)
         period = telemetry_period(self.services.config, joined)
-        orders = await self._core(self.hello_step, hello, session.id, period)
+        try:
+            orders = await self._core(self.hello_step, hello, session.id, period)
+        except AuthError as exc:
+            await self._refuse_agent(session, "hello", "", str(exc))
+            raise
         old = self._sessions.get(hello.node_name)
         if old is not None:
             old.outbox.put_nowait(None)
@@ -512,22 +636,58 @@ class Engine:
 
     def events_step(self, batch: list[tuple[AgentSession, AgentEvent]]) -> tuple[Orders, bool]:
         """The core-thread part of ``agent_event``: the orders the events cause, and whether a
-        pass is wanted (anything but a start frees or changes resources)."""
+        pass is wanted (anything but a start frees or changes resources). A report about a job
+        its node does not run (``access.may_report``) is refused, acknowledged and recorded."""
+        services = self.services
         orders: Orders = []
         wanted = False
         for session, event in batch:
             try:
-                orders += self.services.agents.event(session.node, session.id, event)
+                job = services.model.jobs.get(event.job_id)
+                refused = access.may_report(session.node, job, event.attempt)
+                if refused:
+                    target = f"job={event.job_id}"
+                    services.users.record(self._refusal(session, "job_event", target, refused))
+                    orders.append((session.node, EventAck(event.job_id, event.attempt)))
+                    continue
+                orders += services.agents.event(session.node, session.id, event)
             except Exception:
                 log.exception("applying %s of job %d failed", event.kind, event.job_id)
             wanted = wanted or event.kind != "STARTED"
         return orders, wanted
 
     def agent_log_data(self, session: AgentSession, data: LogData) -> None:
+        """On receipt (event loop): stamp liveness and hand output to the ``glogs`` stream
+        that asked this node for it; output for a request made of another node is refused and
+        recorded (the record is written by a task: receipt never waits)."""
         self.services.liveness.stamp(session.node, session.id)
         entry = self._log_streams.get(data.request_id)
-        if entry is not None:
-            entry[1].put_nowait(data)
+        if entry is None:
+            return
+        refused = access.may_send_logs(session.node, entry[0])
+        if refused:
+            target = f"request={data.request_id}"
+            task = asyncio.create_task(self._refuse_agent(session, "log_data", target, refused))
+            self._recording.add(task)
+            task.add_done_callback(self._recording.discard)
+            return
+        entry[1].put_nowait(data)
+
+    def _refusal(self, session: AgentSession, what: str, target: str, why: str) -> AuditEntry:
+        """The audit entry of a refused agent message (and a warning in the log)."""
+        log.warning("refused %s of node %s: %s", what, session.node, why)
+        return AuditEntry(
+            time.time(),
+            f"node:{session.node}",
+            f"AgentService/Connect {what}",
+            target,
+            session.peer,
+            allowed=False,
+            detail=why,
+        )
+
+    async def _refuse_agent(self, session: AgentSession, what: str, target: str, why: str) -> None:
+        await self.record(self._refusal(session, what, target, why))
 
     async def agent_gone(self, session: AgentSession) -> None:
         if self._sessions.get(session.node) is session:

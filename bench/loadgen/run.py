@@ -24,9 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
-
-from bench.loadgen import protocol, servers
+from bench.loadgen import auth, protocol, servers
 from bench.loadgen.fleet import COMPLETED, CONNECTED, LAUNCHED, Fleet
 from bench.loadgen.node import AFTER, WINDOW, NodeSettings
 from bench.loadgen.probes import ProcessMeter, UnaryProbes, quantiles, time_ginfo, watch_down
@@ -54,6 +52,7 @@ class Options:
     settings: dict[str, Any] = field(default_factory=dict)  # the scheduler's YAML settings
     scheduler: str = ""  # HOST:PORT of a running scheduler instead of starting one
     scheduler_pid: int = 0  # its pid, for CPU and RSS
+    token: str = ""  # an admin's token for that scheduler; one it starts gets its own
     floor: bool = True
     floor_window: float = 0.0  # 0: the same as window
     logs: str = ""  # keep the servers' logs and database here instead of a temporary folder
@@ -96,13 +95,14 @@ async def _scheduler_phase(o: Options, root: Path) -> dict[str, Any]:
         server = servers.start_scheduler(root, o.settings)
         await server.wait_ready()
         address, pid, metrics = server.address, server.pid, server.metrics_url
+    token = auth.admin_token(root / "scheduler.db") if server is not None else o.token
     try:
         out: dict[str, Any] = {"address": address}
         names = _names(o.nodes)
         began = time.monotonic()
-        tokens = await servers.register(address, names)
+        tokens = await servers.register(address, token, names)
         out["registration_s"] = round(time.monotonic() - began, 2)
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with auth.channel(address, token) as channel:
             jobs = pb_grpc.JobServiceStub(channel)
             settings = NodeSettings(address, o.start_delay, o.job_runtime)
             fleet = Fleet([(n, tokens[n]) for n in names], o.workers, o.ramp, settings)
@@ -113,7 +113,8 @@ async def _scheduler_phase(o: Options, root: Path) -> dict[str, Any]:
             # held: it stays pending, the target of GetJob and ListJobs in the window
             probe_job = (await servers.submit(jobs, 1, o.job_runtime, 1, hold=True))[0]
             await asyncio.sleep(o.settle)
-            window = _scheduler_window(o, root, fleet, jobs, address, pid, metrics, probe_job)
+            target = (address, token)
+            window = _scheduler_window(o, root, fleet, jobs, target, pid, metrics, probe_job)
             out.update(await window)
     finally:
         if server is not None:
@@ -126,11 +127,13 @@ async def _scheduler_window(
     root: Path,
     fleet: Fleet,
     jobs: pb_grpc.JobServiceStub,
-    address: str,
+    target: tuple[str, str],
     pid: int,
     metrics: str,
     probe_job: str,
 ) -> dict[str, Any]:
+    """The measured window; ``target`` is the scheduler's address and an admin's token."""
+    address, token = target
     shed_before = await _shed(metrics)
     fleet.set_phase(WINDOW)
     start = time.monotonic()
@@ -139,15 +142,15 @@ async def _scheduler_window(
     if meter:
         meter.begin()
     loadgen_cpu = fleet.cpu_seconds()
-    probes = UnaryProbes(address, probe_job, o.probe_interval)
+    probes = UnaryProbes(address, token, probe_job, o.probe_interval)
     probing = asyncio.create_task(probes.run())
-    env = servers.client_env(root, address)
+    env = servers.client_env(root, address, token)
     ginfo = [
         asyncio.create_task(_at(start + o.window * (k + 1) / (o.ginfo_runs + 1), time_ginfo(env)))
         for k in range(o.ginfo_runs)
     ]
     workload = asyncio.create_task(
-        _at(start + o.window / 10, _jobs_and_stops(o, fleet, jobs, address, end))
+        _at(start + o.window / 10, _jobs_and_stops(o, fleet, jobs, target, end))
     )
     await asyncio.sleep(max(0.0, end - time.monotonic()))
     fleet.set_phase(AFTER)
@@ -187,7 +190,11 @@ async def _shed(metrics: str) -> float | None:
 
 
 async def _jobs_and_stops(
-    o: Options, fleet: Fleet, jobs: pb_grpc.JobServiceStub, address: str, window_end: float
+    o: Options,
+    fleet: Fleet,
+    jobs: pb_grpc.JobServiceStub,
+    target: tuple[str, str],
+    window_end: float,
 ) -> tuple[tuple[float, list[str]], float, list[str], dict[str, float]]:
     """Submit the jobs; once all have launch orders (or at three quarters of the window) stop
     idle nodes and time them until DOWN; wait for the jobs to complete. Everything ends by ``drain`` after the
@@ -200,7 +207,7 @@ async def _jobs_and_stops(
     while fleet.count(LAUNCHED) < len(ids) and time.monotonic() < latest:
         await asyncio.sleep(0.1)
     stopped = await fleet.stop_idle(o.stop_nodes, o.stop_mode) if o.stop_nodes else []
-    watching = asyncio.create_task(watch_down(address, stopped, deadline))
+    watching = asyncio.create_task(watch_down(*target, stopped, deadline))
     while fleet.count(COMPLETED) < len(ids) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     return (submitted_at, ids), submit_s, stopped, await watching

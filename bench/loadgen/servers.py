@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import yaml
 
+from bench.loadgen import auth
 from bench.loadgen.procfs import raise_open_files_limit
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -83,8 +84,9 @@ class Server:
                 self.proc.wait()
 
 
-def client_env(root: Path, address: str) -> dict[str, str]:
-    """The environment of every rota process the run starts: its own XDG directories."""
+def client_env(root: Path, address: str, token: str = "") -> dict[str, str]:
+    """The environment of every rota process the run starts: its own XDG directories, and the
+    user token its commands send (``ROTA_TOKEN``)."""
     env = dict(os.environ)
     env.update(
         XDG_DATA_HOME=str(root / "data"),
@@ -92,6 +94,8 @@ def client_env(root: Path, address: str) -> dict[str, str]:
         ROTA_SCHEDULER=address,
         PYTHONUNBUFFERED="1",
     )
+    if token:
+        env["ROTA_TOKEN"] = token
     return env
 
 
@@ -149,12 +153,14 @@ def start_floor(root: Path, welcome: bytes, pong: bytes) -> Server:
     return Server(address, args, root / "floor.log", "floor listening on", os.environ)
 
 
-async def register(address: str, names: list[str], parallel: int = 64) -> dict[str, str]:
+async def register(
+    address: str, token: str, names: list[str], parallel: int = 64
+) -> dict[str, str]:
     """AddNode for every name, ``parallel`` calls in flight; a name already registered gets a
     new token. Returns name -> join token."""
     tokens: dict[str, str] = {}
     gate = asyncio.Semaphore(parallel)
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with auth.channel(address, token) as channel:
         admin = pb_grpc.AdminServiceStub(channel)
 
         async def add(name: str) -> None:

@@ -64,6 +64,13 @@ class AgentService:
                 )
             node = NodeState(name=hello.node_name, token_hash=hash_token(hello.token))
             self.model.nodes[node.name] = node
+        elif not node.token_hash:
+            if not self.config.open_registration:
+                raise AuthError(
+                    f"node {hello.node_name!r} has no join token; an admin issues one with "
+                    f"`gadmin node add {hello.node_name} --rotate-token`"
+                )
+            node.token_hash = hash_token(hello.token)  # open registration: its first token
         elif node.token_hash and not hmac.compare_digest(node.token_hash, hash_token(hello.token)):
             raise AuthError(
                 f"wrong join token for node {hello.node_name!r}; use the token that `gadmin node "

@@ -17,11 +17,14 @@ from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
+from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
+from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
 from rota.scheduler.store.store import Store
+from rota.scheduler.store.users import UserStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +42,10 @@ class Services:
     gpus: GpuHealth
     control: ControlService
     planner: Planner
+    users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
+    notifications: NotificationService  # job-end webhooks queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
 
@@ -86,8 +91,10 @@ def build_services(
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock),
+        users=UsersService(UserStore(store.engine), clock),
         meter=meter,
         accounting=AccountingService(model, meter, config, clock),
+        notifications=NotificationService(store, config, clock),
         policy=policy,
         liveness=liveness,
     )

@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +125,10 @@ class JobSpec(_message.Message):
     SHM_SIZE_FIELD_NUMBER: _ClassVar[int]
     PULL_FIELD_NUMBER: _ClassVar[int]
     HOLD_FIELD_NUMBER: _ClassVar[int]
+    NOTIFY_URL_FIELD_NUMBER: _ClassVar[int]
+    NOTIFY_ON_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
     name: str
     image: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -148,7 +152,11 @@ class JobSpec(_message.Message):
     shm_size: int
     pull: str
     hold: bool
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ...) -> None: ...
+    notify_url: str
+    notify_on: _containers.RepeatedScalarFieldContainer[str]
+    output: str
+    error: str
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
@@ -899,6 +907,102 @@ class Pong(_message.Message):
     time: float
     telemetry_period: float
     def __init__(self, time: _Optional[float] = ..., telemetry_period: _Optional[float] = ...) -> None: ...
+
+class User(_message.Message):
+    __slots__ = ("name", "admin", "accounts", "default_account", "uid", "gid", "revoked", "created")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    GID_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    admin: bool
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    default_account: str
+    uid: int
+    gid: int
+    revoked: bool
+    created: float
+    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., accounts: _Optional[_Iterable[str]] = ..., default_account: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., revoked: _Optional[bool] = ..., created: _Optional[float] = ...) -> None: ...
+
+class AddUserRequest(_message.Message):
+    __slots__ = ("name", "admin", "accounts", "default_account", "uid", "gid")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    GID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    admin: bool
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    default_account: str
+    uid: int
+    gid: int
+    def __init__(self, name: _Optional[str] = ..., admin: _Optional[bool] = ..., accounts: _Optional[_Iterable[str]] = ..., default_account: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ...) -> None: ...
+
+class UserTokenResponse(_message.Message):
+    __slots__ = ("user", "token")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    user: User
+    token: str
+    def __init__(self, user: _Optional[_Union[User, _Mapping]] = ..., token: _Optional[str] = ...) -> None: ...
+
+class ListUsersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListUsersResponse(_message.Message):
+    __slots__ = ("users",)
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedCompositeFieldContainer[User]
+    def __init__(self, users: _Optional[_Iterable[_Union[User, _Mapping]]] = ...) -> None: ...
+
+class UserNameRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class AuditEntry(_message.Message):
+    __slots__ = ("time", "user", "action", "target", "peer", "allowed", "detail")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    time: float
+    user: str
+    action: str
+    target: str
+    peer: str
+    allowed: bool
+    detail: str
+    def __init__(self, time: _Optional[float] = ..., user: _Optional[str] = ..., action: _Optional[str] = ..., target: _Optional[str] = ..., peer: _Optional[str] = ..., allowed: _Optional[bool] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class ListAuditRequest(_message.Message):
+    __slots__ = ("since", "limit")
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    since: float
+    limit: int
+    def __init__(self, since: _Optional[float] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListAuditResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[AuditEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[AuditEntry, _Mapping]]] = ...) -> None: ...
+
+class WhoAmIRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class AccountingFilter(_message.Message):
     __slots__ = ("ids", "users", "accounts", "states", "start", "end", "user", "limit")
