@@ -114,7 +114,9 @@ def test_a_silent_receiver_is_given_up_while_scheduling_goes_on(tmp_path: Path) 
             )
             while not drive.done():  # posts hang meanwhile: submissions are still answered
                 began = time.monotonic()
-                await h.engine.submit([SubmitItem(JobSpec("img", ("true",)))], Principal("bob"), False)
+                await h.engine.submit(
+                    [SubmitItem(JobSpec("img", ("true",)))], Principal("bob"), False
+                )
                 waits.append(time.monotonic() - began)
                 await asyncio.sleep(0.05)
             await drive
