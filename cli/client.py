@@ -296,8 +296,20 @@ class Client:
     # ------------------------------------------------------------ nodes and GPUs
 
     def list_nodes(self) -> list[Any]:
-        """Every node (``rota.v1.Node``)."""
-        return list(self.call(self.nodes.ListNodes, pb.ListNodesRequest()).nodes)
+        """Every node (``rota.v1.Node``), page after page, in name order."""
+        nodes: list[Any] = []
+        token = ""
+        while True:
+            page = self.call(self.nodes.ListNodes, pb.ListNodesRequest(page_token=token))
+            nodes.extend(page.nodes)
+            token = page.next_page_token
+            if not token:
+                return nodes
+
+    def node_summary(self) -> Any:
+        """Counts over every node (``rota.v1.NodeSummary``), without the nodes."""
+        request = pb.ListNodesRequest(summary_only=True)
+        return self.call(self.nodes.ListNodes, request).summary
 
     def get_node(self, name: str) -> Any:
         return self.call(self.nodes.GetNode, pb.GetNodeRequest(name=name))

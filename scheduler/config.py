@@ -66,6 +66,7 @@ class SchedulerConfig(Settings):
     max_time_limit: Seconds = 0.0  # 0 = unlimited
     heartbeat_interval: PositiveSeconds = 2.0
     node_timeout: PositiveSeconds = 30.0  # no heartbeat for this long: node DOWN
+    max_telemetry_rate: PositiveNumber = 500.0  # telemetry heartbeats/s of all agents together
     node_grace: Seconds = 300.0  # DOWN this long with jobs: they end NODE_FAIL
     kill_grace: Seconds = 10.0  # SIGTERM -> SIGKILL
     max_requeue: Count = 3

@@ -65,8 +65,7 @@ async def run(options: Options) -> dict[str, Any]:
         report: dict[str, Any] = {"options": asdict(options)}
         report["scheduler"] = await _scheduler_phase(options, root)
         if options.floor:
-            interval = report["scheduler"]["heartbeats"]["interval_s"] or 2.0
-            report["floor"] = await _floor_phase(options, root, interval)
+            report["floor"] = await _floor_phase(options, root, report["scheduler"]["heartbeats"])
             report["ratios"] = _ratios(report["scheduler"], report["floor"])
         return report
 
@@ -91,11 +90,11 @@ async def _at(moment: float, work: Awaitable[Any]) -> Any:
 
 async def _scheduler_phase(o: Options, root: Path) -> dict[str, Any]:
     server = None
-    address, pid = o.scheduler, o.scheduler_pid
+    address, pid, metrics = o.scheduler, o.scheduler_pid, ""
     if not address:
         server = servers.start_scheduler(root, o.settings)
         await server.wait_ready()
-        address, pid = server.address, server.pid
+        address, pid, metrics = server.address, server.pid, server.metrics_url
     token = auth.admin_token(root / "scheduler.db") if server is not None else o.token
     try:
         out: dict[str, Any] = {"address": address}
@@ -114,9 +113,9 @@ async def _scheduler_phase(o: Options, root: Path) -> dict[str, Any]:
             # held: it stays pending, the target of GetJob and ListJobs in the window
             probe_job = (await servers.submit(jobs, 1, o.job_runtime, 1, hold=True))[0]
             await asyncio.sleep(o.settle)
-            out.update(
-                await _scheduler_window(o, root, fleet, jobs, (address, token), pid, probe_job)
-            )
+            target = (address, token)
+            window = _scheduler_window(o, root, fleet, jobs, target, pid, metrics, probe_job)
+            out.update(await window)
     finally:
         if server is not None:
             server.stop()
@@ -130,10 +129,12 @@ async def _scheduler_window(
     jobs: pb_grpc.JobServiceStub,
     target: tuple[str, str],
     pid: int,
+    metrics: str,
     probe_job: str,
 ) -> dict[str, Any]:
     """The measured window; ``target`` is the scheduler's address and an admin's token."""
     address, token = target
+    shed_before = await _shed(metrics)
     fleet.set_phase(WINDOW)
     start = time.monotonic()
     end = start + o.window
@@ -156,6 +157,10 @@ async def _scheduler_window(
     out: dict[str, Any] = {"process": meter.end() if meter else None}
     out["loadgen_cpu_percent"] = round(100 * (fleet.cpu_seconds() - loadgen_cpu) / o.window, 1)
     out["connected_at_window_end"] = fleet.count(CONNECTED)
+    shed_after = await _shed(metrics)
+    out["telemetry_shed_window"] = (
+        None if shed_before is None or shed_after is None else int(shed_after - shed_before)
+    )
     probing.cancel()
     out["unary"] = probes.report()
     times = [t for t in await asyncio.gather(*ginfo) if t is not None]
@@ -175,6 +180,13 @@ async def _scheduler_window(
         "tick_interval_s": _setting(o, "tick_interval", 5.0),
     }
     return out
+
+
+async def _shed(metrics: str) -> float | None:
+    """rota_telemetry_shed_total now (None without a /metrics URL)."""
+    if not metrics:
+        return None
+    return await asyncio.to_thread(servers.scrape, metrics, "rota_telemetry_shed_total")
 
 
 async def _jobs_and_stops(
@@ -202,11 +214,15 @@ async def _jobs_and_stops(
 
 
 def _heartbeats(stats: dict[str, Any], window: float, nodes: int) -> dict[str, Any]:
+    """Heartbeats and keepalives of the window (``sent`` counts both, each gets a pong)."""
     sent, answered = stats["sent"][WINDOW], stats["answered"][WINDOW]
-    interval = stats["heartbeat_interval"]
+    interval, period = stats["heartbeat_interval"], stats["telemetry_period"]
     return {
         "interval_s": interval,
-        "expected_per_s": round(nodes / interval, 1) if interval else None,
+        "telemetry_period_s": period,
+        "keepalive_interval_s": stats["keepalive_interval"],
+        "expected_telemetry_per_s": round(nodes / period, 1) if period else None,
+        "keepalives": stats["keepalives"][WINDOW],
         "sent": sent,
         "answered": answered,
         "sent_per_s": round(sent / window, 1),
@@ -255,8 +271,15 @@ async def _jobs_report(
     }
 
 
-async def _floor_phase(o: Options, root: Path, interval: float) -> dict[str, Any]:
-    welcome, pong = protocol.floor_replies(interval, _setting(o, "node_grace", 300.0))
+async def _floor_phase(o: Options, root: Path, beats: dict[str, Any]) -> dict[str, Any]:
+    """The floor's welcome and pongs give the periods the scheduler gave (``beats``)."""
+    interval = beats["interval_s"] or 2.0
+    welcome, pong = protocol.floor_replies(
+        interval,
+        _setting(o, "node_grace", 300.0),
+        beats["telemetry_period_s"] or interval,
+        beats["keepalive_interval_s"],
+    )
     server = servers.start_floor(root, welcome, pong)
     await server.wait_ready()
     window = o.floor_window or o.window

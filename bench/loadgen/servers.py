@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,9 +38,16 @@ class Server:
     """A server subprocess whose log is kept in ``log_path``; ``stop`` ends it (SIGTERM)."""
 
     def __init__(
-        self, address: str, args: list[str], log_path: Path, ready: str, env: Mapping[str, str]
+        self,
+        address: str,
+        args: list[str],
+        log_path: Path,
+        ready: str,
+        env: Mapping[str, str],
+        metrics_url: str = "",
     ) -> None:
         self.address = address
+        self.metrics_url = metrics_url  # the scheduler's /metrics ("" for the floor)
         self.log_path = log_path
         with log_path.open("ab") as log:
             self.proc = subprocess.Popen(
@@ -92,9 +100,11 @@ def client_env(root: Path, address: str, token: str = "") -> dict[str, str]:
 
 
 def start_scheduler(root: Path, settings: Mapping[str, Any]) -> Server:
-    """``rota scheduler`` with a new SQLite database in ``root`` and ``settings`` as its YAML."""
+    """``rota scheduler`` with a new SQLite database in ``root`` and ``settings`` as its YAML;
+    its HTTP port (/metrics) on a free port unless ``settings`` name one."""
+    values = {"http_listen": f"127.0.0.1:{free_port()}", **settings}
     config = root / "scheduler.yaml"
-    config.write_text(yaml.safe_dump({"scheduler": dict(settings)}))
+    config.write_text(yaml.safe_dump({"scheduler": values}))
     address = f"127.0.0.1:{free_port()}"
     args = [
         "-m",
@@ -108,7 +118,23 @@ def start_scheduler(root: Path, settings: Mapping[str, Any]) -> Server:
         str(config),
     ]
     env = client_env(root, address)
-    return Server(address, args, root / "scheduler.log", "listening on", env)
+    metrics = f"http://{values['http_listen']}/metrics" if values["http_listen"] else ""
+    return Server(address, args, root / "scheduler.log", "listening on", env, metrics)
+
+
+def scrape(metrics_url: str, name: str) -> float | None:
+    """The value of the unlabelled sample ``name`` on ``metrics_url``; None when absent or
+    unreachable."""
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=30) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == name:
+            return float(value)
+    return None
 
 
 def start_floor(root: Path, welcome: bytes, pong: bytes) -> Server:

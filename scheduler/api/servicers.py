@@ -6,8 +6,9 @@ Domain errors become status codes in ``api.errors`` (the ``unary``/``streaming``
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -128,8 +129,16 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
 
     @unary
     async def ListNodes(self, request: pb.ListNodesRequest, context: Any) -> pb.ListNodesResponse:
-        nodes = await self.engine.list_nodes()
-        return pb.ListNodesResponse(nodes=[convert.node_to_pb(n, s) for n, s in nodes])
+        page = await self.engine.list_nodes(
+            request.page_size, request.page_token, request.summary, request.summary_only
+        )
+        reply = pb.ListNodesResponse(
+            nodes=[convert.node_to_pb(n, s) for n, s in page.nodes],
+            next_page_token=page.next_page_token,
+        )
+        if page.summary is not None:
+            reply.summary.CopyFrom(convert.node_summary_to_pb(page.summary))
+        return reply
 
     @unary
     async def GetNode(self, request: pb.GetNodeRequest, context: Any) -> pb.Node:
@@ -169,11 +178,12 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, session: AgentSession, request_iterator: AsyncIterator[pb.AgentMessage]
     ) -> None:
         engine = self.engine
-        handlers: dict[str, Callable[[pb.AgentMessage], Awaitable[None] | None]] = {
+        handlers: dict[str, Callable[[pb.AgentMessage], None]] = {
             "heartbeat": lambda m: engine.agent_heartbeat(
-                session, convert.heartbeat_from_pb(m.heartbeat)
+                session, functools.partial(convert.heartbeat_from_pb, m.heartbeat)
             ),
             "job_event": lambda m: engine.agent_event(session, convert.event_from_pb(m.job_event)),
+            "keepalive": lambda m: engine.agent_keepalive(session),
             "log_data": lambda m: engine.agent_log_data(
                 session, convert.log_data_from_pb(m.log_data)
             ),
@@ -187,9 +197,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                         "node %s sent an unexpected %s message; ignored", session.node, kind
                     )
                     continue
-                result = handler(msg)
-                if result is not None:
-                    await result
+                handler(msg)  # never waits: the engine buffers what needs the core thread
         except (grpc.aio.AioRpcError, asyncio.CancelledError):
             pass
         except Exception:

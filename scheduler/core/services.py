@@ -13,6 +13,7 @@ from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
 from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Lifecycle
+from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
@@ -29,7 +30,7 @@ from rota.scheduler.store.users import UserStore
 @dataclass(frozen=True, slots=True)
 class Services:
     """The scheduler's services over one model. Not thread-safe: one thread (the engine's
-    core thread) calls them all."""
+    core thread) calls them all, except ``liveness``, which the event loop stamps."""
 
     config: SchedulerConfig
     model: ClusterModel
@@ -46,6 +47,7 @@ class Services:
     accounting: AccountingService
     notifications: NotificationService  # job-end webhooks queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
+    liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
 
 
 def build_services(
@@ -66,6 +68,7 @@ def build_services(
     lifecycle = Lifecycle(model, usage, config, clock)
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
+    liveness = Liveness(clock)
     snapshots = SnapshotBuilder(model, lookup, gpus, usage, config, pconfig, clock)
     meter = UsageMeter(model)
     return Services(
@@ -83,7 +86,7 @@ def build_services(
             pconfig,
             clock,
         ),
-        agents=AgentService(model, lifecycle, config, clock),
+        agents=AgentService(model, lifecycle, liveness, config, clock),
         nodes=NodeService(model, lifecycle, gpus, config, clock),
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
@@ -93,4 +96,5 @@ def build_services(
         accounting=AccountingService(model, meter, config, clock),
         notifications=NotificationService(store, config, clock),
         policy=policy,
+        liveness=liveness,
     )

@@ -576,14 +576,47 @@ class Node(_message.Message):
     def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ListNodesRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("page_size", "page_token", "summary", "summary_only")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_ONLY_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    summary: bool
+    summary_only: bool
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., summary: _Optional[bool] = ..., summary_only: _Optional[bool] = ...) -> None: ...
+
+class NodeSummary(_message.Message):
+    __slots__ = ("nodes", "states", "gpus_total", "gpus_free", "gpus_unhealthy")
+    class StatesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    GPUS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FREE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_UNHEALTHY_FIELD_NUMBER: _ClassVar[int]
+    nodes: int
+    states: _containers.ScalarMap[str, int]
+    gpus_total: int
+    gpus_free: int
+    gpus_unhealthy: int
+    def __init__(self, nodes: _Optional[int] = ..., states: _Optional[_Mapping[str, int]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., gpus_unhealthy: _Optional[int] = ...) -> None: ...
 
 class ListNodesResponse(_message.Message):
-    __slots__ = ("nodes",)
+    __slots__ = ("nodes", "next_page_token", "summary")
     NODES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    summary: NodeSummary
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., summary: _Optional[_Union[NodeSummary, _Mapping]] = ...) -> None: ...
 
 class GetNodeRequest(_message.Message):
     __slots__ = ("name",)
@@ -747,16 +780,22 @@ class LogData(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "job_event", "log_data")
+    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     JOB_EVENT_FIELD_NUMBER: _ClassVar[int]
     LOG_DATA_FIELD_NUMBER: _ClassVar[int]
+    KEEPALIVE_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     heartbeat: Heartbeat
     job_event: AgentJobEvent
     log_data: LogData
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ...) -> None: ...
+    keepalive: Keepalive
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ...) -> None: ...
+
+class Keepalive(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class LaunchOrder(_message.Message):
     __slots__ = ("job_id", "attempt", "spec", "gpu_indices", "gpu_uuids", "env", "deadline", "time_limit", "display_id", "host_network", "user", "uid", "gid")
@@ -822,16 +861,20 @@ class LogRequest(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ..., cancel: _Optional[bool] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("heartbeat_interval", "keep", "scheduler_version", "node_grace")
+    __slots__ = ("heartbeat_interval", "keep", "scheduler_version", "node_grace", "telemetry_period", "keepalive_interval")
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     KEEP_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_VERSION_FIELD_NUMBER: _ClassVar[int]
     NODE_GRACE_FIELD_NUMBER: _ClassVar[int]
+    TELEMETRY_PERIOD_FIELD_NUMBER: _ClassVar[int]
+    KEEPALIVE_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval: float
     keep: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
     scheduler_version: str
     node_grace: float
-    def __init__(self, heartbeat_interval: _Optional[float] = ..., keep: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., scheduler_version: _Optional[str] = ..., node_grace: _Optional[float] = ...) -> None: ...
+    telemetry_period: float
+    keepalive_interval: float
+    def __init__(self, heartbeat_interval: _Optional[float] = ..., keep: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., scheduler_version: _Optional[str] = ..., node_grace: _Optional[float] = ..., telemetry_period: _Optional[float] = ..., keepalive_interval: _Optional[float] = ...) -> None: ...
 
 class EventAck(_message.Message):
     __slots__ = ("job_id", "attempt")
@@ -858,10 +901,12 @@ class SchedulerMessage(_message.Message):
     def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ...) -> None: ...
 
 class Pong(_message.Message):
-    __slots__ = ("time",)
+    __slots__ = ("time", "telemetry_period")
     TIME_FIELD_NUMBER: _ClassVar[int]
+    TELEMETRY_PERIOD_FIELD_NUMBER: _ClassVar[int]
     time: float
-    def __init__(self, time: _Optional[float] = ...) -> None: ...
+    telemetry_period: float
+    def __init__(self, time: _Optional[float] = ..., telemetry_period: _Optional[float] = ...) -> None: ...
 
 class User(_message.Message):
     __slots__ = ("name", "admin", "accounts", "default_account", "uid", "gid", "revoked", "created")
