@@ -21,6 +21,8 @@ from typing import Any
 
 from rota.efficiency import IDLE_BELOW
 from rota.scheduler.cluster.accounting import AccountingQuery
+from rota.scheduler.cluster.model import NodeState
+from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import AuditEntry, Principal
 from rota.scheduler.core import access
 from rota.scheduler.core.errors import (
@@ -32,6 +34,7 @@ from rota.scheduler.core.errors import (
     UserError,
 )
 from rota.scheduler.core.jobs import JobListing
+from rota.scheduler.core.nodes import MAX_NODE_PAGE
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
@@ -224,7 +227,7 @@ class Api:
     # ------------------------------------------------------------ cluster and queue
 
     async def nodes(self, request: Request, caller: Caller) -> Response:
-        shown = await self.engine.list_nodes()
+        shown = await self._all_nodes()
         active = await self._all_jobs(JobListing(), caller.who)
         users = {j.display_id: j.user for j in active}
         return reply(
@@ -262,6 +265,15 @@ class Api:
             listing = JobListing(states=(state,), users=(user,) if user else ())
         jobs = await self._all_jobs(listing, caller.who)
         return reply({"time": views.iso(time.time()), "jobs": [views.job_json(j) for j in jobs]})
+
+    async def _all_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
+        """Every node with its displayed status, in name order (page by page)."""
+        page = await self.engine.list_nodes(MAX_NODE_PAGE, "", False, False)
+        nodes = list(page.nodes)
+        while page.next_page_token:
+            page = await self.engine.list_nodes(MAX_NODE_PAGE, page.next_page_token, False, False)
+            nodes.extend(page.nodes)
+        return nodes
 
     async def _all_jobs(self, listing: JobListing, who: Principal) -> list[Any]:
         page = await self.engine.list_jobs(listing, who)
