@@ -77,9 +77,13 @@ class JobService:
         config: SchedulerConfig,
         policy_config: PolicyConfig,
         clock: Callable[[], float],
+        reservations: Callable[[str, str, str], str | None] = (
+            lambda name, user, account: f"unknown reservation {name!r}"
+        ),
     ) -> None:
         self.model = model
         self.lookup = lookup
+        self.reservations = reservations  # why a job may not name a reservation (None: may)
         self.lifecycle = lifecycle
         self.snapshots = snapshots
         self.dry_run_policy = dry_run_policy  # on this thread; shares nothing with passes
@@ -105,6 +109,7 @@ class JobService:
         new_items = [i for i in items if i.client_request_id not in known]
         for item in new_items:
             self._check_fits_cluster(item)
+            self._check_reservation(item, user)
         now = self.clock()
         groups = [self._expand(item.spec, user, now) for item in new_items]
         self._check_pending_limits(new_items, groups)
@@ -161,6 +166,13 @@ class JobService:
         task_ids, _limit = parse_array(spec.array)
         return [dataclasses.replace(base, array_task_id=t) for t in task_ids]
 
+    def _check_reservation(self, item: SubmitItem, user: str) -> None:
+        spec = item.spec
+        if spec.reservation:
+            refusal = self.reservations(spec.reservation, user, spec.account or user)
+            if refusal is not None:
+                raise UserError(f"{item.source or 'job'}: reservation: {refusal}")
+
     def _check_fits_cluster(self, item: SubmitItem) -> None:
         spec, src = item.spec, item.source or "job"
         if not spec.image.strip():
@@ -174,8 +186,6 @@ class JobService:
                 f"{src}: time_limit: {spec.time_limit:.0f}s exceeds the maximum of "
                 f"{self.config.max_time_limit:.0f}s"
             )
-        if spec.reservation:
-            raise UserError(f"{src}: reservation: unknown reservation {spec.reservation!r}")
         if spec.dependency:
             self._check_dependency_targets(src, spec.dependency)
         nodes = self.model.nodes

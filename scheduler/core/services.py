@@ -16,9 +16,11 @@ from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
 from rota.scheduler.core.planning import Planner
+from rota.scheduler.core.reservations import ReservationService
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.policy import Policy, make_policy
+from rota.scheduler.store.reservations import ReservationStore
 from rota.scheduler.store.store import Store
 
 
@@ -37,6 +39,7 @@ class Services:
     gpus: GpuHealth
     control: ControlService
     planner: Planner
+    reservations: ReservationService
     policy: Policy  # passes and explanations; runs on the engine's policy thread
 
 
@@ -58,7 +61,10 @@ def build_services(
     lifecycle = Lifecycle(model, usage, config, clock)
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
-    snapshots = SnapshotBuilder(model, lookup, gpus, usage, config, pconfig, clock)
+    reservations = ReservationService(model, ReservationStore(store), clock)
+    snapshots = SnapshotBuilder(
+        model, lookup, gpus, usage, config, pconfig, clock, reservations=reservations.views
+    )
     return Services(
         config=config,
         model=model,
@@ -73,11 +79,13 @@ def build_services(
             config,
             pconfig,
             clock,
+            reservations=reservations.check_job,
         ),
         agents=AgentService(model, lifecycle, config, clock),
         nodes=NodeService(model, lifecycle, gpus, config, clock),
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
-        planner=Planner(model, lifecycle, snapshots, clock),
+        planner=Planner(model, lifecycle, snapshots, clock, window_end=reservations.window_end),
+        reservations=reservations,
         policy=policy,
     )

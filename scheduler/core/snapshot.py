@@ -30,6 +30,7 @@ from rota.scheduler.policy.snapshot import (
     GpuView,
     NodeView,
     PendingJob,
+    ReservationView,
     RunningJob,
     Snapshot,
 )
@@ -70,8 +71,10 @@ class SnapshotBuilder:
         config: SchedulerConfig,
         policy_config: PolicyConfig,
         clock: Callable[[], float],
+        reservations: Callable[[float], tuple[ReservationView, ...]] = lambda now: (),
     ) -> None:
         self.model = model
+        self.reservations = reservations
         self.lookup = lookup
         self.gpus = gpus
         self.usage = usage
@@ -102,6 +105,7 @@ class SnapshotBuilder:
             version=self.model.version,
             usage=self._published_usage(now),
             config=self.policy_config,
+            reservations=self.reservations(now),
         )
 
     def forget(self) -> None:
@@ -235,6 +239,7 @@ class SnapshotBuilder:
             default_limit=spec.time_limit <= 0,
             array_job_id=job.array_job_id,
             array_task_limit=array_task_limit(spec.array) if spec.array else 0,
+            reservation=spec.reservation,
         )
 
     def running_view(self, job: JobRecord, now: float) -> RunningJob:
@@ -251,6 +256,7 @@ class SnapshotBuilder:
             exclusive=job.spec.exclusive,
             array_job_id=job.array_job_id,
             stopping=job.state is JobState.COMPLETING or bool(job.stop_state),
+            reservation=job.spec.reservation,
         )
 
     def _preemptible(self, spec: JobSpec) -> bool:

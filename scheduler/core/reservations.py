@@ -1,0 +1,339 @@
+"""Reservations: create, list, show and delete bookings of GPUs, and what passes see of them.
+
+The service keeps the reservations whose window is open or ahead in memory, loaded from the
+database when it is built, so a scheduler restart in the middle of a window changes nothing.
+Passes get them as frozen ``ReservationView``s (``views``); the policy enforces them
+(``policy/reserve.py``). Like every service, its methods run on the engine's core thread and
+commit before they return.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from rota.scheduler.cluster.reservation import (
+    DAILY,
+    FLAGS,
+    FLEX,
+    IGNORE_JOBS,
+    PURGE_COMP,
+    WEEKLY,
+    Reservation,
+)
+from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
+from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.policy.snapshot import ReservationView
+from rota.scheduler.store.reservations import ReservationStore
+from rota.states import ACTIVE_STATES, JobState
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_NOT_YET = (FLEX, DAILY, WEEKLY, PURGE_COMP)  # accepted names this version does not act on
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationRequest:
+    """What ``greserve create`` asks for; ``start``/``end`` are Unix seconds.
+
+    GPUs come from ``nodes`` (every GPU of each) or ``gpus`` (a count, chosen among GPUs free
+    of other reservations in the window, optionally of ``gpu_type`` and ``gpus_per_node`` per
+    node); exactly one of the two.
+    """
+
+    name: str
+    start: float
+    end: float
+    nodes: tuple[str, ...] = ()
+    gpus: int = 0
+    gpu_type: str = ""
+    gpus_per_node: int = 0
+    users: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    lend: bool = True
+
+
+def may_book(principal: str, request: ReservationRequest) -> str | None:
+    """Why ``principal`` may not make ``request`` (None: allowed).
+
+    The one place that decides who books for whom. Until users and roles exist every
+    principal is treated as an administrator, who may book for anyone.
+    """
+    del principal, request
+    return None
+
+
+class ReservationService:
+    """Open and upcoming reservations by name, as committed. Not thread-safe."""
+
+    def __init__(
+        self, model: ClusterModel, store: ReservationStore, clock: Callable[[], float]
+    ) -> None:
+        self.model = model
+        self.store = store
+        self.clock = clock
+        self.live: dict[str, Reservation] = {r.name: r for r in store.current(clock())}
+        self._views: tuple[ReservationView, ...] | None = None
+
+    # ---------------------------------------------------------------- RPCs
+
+    def create(self, request: ReservationRequest, principal: str) -> Reservation:
+        """Validate, resolve the GPUs and store a reservation; errors change nothing."""
+        now = self.clock()
+        self._prune(now)
+        refusal = may_book(principal, request)
+        if refusal is not None:
+            raise Conflict(refusal)
+        flags = _flags(request.flags)
+        _check_request(request, now)
+        if request.name in self.live or self.store.exists(request.name):
+            raise AlreadyExists(f"name: a reservation named {request.name!r} exists already")
+        maint = "MAINT" in flags
+        busy = self._booked(request.start, request.end, maint)
+        if request.nodes:
+            gpus = self._whole_nodes(request.nodes, busy)
+        else:
+            gpus = self._choose(request, busy, IGNORE_JOBS in flags)
+        if IGNORE_JOBS not in flags:
+            self._check_jobs(gpus, request.start)
+        r = Reservation(
+            name=request.name,
+            start=request.start,
+            end=request.end,
+            gpus=gpus,
+            users=request.users,
+            accounts=request.accounts,
+            flags=flags,
+            lend=request.lend,
+            created_by=principal,
+            created_at=now,
+        )
+        self.store.save(r)
+        self.live[r.name] = r
+        self._changed()
+        return r
+
+    def delete(self, name: str) -> Reservation:
+        """Remove a reservation that no running job belongs to; its pending jobs are then held
+        with ``ReservationDeleted``."""
+        r = self.get(name)
+        jobs = self.jobs_of(name)
+        if jobs:
+            ids = ", ".join(str(j) for j in jobs[:10])
+            raise Conflict(f"reservation {name!r} has running jobs ({ids}); cancel them first")
+        self.store.delete(name)
+        del self.live[name]
+        self._changed()
+        return r
+
+    def get(self, name: str) -> Reservation:
+        self._prune(self.clock())
+        r = self.live.get(name)
+        if r is None:
+            raise NotFound(f"no reservation named {name!r} (open or upcoming)")
+        return r
+
+    def all(self) -> list[Reservation]:
+        """Open and upcoming reservations, earliest first."""
+        self._prune(self.clock())
+        return sorted(self.live.values(), key=lambda r: (r.start, r.name))
+
+    # ---------------------------------------------------------------- for other services
+
+    def views(self, now: float) -> tuple[ReservationView, ...]:
+        """What a pass at ``now`` honours (the same tuple while nothing changed)."""
+        self._prune(now)
+        if self._views is None:
+            self._views = tuple(r.policy_view() for r in self.all())
+        return self._views
+
+    def window_end(self, name: str, now: float) -> float | None:
+        """End of reservation ``name``'s window when it is open at ``now``."""
+        r = self.live.get(name)
+        return r.end if r is not None and r.start <= now < r.end else None
+
+    def check_job(self, name: str, user: str, account: str) -> str | None:
+        """Why a job of ``user``/``account`` may not name reservation ``name`` (None: it may)."""
+        r = self.live.get(name)
+        if r is None:
+            known = ", ".join(sorted(self.live)) or "none"
+            return f"unknown reservation {name!r} (open or upcoming: {known})"
+        if user not in r.users and account not in r.accounts:
+            return (
+                f"reservation {name!r} allows users {', '.join(r.users) or '-'} and accounts "
+                f"{', '.join(r.accounts) or '-'}, not user {user!r} with account {account!r}"
+            )
+        return None
+
+    def reserved_now(self, now: float | None = None) -> dict[str, int]:
+        """GPUs reserved at ``now`` (default: the clock) per node name."""
+        at = self.clock() if now is None else now
+        out: dict[str, int] = {}
+        for r in self.live.values():
+            if r.start <= at < r.end:
+                for node, idx in r.gpus.items():
+                    out[node] = out.get(node, 0) + len(idx)
+        return out
+
+    def jobs_of(self, name: str) -> list[int]:
+        """Ids of the active (running) jobs that belong to reservation ``name``."""
+        return sorted(
+            j.id
+            for j in self.model.jobs.values()
+            if j.state in ACTIVE_STATES and j.spec.reservation == name
+        )
+
+    # ---------------------------------------------------------------- internals
+
+    def _prune(self, now: float) -> None:
+        ended = [name for name, r in self.live.items() if r.end <= now]
+        for name in ended:
+            del self.live[name]
+        if ended:
+            self._changed()
+
+    def _changed(self) -> None:
+        self._views = None
+        self.model.bump()
+
+    def _booked(self, start: float, end: float, maint: bool) -> dict[tuple[str, int], str]:
+        """GPUs other reservations hold in ``[start, end)`` -> the holder's name (none for a
+        MAINT request, and MAINT reservations never conflict)."""
+        if maint:
+            return {}
+        out: dict[tuple[str, int], str] = {}
+        for r in self.live.values():
+            if not r.maint and r.overlaps(start, end):
+                out.update(dict.fromkeys(r.cells(), r.name))
+        return out
+
+    def _whole_nodes(
+        self, names: Iterable[str], busy: dict[tuple[str, int], str]
+    ) -> dict[str, tuple[int, ...]]:
+        gpus: dict[str, tuple[int, ...]] = {}
+        for name in names:
+            node = self.model.nodes.get(name)
+            if node is None:
+                known = ", ".join(sorted(self.model.nodes)) or "none"
+                raise UserError(f"nodes: unknown node {name!r} (registered: {known})")
+            idx = tuple(g.index for g in node.inventory.gpus)
+            if not idx:
+                raise UserError(f"nodes: node {name!r} has no GPUs (its agent has not reported)")
+            clash = sorted({busy[(name, g)] for g in idx if (name, g) in busy})
+            if clash:
+                raise Conflict(
+                    f"nodes: GPUs of {name} are reserved by {', '.join(clash)} in that window"
+                )
+            gpus[name] = idx
+        return gpus
+
+    def _held_until(self) -> dict[tuple[str, int], tuple[int, float]]:
+        """(node, GPU) -> (job id, expected end) of the GPUs running jobs hold."""
+        out: dict[tuple[str, int], tuple[int, float]] = {}
+        now = self.clock()
+        for job in self.model.jobs.values():
+            if job.state not in ACTIVE_STATES:
+                continue
+            end = (job.start_time or now) + job.time_limit
+            if job.state is JobState.COMPLETING:
+                end = now
+            for a in job.allocation:
+                for g in a.gpus:
+                    out[(a.node, g)] = (job.id, end)
+        return out
+
+    def _choose(
+        self, request: ReservationRequest, busy: dict[tuple[str, int], str], ignore_jobs: bool
+    ) -> dict[str, tuple[int, ...]]:
+        """``request.gpus`` GPUs free of other reservations (and of jobs running into the
+        window unless ``ignore_jobs``): the fewest nodes, lowest indices."""
+        held = {} if ignore_jobs else self._held_until()
+        per = request.gpus_per_node
+        kind = request.gpu_type.lower()
+        candidates: list[tuple[str, list[int]]] = []
+        for node in sorted(self.model.nodes.values(), key=lambda n: n.name):
+            free = [
+                g.index
+                for g in node.inventory.gpus
+                if (not kind or kind in g.name.lower())
+                and (node.name, g.index) not in busy
+                and held.get((node.name, g.index), (0, 0.0))[1] <= request.start
+            ]
+            if len(free) >= max(per, 1):
+                candidates.append((node.name, free))
+        candidates.sort(key=lambda c: -len(c[1]))
+        left = request.gpus
+        gpus: dict[str, tuple[int, ...]] = {}
+        for name, free in candidates:
+            if left <= 0:
+                break
+            take = min(per or len(free), left)
+            gpus[name] = tuple(free[:take])
+            left -= take
+        if left > 0:
+            what = f" of type {request.gpu_type}" if request.gpu_type else ""
+            spread = f", {per} per node" if per else ""
+            found = request.gpus - left
+            raise Conflict(
+                f"gpus: only {found} GPU(s){what}{spread} are free of other reservations"
+                f"{'' if ignore_jobs else ' and running jobs'} in that window; asked for "
+                f"{request.gpus}"
+            )
+        return gpus
+
+    def _check_jobs(self, gpus: dict[str, tuple[int, ...]], start: float) -> None:
+        held = self._held_until()
+        clash = sorted(
+            {
+                held[(node, g)][0]
+                for node, idx in gpus.items()
+                for g in idx
+                if (node, g) in held and held[(node, g)][1] > start
+            }
+        )
+        if clash:
+            ids = ", ".join(str(j) for j in clash[:10])
+            raise Conflict(
+                f"nodes: running jobs {ids} hold some of these GPUs into the window; wait for "
+                f"them, pick other GPUs or add the flag {IGNORE_JOBS}"
+            )
+
+
+def _flags(flags: Iterable[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for flag in flags:
+        f = flag.strip().upper()
+        if not f:
+            continue
+        if f not in FLAGS:
+            raise UserError(f"flags: unknown flag {flag!r}; known: {', '.join(FLAGS)}")
+        if f in _NOT_YET:
+            raise UserError(f"flags: {f} is not supported yet; supported: MAINT, IGNORE_JOBS")
+        if f not in out:
+            out.append(f)
+    return tuple(out)
+
+
+def _check_request(request: ReservationRequest, now: float) -> None:
+    if not _NAME.match(request.name):
+        raise UserError(
+            "name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit; "
+            f"got {request.name!r}"
+        )
+    if request.end <= request.start:
+        raise UserError("end: must be after start")
+    if request.end <= now:
+        raise UserError("end: is in the past")
+    if bool(request.nodes) == bool(request.gpus):
+        raise UserError("nodes/gpus: give exactly one of --nodes LIST or --gpus N")
+    if request.gpus < 0 or request.gpus_per_node < 0:
+        raise UserError("gpus: must be a positive count (gpus_per_node >= 0)")
+    if request.nodes and (request.gpu_type or request.gpus_per_node):
+        raise UserError("gpu_type/gpus_per_node: only with --gpus N, not with --nodes")
+    if request.gpus_per_node and request.gpus % request.gpus_per_node:
+        raise UserError(
+            f"gpus_per_node: {request.gpus} GPUs cannot be split {request.gpus_per_node} per node"
+        )
+    if not request.users and not request.accounts:
+        raise UserError("users/accounts: name who may use it (--users LIST or --accounts LIST)")
