@@ -132,6 +132,7 @@ class Client:
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
+        self.reservations = pb_grpc.ReservationServiceStub(self.channel)
 
     def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
         """The ``gqueue --json`` objects of these jobs, whatever their state (an array id
@@ -287,6 +288,26 @@ class Client:
         request = pb.GpuActionRequest(node=node, index=index, user=user, reason=reason)
         method = self.gpus.ResumeGpu if op == "resume" else self.gpus.DrainGpu
         return str(self.call(method, request).message)
+
+    # ------------------------------------------------------------ reservations
+
+    def create_reservation(self, user: str, **fields: Any) -> Any:
+        """Create a reservation (``rota.v1.CreateReservationRequest`` fields)."""
+        request = pb.CreateReservationRequest(user=user, **fields)
+        return self.call(self.reservations.CreateReservation, request)
+
+    def list_reservations(self, user: str) -> list[Any]:
+        """Open and upcoming reservations (``rota.v1.Reservation``), earliest first."""
+        request = pb.ListReservationsRequest(user=user)
+        return list(self.call(self.reservations.ListReservations, request).reservations)
+
+    def get_reservation(self, name: str, user: str) -> Any:
+        request = pb.GetReservationRequest(name=name, user=user)
+        return self.call(self.reservations.GetReservation, request)
+
+    def delete_reservation(self, name: str, user: str) -> Any:
+        request = pb.DeleteReservationRequest(name=name, user=user)
+        return self.call(self.reservations.DeleteReservation, request)
 
 
 def state_of(job: Any) -> JobState:

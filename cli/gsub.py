@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--hold", action="store_true", help="submit held (release with gcontrol release)"
     )
     p.add_argument("-d", "--dependency", help="SLURM dependency, e.g. afterok:12:13")
+    p.add_argument(
+        "--reservation", help="run in this reservation (greserve list); overrides the file's"
+    )
     p.add_argument("--test-only", action="store_true", help="validate and say when it would start")
     p.add_argument(
         "--dry-run",
@@ -56,9 +59,11 @@ class Loaded:
     notes: list[str] = field(default_factory=list)
 
 
-def load_jobs(files: list[str], hold: bool = False, dependency: str = "") -> list[Loaded]:
-    """Read, translate (batch scripts) and validate every file, applying ``--hold`` and
-    ``--dependency``; raise CliError(code 2) naming the file and the field or directive."""
+def load_jobs(
+    files: list[str], hold: bool = False, dependency: str = "", reservation: str = ""
+) -> list[Loaded]:
+    """Read, translate (batch scripts) and validate every file, applying ``--hold``,
+    ``--dependency`` and ``--reservation``; raise CliError(code 2) naming the file and the field or directive."""
     import yaml
 
     from rota.cli.client import CliError
@@ -96,6 +101,8 @@ def load_jobs(files: list[str], hold: bool = False, dependency: str = "") -> lis
                 data["hold"] = True
             if dependency:
                 data["dependency"] = dependency
+            if reservation:
+                data["reservation"] = reservation
         try:
             spec = parse_job_file(data)
         except SpecError as exc:
@@ -116,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
 def _dry_run(args: argparse.Namespace) -> int:
     from rota.cli.sbatch import dump_job
 
-    jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency))
+    jobs = load_jobs(
+        args.files, args.hold, _checked_dependency(args.dependency), args.reservation or ""
+    )
     for job in jobs:
         for note in job.notes:
             print(f"gsub: note: {note}", file=sys.stderr)
@@ -139,7 +148,9 @@ def _checked_dependency(text: str | None) -> str:
 def _submit(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
 
-    jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency))
+    jobs = load_jobs(
+        args.files, args.hold, _checked_dependency(args.dependency), args.reservation or ""
+    )
     with connect(args.scheduler, args.ca) as client:
         response = client.submit(
             [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only

@@ -30,12 +30,14 @@ from rota.messages import (
     Pong,
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
+from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.core.errors import NotFound
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
+from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.core.services import Services
 from rota.scheduler.policy.explain import Explanation
 
@@ -294,6 +296,34 @@ class Engine:
         message = await self._core(self.services.gpus.drain, node, index, user, reason)
         self.request_pass()
         return message
+
+    # ------------------------------------------------------------ reservations
+
+    async def create_reservation(self, request: ReservationRequest, user: str) -> Reservation:
+        r = await self._core(self.services.reservations.create, request, user)
+        self.request_pass()
+        return r
+
+    async def list_reservations(self) -> list[tuple[Reservation, list[int]]]:
+        return await self._core(self._list_reservations)
+
+    def _list_reservations(self) -> list[tuple[Reservation, list[int]]]:
+        service = self.services.reservations
+        return [(r, service.jobs_of(r.name)) for r in service.all()]
+
+    async def get_reservation(self, name: str) -> tuple[Reservation, list[int]]:
+        return await self._core(self._get_reservation, name)
+
+    def _get_reservation(self, name: str) -> tuple[Reservation, list[int]]:
+        service = self.services.reservations
+        return service.get(name), service.jobs_of(name)
+
+    async def delete_reservation(self, name: str, user: str) -> Reservation:
+        """Delete a reservation without running jobs; its pending jobs are held."""
+        del user  # recorded by the audit work; anyone may delete until roles exist
+        r = await self._core(self.services.reservations.delete, name)
+        self.request_pass()
+        return r
 
     # ------------------------------------------------------------ agents (one stream each)
 

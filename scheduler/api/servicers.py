@@ -18,6 +18,7 @@ from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
 from rota.scheduler.api.identity import user_of
 from rota.scheduler.api.peers import node_certificate_problem
+from rota.scheduler.api.reservations import ReservationServicer
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
 from rota.scheduler.engine import AgentSession, Engine
@@ -198,3 +199,4 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_GpuServiceServicer_to_server(GpuServicer(engine), server)
     pb_grpc.add_NodeServiceServicer_to_server(NodeServicer(engine), server)
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)
+    pb_grpc.add_ReservationServiceServicer_to_server(ReservationServicer(engine), server)

@@ -390,7 +390,7 @@ class PriorityFactor(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., weight: _Optional[float] = ..., contribution: _Optional[float] = ...) -> None: ...
 
 class ExplainJobResponse(_message.Message):
-    __slots__ = ("job", "pending", "policy", "priority", "factors", "rank", "pending_jobs", "starts_now", "reason", "reason_detail", "estimated_start", "order_by")
+    __slots__ = ("job", "pending", "policy", "priority", "factors", "rank", "pending_jobs", "starts_now", "reason", "reason_detail", "estimated_start", "order_by", "reservation")
     JOB_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
@@ -403,6 +403,7 @@ class ExplainJobResponse(_message.Message):
     REASON_DETAIL_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_FIELD_NUMBER: _ClassVar[int]
     job: Job
     pending: bool
     policy: str
@@ -415,7 +416,8 @@ class ExplainJobResponse(_message.Message):
     reason_detail: str
     estimated_start: float
     order_by: str
-    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., pending: _Optional[bool] = ..., policy: _Optional[str] = ..., priority: _Optional[float] = ..., factors: _Optional[_Iterable[_Union[PriorityFactor, _Mapping]]] = ..., rank: _Optional[int] = ..., pending_jobs: _Optional[int] = ..., starts_now: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_detail: _Optional[str] = ..., estimated_start: _Optional[float] = ..., order_by: _Optional[str] = ...) -> None: ...
+    reservation: str
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., pending: _Optional[bool] = ..., policy: _Optional[str] = ..., priority: _Optional[float] = ..., factors: _Optional[_Iterable[_Union[PriorityFactor, _Mapping]]] = ..., rank: _Optional[int] = ..., pending_jobs: _Optional[int] = ..., starts_now: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_detail: _Optional[str] = ..., estimated_start: _Optional[float] = ..., order_by: _Optional[str] = ..., reservation: _Optional[str] = ...) -> None: ...
 
 class GpuInfo(_message.Message):
     __slots__ = ("index", "uuid", "name", "memory_total", "pci_bus_id", "compute_capability")
@@ -854,3 +856,99 @@ class Pong(_message.Message):
     TIME_FIELD_NUMBER: _ClassVar[int]
     time: float
     def __init__(self, time: _Optional[float] = ...) -> None: ...
+
+class ReservedGpus(_message.Message):
+    __slots__ = ("node", "indices")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    indices: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, node: _Optional[str] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Reservation(_message.Message):
+    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    LEND_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    start: float
+    end: float
+    gpus: _containers.RepeatedCompositeFieldContainer[ReservedGpus]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    flags: _containers.RepeatedScalarFieldContainer[str]
+    lend: bool
+    created_by: str
+    created_at: float
+    running_jobs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CreateReservationRequest(_message.Message):
+    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend", "user")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    NO_LEND_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    start: float
+    end: float
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    gpus: int
+    gpu_type: str
+    gpus_per_node: int
+    users: _containers.RepeatedScalarFieldContainer[str]
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    flags: _containers.RepeatedScalarFieldContainer[str]
+    no_lend: bool
+    user: str
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ..., user: _Optional[str] = ...) -> None: ...
+
+class ListReservationsRequest(_message.Message):
+    __slots__ = ("user",)
+    USER_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    def __init__(self, user: _Optional[str] = ...) -> None: ...
+
+class ListReservationsResponse(_message.Message):
+    __slots__ = ("reservations",)
+    RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
+    reservations: _containers.RepeatedCompositeFieldContainer[Reservation]
+    def __init__(self, reservations: _Optional[_Iterable[_Union[Reservation, _Mapping]]] = ...) -> None: ...
+
+class GetReservationRequest(_message.Message):
+    __slots__ = ("name", "user")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    user: str
+    def __init__(self, name: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
+
+class DeleteReservationRequest(_message.Message):
+    __slots__ = ("name", "user")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    user: str
+    def __init__(self, name: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
+
+class DeleteReservationResponse(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,82 @@
+"""ReservationService servicer (grpc.aio): create, list, show and delete reservations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rota.scheduler.api.errors import unary
+from rota.scheduler.api.identity import user_of
+from rota.scheduler.cluster.reservation import Reservation
+from rota.scheduler.core.reservations import ReservationRequest
+from rota.scheduler.engine import Engine
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
+
+
+class ReservationServicer(pb_grpc.ReservationServiceServicer):
+    """Bookings of GPUs; who may book for whom is decided by the service (``may_book``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @unary
+    async def CreateReservation(
+        self, request: pb.CreateReservationRequest, context: Any
+    ) -> pb.Reservation:
+        r = await self.engine.create_reservation(request_from_pb(request), user_of(request))
+        return reservation_to_pb(r, ())
+
+    @unary
+    async def ListReservations(
+        self, request: pb.ListReservationsRequest, context: Any
+    ) -> pb.ListReservationsResponse:
+        found = await self.engine.list_reservations()
+        return pb.ListReservationsResponse(
+            reservations=[reservation_to_pb(r, jobs) for r, jobs in found]
+        )
+
+    @unary
+    async def GetReservation(
+        self, request: pb.GetReservationRequest, context: Any
+    ) -> pb.Reservation:
+        return reservation_to_pb(*await self.engine.get_reservation(request.name))
+
+    @unary
+    async def DeleteReservation(
+        self, request: pb.DeleteReservationRequest, context: Any
+    ) -> pb.DeleteReservationResponse:
+        r = await self.engine.delete_reservation(request.name, user_of(request))
+        return pb.DeleteReservationResponse(name=r.name)
+
+
+def request_from_pb(msg: pb.CreateReservationRequest) -> ReservationRequest:
+    return ReservationRequest(
+        name=msg.name.strip(),
+        start=msg.start,
+        end=msg.end,
+        nodes=tuple(n.strip() for n in msg.nodes if n.strip()),
+        gpus=msg.gpus,
+        gpu_type=msg.gpu_type.strip(),
+        gpus_per_node=msg.gpus_per_node,
+        users=tuple(u.strip() for u in msg.users if u.strip()),
+        accounts=tuple(a.strip() for a in msg.accounts if a.strip()),
+        flags=tuple(msg.flags),
+        lend=not msg.no_lend,
+    )
+
+
+def reservation_to_pb(r: Reservation, running: Sequence[int]) -> pb.Reservation:
+    return pb.Reservation(
+        name=r.name,
+        start=r.start,
+        end=r.end,
+        gpus=[pb.ReservedGpus(node=n, indices=list(idx)) for n, idx in sorted(r.gpus.items())],
+        users=list(r.users),
+        accounts=list(r.accounts),
+        flags=list(r.flags),
+        lend=r.lend,
+        created_by=r.created_by,
+        created_at=r.created_at,
+        running_jobs=list(running),
+    )
