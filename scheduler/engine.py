@@ -304,17 +304,17 @@ class Engine:
         self.request_pass()
         return r
 
-    async def list_reservations(self) -> list[tuple[Reservation, list[int]]]:
+    async def list_reservations(self) -> list[tuple[Reservation, list[str]]]:
         return await self._core(self._list_reservations)
 
-    def _list_reservations(self) -> list[tuple[Reservation, list[int]]]:
+    def _list_reservations(self) -> list[tuple[Reservation, list[str]]]:
         service = self.services.reservations
         return [(r, service.jobs_of(r.name)) for r in service.all()]
 
-    async def get_reservation(self, name: str) -> tuple[Reservation, list[int]]:
+    async def get_reservation(self, name: str) -> tuple[Reservation, list[str]]:
         return await self._core(self._get_reservation, name)
 
-    def _get_reservation(self, name: str) -> tuple[Reservation, list[int]]:
+    def _get_reservation(self, name: str) -> tuple[Reservation, list[str]]:
         service = self.services.reservations
         return service.get(name), service.jobs_of(name)
 

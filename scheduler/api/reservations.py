@@ -66,7 +66,7 @@ def request_from_pb(msg: pb.CreateReservationRequest) -> ReservationRequest:
     )
 
 
-def reservation_to_pb(r: Reservation, running: Sequence[int]) -> pb.Reservation:
+def reservation_to_pb(r: Reservation, running: Sequence[str]) -> pb.Reservation:
     return pb.Reservation(
         name=r.name,
         start=r.start,

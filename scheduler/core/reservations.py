@@ -120,7 +120,7 @@ class ReservationService:
         r = self.get(name)
         jobs = self.jobs_of(name)
         if jobs:
-            ids = ", ".join(str(j) for j in jobs[:10])
+            ids = ", ".join(jobs[:10])
             raise Conflict(f"reservation {name!r} has running jobs ({ids}); cancel them first")
         self.store.delete(name)
         del self.live[name]
@@ -176,13 +176,14 @@ class ReservationService:
                     out[node] = out.get(node, 0) + len(idx)
         return out
 
-    def jobs_of(self, name: str) -> list[int]:
-        """Ids of the active (running) jobs that belong to reservation ``name``."""
-        return sorted(
-            j.id
+    def jobs_of(self, name: str) -> list[str]:
+        """Display ids of the active (running) jobs that belong to reservation ``name``."""
+        found = sorted(
+            (j.id, j.display_id)
             for j in self.model.jobs.values()
             if j.state in ACTIVE_STATES and j.spec.reservation == name
         )
+        return [shown for _, shown in found]
 
     # ---------------------------------------------------------------- internals
 

@@ -888,8 +888,8 @@ class Reservation(_message.Message):
     lend: bool
     created_by: str
     created_at: float
-    running_jobs: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[int]] = ...) -> None: ...
+    running_jobs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateReservationRequest(_message.Message):
     __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend", "user")

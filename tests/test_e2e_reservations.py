@@ -1,0 +1,73 @@
+"""Reservations end to end: real scheduler and agent processes, real Docker, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.cluster import TEST_IMAGE, Cluster, wait_for
+
+
+def _as(cluster: Cluster, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a user command as ``user`` (the CLI sends the OS user it runs as)."""
+    module = args[0]
+    return subprocess.run(
+        [sys.executable, "-m", f"rota.cli.{module}", *args[1:]],
+        env={**cluster.env, "LOGNAME": user, "USER": user},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _submit(cluster: Cluster, user: str, *flags: str) -> str:
+    path = cluster.write_job(
+        f"{user}.yaml",
+        f"image: {TEST_IMAGE}\ncommand: [sh, -c, 'sleep 120']\nresources: {{gpus: 2}}\n",
+    )
+    out = _as(cluster, user, "gsub", "--parsable", *flags, str(path))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=4)
+    node = cluster.node_name("n1")
+    made = _as(
+        cluster, "alice", "greserve", "create", "--name", "lab", "--start", "now",
+        "--duration", "2h", "--nodes", node, "--users", "alice", "--no-lend",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    shown = json.loads(_as(cluster, "alice", "greserve", "show", "lab", "--json").stdout)
+    assert shown["gpus"] == [{"node": node, "indices": [0, 1, 2, 3]}]
+
+    other = _submit(cluster, "bob")
+    mine = _submit(cluster, "alice", "--reservation", "lab")
+    job = cluster.wait_state(mine, "RUNNING")
+    assert job["reservation"] == "lab" and job["nodes"] == [node]
+    wait_for(
+        lambda: (
+            (j := cluster.job(other))["state"] == "PENDING" and j["reason"] == "ReqNodeNotAvail"
+        ),
+        30,
+        what="the other user's job waits with ReqNodeNotAvail",
+    )
+    assert cluster.job(other)["reservation"] is None
+    why = cluster.cli("gqueue", "--explain", other, check=True).stdout
+    assert "reservation:     lab (until " in why
+
+    refused = _as(cluster, "bob", "gsub", "--reservation", "lab", str(cluster.root / "bob.yaml"))
+    assert refused.returncode != 0 and "reservation 'lab' allows users alice" in refused.stderr
+
+    overlap = _as(
+        cluster, "bob", "greserve", "create", "--name", "late", "--start", "now+1h",
+        "--duration", "2h", "--nodes", node, "--users", "bob",
+    )  # fmt: skip
+    assert overlap.returncode != 0 and "reserved by lab" in overlap.stderr
+    listed = json.loads(cluster.cli("greserve", "list", "--json", check=True).stdout)
+    assert [r["name"] for r in listed] == ["lab"] and listed[0]["running_jobs"] == [mine]
+
+    busy = cluster.cli("greserve", "delete", "lab")
+    assert busy.returncode != 0 and f"running jobs ({mine})" in busy.stderr
