@@ -106,6 +106,7 @@ class SnapshotBuilder:
             usage=self._published_usage(now),
             config=self.policy_config,
             reservations=self.reservations(now),
+            names_reservation=bool(kept.named) or any(p.reservation for p in probes),
         )
 
     def forget(self) -> None:

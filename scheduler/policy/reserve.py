@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from operator import attrgetter
 
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.base import Policy
@@ -52,7 +53,7 @@ Cell = tuple[str, int]  # (node name, GPU index)
 _WAITING = frozenset(
     {reasons.RESOURCES, reasons.PRIORITY, reasons.BAD_CONSTRAINTS, reasons.NODE_DOWN}
 )
-_LOWEST = -(2**62)  # the class borrowers get in a reservation's own pass
+_RESERVATION = attrgetter("reservation")
 
 
 class ReservationGate:
@@ -82,13 +83,13 @@ class ReservationGate:
         return self.inner.order(snapshot)
 
     def decide(self, snapshot: Snapshot) -> Plan:
-        if not snapshot.reservations and not any(j.reservation for j in snapshot.pending):
+        if not _gated(snapshot):
             return self.inner.decide(snapshot)
         return _Pass(snapshot, self.inner, self._side).run()
 
     def explain(self, snapshot: Snapshot, job_id: int) -> Explanation:
         base = self.inner.explain(snapshot, job_id)
-        if not snapshot.reservations and not any(j.reservation for j in snapshot.pending):
+        if not _gated(snapshot):
             return base
         plan = self.decide(snapshot)
         starts = any(p.job_id == job_id for p in plan.placements)
@@ -101,6 +102,14 @@ class ReservationGate:
             est_start=plan.est_start.get(job_id),
             reservation=blocking(snapshot, job, reason),
         )
+
+
+def _gated(snapshot: Snapshot) -> bool:
+    """Whether reservations concern this pass."""
+    if snapshot.reservations:
+        return True
+    named = snapshot.names_reservation
+    return any(map(_RESERVATION, snapshot.pending)) if named is None else named
 
 
 def blocking(snapshot: Snapshot, job: PendingJob, reason: str | None) -> str:

@@ -171,7 +171,9 @@ class Snapshot:
     stop examining jobs once nothing more can start (the simulator, which reads no reasons);
     reasons and estimates then cover only the jobs examined. ``delta`` (optional) tells how
     ``pending`` changed since an earlier snapshot (see ``PendingDelta``). ``reservations``
-    are the reservations whose window is open or ahead (``reserve.ReservationGate``).
+    are the reservations whose window is open or ahead (``reserve.ReservationGate``);
+    ``names_reservation`` says whether some pending job names a reservation (None: unknown, the
+    policy looks).
     """
 
     now: float
@@ -184,6 +186,7 @@ class Snapshot:
     full_reasons: bool = True
     delta: PendingDelta | None = None
     reservations: tuple[ReservationView, ...] = ()
+    names_reservation: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
