@@ -123,3 +123,31 @@ def test_submitting_to_a_reservation_checks_name_and_who(h: Harness) -> None:
         h.submit(gpus=1, reservation="lab")
     with pytest.raises(UserError, match="reservation: unknown reservation 'nope'"):
         h.submit(gpus=1, reservation="nope")
+
+
+def test_a_borrower_on_idle_reserved_gpus_is_preempted_when_the_owner_submits(h: Harness) -> None:
+    book(h, "lab", nodes=("n2",))
+    h.submit(gpus=4)  # fills n1
+    borrower = h.submit(gpus=2, preemptible=True)
+    h.schedule()
+    assert h.s.jobs.get(borrower)[0].allocation[0].node == "n2"
+    h.event("n2", borrower, "STARTED")
+    owner = h.submit(gpus=2, reservation="lab")
+    orders = h.schedule()
+    assert [(node, type(o).__name__, o.job_id) for node, o in orders] == [
+        ("n2", "KillOrder", int(borrower))
+    ]
+    h.event("n2", borrower, "KILLED", exit_code=143)
+    assert h.state(borrower) is JobState.PENDING  # requeued
+    orders = h.schedule()
+    assert [(node, o.job_id) for node, o in orders if isinstance(o, LaunchOrder)] == [
+        ("n2", int(owner))
+    ]
+
+
+def test_no_lending_when_the_reservation_says_no(h: Harness) -> None:
+    book(h, "lab", nodes=("n2",), lend=False)
+    h.submit(gpus=4)
+    borrower = h.submit(gpus=2, preemptible=True)
+    h.schedule()
+    assert h.s.jobs.get(borrower)[0].reason == reasons.REQ_NODE_NOT_AVAIL
