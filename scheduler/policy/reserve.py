@@ -238,13 +238,21 @@ class _Pass:
                 self.est[job_id] = start
 
     def _own_pass(self, r: ReservationView, jobs: list[PendingJob]) -> bool:
-        """The reservation's own jobs on its GPUs; True when some wait for resources (after
-        the borrowers that stand in their way were told to stop)."""
+        """The reservation's own jobs on its GPUs; True when some wait for resources that the
+        reservation has (after the borrowers that stand in their way were told to stop)."""
         cells = r.cells()
         if not r.maint:
             cells = frozenset(c for c in cells if c not in self.maint_cells)
         self._sub(self.side(), jobs, cells.__contains__)
-        waiting = [j for j in jobs if self.why.get(j.id) in _WAITING]
+        widths = sorted((len(idx) for idx in r.gpus.values()), reverse=True)
+        waiting = []
+        for job in jobs:
+            if self.why.get(job.id) not in _WAITING:
+                continue
+            if len(widths) < job.nodes or widths[job.nodes - 1] < job.gpus:
+                self.why[job.id] = reasons.BAD_CONSTRAINTS  # larger than the reservation
+            elif self.why[job.id] in (reasons.RESOURCES, reasons.PRIORITY):
+                waiting.append(job)
         if not waiting:
             return False
         need = sum(j.gpus * j.nodes for j in waiting) - self._idle(cells)

@@ -86,7 +86,7 @@ def test_a_job_naming_a_deleted_or_ended_reservation_is_held():
 def test_a_reservations_job_does_not_spill_outside_it():
     plan = decide(resv(gpus=(0,)), pending=[make_job(1, 2, reservation="lab-a")])
     assert plan.placements == ()
-    assert plan.reasons[1] == reasons.RESOURCES
+    assert plan.reasons[1] == reasons.BAD_CONSTRAINTS  # larger than the reservation
 
 
 def test_a_long_job_is_not_backfilled_into_an_upcoming_window_but_a_short_one_is():
@@ -232,3 +232,11 @@ def test_no_job_ever_starts_on_gpus_reserved_for_others_unless_lent(case):
             r = next(r for r in snap.reservations if r.name == job.reservation)
             cells = r.cells()
             assert all((a.node, g) in cells for a in p.allocations for g in a.gpu_indices)
+
+
+def test_a_job_too_big_for_its_reservation_preempts_no_borrower():
+    r = resv(gpus=(0, 1))
+    borrower = make_running(50, gpus=(0,), user="bob", preemptible=True, start=NOW - 60)
+    plan = decide(r, pending=[make_job(1, 4, reservation="lab-a")], running=[borrower])
+    assert plan.preemptions == ()
+    assert plan.reasons[1] == reasons.BAD_CONSTRAINTS
