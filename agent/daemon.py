@@ -14,10 +14,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 
 from rota import __version__
+from rota.agent.config import AgentConfig
 from rota.agent.fence import SelfFence
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
@@ -38,33 +38,6 @@ from rota.messages import (
 )
 
 log = logging.getLogger("rota.agent")
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    """Settings of one agent. ``data_dir`` keeps job output per attempt."""
-
-    node: str
-    scheduler: str
-    data_dir: Path
-    token: str = ""
-    address: str = ""
-    simulate_gpus: int | None = None
-    gpu_mode: str = "auto"
-    docker_host: str | None = None
-    network: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
-    heartbeat_interval: float = 2.0
-    kill_grace: float = 10.0
-    ca: str = ""  # verify the scheduler with this CA (TLS); "" = plaintext
-    cert: str = ""  # this node's client certificate and key (mutual TLS)
-    key: str = ""
-    allowed_mounts: tuple[str, ...] = ()  # host path prefixes jobs may bind-mount
-    allowed_images: tuple[str, ...] = ()  # image patterns; () = any
-    default_uid: int = 65534  # jobs whose user has no passwd entry here run as this
-    default_gid: int = 65534
-    allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
-    pids_limit: int = 4096
 
 
 class Agent:

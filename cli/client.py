@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import grpc
-import yaml
 
 from rota.paths import DEFAULT_ADDRESS, config_file
 from rota.states import JobState
@@ -84,6 +83,8 @@ def _config() -> dict[str, Any]:
     path = config_file()
     if not path.exists():
         return {}
+    import yaml  # only when there is a config file: it costs every command ~20 ms
+
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
@@ -133,6 +134,7 @@ class Client:
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
         self.reservations = pb_grpc.ReservationServiceStub(self.channel)
+        self.accounting = pb_grpc.AccountingServiceStub(self.channel)
 
     def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
         """The ``gqueue --json`` objects of these jobs, whatever their state (an array id
@@ -226,7 +228,13 @@ class Client:
             states=[pb.JobState.Value(s.value) for s in states],
             all_states=all_states,
         )
-        return list(self.call(self.jobs.ListJobs, request).jobs)
+        jobs: list[Any] = []
+        while True:  # the scheduler answers in pages
+            page = self.call(self.jobs.ListJobs, request)
+            jobs += page.jobs
+            if not page.next_page_token:
+                return jobs
+            request.page_token = page.next_page_token
 
     def get_job(self, job_id: str) -> Any:
         """One job with its event history (``rota.v1.Job``)."""
@@ -308,6 +316,42 @@ class Client:
     def delete_reservation(self, name: str, user: str) -> Any:
         request = pb.DeleteReservationRequest(name=name, user=user)
         return self.call(self.reservations.DeleteReservation, request)
+
+    # ------------------------------------------------------------ accounting
+
+    def list_finished(self, query: AccountingFilter) -> list[Any]:
+        """Finished jobs (``rota.v1.FinishedJob``), most recent end first."""
+        return list(self.call(self.accounting.ListFinished, query.message()).jobs)
+
+    def usage_summary(self, query: AccountingFilter) -> Any:
+        """Totals per user and per account (``rota.v1.SummaryResponse``)."""
+        return self.call(self.accounting.Summary, query.message())
+
+
+@dataclass(frozen=True)
+class AccountingFilter:
+    """Which finished jobs ``gacct`` asks for; empty filters match everything."""
+
+    user: str
+    ids: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    states: tuple[JobState, ...] = ()
+    start: float = 0.0
+    end: float = 0.0
+    limit: int = 0
+
+    def message(self) -> Any:
+        return pb.AccountingFilter(
+            ids=self.ids,
+            users=self.users,
+            accounts=self.accounts,
+            states=[pb.JobState.Value(s.value) for s in self.states],
+            start=self.start,
+            end=self.end,
+            user=self.user,
+            limit=self.limit,
+        )
 
 
 def state_of(job: Any) -> JobState:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from rota.paths import DEFAULT_ADDRESS, DEFAULT_PORT, data_dir
+from rota.settings import SettingsFileError
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -24,16 +25,11 @@ def _setup_logging(args: argparse.Namespace) -> None:
     configure_logging(args.verbose, getattr(args, "log_format", "text"), node)
 
 
-def _labels(text: str | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in (text or "").split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise SystemExit(f"rota: error: --labels: expected k=v[,k=v...], got {item!r}")
-        key, value = item.split("=", 1)
-        out[key.strip()] = value.strip()
-    return out
+def _settings_error(prog: str, config: str | None, exc: ValueError) -> int:
+    """Print a settings error as one line (the file named when it is the file's fault); 2."""
+    where = f"--config {config}: " if isinstance(exc, SettingsFileError) else ""
+    print(f"{prog}: error: {where}{exc}", file=sys.stderr)
+    return 2
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
@@ -54,11 +50,11 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             tls_client_ca=args.tls_client_ca,
             insecure=True if args.insecure else None,
             db_password_file=args.db_password_file,
+            http_listen=args.http_listen,
         )
         config.resolved_database_url()  # a bad password file is a usage error
-    except (ValueError, OSError) as exc:
-        print(f"rota scheduler: error: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:
+        return _settings_error("rota scheduler", args.config, exc)
     if args.db and "@" in args.db and ":" in args.db.split("://", 1)[-1].split("@", 1)[0]:
         logging.getLogger("rota.scheduler").warning(
             "the database password is on the command line, where `ps` shows it to every user: "
@@ -73,40 +69,47 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
-    from rota.agent.daemon import Agent, AgentConfig
+    from rota.agent.config import load_agent_config
+    from rota.agent.daemon import Agent
 
-    node = args.node or socket.gethostname()
-    token = args.token or os.environ.get("ROTA_NODE_TOKEN", "")
-    if args.token_file:
-        token = Path(args.token_file).read_text().strip()
+    default_uid = default_gid = None
+    if args.default_user:
+        try:
+            default_uid, default_gid = (int(x) for x in args.default_user.split(":"))
+        except ValueError:
+            print(
+                f"rota agent: error: --default-user: expected UID:GID, got {args.default_user!r}",
+                file=sys.stderr,
+            )
+            return 2
     try:
-        default_uid, default_gid = (int(x) for x in args.default_user.split(":"))
-    except ValueError:
-        raise SystemExit(
-            f"rota agent: error: --default-user: expected UID:GID, got {args.default_user!r}"
-        ) from None
-    config = AgentConfig(
-        node=node,
-        scheduler=args.scheduler or os.environ.get("ROTA_SCHEDULER") or DEFAULT_ADDRESS,
-        data_dir=Path(args.data_dir) if args.data_dir else data_dir() / f"agent-{node}",
-        token=token,
-        address=args.address or "",
-        simulate_gpus=args.simulate_gpus,
-        gpu_mode=args.gpu_mode,
-        docker_host=args.docker_host,
-        network=args.network or "",
-        labels=_labels(args.labels),
-        heartbeat_interval=args.heartbeat,
-        ca=args.ca or os.environ.get("ROTA_CA", ""),
-        cert=args.cert or "",
-        key=args.key or "",
-        allowed_mounts=tuple(args.allowed_mount or ()),
-        allowed_images=tuple(args.allowed_image or ()),
-        default_uid=default_uid,
-        default_gid=default_gid,
-        allow_root=args.allow_root,
-        pids_limit=args.pids_limit,
-    )
+        config = load_agent_config(
+            Path(args.config) if args.config else None,
+            os.environ,
+            node=args.node,
+            scheduler=args.scheduler,
+            data_dir=args.data_dir,
+            token=args.token,
+            token_file=args.token_file,
+            address=args.address,
+            simulate_gpus=args.simulate_gpus,
+            gpu_mode=args.gpu_mode,
+            docker_host=args.docker_host,
+            network=args.network,
+            labels=args.labels,
+            heartbeat_interval=args.heartbeat,
+            ca=args.ca or os.environ.get("ROTA_CA") or None,
+            cert=args.cert,
+            key=args.key,
+            allowed_mounts=tuple(args.allowed_mount) if args.allowed_mount else None,
+            allowed_images=tuple(args.allowed_image) if args.allowed_image else None,
+            default_uid=default_uid,
+            default_gid=default_gid,
+            allow_root=True if args.allow_root else None,
+            pids_limit=args.pids_limit,
+        )
+    except ValueError as exc:
+        return _settings_error("rota agent", args.config, exc)
     os.umask(0o077)  # job output and the agent's data: readable by their owner only
     try:
         agent = Agent(config)
@@ -246,18 +249,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--db-password-file", help="file holding the database password (or ROTA_DB_PASSWORD)"
     )
+    s.add_argument(
+        "--http-listen",
+        help="HOST:PORT of the HTTP port serving /metrics (default 127.0.0.1:9718; '' = off)",
+    )
 
     _log_format_option(s)
 
-    a = sub.add_parser("agent", help="run the node agent")
+    a = sub.add_parser(
+        "agent", help="run the node agent", description="Flags win over ROTA_* and --config."
+    )
+    a.add_argument("--config", help="YAML settings file (its `agent:` section or the whole file)")
     a.add_argument("--scheduler", help=f"scheduler HOST:PORT (default {DEFAULT_ADDRESS})")
     a.add_argument("--node", help="node name (default: the host name)")
     a.add_argument("--token", help="join token from `gadmin node add` (or ROTA_NODE_TOKEN)")
     a.add_argument("--token-file", help="file holding the join token")
     a.add_argument("--address", help="address peers use to reach this node (MASTER_ADDR)")
-    a.add_argument("--data-dir", help="where job output is kept")
+    a.add_argument("--data-dir", help="where job output is kept (default: DATA_DIR/agent-NODE)")
     a.add_argument("--simulate-gpus", type=int, metavar="N", help="pretend to have N GPUs (demos)")
-    a.add_argument("--gpu-mode", default="auto", choices=["auto", "nvidia", "env"])
+    a.add_argument("--gpu-mode", choices=["auto", "nvidia", "env"], help="default: auto")
     a.add_argument(
         "--docker-host", help="Docker engine URL (default: DOCKER_HOST or the local socket)"
     )
@@ -265,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--network", help="network mode of job containers (default: the engine's default)"
     )
     a.add_argument("--labels", help="node labels k=v[,k=v]")
-    a.add_argument("--heartbeat", type=float, default=2.0, help="seconds between heartbeats")
+    a.add_argument("--heartbeat", metavar="DURATION", help="between heartbeats (default 2s)")
     _log_format_option(a)
     a.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     a.add_argument("--cert", help="this node's client certificate (mutual TLS)")
@@ -281,14 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument(
         "--default-user",
-        default="65534:65534",
         metavar="UID:GID",
-        help="who jobs run as when the job's user has no passwd entry here (default nobody)",
+        help="who jobs run as when the job's user has no passwd entry here (default 65534:65534)",
     )
     a.add_argument(
         "--allow-root", action="store_true", help="let jobs of root run as root (never by default)"
     )
-    a.add_argument("--pids-limit", type=int, default=4096, help="processes per job container")
+    a.add_argument("--pids-limit", type=int, help="processes per job container (default 4096)")
 
     c = sub.add_parser("certs", help="TLS certificates for the scheduler and agents")
     c_sub = c.add_subparsers(dest="certs_command", required=True)

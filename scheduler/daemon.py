@@ -19,12 +19,15 @@ from collections.abc import Callable
 import grpc
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from rota.scheduler.api.metrics import MetricsInterceptor
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.api.standard import add_standard_services, set_serving
 from rota.scheduler.api.validation import ValidationInterceptor
 from rota.scheduler.config import SchedulerConfig, input_rules, policy_config
 from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
+from rota.scheduler.http import HttpServer, Response
+from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
 from rota.tls import TLSFileError, is_loopback, server_credentials
@@ -49,10 +52,11 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
     policy = make_policy(config.policy, policy_config(config))
     store = Store(config.resolved_database_url())
-    engine = Engine(build_services(store, config, time.time, policy))
-    server = grpc.aio.server(
-        options=SERVER_OPTIONS, interceptors=[ValidationInterceptor(input_rules(config))]
-    )
+    metrics = SchedulerMetrics()
+    engine = Engine(build_services(store, config, time.time, policy), observer=metrics)
+    # the first interceptor is the outermost: requests validation refuses are counted too
+    interceptors = [MetricsInterceptor(metrics), ValidationInterceptor(input_rules(config))]
+    server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
     add_servicers(server, engine)
     health = await add_standard_services(server)
     try:
@@ -68,6 +72,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         engine.tick, "interval", seconds=config.tick_interval, max_instances=1, coalesce=True
     )
     ticker.start()
+    http = await _start_http(config, engine, metrics)
     await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]
     log.info(
@@ -87,11 +92,39 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     log.info("rota scheduler stopping: no new requests, finishing the current pass")
     await health.enter_graceful_shutdown()
     ticker.shutdown(wait=False)
+    await http.stop()
     await server.stop(grace=1.0)
     await engine.stop()
     store.close()
     log.info("rota scheduler stopped")
     return 0
+
+
+async def _start_http(
+    config: SchedulerConfig, engine: Engine, metrics: SchedulerMetrics
+) -> HttpServer:
+    """The HTTP port (``/metrics``); only a loopback address unless ``insecure``. A port that
+    cannot be bound is logged and left off: gRPC keeps serving."""
+    http = HttpServer({"/metrics": lambda: _scrape(engine, metrics)})
+    if not config.http_listen:
+        return http
+    if not config.insecure and not is_loopback(config.http_listen):
+        raise ListenError(
+            f"refusing to serve HTTP on {config.http_listen}: /metrics has no authentication; "
+            "listen on 127.0.0.1 (and scrape through a proxy) or pass --insecure"
+        )
+    try:
+        port = await http.start(config.http_listen)
+    except (OSError, ValueError) as exc:
+        log.error("HTTP port off: cannot listen on %s: %s", config.http_listen, exc)
+        return http
+    log.info("serving /metrics on %s:%d", config.http_listen.rsplit(":", 1)[0], port)
+    return http
+
+
+async def _scrape(engine: Engine, metrics: SchedulerMetrics) -> Response:
+    cluster = await engine.metrics_sample()
+    return Response(200, metrics.render(cluster), CONTENT_TYPE)
 
 
 def _add_port(server: grpc.aio.Server, config: SchedulerConfig) -> int:

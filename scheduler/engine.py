@@ -18,17 +18,19 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rota.messages import (
     AgentEvent,
     AgentOrder,
     Heartbeat,
     Hello,
+    LaunchOrder,
     LogData,
     LogRequest,
     Pong,
 )
+from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus
@@ -39,7 +41,11 @@ from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.core.services import Services
+from rota.scheduler.core.submission import task_count
+from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
+from rota.scheduler.metrics_sample import ClusterSample, sample
 from rota.scheduler.policy.explain import Explanation
+from rota.scheduler.policy.snapshot import Plan
 
 log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
@@ -55,13 +61,23 @@ class AgentSession:
     outbox: asyncio.Queue[AgentOrder | None] = field(default_factory=asyncio.Queue)
 
 
+class PassObserver(Protocol):
+    """Told about every scheduling pass (the metrics): how long it took and, for each job it
+    launched, how long that job waited since submission."""
+
+    def pass_done(self, seconds: float, queue_waits: Sequence[float]) -> None: ...
+
+
 class Engine:
     """Async orchestration over the services, used by the servicers and the periodic tick."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, observer: PassObserver | None = None) -> None:
         self.services = services
+        self.observer = observer
         self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
+        self._large = LargeSubmissions(services.jobs, self._core)
+        self._cancels = LargeCancels(services.jobs, self._core, self.dispatch)
         self._sessions: dict[str, AgentSession] = {}
         self._session_ids = itertools.count(1)
         self._log_ids = itertools.count(1)
@@ -104,12 +120,22 @@ class Engine:
 
     async def run_pass(self) -> None:
         """Snapshot (core thread), decide (policy thread), apply (core thread), send orders."""
+        began = time.monotonic()
         planner = self.services.planner
         snapshot = await self._core(planner.snapshot)
         plan = await self._policy(self.services.policy.decide, snapshot)
-        orders = await self._core(planner.apply, plan, snapshot.version)
+        orders, waits = await self._core(self._apply, plan, snapshot.version)
         self.passes += 1
         self.dispatch(orders)
+        if self.observer is not None:
+            self.observer.pass_done(time.monotonic() - began, waits)
+
+    def _apply(self, plan: Plan, version: int) -> tuple[Orders, list[float]]:
+        """Apply the plan; also how long each job it launched waited since submission."""
+        orders = self.services.planner.apply(plan, version)
+        jobs, now = self.services.model.jobs, time.time()
+        launched = {o.job_id for _, o in orders if isinstance(o, LaunchOrder)}
+        return orders, [now - jobs[i].submit_time for i in launched if i in jobs]
 
     async def stop(self) -> None:
         """Finish the pass in progress, then stop the loop and the threads."""
@@ -121,6 +147,7 @@ class Engine:
             session.outbox.put_nowait(None)
         self._core_pool.shutdown(wait=True)
         self._policy_pool.shutdown(wait=True)
+        self._large.shutdown()
 
     async def tick(self) -> None:
         """Periodic housekeeping (APScheduler calls this): lost nodes and idle jobs, stale
@@ -132,7 +159,9 @@ class Engine:
     def tick_step(self) -> Orders:
         """The core-thread part of ``tick`` (in-process tests call it directly)."""
         services = self.services
-        return services.agents.lost_nodes() + services.gpus.idle_jobs()
+        orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
+        services.accounting.tick()
+        return orders
 
     async def _close_stale_sessions(self) -> None:
         """Close streams of nodes the model no longer counts as connected (heartbeats stopped,
@@ -165,14 +194,16 @@ class Engine:
     async def submit(
         self, items: Sequence[SubmitItem], user: str, test_only: bool
     ) -> list[SubmitResult]:
-        results = await self._core(self.services.jobs.submit, items, user, test_only)
+        if not test_only and task_count(items) > LARGE_SUBMISSION:
+            results = await self._large.submit(items, user)
+        else:
+            results = await self._core(self.services.jobs.submit, items, user, test_only)
         if not test_only:
             self.request_pass()
         return results
 
     async def cancel(self, ids: Sequence[str], user: str, reason: str) -> list[CancelResult]:
-        results, orders = await self._core(self.services.jobs.cancel, ids, user, reason)
-        self.dispatch(orders)
+        results = await self._cancels.cancel(ids, user, reason)
         self.request_pass()
         return results
 
@@ -239,6 +270,21 @@ class Engine:
             live = self._sessions.get(node)
             if live is not None:
                 live.outbox.put_nowait(LogRequest(request_id, cancel=True))
+
+    # ------------------------------------------------------------ AccountingService
+
+    async def list_finished(self, query: AccountingQuery) -> list[FinishedJob]:
+        return await self._core(self.services.accounting.finished, query)
+
+    async def usage_summary(
+        self, query: AccountingQuery
+    ) -> tuple[list[UsageTotal], list[UsageTotal]]:
+        """Totals per user and per account."""
+        return await self._core(self.services.accounting.summary, query)
+
+    async def metrics_sample(self) -> ClusterSample:
+        """What the model shows now, for a /metrics scrape."""
+        return await self._core(sample, self.services)
 
     # ------------------------------------------------------------ NodeService, GpuHealth
 
@@ -357,6 +403,7 @@ class Engine:
         node changed (in-process tests call it directly)."""
         services = self.services
         changed = services.agents.heartbeat(node, session, beat)
+        services.meter.observe(node, session)
         return services.gpus.observe(node, session) or changed
 
     async def agent_event(self, session: AgentSession, event: AgentEvent) -> None:

@@ -2,6 +2,11 @@
 # Quickstart on a fresh Debian/Ubuntu machine (run as root or with sudo rights):
 # installs rota and what it needs, starts a one-machine cluster (scheduler on SQLite + a local
 # agent with 2 simulated GPUs), submits examples/hello.yaml and shows it finish.
+#
+# rota goes into a virtual environment (the system Python refuses `pip install`, PEP 668):
+# as root /opt/rota/venv with the commands linked into /usr/local/bin, otherwise
+# ~/.local/share/rota/venv with the commands linked into ~/.local/bin. ROTA_VENV and ROTA_BIN
+# choose other places; PYTHON the interpreter (default python3, >= 3.11).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -20,7 +25,23 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /tmp/dockerd.log" >&2; exit 1; }
 fi
 
-python3 -m pip install -q .
+if [ "$(id -u)" -eq 0 ]; then
+  venv=${ROTA_VENV:-/opt/rota/venv}; bin=${ROTA_BIN:-/usr/local/bin}
+else
+  venv=${ROTA_VENV:-$HOME/.local/share/rota/venv}; bin=${ROTA_BIN:-$HOME/.local/bin}
+fi
+echo "Installing rota into the virtual environment $venv ..."
+bash scripts/venv.sh "$venv" .
+mkdir -p "$bin"
+commands=$("$venv/bin/python" -c 'from importlib.metadata import distribution
+print(" ".join(e.name for e in distribution("rota").entry_points if e.group == "console_scripts"))')
+for cmd in $commands; do ln -sf "$venv/bin/$cmd" "$bin/$cmd"; done
+echo "rota installed in $venv; commands linked into $bin: $commands"
+case ":$PATH:" in
+  *":$bin:"*) ;;
+  *) echo "note: $bin is not on your PATH; add it, e.g. echo 'export PATH=\"$bin:\$PATH\"' >> ~/.bashrc"
+     export PATH="$bin:$PATH" ;;
+esac
 
 cp "$(command -v busybox)" examples/hello-image/busybox
 docker build -q -t rota-hello:latest examples/hello-image >/dev/null 2>/tmp/rota-build.log || { cat /tmp/rota-build.log >&2; exit 1; }
@@ -35,7 +56,7 @@ ginfo
 job=$(gsub --parsable examples/hello.yaml)
 echo "Submitted job $job"
 for _ in $(seq 120); do
-  state=$(gqueue -j "$job" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["state"])')
+  state=$(gqueue -j "$job" --json | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)[0]["state"])')
   case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
   sleep 0.5
 done

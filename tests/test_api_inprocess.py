@@ -155,3 +155,43 @@ def test_submit_list_page_and_cancel(tmp_path: Path) -> None:
         assert (node.state, node.gpus_total) == ("IDLE", 2)
 
     run(test, tmp_path)
+
+
+def test_a_large_array_is_stored_found_by_task_listed_in_pages_and_cancelled_whole(
+    tmp_path: Path,
+) -> None:
+    async def test(sched: InProcessScheduler) -> None:
+        await registered(sched)
+        items = [
+            pb.SubmitItem(spec=spec(hold=True, array="0-2499")),  # > 1,000: the chunked path
+            pb.SubmitItem(spec=spec(hold=True)),
+        ]
+        reply = await sched.jobs.SubmitJobs(pb.SubmitJobsRequest(items=items, user="ann"))
+        tasks, (single,) = (list(j.job_ids) for j in reply.jobs)
+        array = tasks[0].split("_")[0]
+        assert tasks == [f"{array}_{t}" for t in range(2500)]
+        sizes, seen, token = [], [], ""
+        while True:
+            page = await sched.jobs.ListJobs(pb.ListJobsRequest(page_token=token))
+            sizes.append(len(page.jobs))
+            seen += [j.id for j in page.jobs]
+            token = page.next_page_token
+            if not token:
+                break
+        assert sizes == [2000, 501] and seen == [*tasks, single]
+        named = await sched.jobs.ListJobs(pb.ListJobsRequest(ids=[f"{array}_7"]))
+        assert [(j.id, j.state_code) for j in named.jobs] == [(f"{array}_7", "PD")]
+        cancelled = await sched.jobs.CancelJobs(
+            pb.CancelJobsRequest(ids=[array, "999", single], user="ann")
+        )
+        assert [(r.id, r.ok, r.message) for r in cancelled.results] == [
+            (array, True, ""),
+            ("999", False, "job 999 does not exist"),
+            (single, True, ""),
+        ]
+        left = await sched.jobs.ListJobs(pb.ListJobsRequest())
+        assert list(left.jobs) == []
+        everyone = await sched.jobs.ListJobs(pb.ListJobsRequest(ids=[array], all_states=True))
+        assert {j.state_code for j in everyone.jobs} == {"CA"} and len(everyone.jobs) == 2000
+
+    run(test, tmp_path)

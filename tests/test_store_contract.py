@@ -8,13 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from rota.gpus import GpuInfo
 from rota.jobspec import JobSpec
 from rota.messages import Inventory
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
-from rota.scheduler.store.models import Base
+from rota.scheduler.store.models import ArrayRow, Base, JobRow
 from rota.scheduler.store.store import JobQuery, Store
 from rota.states import JobState
 from tests.postgres import postgres_url  # noqa: F401  (fixture)
@@ -140,3 +140,19 @@ def test_nodes_round_trip(store: Store) -> None:
 def test_schema_is_created_once(store: Store, store_url: str) -> None:
     Base.metadata.create_all(store.engine)  # idempotent: a restarted scheduler does this
     assert Store(store_url).active_jobs() == []
+
+
+def test_an_array_is_stored_once_and_its_tasks_found_by_index(store: Store) -> None:
+    task_ids = list(range(0, 300, 3))
+    (stored,) = store.submit([[_job(task=t) for t in task_ids]], [""], "ann")
+    array_id = stored[0].id
+    assert [j.display_id for j in stored] == [f"{array_id}_{t}" for t in task_ids]
+    with store.engine.connect() as conn:
+        assert conn.execute(select(ArrayRow.id)).scalars().all() == [array_id]
+        assert all(spec == {} for spec in conn.execute(select(JobRow.spec)).scalars())
+    (task,) = store.query_jobs(JobQuery(named=((array_id, 9),)))
+    assert task.display_id == f"{array_id}_9" and task.spec == _job().spec
+    every = store.query_jobs(JobQuery(named=((array_id, None),)))
+    assert len(every) == len(task_ids) and every[0].spec is every[-1].spec
+    (history,) = [e.reason for e in store.events(task.id)]
+    assert history == "submitted by ann (array of 100 tasks)"

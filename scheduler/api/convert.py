@@ -4,6 +4,8 @@ that import generated code."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rota.jobspec import JobSpec
 from rota.messages import (
     AgentEvent,
@@ -60,7 +62,22 @@ def action_from_pb(value: int) -> str:
     return pb.ControlAction.Name(value).lower()
 
 
-def job_to_pb(job: JobRecord, events: list[JobEvent] | None = None) -> pb.Job:
+def jobs_to_pb(jobs: Sequence[JobRecord]) -> list[pb.Job]:
+    """Messages of many jobs; a spec shared by many (an array's tasks) is converted once."""
+    specs: dict[int, pb.JobSpec] = {}
+    out = []
+    for job in jobs:
+        spec = specs.get(id(job.spec))
+        if spec is None:
+            spec = specs[id(job.spec)] = spec_to_pb(job.spec)
+        out.append(job_to_pb(job, spec=spec))
+    return out
+
+
+def job_to_pb(
+    job: JobRecord, events: list[JobEvent] | None = None, spec: pb.JobSpec | None = None
+) -> pb.Job:
+    """The message of one job; ``spec``: its spec's message, when already converted."""
     msg = pb.Job(
         id=job.display_id,
         job_id=job.id,
@@ -81,7 +98,7 @@ def job_to_pb(job: JobRecord, events: list[JobEvent] | None = None) -> pb.Job:
         start_time=job.start_time or 0.0,
         end_time=job.end_time or 0.0,
         time_limit=job.time_limit,
-        spec=spec_to_pb(job.spec),
+        spec=spec if spec is not None else spec_to_pb(job.spec),
         estimated_start=job.estimated_start or 0.0,
     )
     for alloc in job.allocation:

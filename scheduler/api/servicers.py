@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from rota.scheduler.api import convert
+from rota.scheduler.api.accounting import AccountingServicer
 from rota.scheduler.api.admin import AdminServicer
 from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
@@ -70,9 +71,8 @@ class JobServicer(pb_grpc.JobServiceServicer):
             page_token=request.page_token,
         )
         page = await self.engine.list_jobs(listing)
-        return pb.ListJobsResponse(
-            jobs=[convert.job_to_pb(j) for j in page.jobs], next_page_token=page.next_page_token
-        )
+        jobs = await asyncio.to_thread(convert.jobs_to_pb, page.jobs)  # the loop keeps serving
+        return pb.ListJobsResponse(jobs=jobs, next_page_token=page.next_page_token)
 
     @unary
     async def CancelJobs(
@@ -200,3 +200,4 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_NodeServiceServicer_to_server(NodeServicer(engine), server)
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)
     pb_grpc.add_ReservationServiceServicer_to_server(ReservationServicer(engine), server)
+    pb_grpc.add_AccountingServiceServicer_to_server(AccountingServicer(engine), server)

@@ -23,6 +23,7 @@ from rota.validate import (
     check_job_ids,
     check_message,
     check_name,
+    check_number,
     check_spec,
     check_text,
 )
@@ -45,6 +46,12 @@ def _submit(req: pb.SubmitJobsRequest, rules: Rules) -> None:
 
 
 def _list(req: pb.ListJobsRequest, rules: Rules) -> None:
+    _filters(req, rules)
+    if req.page_token and not req.page_token.isdigit():
+        raise SpecError("page_token", "must be a token from an earlier ListJobs answer")
+
+
+def _filters(req: pb.ListJobsRequest | pb.AccountingFilter, rules: Rules) -> None:
     check_job_ids("ids", req.ids, rules)
     for name in ("users", "accounts"):
         values = getattr(req, name)
@@ -52,8 +59,6 @@ def _list(req: pb.ListJobsRequest, rules: Rules) -> None:
             raise SpecError(name, f"at most {rules.max_ids_per_request} are allowed")
         for i, value in enumerate(values):
             check_name(f"{name}[{i}]", value)
-    if req.page_token and not req.page_token.isdigit():
-        raise SpecError("page_token", "must be a token from an earlier ListJobs answer")
 
 
 def _act(req: pb.CancelJobsRequest | pb.ControlJobsRequest, rules: Rules) -> None:
@@ -61,6 +66,13 @@ def _act(req: pb.CancelJobsRequest | pb.ControlJobsRequest, rules: Rules) -> Non
     check_name("user", req.user)
     if isinstance(req, pb.CancelJobsRequest):
         check_text("reason", req.reason, MAX_REASON)
+
+
+def _accounting(req: pb.AccountingFilter, rules: Rules) -> None:
+    _filters(req, rules)
+    check_name("user", req.user)
+    check_number("start", req.start, 0, 1e11)
+    check_number("end", req.end, 0, 1e11)
 
 
 def _one(req: Any, rules: Rules) -> None:
@@ -76,6 +88,8 @@ _CHECKS: dict[str, Callable[[Any, Rules], None]] = {
     _JOBS + "WatchJob": _one,
     _JOBS + "StreamLogs": _one,
     _JOBS + "ExplainJob": _one,
+    "/rota.v1.AccountingService/ListFinished": _accounting,
+    "/rota.v1.AccountingService/Summary": _accounting,
 }
 
 
@@ -103,9 +117,11 @@ class ValidationInterceptor(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler
         method = handler_call_details.method
+        # rota's own RPCs only: the standard services (health, reflection) stream by
+        # context.write, which a wrapping async generator would break
+        if handler is None or handler.request_streaming or not method.startswith("/rota."):
+            return handler
         rules = self.rules
         if handler.unary_unary is not None:
             inner = handler.unary_unary

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rota.jobspec import JobSpec, parse_array, parse_dependency
+from rota.jobspec import parse_dependency
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import NotFound, UserError
 from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
-from rota.scheduler.core.lookup import CancelResult, JobLookup
+from rota.scheduler.core.lookup import CancelResult, JobLookup, parse_display_id
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.snapshot import SnapshotBuilder
+from rota.scheduler.core.submission import (
+    Admission,
+    SubmitItem,
+    SubmitResult,
+    base_record,
+    task_ids,
+)
 from rota.scheduler.policy import Policy, reasons
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.fit import node_matches
@@ -23,25 +32,11 @@ from rota.scheduler.store.store import DuplicateRequest, JobQuery
 from rota.states import ACTIVE_STATES, JobState
 
 DEFAULT_STATES = (JobState.PENDING, *ACTIVE_STATES)  # what a listing shows unless told
+MAX_PAGE_SIZE = 2_000  # jobs per listing page at most; clients follow next_page_token
 # stop states that would send a job back to the queue; a cancel turns them into CANCELLED
 _REQUEUE_BOUND = frozenset(
     s.value for s in (JobState.PENDING, JobState.PREEMPTED, JobState.NODE_FAIL)
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SubmitItem:
-    spec: JobSpec
-    client_request_id: str = ""
-    source: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class SubmitResult:
-    client_request_id: str
-    job_ids: tuple[str, ...]
-    duplicate: bool = False
-    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +48,7 @@ class JobListing:
     ids: tuple[str, ...] = ()  # display ids: "123" (every task of an array) or "123_4"
     users: tuple[str, ...] = ()
     accounts: tuple[str, ...] = ()
-    page_size: int = 0  # 0: no limit
+    page_size: int = 0  # 0: MAX_PAGE_SIZE, also the most one page holds
     page_token: str = ""  # from the previous page's ``next_page_token``
 
 
@@ -99,72 +94,59 @@ class JobService:
         """Validate every item against the cluster, then store all of them or none.
 
         Items whose client request id was seen before return the stored ids (duplicate=True).
-        Raises UserError naming the source and field of the first invalid item.
+        Raises UserError naming the source and field of the first invalid item. (The engine
+        runs a large submission in steps instead: ``admit`` here, expanding and storing on a
+        thread of its own, then ``adopt`` here in chunks.)
         """
+        admission = self.admit(items, user)
+        if test_only:
+            return [
+                self._dry_run(item, base)
+                for item, base in zip(admission.new, admission.bases, strict=True)
+            ]
+        try:
+            stored = self.model.store.submit(admission.expand(), admission.request_ids, user)
+        except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
+            return self.submit(items, user, test_only)
+        self.adopt([job for group in stored for job in group])
+        return admission.results(stored)
+
+    def admit(self, items: Sequence[SubmitItem], user: str) -> Admission:
+        """The checks of ``submit``, costing per item, not per array task; raises UserError."""
         request_ids = [i.client_request_id for i in items if i.client_request_id]
         if len(request_ids) != len(set(request_ids)):
             raise UserError("client_request_id: must be unique within one SubmitJobs request")
-        store = self.model.store
-        known = store.known_requests(i.client_request_id for i in items)
+        known = self.model.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]
         for item in new_items:
             self._check_fits_cluster(item)
             self._check_reservation(item, user)
         now = self.clock()
-        groups = [self._expand(item.spec, user, now) for item in new_items]
-        self._check_pending_limits(new_items, groups)
-        if test_only:
-            return [
-                self._dry_run(item, group) for item, group in zip(new_items, groups, strict=True)
-            ]
-        try:
-            stored = store.submit(groups, [i.client_request_id for i in new_items], user)
-        except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
-            return self.submit(items, user, test_only)
-        by_request: dict[str, list[JobRecord]] = {}
-        for item, group in zip(new_items, stored, strict=True):
-            for job in group:
-                self.model.jobs[job.id] = job
-            self.model.touch(job.id for job in group)
-            by_request[item.client_request_id or f"#{id(item)}"] = group
-        self.model.bump()
-        results = []
-        for item in items:
-            if item.client_request_id in known:
-                ids = tuple(known[item.client_request_id])
-                results.append(SubmitResult(item.client_request_id, ids, duplicate=True))
-            else:
-                group = by_request[item.client_request_id or f"#{id(item)}"]
-                results.append(
-                    SubmitResult(item.client_request_id, tuple(j.display_id for j in group))
-                )
-        return results
+        limit = self.config.default_time_limit
+        bases = [base_record(i.spec, user, now, limit) for i in new_items]
+        tasks = [task_ids(i.spec) for i in new_items]
+        counts = [1 if t is None else len(t) for t in tasks]
+        self._check_pending_limits(new_items, bases, counts)
+        return Admission(items, user, known, new_items, bases, tasks)
 
-    def _dry_run(self, item: SubmitItem, group: list[JobRecord]) -> SubmitResult:
-        probe = dataclasses.replace(group[0], id=-1)
+    def adopt(self, jobs: Sequence[JobRecord], build_views: bool = False) -> None:
+        """Take committed jobs into the cluster model; ``build_views`` also builds their
+        snapshot views now (so that taking a large array in chunks leaves the next pass
+        nothing per task to do)."""
+        model = self.model
+        for job in jobs:
+            model.jobs[job.id] = job
+        model.touch(job.id for job in jobs)
+        if build_views:
+            self.snapshots.sync(self.clock())
+        model.bump()
+
+    def _dry_run(self, item: SubmitItem, base: JobRecord) -> SubmitResult:
+        probe = dataclasses.replace(base, id=-1)
         plan = self.dry_run_policy.decide(self.snapshots.snapshot(extra=[probe]))
         placed = any(p.job_id == -1 for p in plan.placements)
         reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
         return SubmitResult(item.client_request_id, (), reason=reason)
-
-    def _expand(self, spec: JobSpec, user: str, now: float) -> list[JobRecord]:
-        account = spec.account or user
-        limit = spec.time_limit or self.config.default_time_limit
-        base = JobRecord(
-            id=0,
-            name=spec.name or "job",
-            user=user,
-            account=account,
-            spec=spec,
-            state=JobState.PENDING,
-            submit_time=now,
-            time_limit=limit,
-            held="user" if spec.hold else "",
-        )
-        if not spec.array:
-            return [base]
-        task_ids, _limit = parse_array(spec.array)
-        return [dataclasses.replace(base, array_task_id=t) for t in task_ids]
 
     def _check_reservation(self, item: SubmitItem, user: str) -> None:
         spec = item.spec
@@ -192,8 +174,7 @@ class JobService:
         if not nodes:
             raise UserError(f"{src}: no node is registered yet, so nothing could ever run this job")
         probe = self.snapshots.pending_view(
-            dataclasses.replace(self._expand(spec, "probe", 0.0)[0], id=-1),
-            blocked=None,
+            dataclasses.replace(base_record(spec, "probe", 0.0, 0.0), id=-1), blocked=None
         )
         views = self.snapshots
         capable = [n for n in nodes.values() if node_matches(probe, views.node_view(n))]
@@ -211,7 +192,7 @@ class JobService:
             )
 
     def _check_pending_limits(
-        self, items: Sequence[SubmitItem], groups: Sequence[Sequence[JobRecord]]
+        self, items: Sequence[SubmitItem], bases: Sequence[JobRecord], counts: Sequence[int]
     ) -> None:
         """Refuse a submission that would take a user or account past its pending-job limit
         (``limits.max_pending_per_user`` / ``_per_account``; every array task counts)."""
@@ -226,13 +207,13 @@ class JobService:
         for kind, key, cap in caps:
             if cap is None:
                 continue
-            counts = Counter(getattr(j, kind) for j in pending)
-            for item, group in zip(items, groups, strict=True):
-                owner = getattr(group[0], kind)
-                counts[owner] += len(group)
-                if counts[owner] > cap:
+            pending_of = Counter(getattr(j, kind) for j in pending)
+            for item, base, count in zip(items, bases, counts, strict=True):
+                owner = getattr(base, kind)
+                pending_of[owner] += count
+                if pending_of[owner] > cap:
                     raise UserError(
-                        f"{item.source or 'job'}: {kind} {owner} would have {counts[owner]} "
+                        f"{item.source or 'job'}: {kind} {owner} would have {pending_of[owner]} "
                         f"pending jobs; the limit is {cap} (scheduler setting limits.{key}; "
                         "every array task counts)"
                     )
@@ -246,25 +227,26 @@ class JobService:
     # ------------------------------------------------------------ read
 
     def list_jobs(self, query: JobQuery, display_ids: Sequence[str] = ()) -> list[JobRecord]:
-        """Jobs matching the query (and ids, if given), as copies safe to read elsewhere."""
+        """Jobs matching the query (and ids, if given), as copies safe to read elsewhere.
+
+        Costs O(live jobs) plus O(jobs returned): a page (``after_id``, ``limit``) copies only
+        its own jobs, and ids are matched by rule, not expanded into every task first."""
         lookup = self.lookup
         if display_ids:
-            ids = [job.id for text in display_ids for job in lookup.resolve(text)]
-            query = dataclasses.replace(query, ids=tuple(ids))
-            if not ids:
-                return []
+            query = dataclasses.replace(query, named=tuple(map(parse_display_id, display_ids)))
         if not query.states or set(query.states) - {JobState.PENDING, *ACTIVE_STATES}:
             return [lookup.live(r) for r in self.model.store.query_jobs(query)]
-        out = [
-            lookup.copy(j)
-            for j in sorted(self.model.jobs.values(), key=lambda j: j.id)
-            if j.state in query.states
-            and (not query.ids or j.id in query.ids)
-            and (not query.users or j.user in query.users)
-            and (not query.accounts or j.account in query.accounts)
-            and j.id > query.after_id
-        ]
-        return out[: query.limit] if query.limit else out
+        match = query.matcher()
+        jobs = self.model.jobs
+        ids = sorted(jobs)
+        out: list[JobRecord] = []
+        for job_id in ids[bisect.bisect_right(ids, query.after_id) :]:
+            job = jobs[job_id]
+            if match(job):
+                out.append(lookup.copy(job))
+                if len(out) == query.limit:
+                    break
+        return out
 
     def list_page(self, listing: JobListing) -> JobPage:
         """One page of a listing; the token names where the next page starts."""
@@ -274,7 +256,10 @@ class JobService:
                 f"page_token: {listing.page_token!r} is not a token from a previous page"
             )
         if listing.page_size < 0:
-            raise UserError(f"page_size: {listing.page_size} must be >= 0 (0: no limit)")
+            raise UserError(
+                f"page_size: {listing.page_size} must be >= 0 (0: the server's most, "
+                f"{MAX_PAGE_SIZE})"
+            )
         if listing.all_states:
             states: tuple[JobState, ...] = ()
         else:
@@ -284,10 +269,10 @@ class JobService:
             users=listing.users,
             accounts=listing.accounts,
             after_id=int(token or 0),
-            limit=listing.page_size,
+            limit=min(listing.page_size or MAX_PAGE_SIZE, MAX_PAGE_SIZE),
         )
         jobs = self.list_jobs(query, listing.ids)
-        full = listing.page_size and len(jobs) == listing.page_size
+        full = len(jobs) == query.limit
         return JobPage(jobs, str(jobs[-1].id) if full else "")
 
     def get(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
@@ -339,23 +324,43 @@ class JobService:
     ) -> tuple[list[CancelResult], Orders]:
         """Cancel pending jobs at once and order running ones stopped (COMPLETING ->
         CANCELLED). A job already stopping on its way back to the queue (requeue, preemption)
-        ends CANCELLED instead."""
+        ends CANCELLED instead. (The engine cancels many jobs in chunks instead:
+        ``cancel_targets``, then ``cancel_live`` per chunk.)"""
         if not display_ids:
             raise UserError("ids: name at least one job to cancel")
-        life = self.lifecycle
         why = reason or f"cancelled by {user}"
+        return self.lookup.act_on(
+            display_ids, functools.partial(self._stop, why=why), live_only=True
+        )
 
-        def stop(job: JobRecord, events: list[JobEvent], orders: Orders) -> str:
-            if job.state is JobState.PENDING:
-                events.append(life.finish(job, JobState.CANCELLED, why))
-            elif job.state in (JobState.CONFIGURING, JobState.RUNNING):
-                event, kills = life.stop(job, JobState.CANCELLED, why)
-                events.append(event)
-                orders.extend(kills)
-            elif job.state is JobState.COMPLETING and job.stop_state in _REQUEUE_BOUND:
-                job.stop_state = JobState.CANCELLED.value
-                job.reason = why
-                events.append(life.note(job, HistoryKind.INFO, f"{why}; it will not be requeued"))
-            return ""
+    def cancel_targets(self, display_ids: Sequence[str]) -> dict[str, list[int]]:
+        """The live jobs each id names, from the model (an id shaped wrongly, or naming no live
+        job, maps to none: ``cancel`` says why)."""
+        targets: dict[str, list[int]] = {}
+        for display_id in display_ids:
+            try:
+                targets[display_id] = self.lookup.live_ids(display_id)
+            except UserError:
+                targets[display_id] = []
+        return targets
 
-        return self.lookup.act_on(display_ids, stop, live_only=True)
+    def cancel_live(
+        self, job_ids: Sequence[int], user: str, reason: str = ""
+    ) -> tuple[dict[int, str], Orders]:
+        """``cancel`` of the jobs among ``job_ids`` still live; why any could not be, by id."""
+        why = reason or f"cancelled by {user}"
+        return self.lookup.act_on_live(job_ids, functools.partial(self._stop, why=why))
+
+    def _stop(self, job: JobRecord, events: list[JobEvent], orders: Orders, why: str) -> str:
+        life = self.lifecycle
+        if job.state is JobState.PENDING:
+            events.append(life.finish(job, JobState.CANCELLED, why))
+        elif job.state in (JobState.CONFIGURING, JobState.RUNNING):
+            event, kills = life.stop(job, JobState.CANCELLED, why)
+            events.append(event)
+            orders.extend(kills)
+        elif job.state is JobState.COMPLETING and job.stop_state in _REQUEUE_BOUND:
+            job.stop_state = JobState.CANCELLED.value
+            job.reason = why
+            events.append(life.note(job, HistoryKind.INFO, f"{why}; it will not be requeued"))
+        return ""

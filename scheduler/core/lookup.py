@@ -18,6 +18,16 @@ from rota.states import JobState
 Act = Callable[[JobRecord, list[JobEvent], Orders], str]
 
 
+def parse_display_id(text: str) -> tuple[int, int | None]:
+    """``123`` -> (123, None) (a job, or every task of array 123); ``123_4`` -> (123, 4).
+    UserError when ``text`` is not shaped like a job id."""
+    array_text, sep, task_text = text.strip().partition("_")
+    try:
+        return int(array_text), int(task_text) if sep else None
+    except ValueError:
+        raise UserError(f"{text!r} is not a job id like 123 or 123_4") from None
+
+
 @dataclass(frozen=True, slots=True)
 class CancelResult:
     """What an action (cancel, hold, release, requeue) did to the jobs one id names."""
@@ -36,17 +46,11 @@ class JobLookup:
     def resolve(self, display_id: str) -> list[JobRecord]:
         """Copies of the jobs ``display_id`` names (none when it names nothing); UserError
         when it is not shaped like a job id."""
-        text = display_id.strip()
         store = self.model.store
-        try:
-            if "_" in text:
-                array_text, task_text = text.split("_", 1)
-                array_id, task_id = int(array_text), int(task_text)
-                rows = store.query_jobs(JobQuery(array_ids=(array_id,)))
-                return [self.live(r) for r in rows if r.array_task_id == task_id]
-            job_id = int(text)
-        except ValueError:
-            raise UserError(f"{display_id!r} is not a job id like 123 or 123_4") from None
+        job_id, task_id = parse_display_id(display_id)
+        if task_id is not None:  # one task: found by the (array, task) index
+            named = JobQuery(array_ids=(job_id,), task_ids=(task_id,))
+            return [self.live(r) for r in store.query_jobs(named)]
         rows = store.query_jobs(JobQuery(ids=(job_id,), array_ids=(job_id,)))
         return [self.live(r) for r in rows if r.array_job_id in (None, job_id)]
 
@@ -59,6 +63,42 @@ class JobLookup:
         pending = job.state is JobState.PENDING
         start = self.model.starts.get(job.id) if pending else None
         return dataclasses.replace(job, estimated_start=start)
+
+    def live_ids(self, display_id: str) -> list[int]:
+        """Ids of the live jobs ``display_id`` names, read from the model alone (one scan
+        of the live jobs for an array); UserError when it is not shaped like a job id."""
+        job_id, task_id = parse_display_id(display_id)
+        jobs = self.model.jobs
+        job = jobs.get(job_id)
+        if task_id is None and job is not None and job.array_job_id is None:
+            return [job_id]
+        return [
+            j.id
+            for j in jobs.values()
+            if j.array_job_id == job_id and (task_id is None or j.array_task_id == task_id)
+        ]
+
+    def act_on_live(self, job_ids: Sequence[int], act: Act) -> tuple[dict[int, str], Orders]:
+        """Apply ``act`` to the jobs among ``job_ids`` still live (others are skipped) and
+        commit; returns why it could not, by job id, and the orders."""
+        problems: dict[int, str] = {}
+        changed: list[JobRecord] = []
+        events: list[JobEvent] = []
+        orders: Orders = []
+        jobs_now = self.model.jobs
+        for job_id in job_ids:
+            job = jobs_now.get(job_id)
+            if job is None:
+                continue
+            problem = act(job, events, orders)
+            if problem:
+                problems[job_id] = f"{job.display_id} {problem}"
+            else:
+                changed.append(job)
+        if changed or events:
+            self.model.commit(changed, events)
+            self.model.bump()
+        return problems, orders
 
     def act_on(
         self, display_ids: Sequence[str], act: Act, live_only: bool = False

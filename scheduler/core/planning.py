@@ -80,15 +80,19 @@ class Planner:
             job.stop_state = JobState.PREEMPTED.value
             changed.append(job)
             orders.extend(life.kill_orders(job, "preempted"))
+        waiting: list[tuple[int, str]] = []
         for job_id, reason in self.snapshots.changed_reasons(plan.reasons):
             job = jobs.get(job_id)
             if job is not None and job.state is JobState.PENDING and job.reason != reason:
                 job.reason = reason
-                changed.append(job)
+                waiting.append((job_id, reason))
         self.snapshots.applied(plan.reasons)
         self.model.starts = dict(plan.est_start)
         if changed or events:
             self.model.commit(changed, events)
+        if waiting:  # derived data: written off the core thread, in chunks
+            self.model.store.write_reasons(waiting)
+        if changed or events or waiting:
             self.model.bump()
         return orders
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
@@ -40,6 +41,8 @@ class Services:
     control: ControlService
     planner: Planner
     reservations: ReservationService
+    meter: UsageMeter  # NVML figures per running job, fed by heartbeats
+    accounting: AccountingService
     policy: Policy  # passes and explanations; runs on the engine's policy thread
 
 
@@ -65,6 +68,7 @@ def build_services(
     snapshots = SnapshotBuilder(
         model, lookup, gpus, usage, config, pconfig, clock, reservations=reservations.views
     )
+    meter = UsageMeter(model)
     return Services(
         config=config,
         model=model,
@@ -87,5 +91,7 @@ def build_services(
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock, window_end=reservations.window_end),
         reservations=reservations,
+        meter=meter,
+        accounting=AccountingService(model, meter, config, clock),
         policy=policy,
     )

@@ -339,7 +339,9 @@ def _pass(
                 allocs = []
                 for node in nodes:
                     gpus = state.gpus_for(job, node, key)
-                    state.take(node, gpus, job.cpus, job.memory, job.exclusive, now + length)
+                    state.take(
+                        node, gpus, job.cpus, job.memory, job.exclusive, now + length, job.id
+                    )
                     allocs.append(Allocation(node.view.name, gpus, job.cpus, job.memory))
                 placements.append(Placement(job.id, tuple(allocs)))
                 placed.add(job.id)

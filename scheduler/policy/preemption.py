@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.fit import gpu_ok
 from rota.scheduler.policy.snapshot import PendingJob, RunningJob
-from rota.scheduler.policy.state import ClusterState, ConstraintKey, NodeState, window_ok
+from rota.scheduler.policy.state import INF, ClusterState, ConstraintKey, NodeState, window_ok
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ class Preemptor:
             if chosen is None:
                 continue
             need = node.total if job.exclusive else job.gpus
-            if not self._window(node, chosen, need, now + duration):
+            if not self._window(node, chosen, need, now + duration, job.exclusive):
                 continue
             lost = sum(len(a.gpu_indices) for v in chosen for a in v.job.allocations)
             scored.append((lost, len(chosen), node.idx, chosen, node))
@@ -121,7 +121,7 @@ class Preemptor:
             for alloc in victim.job.allocations:
                 holder = self.state.by_name.get(alloc.node)
                 if holder is not None:
-                    self.state.move_release(holder, victim.end, now, len(alloc.gpu_indices))
+                    self.state.preempt(holder, victim.job, victim.end, len(alloc.gpu_indices))
         return sorted(victims), [s[4] for s in picked]
 
     def _victims_on(
@@ -140,6 +140,8 @@ class Preemptor:
             room.add(held, suits)
         need = len(allocatable) if job.exclusive else job.gpus
         left = set(self.holders.get(view.name, ()))  # holders that would still run
+        if job.exclusive:  # jobs placed in this pass that hold no GPU
+            left.update(i for end, i in node.gpuless if end > self.state.now)
         chosen: list[_Victim] = []
         for victim, held in self.by_node.get(view.name, ()):
             short = self._short(job, room, need, left)
@@ -177,9 +179,16 @@ class Preemptor:
             return held.memory > 0
         return True  # an exclusive job needs every holder gone
 
-    def _window(self, node: NodeState, chosen: list[_Victim], need: int, end: float) -> bool:
-        changes = list(node.changes)
+    def _window(
+        self, node: NodeState, chosen: list[_Victim], need: int, end: float, exclusive: bool
+    ) -> bool:
         now = self.state.now
+        if node.claims:  # a claim other than the victims' keeps the job off meanwhile
+            gone = {(-INF, v.end, True) for v in chosen if v.job.exclusive}
+            claims = [c for c in node.claims if c not in gone]
+            if any(s < end and now < e and (whole or exclusive) for s, e, whole in claims):
+                return False
+        changes = list(node.changes)
         for victim in chosen:
             gpus = sum(
                 len(a.gpu_indices) for a in victim.job.allocations if a.node == node.view.name

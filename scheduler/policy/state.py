@@ -7,6 +7,12 @@ profile never drops below its GPU count before its time limit ends, so a job pla
 never delays a reservation. Profiles count GPUs only: CPUs and memory are checked now, not
 reserved ahead (jobs that need them but no GPU are rare); GPU-type filters are checked on
 the GPUs free now, and profiles assume a node's GPUs are alike.
+
+Exclusive jobs hold a node whole, which GPU counts alone cannot say for jobs that need no
+GPU: each node also keeps its *claims*, windows ``[start, end)`` of exclusive jobs running,
+placed or reserved there (*whole*: no other job may overlap one) and of reservations for
+jobs that need no GPU (no exclusive job may overlap one), and the end times of the jobs
+there that hold no GPU (an exclusive job starts only after them).
 """
 
 from __future__ import annotations
@@ -21,8 +27,18 @@ from rota.scheduler.policy.topology import choose_gpus
 
 INF = math.inf
 ConstraintKey = tuple[str, int, tuple[tuple[str, str], ...]] | None
-# free, cpus, memory, used, reserved, changes, releases
-_Saved = tuple[list[int], float, int, bool, bool, list[tuple[float, int]], list[float]]
+# free, cpus, memory, used, reserved, changes, releases, claims, gpuless
+_Saved = tuple[
+    list[int],
+    float,
+    int,
+    bool,
+    bool,
+    list[tuple[float, int]],
+    list[float],
+    list[tuple[float, float, bool]],
+    list[tuple[float, int]],
+]
 # (job, [(node idx, GPUs taken)], release time, regular)
 _Held = tuple[RunningJob, list[tuple[int, int]], float, bool]
 
@@ -64,8 +80,10 @@ class NodeState:
     __slots__ = (
         "allocatable",
         "changes",
+        "claims",
         "cpus",
         "free",
+        "gpuless",
         "holders",
         "idx",
         "memory",
@@ -91,6 +109,8 @@ class NodeState:
         self.stopping = 0  # GPUs held by jobs that were told to stop
         self.changes: list[tuple[float, int]] = []  # (time, delta of free GPUs), sorted
         self.releases: list[float] = []  # one end time per held GPU, sorted (no reservations)
+        self.claims: list[tuple[float, float, bool]] = []  # (start, end, whole), sorted
+        self.gpuless: list[tuple[float, int]] = []  # (end, job id) of holders of no GPU, sorted
 
     def save(self) -> _Saved:
         """The fields a pass may change (for ``ClusterState.undo``)."""
@@ -102,6 +122,8 @@ class NodeState:
             self.reserved,
             list(self.changes),
             list(self.releases),
+            list(self.claims),
+            list(self.gpuless),
         )
 
     def restore(self, saved: _Saved) -> None:
@@ -113,6 +135,8 @@ class NodeState:
             self.reserved,
             self.changes,
             self.releases,
+            self.claims,
+            self.gpuless,
         ) = saved
 
     def refresh_held(self) -> None:
@@ -141,19 +165,39 @@ class NodeState:
                 self.releases.remove(old)
         self.hold(count, new)
 
-    def window_ok(self, gpus: int, start: float, end: float) -> bool:
-        """Whether ``gpus`` GPUs stay free over ``[start, end)``."""
+    def window_ok(self, gpus: int, start: float, end: float, exclusive: bool = False) -> bool:
+        """Whether ``gpus`` GPUs stay free over ``[start, end)`` and no claim keeps a job
+        (an ``exclusive`` one) off the node then."""
+        if self.claims and self.claimed(start, end, exclusive):
+            return False
         return window_ok(len(self.free), self.changes, gpus, start, end)
 
-    def earliest(self, gpus: int, duration: float, after: float) -> float:
-        """Earliest ``t >= after`` with ``gpus`` GPUs free over ``[t, t + duration)``; INF if never."""
+    def claimed(self, start: float, end: float, exclusive: bool) -> bool:
+        """Whether a claim keeps a job (an ``exclusive`` one) off the node in ``[start, end)``."""
+        return any(s < end and start < e and (whole or exclusive) for s, e, whole in self.claims)
+
+    def claim(self, start: float, end: float, whole: bool) -> None:
+        """Claim the node over ``[start, end)``: for an exclusive job (``whole``), or for a
+        job that needs no GPU (keeps exclusive jobs off)."""
+        insort(self.claims, (start, end, whole))
+        self.reserved = True  # profile walks must see the claim
+
+    def earliest(self, gpus: int, duration: float, after: float, exclusive: bool = False) -> float:
+        """Earliest ``t >= after`` with ``gpus`` GPUs free over ``[t, t + duration)`` and no
+        claim in the way (``window_ok``); INF if never."""
         if not self.reserved:  # the profile only rises: free from its lower bound on
             return self.lower_bound(gpus, after)
         candidates = [after] + [when for when, delta in self.changes if when > after and delta > 0]
+        if self.claims:
+            candidates = sorted(candidates + [e for _, e, _ in self.claims if e > after])
         for t in candidates:
-            if self.window_ok(gpus, t, t + duration):
+            if self.window_ok(gpus, t, t + duration, exclusive):
                 return t
         return INF
+
+    def empty_from(self) -> float:
+        """When every holder of no GPU has ended (GPU holders are in the profile)."""
+        return self.gpuless[-1][0] if self.gpuless else -INF
 
     def lower_bound(self, gpus: int, after: float) -> float:
         """A time before which ``gpus`` GPUs cannot be free (reservations only lower levels)."""
@@ -208,6 +252,8 @@ class ClusterState:
         for node in self.nodes:
             node.changes.sort()
             node.releases.sort()
+            node.claims.sort()
+            node.gpuless.sort()
             if held_cr:
                 node.refresh_held()
             else:  # no running job holds CPUs or memory: only ``used`` changes
@@ -244,6 +290,13 @@ class ClusterState:
                 holders[job_id] = (cpus + alloc.cpus, memory + alloc.memory)
             else:
                 holders[job_id] = (alloc.cpus, alloc.memory)
+            if exclusive:
+                node.claims.append((-INF, end, True))
+                node.reserved = True
+            if not taken:
+                node.gpuless.append((end, job_id))
+                if sort:
+                    node.gpuless.sort()
             if taken:
                 if stopping:
                     node.stopping += taken
@@ -298,6 +351,8 @@ class ClusterState:
                 for alloc in job.allocations:
                     if alloc.node == node.view.name:
                         held.update(alloc.gpu_indices)
+                if not count:
+                    node.gpuless.remove((end, job_id))
                 if count:
                     allocatable = node.allocatable
                     node.free = sorted([*node.free, *(g for g in held if g in allocatable)])
@@ -409,7 +464,7 @@ class ClusterState:
                 usable = [i for i in node.free if gpu_ok(job, *_name_mem(node, i))]
                 if len(usable) < job.gpus:
                     return False
-        return not node.reserved or node.window_ok(need, self.now, end)
+        return not node.reserved or node.window_ok(need, self.now, end, job.exclusive)
 
     def find(self, job: PendingJob, key: ConstraintKey, end: float) -> list[NodeState] | None:
         """Best-fit nodes (fewest free GPUs first) where ``job`` fits now until ``end``."""
@@ -440,8 +495,9 @@ class ClusterState:
         memory: int,
         exclusive: bool,
         end: float,
+        job_id: int,
     ) -> None:
-        """A job placed now holds these resources until ``end``."""
+        """Job ``job_id``, placed now, holds these resources until ``end``."""
         self._touch(node)
         now = self.now
         for gpus_needed, bounds in self._bounds.items():
@@ -460,25 +516,41 @@ class ClusterState:
         self._add_bucket(node)
         if taken:
             node.hold(len(taken), end)
+        else:
+            insort(node.gpuless, (end, job_id))
+        if exclusive:
+            node.claim(self.now, end, True)
         for gpus_needed, bounds in self._bounds.items():
             new = (max(now, node.release_bound(gpus_needed)), node.idx)
             if new[0] < INF:
                 insort(bounds, new)
 
-    def move_release(self, node: NodeState, old: float, new: float, count: int) -> None:
-        """GPUs of ``node`` expected free at ``old`` come free at ``new`` (a preemption)."""
+    def preempt(self, node: NodeState, job: RunningJob, old: float, count: int) -> None:
+        """Running ``job``, expected to release ``count`` GPUs of ``node`` (and its claim
+        there, if exclusive) at ``old``, releases them now: it is preempted."""
         self._touch(node)
-        node.move_release(old, new, count)
+        now = self.now
+        if count:
+            node.move_release(old, now, count)
+        elif (old, job.id) in node.gpuless:
+            node.gpuless.remove((old, job.id))
+            insort(node.gpuless, (now, job.id))
+        if job.exclusive and (-INF, old, True) in node.claims:
+            node.claims.remove((-INF, old, True))
+            insort(node.claims, (-INF, now, True))
         self._bounds.clear()
 
     def reserve(self, nodes: Iterable[NodeState], gpus: int, start: float, end: float) -> None:
-        """Set ``gpus`` GPUs of each node aside over ``[start, end)`` for a blocked job."""
+        """Set ``gpus`` GPUs of each node aside over ``[start, end)`` for a blocked job
+        (``gpus`` < 0: an exclusive job; claims for those and for jobs needing no GPU)."""
         for node in nodes:
             self._touch(node)
             need = node.total if gpus < 0 else gpus
             insort(node.changes, (start, -need))
             insort(node.changes, (end, need))
             node.reserved = True
+            if gpus <= 0:
+                node.claim(start, end, gpus < 0)
 
     def earliest(
         self, job: PendingJob, key: ConstraintKey, duration: float
@@ -490,14 +562,14 @@ class ClusterState:
         if key is None and not (job.exclusive or job.cpus or job.memory):  # a plain gang
             return self._earliest_gang(job, duration, self._plain_bounds(job))
         nodes = self.matching(job, key)
-        bounds = sorted((n.lower_bound(self._need(job, n), now), n.idx) for n in nodes)
+        bounds = sorted((self._lower_bound(job, n, now), n.idx) for n in nodes)
         if job.nodes == 1:
             best, best_node = INF, None
             for bound, idx in bounds:
                 if bound >= best:
                     break
                 node = self.nodes[idx]
-                t = node.earliest(self._need(job, node), duration, bound)
+                t = node.earliest(self._need(job, node), duration, bound, job.exclusive)
                 if t < best:
                     best, best_node = t, node
             return (best, [best_node]) if best_node is not None else (INF, [])
@@ -527,9 +599,9 @@ class ClusterState:
             ):
                 bound, idx = bounds[j]
                 j += 1
-                insort(
-                    starts, (nodes[idx].earliest(self._need(job, nodes[idx]), duration, bound), idx)
-                )
+                node = nodes[idx]
+                t = node.earliest(self._need(job, node), duration, bound, job.exclusive)
+                insort(starts, (t, idx))
             if at >= len(starts):
                 return INF, []
             t = starts[at][0]
@@ -541,7 +613,9 @@ class ClusterState:
                 if start <= t
                 and (
                     not nodes[idx].reserved
-                    or nodes[idx].window_ok(self._need(job, nodes[idx]), t, t + duration)
+                    or nodes[idx].window_ok(
+                        self._need(job, nodes[idx]), t, t + duration, job.exclusive
+                    )
                 )
             ]
             if len(ok) >= job.nodes:
@@ -574,6 +648,11 @@ class ClusterState:
             if t < best:
                 best, best_node = t, node
         return (best, [best_node]) if best_node is not None else (INF, [])
+
+    def _lower_bound(self, job: PendingJob, node: NodeState, now: float) -> float:
+        """A time before which ``job`` cannot start on ``node``."""
+        bound = node.lower_bound(self._need(job, node), now)
+        return max(bound, node.empty_from()) if job.exclusive else bound
 
     @staticmethod
     def _need(job: PendingJob, node: NodeState) -> int:

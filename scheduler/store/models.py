@@ -13,12 +13,16 @@ class Base(DeclarativeBase):
 
 
 class JobRow(Base):
-    """One job (or one array task). ``spec`` is the validated job file as JSON."""
+    """One job (or one array task). ``spec`` is the validated job file as JSON; an array
+    task's row stores ``{}`` there and its spec is its array's (``ArrayRow``), stored once.
+
+    ``ix_jobs_array_task`` finds ``123_4`` (and every task of ``123``) without a scan.
+    """
 
     __tablename__ = "jobs"
     __table_args__ = (
         Index("ix_jobs_state", "state"),
-        Index("ix_jobs_array", "array_job_id"),
+        Index("ix_jobs_array_task", "array_job_id", "array_task_id"),
         {"sqlite_autoincrement": True},
     )
 
@@ -42,6 +46,20 @@ class JobRow(Base):
     allocation: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # the final state a stop was ordered for (COMPLETING -> this), e.g. CANCELLED
     stop_state: Mapped[str] = mapped_column(String(16), default="")
+
+
+class ArrayRow(Base):
+    """What the tasks of one array job share, stored once: the validated spec, as JSON.
+
+    ``id`` is the array job id (its first task's row id). Task rows hold only what differs
+    per task (task id, state, attempt, times, allocation) and what listings filter on.
+    """
+
+    __tablename__ = "arrays"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    tasks: Mapped[int] = mapped_column(Integer)
 
 
 class JobEventRow(Base):
@@ -115,3 +133,15 @@ class ReservationRow(Base):
     lend: Mapped[bool] = mapped_column(Boolean, default=True)
     created_by: Mapped[str] = mapped_column(String(64), default="")
     created_at: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class JobUsageRow(Base):
+    """What NVML showed of a finished job's GPUs: utilisation samples and peak memory."""
+
+    __tablename__ = "job_usage"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    util_sum: Mapped[float] = mapped_column(Float, default=0.0)  # percent, summed over samples
+    samples: Mapped[int] = mapped_column(Integer, default=0)  # one per GPU per heartbeat
+    memory_peak: Mapped[int] = mapped_column(BigInteger, default=0)  # bytes, on one GPU
+    memory_total: Mapped[int] = mapped_column(BigInteger, default=0)  # that GPU's memory

@@ -1,23 +1,47 @@
 """The storage interface: every database read and write of the scheduler goes through ``Store``.
 
 Any SQLAlchemy URL works; SQLite (the embedded default) runs in WAL mode. Each public method is
-one transaction. The store is used from one thread at a time (the scheduler's core thread).
+one transaction on its own pooled connection, so the store may be used from more than one thread
+(the scheduler's core thread, and the thread that writes large submissions).
+
+Array jobs are stored compactly: the spec once (``arrays``), one minimal row per task inserted
+in bulk (one multi-row INSERT), and one "submitted" event for the whole array (``events`` of
+any task starts with it). Reads share one ``JobSpec`` object among an array's tasks.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy import create_engine, event, or_, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import (
+    and_,
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql.selectable import TableValuedAlias
+from sqlalchemy.types import BigInteger
 
 from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import JobSpec, Mount
 from rota.messages import Inventory
+from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, JobUsage
 from rota.scheduler.cluster.gpus import GpuMark
 from rota.scheduler.cluster.model import (
     AdminState,
@@ -28,10 +52,12 @@ from rota.scheduler.cluster.model import (
     NodeState,
 )
 from rota.scheduler.store.models import (
+    ArrayRow,
     Base,
     GpuMarkRow,
     JobEventRow,
     JobRow,
+    JobUsageRow,
     NodeRow,
     SubmitRequestRow,
 )
@@ -91,40 +117,90 @@ def _alloc_from_json(data: Any) -> list[NodeAlloc]:
     ]
 
 
-def _record(row: JobRow) -> JobRecord:
-    return JobRecord(
-        id=row.id,
-        name=row.name,
-        user=row.user,
-        account=row.account,
-        spec=spec_from_json(row.spec),
-        state=JobState(row.state),
-        submit_time=row.submit_time,
-        time_limit=row.time_limit,
-        reason=row.reason,
-        exit_code=row.exit_code,
-        attempt=row.attempt,
-        start_time=row.start_time,
-        end_time=row.end_time,
-        held=row.held,
-        array_job_id=row.array_job_id,
-        array_task_id=row.array_task_id,
-        allocation=_alloc_from_json(row.allocation),
-        stop_state=row.stop_state,
-    )
+_JOBS = JobRow.__table__
+_EVENTS = JobEventRow.__table__
+_ARRAYS = ArrayRow.__table__
+_BATCH = 5_000  # rows per statement in bulk reads (keeps IN lists short)
 
 
-def _copy_to_row(job: JobRecord, row: JobRow) -> None:
-    row.state = job.state.value
-    row.reason = job.reason[:512]
-    row.exit_code = job.exit_code
-    row.attempt = job.attempt
-    row.start_time = job.start_time
-    row.end_time = job.end_time
-    row.held = job.held
-    row.allocation = _alloc_to_json(job.allocation)
-    row.stop_state = job.stop_state
-    row.time_limit = job.time_limit
+def _records(conn: Connection, rows: Sequence[Row[Any]]) -> list[JobRecord]:
+    """Records of ``jobs`` rows; the tasks of one array share one JobSpec object."""
+    wanted = {r.array_job_id for r in rows if r.array_job_id is not None and not r.spec}
+    specs: dict[int, JobSpec] = {}
+    ids = sorted(wanted)
+    for start in range(0, len(ids), _BATCH):
+        chunk = ids[start : start + _BATCH]
+        for array_id, spec in conn.execute(
+            select(_ARRAYS.c.id, _ARRAYS.c.spec).where(_ARRAYS.c.id.in_(chunk))
+        ):
+            specs[array_id] = spec_from_json(spec)
+    return [
+        JobRecord(
+            id=r.id,
+            name=r.name,
+            user=r.user,
+            account=r.account,
+            spec=specs[r.array_job_id] if not r.spec else spec_from_json(r.spec),
+            state=JobState(r.state),
+            submit_time=r.submit_time,
+            time_limit=r.time_limit,
+            reason=r.reason,
+            exit_code=r.exit_code,
+            attempt=r.attempt,
+            start_time=r.start_time,
+            end_time=r.end_time,
+            held=r.held,
+            array_job_id=r.array_job_id,
+            array_task_id=r.array_task_id,
+            allocation=_alloc_from_json(r.allocation),
+            stop_state=r.stop_state,
+        )
+        for r in rows
+    ]
+
+
+_MUTABLE = (
+    "state",
+    "reason",
+    "exit_code",
+    "attempt",
+    "start_time",
+    "end_time",
+    "held",
+    "allocation",
+    "stop_state",
+    "time_limit",
+)
+_UPDATE_JOB = (
+    update(_JOBS)
+    .where(_JOBS.c.id == bindparam("b_id"))
+    .values({name: bindparam(f"b_{name}") for name in _MUTABLE})
+)
+
+
+_UPDATE_REASON = (
+    update(_JOBS)
+    .where(_JOBS.c.id == bindparam("b_id"), _JOBS.c.state == JobState.PENDING.value)
+    .values(reason=bindparam("b_reason"))
+)
+_REASON_CHUNK = 1_000
+
+
+def _mutable(job: JobRecord) -> dict[str, Any]:
+    """The parameters of ``_UPDATE_JOB`` for one job (its mutable fields)."""
+    return {
+        "b_id": job.id,
+        "b_state": job.state.value,
+        "b_reason": job.reason[:512],
+        "b_exit_code": job.exit_code,
+        "b_attempt": job.attempt,
+        "b_start_time": job.start_time,
+        "b_end_time": job.end_time,
+        "b_held": job.held,
+        "b_allocation": _alloc_to_json(job.allocation),
+        "b_stop_state": job.stop_state,
+        "b_time_limit": job.time_limit,
+    }
 
 
 def inventory_to_json(inv: Inventory) -> dict[str, Any]:
@@ -150,6 +226,88 @@ def inventory_from_json(data: dict[str, Any] | None) -> Inventory:
     )
 
 
+def _job_values(job: JobRecord) -> dict[str, Any]:
+    return {
+        "name": job.name,
+        "user": job.user,
+        "account": job.account,
+        "state": job.state.value,
+        "reason": job.reason,
+        "submit_time": job.submit_time,
+        "time_limit": job.time_limit,
+        "held": job.held,
+    }
+
+
+def _submitted(job_id: int, job: JobRecord, why: str) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "time": job.submit_time,
+        "attempt": 0,
+        "old_state": "",
+        "new_state": job.state.value,
+        "reason": why,
+    }
+
+
+def _insert_job(conn: Connection, job: JobRecord, user: str) -> JobRecord:
+    """Insert one job with its spec and its submission event; returns it with its id."""
+    stmt = insert(_JOBS).values(spec=spec_to_json(job.spec), **_job_values(job))
+    job_id = conn.execute(stmt.returning(_JOBS.c.id)).scalar_one()
+    conn.execute(insert(_EVENTS).values(_submitted(job_id, job, f"submitted by {user}")))
+    return dataclasses.replace(job, id=job_id)
+
+
+def _insert_array(conn: Connection, tasks: Sequence[JobRecord], user: str) -> list[JobRecord]:
+    """Insert an array job: its spec once, a minimal row per task, and one submission event.
+
+    The tasks share everything but ``array_task_id`` (the first task's fields are stored for
+    all). On SQLite and PostgreSQL the task rows are one ``INSERT ... SELECT`` over the task
+    ids (``json_each`` / ``unnest``): no per-row work in Python. Fills in ``id`` and
+    ``array_job_id`` of ``tasks`` in place and returns them."""
+    head = tasks[0]
+    common = {**_job_values(head), "spec": {}}
+    array_id = conn.execute(
+        insert(_JOBS).values(array_task_id=head.array_task_id, **common).returning(_JOBS.c.id)
+    ).scalar_one()
+    conn.execute(update(_JOBS).where(_JOBS.c.id == array_id).values(array_job_id=array_id))
+    conn.execute(
+        insert(_ARRAYS).values(id=array_id, spec=spec_to_json(head.spec), tasks=len(tasks))
+    )
+    rest = [t.array_task_id for t in tasks[1:]]
+    source = _id_table(conn, rest)
+    if source is None:
+        rows = [{"array_task_id": task_id} for task_id in rest]
+        conn.execute(insert(_JOBS).values(array_job_id=array_id, **common), rows)
+    elif rest:
+        fields = {**common, "array_job_id": array_id}
+        values = [literal(v, _JOBS.c[k].type) for k, v in fields.items()]
+        conn.execute(
+            insert(_JOBS).from_select([*fields, "array_task_id"], select(*values, source.c.value))
+        )
+    why = f"submitted by {user} (array of {len(tasks)} tasks)"
+    conn.execute(insert(_EVENTS).values(_submitted(array_id, head, why)))
+    ids: dict[int | None, int] = dict(
+        conn.execute(
+            select(_JOBS.c.array_task_id, _JOBS.c.id).where(_JOBS.c.array_job_id == array_id)
+        ).all()
+    )
+    for task in tasks:
+        task.id = ids[task.array_task_id]
+        task.array_job_id = array_id
+    return list(tasks)
+
+
+def _id_table(conn: Connection, ids: list[int | None]) -> TableValuedAlias | None:
+    """A one-column (``value``) table of ``ids`` in SQL, or None where not supported."""
+    if conn.dialect.name == "sqlite":
+        return func.json_each(json.dumps(ids)).table_valued("value")
+    if conn.dialect.name == "postgresql":
+        param = bindparam("task_ids", ids, type_=postgresql.ARRAY(BigInteger))
+        return func.unnest(param).table_valued("value").render_derived()
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class JobQuery:
     """Filters of a job listing; empty filters match everything."""
@@ -157,10 +315,35 @@ class JobQuery:
     states: tuple[JobState, ...] = ()
     ids: tuple[int, ...] = ()  # job row ids
     array_ids: tuple[int, ...] = ()  # all tasks of these array jobs
+    task_ids: tuple[int, ...] = ()  # with array_ids: only these task ids of those arrays
+    # display ids, parsed: (123, None) is job 123 or every task of array 123; (123, 4) is 123_4
+    named: tuple[tuple[int, int | None], ...] = ()
     users: tuple[str, ...] = ()
     accounts: tuple[str, ...] = ()
     after_id: int = 0
     limit: int = 0
+
+    def matcher(self) -> Callable[[JobRecord], bool]:
+        """The filters other than ids, array ids, ``after_id`` and ``limit``, in memory (the
+        same rules ``Store.query_jobs`` applies in SQL)."""
+        states, users, accounts = set(self.states), set(self.users), set(self.accounts)
+        plain = {n for n, task in self.named if task is None}
+        pairs = {(n, task) for n, task in self.named if task is not None}
+
+        def match(job: JobRecord) -> bool:
+            return (
+                (not states or job.state in states)
+                and (not users or job.user in users)
+                and (not accounts or job.account in accounts)
+                and (
+                    not self.named
+                    or (job.id in plain and job.array_job_id is None)
+                    or job.array_job_id in plain
+                    or (job.array_job_id, job.array_task_id) in pairs
+                )
+            )
+
+        return match
 
 
 class DuplicateRequest(Exception):
@@ -178,10 +361,31 @@ class Store:
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         Base.metadata.create_all(self.engine)
+        for index in _JOBS.indexes:  # tables made by older versions lack newer indexes
+            index.create(self.engine, checkfirst=True)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._reason_writer = ThreadPoolExecutor(1, thread_name_prefix="rota-reasons")
 
     def close(self) -> None:
+        """Finish the reason writes under way, then close every connection."""
+        self._reason_writer.shutdown(wait=True)
         self.engine.dispose()
+
+    def write_reasons(self, reasons: Sequence[tuple[int, str]]) -> None:
+        """Store why pending jobs wait, later and off the caller's thread, ``_REASON_CHUNK``
+        rows per transaction (so a plan with 100,000 new reasons holds no thread or write
+        lock for long). A job that is no longer PENDING keeps its row as it is. Reasons are
+        recomputed by every pass, so one lost to a crash is rebuilt by the next."""
+        for start in range(0, len(reasons), _REASON_CHUNK):
+            chunk = [
+                {"b_id": job_id, "b_reason": why[:512]}
+                for job_id, why in reasons[start : start + _REASON_CHUNK]
+            ]
+            self._reason_writer.submit(self._write_reasons, chunk)
+
+    def _write_reasons(self, rows: list[dict[str, Any]]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(_UPDATE_REASON, rows)
 
     def _session(self) -> Session:
         return self._sessions()
@@ -215,45 +419,18 @@ class Store:
         user: str,
     ) -> list[list[JobRecord]]:
         out: list[list[JobRecord]] = []
-        with self._session() as session, session.begin():
+        with self.engine.begin() as conn:
             for group, request_id in zip(jobs, request_ids, strict=True):
-                stored: list[JobRecord] = []
-                array_id: int | None = None
-                for job in group:
-                    row = JobRow(
-                        name=job.name,
-                        user=job.user,
-                        account=job.account,
-                        spec=spec_to_json(job.spec),
-                        state=job.state.value,
-                        reason=job.reason,
-                        attempt=0,
-                        submit_time=job.submit_time,
-                        time_limit=job.time_limit,
-                        held=job.held,
-                        array_task_id=job.array_task_id,
-                    )
-                    session.add(row)
-                    session.flush()
-                    if job.array_task_id is not None:
-                        array_id = array_id if array_id is not None else row.id
-                        row.array_job_id = array_id
-                    job = dataclasses.replace(job, id=row.id, array_job_id=row.array_job_id)
-                    session.add(
-                        JobEventRow(
-                            job_id=row.id,
-                            time=job.submit_time,
-                            attempt=0,
-                            old_state="",
-                            new_state=job.state.value,
-                            reason=f"submitted by {user}",
-                        )
-                    )
-                    stored.append(job)
+                if len(group) == 1 and group[0].array_task_id is None:
+                    stored = [_insert_job(conn, group[0], user)]
+                else:
+                    stored = _insert_array(conn, group, user)
                 if request_id:
-                    session.add(
-                        SubmitRequestRow(
-                            request_id=request_id, user=user, job_ids=[j.display_id for j in stored]
+                    conn.execute(
+                        insert(SubmitRequestRow.__table__).values(
+                            request_id=request_id,
+                            user=user,
+                            job_ids=[j.display_id for j in stored],
                         )
                     )
                 out.append(stored)
@@ -271,73 +448,80 @@ class Store:
             return {r.request_id: list(r.job_ids) for r in rows}
 
     def save(self, jobs: Iterable[JobRecord], events: Iterable[JobEvent] = ()) -> None:
-        """Write the mutable fields of these jobs and append events, in one transaction."""
-        jobs = list(jobs)
-        with self._session() as session, session.begin():
-            if jobs:
-                rows = {
-                    r.id: r
-                    for r in session.scalars(
-                        select(JobRow).where(JobRow.id.in_([j.id for j in jobs]))
-                    )
-                }
-                for job in jobs:
-                    _copy_to_row(job, rows[job.id])
-            for ev in events:
-                session.add(
-                    JobEventRow(
-                        job_id=ev.job_id,
-                        time=ev.time,
-                        attempt=ev.attempt,
-                        kind=ev.kind.value,
-                        old_state=ev.old_state,
-                        new_state=ev.new_state,
-                        reason=ev.reason,
-                    )
-                )
+        """Write the mutable fields of these jobs and append events, in one transaction
+        (one UPDATE and one INSERT statement, each executed for many rows)."""
+        params = [_mutable(j) for j in jobs]
+        rows = [
+            {
+                "job_id": ev.job_id,
+                "time": ev.time,
+                "attempt": ev.attempt,
+                "kind": ev.kind.value,
+                "old_state": ev.old_state,
+                "new_state": ev.new_state,
+                "reason": ev.reason,
+            }
+            for ev in events
+        ]
+        if not params and not rows:
+            return
+        with self.engine.begin() as conn:
+            if params:
+                conn.execute(_UPDATE_JOB, params)
+            if rows:
+                conn.execute(insert(_EVENTS), rows)
+
+    def _select(self, stmt: Any) -> list[JobRecord]:
+        with self.engine.connect() as conn:
+            return _records(conn, conn.execute(stmt).all())
 
     def active_jobs(self) -> list[JobRecord]:
         """Every job that is not in a terminal state, in id order."""
-        with self._session() as session:
-            rows = session.scalars(
-                select(JobRow).where(JobRow.state.not_in(_TERMINAL)).order_by(JobRow.id)
-            )
-            return [_record(r) for r in rows]
+        return self._select(select(_JOBS).where(_JOBS.c.state.not_in(_TERMINAL)).order_by("id"))
 
     def ended_jobs(self, since: float) -> list[JobRecord]:
         """Jobs in a terminal state that started and ended at or after ``since``, in end-time
         order (fair share is rebuilt from them at start-up)."""
-        with self._session() as session:
-            rows = session.scalars(
-                select(JobRow)
-                .where(
-                    JobRow.state.in_(_TERMINAL),
-                    JobRow.start_time.is_not(None),
-                    JobRow.end_time >= since,
-                )
-                .order_by(JobRow.end_time, JobRow.id)
+        return self._select(
+            select(_JOBS)
+            .where(
+                _JOBS.c.state.in_(_TERMINAL),
+                _JOBS.c.start_time.is_not(None),
+                _JOBS.c.end_time >= since,
             )
-            return [_record(r) for r in rows]
+            .order_by(_JOBS.c.end_time, _JOBS.c.id)
+        )
 
     def query_jobs(self, query: JobQuery) -> list[JobRecord]:
-        """Jobs matching ``query`` in id order."""
-        stmt = select(JobRow).order_by(JobRow.id)
+        """Jobs matching ``query`` in id order (by id and by array task through indexes)."""
+        c = _JOBS.c
+        stmt = select(_JOBS).order_by(c.id)
         if query.states:
-            stmt = stmt.where(JobRow.state.in_([s.value for s in query.states]))
+            stmt = stmt.where(c.state.in_([s.value for s in query.states]))
         if query.ids or query.array_ids:
+            in_arrays = c.array_job_id.in_(query.array_ids)
+            if query.task_ids:
+                in_arrays = and_(in_arrays, c.array_task_id.in_(query.task_ids))
+            stmt = stmt.where(or_(c.id.in_(query.ids), in_arrays))
+        if query.named:
+            plain = [n for n, task in query.named if task is None]
+            pairs = [(n, task) for n, task in query.named if task is not None]
             stmt = stmt.where(
-                or_(JobRow.id.in_(query.ids), JobRow.array_job_id.in_(query.array_ids))
+                or_(
+                    and_(c.id.in_(plain), c.array_job_id.is_(None)),
+                    c.array_job_id.in_(plain),
+                    tuple_(c.array_job_id, c.array_task_id).in_(pairs),
+                )
             )
         if query.users:
-            stmt = stmt.where(JobRow.user.in_(query.users))
+            stmt = stmt.where(c.user.in_(query.users))
         if query.accounts:
-            stmt = stmt.where(JobRow.account.in_(query.accounts))
+            stmt = stmt.where(c.account.in_(query.accounts))
         if query.after_id:
-            stmt = stmt.where(JobRow.id > query.after_id)
+            stmt = stmt.where(c.id > query.after_id)
         if query.limit:
             stmt = stmt.limit(query.limit)
-        with self._session() as session:
-            return [_record(r) for r in session.scalars(stmt)]
+        return self._select(stmt)
 
     def job_states(self, ids: Iterable[int]) -> dict[int, JobState]:
         """Current state of each existing job id."""
@@ -363,23 +547,113 @@ class Store:
         return out
 
     def events(self, job_id: int) -> list[JobEvent]:
-        """The event history of one job, oldest first."""
-        with self._session() as session:
-            rows = session.scalars(
-                select(JobEventRow).where(JobEventRow.job_id == job_id).order_by(JobEventRow.id)
+        """The event history of one job, oldest first. An array task's history starts with
+        its array's submission (stored once, on the array's first task)."""
+        e = _EVENTS.c
+        with self.engine.connect() as conn:
+            rows = list(conn.execute(select(_EVENTS).where(e.job_id == job_id).order_by(e.id)))
+            head = conn.execute(
+                select(_JOBS.c.array_job_id).where(_JOBS.c.id == job_id)
+            ).scalar_one_or_none()
+            if head is not None and head != job_id and not (rows and rows[0].old_state == ""):
+                first = conn.execute(
+                    select(_EVENTS).where(e.job_id == head).order_by(e.id).limit(1)
+                ).first()
+                if first is not None:
+                    rows.insert(0, first)
+        return [
+            JobEvent(
+                job_id, r.time, r.attempt, r.old_state, r.new_state, r.reason, HistoryKind(r.kind)
             )
-            return [
-                JobEvent(
-                    r.job_id,
-                    r.time,
-                    r.attempt,
-                    r.old_state,
-                    r.new_state,
-                    r.reason,
-                    HistoryKind(r.kind),
+            for r in rows
+        ]
+
+    # -------------------------------------------------------------- accounting
+
+    def save_usage(self, usages: Iterable[JobUsage]) -> None:
+        """Insert or replace the NVML figures of these jobs, in one transaction."""
+        with self._session() as session, session.begin():
+            for u in usages:
+                session.merge(
+                    JobUsageRow(
+                        job_id=u.job_id,
+                        util_sum=u.util_sum,
+                        samples=u.samples,
+                        memory_peak=u.memory_peak,
+                        memory_total=u.memory_total,
+                    )
                 )
-                for r in rows
-            ]
+
+    def finished_jobs(self, query: AccountingQuery) -> list[FinishedJob]:
+        """Jobs in a terminal state matching ``query``, most recent end first, each with its
+        NVML figures (zero samples when none were recorded)."""
+        usage = JobUsageRow.__table__.c
+        stmt = (
+            select(
+                _JOBS,
+                usage.util_sum,
+                usage.samples,
+                usage.memory_peak,
+                usage.memory_total,
+                usage.job_id.label("usage_job"),
+            )
+            .outerjoin(JobUsageRow.__table__, usage.job_id == _JOBS.c.id)
+            .where(JobRow.state.in_([s.value for s in query.states] or _TERMINAL))
+            .order_by(JobRow.end_time.desc(), JobRow.id.desc())
+        )
+        if query.start:
+            stmt = stmt.where(JobRow.end_time >= query.start)
+        if query.end:
+            stmt = stmt.where(JobRow.end_time <= query.end)
+        if query.ids or query.array_ids or query.tasks:
+            stmt = stmt.where(
+                or_(
+                    JobRow.id.in_(query.ids),
+                    JobRow.array_job_id.in_(query.array_ids),
+                    *(
+                        and_(JobRow.array_job_id == a, JobRow.array_task_id == t)
+                        for a, t in query.tasks
+                    ),
+                )
+            )
+        for column, values in ((JobRow.user, query.users), (JobRow.account, query.accounts)):
+            if values:
+                stmt = stmt.where(column.in_(values))
+        if query.principal:
+            stmt = stmt.where(JobRow.user == query.principal)
+        if query.limit:
+            stmt = stmt.limit(query.limit)
+        with self.engine.connect() as conn:
+            rows: list[Row[Any]] = list(conn.execute(stmt))
+            records = _records(conn, rows)
+        return [
+            FinishedJob(
+                job,
+                JobUsage(job.id)
+                if r.usage_job is None
+                else JobUsage(job.id, r.util_sum, r.samples, r.memory_peak, r.memory_total),
+            )
+            for job, r in zip(records, rows, strict=True)
+        ]
+
+    def purge_ended(self, before: float) -> int:
+        """Forget jobs that ended before ``before`` (their events and NVML figures too);
+        return how many."""
+        with self._session() as session, session.begin():
+            ids = list(
+                session.scalars(
+                    select(JobRow.id).where(JobRow.state.in_(_TERMINAL), JobRow.end_time < before)
+                )
+            )
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                session.execute(delete(JobUsageRow).where(JobUsageRow.job_id.in_(chunk)))
+                session.execute(delete(JobEventRow).where(JobEventRow.job_id.in_(chunk)))
+                session.execute(delete(JobRow).where(JobRow.id.in_(chunk)))
+            if ids:  # an array's spec goes with its last task
+                live = select(JobRow.array_job_id).where(JobRow.array_job_id.is_not(None))
+                session.execute(delete(ArrayRow).where(ArrayRow.id.not_in(live)))
+        return len(ids)
 
     # -------------------------------------------------------------- nodes
 

@@ -162,6 +162,7 @@ def test_backfill_never_delays_the_top_job(snap, policy):
             placed[j.id].allocations,
             snap.now,
             j.time_limit,
+            exclusive=j.exclusive,
             true_duration=j.true_duration,
         )
         for j in snap.pending

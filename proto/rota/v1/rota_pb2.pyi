@@ -952,3 +952,95 @@ class DeleteReservationResponse(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class AccountingFilter(_message.Message):
+    __slots__ = ("ids", "users", "accounts", "states", "start", "end", "user", "limit")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    states: _containers.RepeatedScalarFieldContainer[JobState]
+    start: float
+    end: float
+    user: str
+    limit: int
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[_Union[JobState, str]]] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., user: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class FinishedJob(_message.Message):
+    __slots__ = ("id", "name", "user", "account", "state", "exit_code", "submit_time", "start_time", "end_time", "elapsed", "gpus", "gpu_hours", "nodes", "reservation", "gpu_utilization", "gpu_memory_peak", "gpu_memory_total", "gpu_samples")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_FIELD_NUMBER: _ClassVar[int]
+    GPU_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    GPU_MEMORY_PEAK_FIELD_NUMBER: _ClassVar[int]
+    GPU_MEMORY_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    GPU_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    user: str
+    account: str
+    state: JobState
+    exit_code: int
+    submit_time: float
+    start_time: float
+    end_time: float
+    elapsed: float
+    gpus: int
+    gpu_hours: float
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    reservation: str
+    gpu_utilization: float
+    gpu_memory_peak: int
+    gpu_memory_total: int
+    gpu_samples: int
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., exit_code: _Optional[int] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., elapsed: _Optional[float] = ..., gpus: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., reservation: _Optional[str] = ..., gpu_utilization: _Optional[float] = ..., gpu_memory_peak: _Optional[int] = ..., gpu_memory_total: _Optional[int] = ..., gpu_samples: _Optional[int] = ...) -> None: ...
+
+class ListFinishedResponse(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[FinishedJob]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[FinishedJob, _Mapping]]] = ...) -> None: ...
+
+class UsageTotal(_message.Message):
+    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    GPU_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    GPU_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    jobs: int
+    gpu_hours: float
+    gpu_utilization: float
+    gpu_samples: int
+    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ...) -> None: ...
+
+class SummaryResponse(_message.Message):
+    __slots__ = ("users", "accounts", "start", "end")
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedCompositeFieldContainer[UsageTotal]
+    accounts: _containers.RepeatedCompositeFieldContainer[UsageTotal]
+    start: float
+    end: float
+    def __init__(self, users: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ..., accounts: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ..., start: _Optional[float] = ..., end: _Optional[float] = ...) -> None: ...

@@ -1102,3 +1102,120 @@ class ReservationService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class AccountingServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.ListFinished = channel.unary_unary(
+                '/rota.v1.AccountingService/ListFinished',
+                request_serializer=rota_dot_v1_dot_rota__pb2.AccountingFilter.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ListFinishedResponse.FromString,
+                _registered_method=True)
+        self.Summary = channel.unary_unary(
+                '/rota.v1.AccountingService/Summary',
+                request_serializer=rota_dot_v1_dot_rota__pb2.AccountingFilter.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.SummaryResponse.FromString,
+                _registered_method=True)
+
+
+class AccountingServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def ListFinished(self, request, context):
+        """Finished jobs, most recent end first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Summary(self, request, context):
+        """GPU-hours and mean GPU utilisation per user and per account.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_AccountingServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'ListFinished': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListFinished,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.AccountingFilter.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ListFinishedResponse.SerializeToString,
+            ),
+            'Summary': grpc.unary_unary_rpc_method_handler(
+                    servicer.Summary,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.AccountingFilter.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.SummaryResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rota.v1.AccountingService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rota.v1.AccountingService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class AccountingService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def ListFinished(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.AccountingService/ListFinished',
+            rota_dot_v1_dot_rota__pb2.AccountingFilter.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ListFinishedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Summary(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.AccountingService/Summary',
+            rota_dot_v1_dot_rota__pb2.AccountingFilter.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.SummaryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

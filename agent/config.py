@@ -1,0 +1,124 @@
+"""Agent settings: defaults, a YAML file (its ``agent:`` section or the whole file), the
+environment (``ROTA_SCHEDULER``, ``ROTA_NODE_TOKEN``), then command-line flags; later wins.
+
+Each setting is one line of ``AgentConfig``; its type from ``rota.settings`` checks the value
+and names the setting in errors.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from rota.paths import DEFAULT_ADDRESS, data_dir
+from rota.settings import (
+    Count,
+    Host,
+    HostPort,
+    Names,
+    PositiveSeconds,
+    Seconds,
+    Settings,
+    load_settings,
+)
+
+_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+_LABEL_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$")
+_NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+_DOCKER_SCHEMES = ("unix://", "tcp://", "ssh://", "http://", "https://", "npipe://")
+
+
+def _node(name: str) -> str:
+    if not _NODE.match(name):
+        raise ValueError(f"must be a node name (letters, digits, '.', '_', '-'), got {name!r}")
+    return name
+
+
+def _labels(value: Any) -> Any:
+    """``k=v,k=v`` (the flag's form) as a map; maps pass through. Keys are checked."""
+    if isinstance(value, str):
+        pairs = [item.split("=", 1) for item in value.split(",") if item.strip()]
+        if any(len(pair) != 2 for pair in pairs):
+            raise ValueError(f"must be k=v[,k=v...] or a map, got {value!r}")
+        value = {k.strip(): v.strip() for k, v in pairs}
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str) or not _LABEL_KEY.match(key):
+                raise ValueError(f"keys must be label names (letters, digits, '._/-'), got {key!r}")
+    return value
+
+
+def _docker_host(url: str) -> str:
+    if not url.startswith(_DOCKER_SCHEMES):
+        schemes = ", ".join(_DOCKER_SCHEMES)
+        raise ValueError(f"must be a Docker engine URL starting with one of {schemes}, got {url!r}")
+    return url
+
+
+def _network(name: str) -> str:
+    if name and not _NETWORK.match(name):
+        raise ValueError(f"must be a Docker network mode or name (e.g. none, host), got {name!r}")
+    return name
+
+
+class AgentConfig(Settings):
+    """Settings of one agent. ``data_dir`` keeps job output per attempt (default: the data
+    directory's ``agent-NODE``); ``token_file``, when set, supplies ``token``."""
+
+    node: Annotated[str, AfterValidator(_node)] = Field(default_factory=socket.gethostname)
+    scheduler: HostPort = DEFAULT_ADDRESS
+    data_dir: Path
+    token: str = Field("", repr=False)  # the join token of `gadmin node add`
+    token_file: Path | None = None
+    address: Host = ""  # how peers reach this node (MASTER_ADDR); default: the host name
+    simulate_gpus: Count | None = None  # pretend to have N GPUs (demos, tests)
+    gpu_mode: Literal["auto", "nvidia", "env"] = "auto"
+    docker_host: Annotated[str, AfterValidator(_docker_host)] | None = None  # default: DOCKER_HOST
+    network: Annotated[str, AfterValidator(_network)] = ""  # job containers'; "": the engine's
+    labels: Annotated[dict[str, str], BeforeValidator(_labels)] = Field(default_factory=dict)
+    heartbeat_interval: PositiveSeconds = 2.0  # until the scheduler's welcome says otherwise
+    kill_grace: Seconds = 10.0  # SIGTERM -> SIGKILL when fencing
+    # TLS (docs/security.md)
+    ca: str = ""  # verify the scheduler with this CA; "" = plaintext
+    cert: str = ""  # this node's client certificate and key (mutual TLS)
+    key: str = ""
+    # containers (docs/security.md)
+    allowed_mounts: Names = ()  # host path prefixes jobs may bind-mount; () = none
+    allowed_images: Names = ()  # image patterns; () = any
+    default_uid: Count = 65534  # jobs whose user has no passwd entry here run as this
+    default_gid: Count = 65534
+    allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
+    pids_limit: Count = 4096
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, values: Any) -> Any:
+        """Fill ``data_dir`` from the node name and ``token`` from ``token_file``."""
+        if not isinstance(values, dict):
+            return values
+        values = dict(values)
+        if values.get("data_dir") is None:
+            values["data_dir"] = data_dir() / f"agent-{values.get('node') or socket.gethostname()}"
+        if values.get("token_file") is not None:
+            try:
+                values["token"] = Path(values["token_file"]).read_text().strip()
+            except OSError as exc:
+                raise ValueError(
+                    f"token_file {values['token_file']} cannot be read: {exc.strerror or exc}"
+                ) from None
+        return values
+
+
+def load_agent_config(path: Path | None, environ: Mapping[str, str], **flags: Any) -> AgentConfig:
+    """The agent's settings from ``path`` (optional), ``environ`` and ``flags`` (None: not
+    given). SettingsError (a ValueError) names every unknown key and bad value in one line."""
+    env = {
+        "scheduler": environ.get("ROTA_SCHEDULER") or None,
+        "token": environ.get("ROTA_NODE_TOKEN") or None,
+    }
+    return load_settings(AgentConfig, "agent", path, env, flags)

@@ -1,0 +1,302 @@
+"""gacct: finished jobs with GPU-hours and NVML figures (like ``sacct``); ``--summary`` totals
+per user and account; ``--efficiency`` jobs whose GPUs stayed mostly idle or nearly ran out of
+memory."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+IDLE_BELOW = 10.0  # percent mean utilisation: "mostly idle"
+MEMORY_WITHIN = 0.05  # peak within this fraction of the GPU's memory
+HEADERS = [
+    "JOBID",
+    "NAME",
+    "USER",
+    "ACCOUNT",
+    "STATE",
+    "EXIT",
+    "SUBMIT",
+    "START",
+    "END",
+    "ELAPSED",
+    "GPUS",
+    "GPU_HOURS",
+    "GPU_UTIL",
+    "GPU_MEM_PEAK",
+    "NODES",
+    "RESERVATION",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from rota.cli.times import HELP
+
+    p = argparse.ArgumentParser(
+        prog="gacct",
+        description="Finished rota jobs: GPU-hours, mean GPU utilisation, peak GPU memory.",
+    )
+    p.add_argument("-u", "--user", help="only these users (comma-separated); default: you")
+    p.add_argument("-a", "--allusers", action="store_true", help="every user's jobs")
+    p.add_argument("-A", "--account", help="only these accounts (comma-separated)")
+    p.add_argument(
+        "-S", "--starttime", help=f"jobs that ended at or after this ({HELP}); default: today"
+    )
+    p.add_argument("-E", "--endtime", help="jobs that ended at or before this; default: now")
+    p.add_argument("-s", "--state", help="only these final states/codes (CD,F,CA,TO,NF,OOM,PR)")
+    p.add_argument("-j", "--jobs", help="only these job ids (comma-separated)")
+    p.add_argument("--limit", type=int, default=0, help="at most N jobs, most recent first")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--summary",
+        action="store_true",
+        help="GPU-hours and mean GPU utilisation per user and per account (every user; "
+        "default period: the last 7 days)",
+    )
+    mode.add_argument(
+        "--efficiency",
+        action="store_true",
+        help="jobs whose GPUs stayed mostly idle, and jobs that came within 5%% of their GPU "
+        "memory (every user; default period: the last 7 days)",
+    )
+    p.add_argument(
+        "--idle-below",
+        type=float,
+        default=IDLE_BELOW,
+        metavar="PERCENT",
+        help=f"--efficiency: mean GPU utilisation that counts as idle (default {IDLE_BELOW:g})",
+    )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON")
+    out.add_argument("--csv", action="store_true", help="print CSV")
+    p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from rota.cli.client import run_main
+
+    return run_main(lambda: _acct(args))
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def _filter(args: argparse.Namespace, now: datetime) -> Any:
+    from rota.cli.client import AccountingFilter, CliError, current_user
+    from rota.cli.times import parse_time
+    from rota.states import parse_state
+
+    wide = args.summary or args.efficiency
+    users = _split(args.user)
+    if not users and not (args.allusers or wide or args.jobs):
+        users = (current_user(),)
+    try:
+        states = tuple(parse_state(s) for s in _split(args.state))
+        default_start = "now-7days" if wide else "today"
+        start = parse_time(args.starttime or default_start, now)
+        end = parse_time(args.endtime, now) if args.endtime else 0.0
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+    if args.jobs and not args.starttime:
+        start = 0.0  # naming jobs finds them whenever they ended, as sacct -j does
+    return AccountingFilter(
+        user=current_user(),
+        ids=_split(args.jobs),
+        users=users,
+        accounts=_split(args.account),
+        states=states,
+        start=start,
+        end=end,
+        limit=max(0, args.limit),
+    )
+
+
+def _acct(args: argparse.Namespace) -> int:
+    from rota.cli.client import connect
+
+    query = _filter(args, datetime.now().astimezone())
+    with connect(args.scheduler, args.ca) as client:
+        if args.summary:
+            return _print_summary(client.usage_summary(query), args)
+        jobs = client.list_finished(query)
+    if args.efficiency:
+        return _print_efficiency(jobs, args)
+    _emit([job_row(j) for j in jobs], HEADERS, args)
+    return 0
+
+
+def job_row(job: Any) -> dict[str, Any]:
+    """The documented ``gacct --json`` object of one finished job."""
+    from rota.cli.client import state_of
+    from rota.cli.render import iso
+
+    return {
+        "id": job.id,
+        "name": job.name,
+        "user": job.user,
+        "account": job.account,
+        "state": state_of(job).value,
+        "exit_code": job.exit_code,
+        "submit_time": iso(job.submit_time),
+        "start_time": iso(job.start_time),
+        "end_time": iso(job.end_time),
+        "elapsed": round(job.elapsed, 3),
+        "gpus": job.gpus,
+        "gpu_hours": round(job.gpu_hours, 6),
+        "nodes": list(job.nodes),
+        "reservation": job.reservation,
+        "gpu_utilization": round(job.gpu_utilization, 2) if job.gpu_samples else None,
+        "gpu_memory_peak": job.gpu_memory_peak if job.gpu_samples else None,
+        "gpu_memory_total": job.gpu_memory_total if job.gpu_samples else None,
+        "gpu_samples": job.gpu_samples,
+    }
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    from rota.units import format_duration, format_size
+
+    util, peak = row["gpu_utilization"], row["gpu_memory_peak"]
+    return [
+        row["id"],
+        row["name"],
+        row["user"],
+        row["account"],
+        row["state"],
+        str(row["exit_code"]),
+        _local(row["submit_time"]),
+        _local(row["start_time"]),
+        _local(row["end_time"]),
+        format_duration(row["elapsed"]),
+        str(row["gpus"]),
+        f"{row['gpu_hours']:.2f}",
+        "-" if util is None else f"{util:.0f}%",
+        "-" if peak is None else f"{format_size(peak)}/{format_size(row['gpu_memory_total'])}",
+        ",".join(row["nodes"]) or "-",
+        row["reservation"] or "-",
+    ]
+
+
+def _local(iso_time: str | None) -> str:
+    if not iso_time:
+        return "-"
+    return datetime.fromisoformat(iso_time).astimezone().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _emit(rows: Sequence[dict[str, Any]], headers: Sequence[str], args: argparse.Namespace) -> None:
+    """Rows as JSON, CSV (the JSON keys as columns) or a table."""
+    from rota.cli.render import table
+
+    if args.json:
+        print(json.dumps(list(rows), indent=2))
+    elif args.csv:
+        keys = list(rows[0]) if rows else [h.lower() for h in headers]
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(keys)
+        for row in rows:
+            writer.writerow(
+                [
+                    ";".join(v) if isinstance(v, list) else ("" if v is None else v)
+                    for v in row.values()
+                ]
+            )
+    else:
+        right = {"EXIT", "ELAPSED", "GPUS", "GPU_HOURS", "GPU_UTIL", "JOBS"}
+        print(
+            table(
+                list(headers), [_cells(r) if "id" in r else list(r.values()) for r in rows], right
+            )
+        )
+
+
+def _print_summary(reply: Any, args: argparse.Namespace) -> int:
+    def totals(kind: str, items: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "kind": kind,
+                "name": t.name,
+                "jobs": t.jobs,
+                "gpu_hours": round(t.gpu_hours, 6),
+                "gpu_utilization": round(t.gpu_utilization, 2) if t.gpu_samples else None,
+                "gpu_samples": t.gpu_samples,
+            }
+            for t in items
+        ]
+
+    rows = totals("user", reply.users) + totals("account", reply.accounts)
+    if args.json or args.csv:
+        _emit(rows, ["KIND", "NAME", "JOBS", "GPU_HOURS", "GPU_UTIL"], args)
+        return 0
+    shown = [
+        {
+            "KIND": r["kind"],
+            "NAME": r["name"],
+            "JOBS": str(r["jobs"]),
+            "GPU_HOURS": f"{r['gpu_hours']:.2f}",
+            "GPU_UTIL": "-" if r["gpu_utilization"] is None else f"{r['gpu_utilization']:.0f}%",
+        }
+        for r in rows
+    ]
+    _emit(shown, ["KIND", "NAME", "JOBS", "GPU_HOURS", "GPU_UTIL"], args)
+    return 0
+
+
+def efficiency_flags(row: dict[str, Any], idle_below: float) -> list[str]:
+    """Why a finished job is worth a look: ``idle`` GPUs, ``memory`` nearly exhausted."""
+    flags = []
+    if row["gpu_utilization"] is not None and row["gpu_utilization"] < idle_below:
+        flags.append("idle")
+    total = row["gpu_memory_total"]
+    if total and row["gpu_memory_peak"] >= total * (1 - MEMORY_WITHIN):
+        flags.append("memory")
+    return flags
+
+
+def _print_efficiency(jobs: Sequence[Any], args: argparse.Namespace) -> int:
+    rows = []
+    for job in jobs:
+        row = job_row(job)
+        flags = efficiency_flags(row, args.idle_below)
+        if flags:
+            rows.append({**row, "flags": flags})
+    if args.json or args.csv:
+        _emit(rows, [*HEADERS, "FLAGS"], args)
+        return 0
+    shown = [
+        dict(
+            zip(
+                [
+                    "JOBID",
+                    "USER",
+                    "ACCOUNT",
+                    "GPUS",
+                    "GPU_HOURS",
+                    "GPU_UTIL",
+                    "GPU_MEM_PEAK",
+                    "FLAGS",
+                ],
+                [c for i, c in enumerate(_cells(r)) if i in (0, 2, 3, 10, 11, 12, 13)]
+                + [",".join(r["flags"])],
+                strict=True,
+            )
+        )
+        for r in rows
+    ]
+    _emit(
+        shown,
+        ["JOBID", "USER", "ACCOUNT", "GPUS", "GPU_HOURS", "GPU_UTIL", "GPU_MEM_PEAK", "FLAGS"],
+        args,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""``gacct``: finished jobs with their NVML figures, and totals per user and account."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rota.scheduler.api.convert import state_from_pb, state_to_pb
+from rota.scheduler.api.errors import unary
+from rota.scheduler.cluster.accounting import (
+    AccountingQuery,
+    FinishedJob,
+    UsageTotal,
+    parse_display_ids,
+)
+from rota.scheduler.core.errors import UserError
+from rota.scheduler.engine import Engine
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
+
+
+def query_from_pb(request: pb.AccountingFilter, principal: str) -> AccountingQuery:
+    """The query of a filter; ``principal`` limits it to one user's jobs ("" = all jobs)."""
+    try:
+        ids, tasks = parse_display_ids(request.ids)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    states = tuple(state_from_pb(s) for s in request.states)
+    active = [s.value for s in states if not s.terminal]
+    if active:
+        raise UserError(f"states: {', '.join(active)} is not a final state")
+    if request.start and request.end and request.end < request.start:
+        raise UserError("end: must not be before start")
+    return AccountingQuery(
+        start=request.start,
+        end=request.end,
+        ids=ids,
+        array_ids=ids,
+        tasks=tasks,
+        users=tuple(request.users),
+        accounts=tuple(request.accounts),
+        states=states,
+        principal=principal,
+        limit=request.limit,
+    )
+
+
+def finished_to_pb(row: FinishedJob) -> pb.FinishedJob:
+    job, usage = row.job, row.usage
+    return pb.FinishedJob(
+        id=job.display_id,
+        name=job.name,
+        user=job.user,
+        account=job.account,
+        state=state_to_pb(job.state),
+        exit_code=job.exit_code or 0,
+        submit_time=job.submit_time,
+        start_time=job.start_time or 0.0,
+        end_time=job.end_time or 0.0,
+        elapsed=row.elapsed,
+        gpus=row.gpus,
+        gpu_hours=row.gpu_hours,
+        nodes=job.node_names,
+        reservation="",
+        gpu_utilization=usage.mean_utilization,
+        gpu_memory_peak=usage.memory_peak,
+        gpu_memory_total=usage.memory_total,
+        gpu_samples=usage.samples,
+    )
+
+
+def _total(t: UsageTotal) -> pb.UsageTotal:
+    return pb.UsageTotal(
+        name=t.name,
+        jobs=t.jobs,
+        gpu_hours=t.gpu_hours,
+        gpu_utilization=t.mean_utilization,
+        gpu_samples=t.samples,
+    )
+
+
+class AccountingServicer(pb_grpc.AccountingServiceServicer):
+    """Every caller sees every job until users and roles exist; then the principal filter
+    (one field of the query) limits users to their own."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @unary
+    async def ListFinished(
+        self, request: pb.AccountingFilter, context: Any
+    ) -> pb.ListFinishedResponse:
+        rows = await self.engine.list_finished(query_from_pb(request, principal=""))
+        return pb.ListFinishedResponse(jobs=[finished_to_pb(r) for r in rows])
+
+    @unary
+    async def Summary(self, request: pb.AccountingFilter, context: Any) -> pb.SummaryResponse:
+        users, accounts = await self.engine.usage_summary(query_from_pb(request, principal=""))
+        return pb.SummaryResponse(
+            users=[_total(t) for t in users],
+            accounts=[_total(t) for t in accounts],
+            start=request.start,
+            end=request.end,
+        )

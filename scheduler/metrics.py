@@ -1,0 +1,122 @@
+"""Prometheus metrics of the scheduler (names and labels in docs/metrics.md).
+
+State (jobs, GPUs, telemetry, agents) is read from the cluster model at scrape time, on the
+core thread, into a ``ClusterSample``; a custom collector turns that sample into metric
+families. Events (passes, queue waits, RPCs) feed histograms and counters. Everything lives in
+one ``SchedulerMetrics`` object with a registry of its own: no module-level state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from rota.scheduler.metrics_sample import ClusterSample
+
+QUEUE_WAIT_BUCKETS = (1, 5, 15, 60, 300, 900, 1800, 3600, 3 * 3600, 12 * 3600, 86400, float("inf"))
+PASS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, float("inf"))
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _ModelCollector(Collector):
+    """Metric families of the latest ``ClusterSample``."""
+
+    def __init__(self) -> None:
+        self.sample = ClusterSample()
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.sample
+        jobs = GaugeMetricFamily("rota_jobs", "Live jobs by state.", labels=["state"])
+        for state, count in sorted(s.jobs.items()):
+            jobs.add_metric([state], count)
+        yield jobs
+        agents = GaugeMetricFamily("rota_agents_connected", "Nodes whose agent is connected.")
+        agents.add_metric([], sum(n.connected for n in s.nodes))
+        yield agents
+        per_node = {
+            kind: GaugeMetricFamily(
+                f"rota_node_gpus_{kind}", f"GPUs of the node that are {kind}.", labels=["node"]
+            )
+            for kind in ("total", "allocated", "idle", "unhealthy", "reserved")
+        }
+        for n in s.nodes:
+            idle = max(0, n.gpus - n.allocated - n.unhealthy)
+            values = {
+                "total": n.gpus,
+                "allocated": n.allocated,
+                "idle": idle,
+                "unhealthy": n.unhealthy,
+                "reserved": 0,
+            }
+            for kind, family in per_node.items():
+                family.add_metric([n.node], values[kind])
+        yield from per_node.values()
+        labels = ["node", "gpu", "uuid"]
+        util = GaugeMetricFamily(
+            "rota_gpu_utilization_percent", "GPU utilisation at the last heartbeat.", labels=labels
+        )
+        used = GaugeMetricFamily(
+            "rota_gpu_memory_used_bytes", "GPU memory used at the last heartbeat.", labels=labels
+        )
+        total = GaugeMetricFamily("rota_gpu_memory_total_bytes", "GPU memory.", labels=labels)
+        temp = GaugeMetricFamily(
+            "rota_gpu_temperature_celsius", "GPU temperature at the last heartbeat.", labels=labels
+        )
+        for g in s.gpus:
+            key = [g.node, str(g.index), g.uuid]
+            util.add_metric(key, g.utilization)
+            used.add_metric(key, g.memory_used)
+            total.add_metric(key, g.memory_total)
+            temp.add_metric(key, g.temperature)
+        yield from (util, used, total, temp)
+
+
+class SchedulerMetrics:
+    """The scheduler's registry: the model collector, pass and queue-wait histograms, RPC
+    counts and latencies. ``pass_done`` makes it the engine's pass observer."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self._model = _ModelCollector()
+        self.registry.register(self._model)
+        self.pass_seconds = Histogram(
+            "rota_scheduling_pass_seconds",
+            "Duration of a scheduling pass (snapshot, decide, apply).",
+            buckets=PASS_BUCKETS,
+            registry=self.registry,
+        )
+        self.queue_wait = Histogram(
+            "rota_queue_wait_seconds",
+            "Time from submission to launch of each launched job.",
+            buckets=QUEUE_WAIT_BUCKETS,
+            registry=self.registry,
+        )
+        self.rpcs = Counter(
+            "rota_rpc_requests",
+            "RPCs answered, by method and status code.",
+            ["method", "code"],
+            registry=self.registry,
+        )
+        self.rpc_seconds = Histogram(
+            "rota_rpc_duration_seconds",
+            "Time to answer an RPC, by method.",
+            ["method"],
+            registry=self.registry,
+        )
+
+    def pass_done(self, seconds: float, queue_waits: Sequence[float]) -> None:
+        self.pass_seconds.observe(seconds)
+        for wait in queue_waits:
+            self.queue_wait.observe(max(0.0, wait))
+
+    def rpc_done(self, method: str, code: str, seconds: float) -> None:
+        self.rpcs.labels(method, code).inc()
+        self.rpc_seconds.labels(method).observe(seconds)
+
+    def render(self, cluster: ClusterSample) -> bytes:
+        """The exposition text with ``cluster`` as the model's state."""
+        self._model.sample = cluster
+        return generate_latest(self.registry)

@@ -1,0 +1,73 @@
+"""What ``/metrics`` shows of the cluster model, read on the core thread at scrape time."""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from dataclasses import dataclass, field
+
+from rota.scheduler.core.services import Services
+from rota.states import JobState
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    node: str
+    index: int
+    uuid: str
+    utilization: float
+    memory_used: int
+    memory_total: int
+    temperature: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSample:
+    node: str
+    connected: bool
+    gpus: int
+    allocated: int
+    unhealthy: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSample:
+    """What the model showed at one moment."""
+
+    jobs: dict[str, int] = field(default_factory=dict)  # every non-final state -> count
+    nodes: tuple[NodeSample, ...] = ()
+    gpus: tuple[GpuSample, ...] = ()
+
+
+def sample(services: Services) -> ClusterSample:
+    """Read the model (call on the core thread)."""
+    model = services.model
+    jobs = Tally(j.state.value for j in model.jobs.values())
+    held: dict[str, set[int]] = {}
+    for job in model.jobs.values():
+        if job.state.active:
+            for alloc in job.allocation:
+                held.setdefault(alloc.node, set()).update(alloc.gpus)
+    nodes: list[NodeSample] = []
+    gpus: list[GpuSample] = []
+    for name in sorted(model.nodes):
+        node = model.nodes[name]
+        marks = services.gpus.marks.get(name) or {}
+        nodes.append(
+            NodeSample(name, node.connected, node.gpu_count, len(held.get(name, ())), len(marks))
+        )
+        totals = {g.index: g.memory_total for g in node.inventory.gpus}
+        gpus.extend(
+            GpuSample(
+                name,
+                t.index,
+                t.uuid,
+                t.utilization,
+                t.memory_used,
+                totals.get(t.index, 0),
+                t.temperature,
+            )
+            for t in node.telemetry
+            if not t.error
+        )
+    live = {s.value: 0 for s in JobState if not s.terminal} | dict(jobs)
+    return ClusterSample(live, tuple(nodes), tuple(gpus))

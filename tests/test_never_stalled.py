@@ -1,0 +1,63 @@
+"""A large submission in progress never holds up what every user and agent needs meanwhile."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
+from tests.cluster import Cluster
+from tests.support.fake_agent import FakeAgent
+
+
+def test_a_10000_task_array_does_not_delay_list_nodes_or_drop_agent_streams(
+    tmp_path: Path,
+) -> None:
+    cluster = Cluster(tmp_path)
+    cluster.start_scheduler()
+    agent = FakeAgent(cluster.address, "n1", interval=0.2)
+    channel = grpc.insecure_channel(cluster.address)
+    try:
+        agent.start()
+        nodes = pb_grpc.NodeServiceStub(channel)
+        jobs = pb_grpc.JobServiceStub(channel)
+        nodes.ListNodes(pb.ListNodesRequest(), timeout=10)  # the channel is up
+        spec = pb.JobSpec(
+            image="img", command=["true"], resources=pb.Resources(gpus=1), array="0-9999"
+        )
+        request = pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)], user="ann")
+        answer: list[pb.SubmitJobsResponse] = []
+        span: dict[str, float] = {}
+
+        def submit() -> None:
+            span["start"] = time.monotonic()
+            answer.append(jobs.SubmitJobs(request, timeout=120))
+            span["end"] = time.monotonic()
+
+        thread = threading.Thread(target=submit)
+        thread.start()
+        samples: list[tuple[float, float]] = []  # (sent, answered) of ListNodes
+        while thread.is_alive():
+            sent = time.monotonic()
+            listed = nodes.ListNodes(pb.ListNodesRequest(), timeout=10)
+            samples.append((sent, time.monotonic()))
+            assert [n.name for n in listed.nodes] == ["n1"]
+            time.sleep(0.01)
+        thread.join()
+
+        (submitted,) = answer[0].jobs
+        assert len(submitted.job_ids) == 10_000
+        during = [end - sent for sent, end in samples if sent < span["end"] and end > span["start"]]
+        assert during, "no ListNodes overlapped the submission"
+        assert max(during) <= 0.1, f"ListNodes took {max(during) * 1000:.0f} ms meanwhile"
+        time.sleep(1.0)  # the pass that follows, and a few more heartbeats
+        assert not agent.dropped, agent.dropped
+        assert agent.pongs and max(agent.pongs) < 2.0
+    finally:
+        channel.close()
+        agent.stop()
+        cluster.stop()
