@@ -29,6 +29,7 @@ from rota.scheduler.engine import Engine
 from rota.scheduler.http import HttpServer, Response
 from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from rota.scheduler.policy import make_policy
+from rota.scheduler.reservation_clock import ReservationClock
 from rota.scheduler.store.store import Store
 from rota.tls import TLSFileError, is_loopback, server_credentials
 
@@ -53,7 +54,13 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     policy = make_policy(config.policy, policy_config(config))
     store = Store(config.resolved_database_url())
     metrics = SchedulerMetrics()
-    engine = Engine(build_services(store, config, time.time, policy), observer=metrics)
+    ticker = AsyncIOScheduler()
+    clock = ReservationClock(ticker)
+    engine = Engine(
+        build_services(store, config, time.time, policy),
+        observer=metrics,
+        on_reservations=clock.changed,
+    )
     # the first interceptor is the outermost: requests validation refuses are counted too
     interceptors = [MetricsInterceptor(metrics), ValidationInterceptor(input_rules(config))]
     server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
@@ -67,11 +74,11 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         raise ListenError(f"cannot listen on {config.listen} (address in use or invalid)")
     await server.start()
     engine.start()
-    ticker = AsyncIOScheduler()
     ticker.add_job(
         engine.tick, "interval", seconds=config.tick_interval, max_instances=1, coalesce=True
     )
     ticker.start()
+    await clock.start(engine.reservation_edges)
     http = await _start_http(config, engine, metrics)
     await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]

@@ -39,7 +39,7 @@ from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResu
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import RemoveResult
-from rota.scheduler.core.reservations import ReservationRequest
+from rota.scheduler.core.reservations import ReservationRequest, Usage
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
@@ -71,9 +71,15 @@ class PassObserver(Protocol):
 class Engine:
     """Async orchestration over the services, used by the servicers and the periodic tick."""
 
-    def __init__(self, services: Services, observer: PassObserver | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        observer: PassObserver | None = None,
+        on_reservations: Callable[[], None] | None = None,
+    ) -> None:
         self.services = services
         self.observer = observer
+        self.on_reservations = on_reservations  # told after a reservation changed (the clock)
         self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
         self._large = LargeSubmissions(services.jobs, self._core)
@@ -161,6 +167,7 @@ class Engine:
         services = self.services
         orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
         services.accounting.tick()
+        services.reservations.housekeeping()
         return orders
 
     async def _close_stale_sessions(self) -> None:
@@ -347,7 +354,7 @@ class Engine:
 
     async def create_reservation(self, request: ReservationRequest, user: str) -> Reservation:
         r = await self._core(self.services.reservations.create, request, user)
-        self.request_pass()
+        self._reservations_changed()
         return r
 
     async def list_reservations(self) -> list[tuple[Reservation, list[str]]]:
@@ -364,12 +371,35 @@ class Engine:
         service = self.services.reservations
         return service.get(name), service.jobs_of(name)
 
-    async def delete_reservation(self, name: str, user: str) -> Reservation:
-        """Delete a reservation without running jobs; its pending jobs are held."""
-        del user  # recorded by the audit work; anyone may delete until roles exist
-        r = await self._core(self.services.reservations.delete, name)
-        self.request_pass()
+    async def update_reservation(
+        self, name: str, request: ReservationRequest, given: Sequence[str], user: str
+    ) -> Reservation:
+        service = self.services.reservations
+        r = await self._core(service.update, name, request, tuple(given), user)
+        self._reservations_changed()
         return r
+
+    async def delete_reservation(self, name: str, user: str) -> Reservation:
+        """Delete a reservation without running jobs; its pending jobs then wait with
+        ``ReservationDeleted``."""
+        r = await self._core(self.services.reservations.delete, name, user)
+        self._reservations_changed()
+        return r
+
+    async def reservation_usage(self, name: str) -> Usage:
+        return await self._core(self.services.reservations.usage, name)
+
+    async def reservation_edges(self) -> list[float]:
+        """Housekeeping at a window's start or end (recurring ones move on, PURGE_COMP ones
+        go), then a pass; returns the future starts and ends for the clock."""
+        edges = await self._core(self.services.reservations.edges)
+        self.request_pass()
+        return edges
+
+    def _reservations_changed(self) -> None:
+        self.request_pass()
+        if self.on_reservations is not None:
+            self.on_reservations()
 
     # ------------------------------------------------------------ agents (one stream each)
 

@@ -29,7 +29,7 @@ def book(h: Harness, name: str = "lab", start: float = 0.0, hours: float = 2.0, 
     at = h.clock.now + start
     fields = {"users": ("ann",), **kw}
     request = ReservationRequest(name, at, at + hours * HOUR, **fields)  # type: ignore[arg-type]
-    return h.s.reservations.create(request, "admin")
+    return h.s.reservations.create(request, "root")
 
 
 def test_nodes_book_every_gpu_and_gpus_pick_the_fewest_nodes(h: Harness) -> None:
@@ -49,7 +49,8 @@ def test_nodes_book_every_gpu_and_gpus_pick_the_fewest_nodes(h: Harness) -> None
         ({"nodes": ("n9",)}, "nodes: unknown node 'n9'"),
         ({}, "exactly one of --nodes LIST or --gpus N"),
         ({"nodes": ("n1",), "flags": ("SOMETIMES",)}, "flags: unknown flag"),
-        ({"nodes": ("n1",), "flags": ("DAILY",)}, "DAILY is not supported yet"),
+        ({"nodes": ("n1",), "flags": ("DAILY", "WEEKLY")}, "at most one of DAILY and WEEKLY"),
+        ({"nodes": ("n1",), "flags": ("DAILY",), "hours": 25}, "recurring window may last"),
         ({"gpus": 3, "gpus_per_node": 2}, "gpus_per_node"),
     ],
 )
@@ -104,7 +105,7 @@ def test_a_reservations_job_is_launched_with_the_window_as_its_time_limit(h: Har
     assert launch.time_limit == pytest.approx(45 * 60)
     assert h.state(job) is JobState.CONFIGURING
     with pytest.raises(Conflict, match=f"running jobs \\({job}\\)"):
-        h.s.reservations.delete("lab")
+        h.s.reservations.delete("lab", "root")
 
 
 def test_pending_jobs_of_a_deleted_reservation_are_held(h: Harness) -> None:
@@ -112,7 +113,7 @@ def test_pending_jobs_of_a_deleted_reservation_are_held(h: Harness) -> None:
     job = h.submit(gpus=1, reservation="lab")
     h.schedule()
     assert h.s.jobs.get(job)[0].reason == reasons.RESERVATION
-    h.s.reservations.delete("lab")
+    h.s.reservations.delete("lab", "root")
     h.schedule()
     assert h.s.jobs.get(job)[0].reason == reasons.RESERVATION_DELETED
 

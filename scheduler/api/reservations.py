@@ -40,7 +40,23 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     async def GetReservation(
         self, request: pb.GetReservationRequest, context: Any
     ) -> pb.Reservation:
-        return reservation_to_pb(*await self.engine.get_reservation(request.name))
+        msg = reservation_to_pb(*await self.engine.get_reservation(request.name))
+        usage = await self.engine.reservation_usage(request.name)
+        msg.booked_gpu_seconds = usage.booked
+        msg.owner_gpu_seconds = usage.owners
+        msg.lent_gpu_seconds = usage.lent
+        return msg
+
+    @unary
+    async def UpdateReservation(
+        self, request: pb.UpdateReservationRequest, context: Any
+    ) -> pb.Reservation:
+        changes = request_from_pb(request.changes)
+        fields = [f.strip() for f in request.fields if f.strip()]
+        r = await self.engine.update_reservation(
+            request.name.strip(), changes, fields, user_of(request)
+        )
+        return reservation_to_pb(r, ())
 
     @unary
     async def DeleteReservation(

@@ -9,19 +9,20 @@ commit before they return.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rota.scheduler.cluster.reservation import (
-    DAILY,
     FLAGS,
-    FLEX,
     IGNORE_JOBS,
+    MAINT,
+    PERIODS,
     PURGE_COMP,
-    WEEKLY,
     Reservation,
 )
+from rota.scheduler.core.booking import BookingRules
 from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.policy.snapshot import ReservationView
@@ -29,7 +30,9 @@ from rota.scheduler.store.reservations import ReservationStore
 from rota.states import ACTIVE_STATES, JobState
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_NOT_YET = (FLEX, DAILY, WEEKLY, PURGE_COMP)  # accepted names this version does not act on
+RECURRING_HORIZON = 28 * 86_400.0  # a recurring booking is checked for overlaps this far ahead
+GPU_FIELDS = frozenset({"nodes", "gpus", "gpu_type", "gpus_per_node"})
+UPDATABLE = frozenset({"start", "end", "users", "accounts", "flags", "lend"}) | GPU_FIELDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,48 +57,128 @@ class ReservationRequest:
     lend: bool = True
 
 
-def may_book(principal: str, request: ReservationRequest) -> str | None:
-    """Why ``principal`` may not make ``request`` (None: allowed).
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Booked GPU-seconds of a reservation's current window so far, split by who used them."""
 
-    The one place that decides who books for whom. Until users and roles exist every
-    principal is treated as an administrator, who may book for anyone.
-    """
-    del principal, request
-    return None
+    booked: float  # GPUs x seconds from the window's start to now (or its end)
+    owners: float  # run by jobs of the reservation
+    lent: float  # run by other jobs (borrowers)
+
+    @property
+    def idle(self) -> float:
+        return max(0.0, self.booked - self.owners - self.lent)
 
 
 class ReservationService:
     """Open and upcoming reservations by name, as committed. Not thread-safe."""
 
     def __init__(
-        self, model: ClusterModel, store: ReservationStore, clock: Callable[[], float]
+        self,
+        model: ClusterModel,
+        store: ReservationStore,
+        clock: Callable[[], float],
+        rules: BookingRules,
     ) -> None:
         self.model = model
         self.store = store
         self.clock = clock
+        self.rules = rules  # the one place that says who may book what
         self.live: dict[str, Reservation] = {r.name: r for r in store.current(clock())}
         self._views: tuple[ReservationView, ...] | None = None
+        self._prune(clock())  # recurring ones that ended while the scheduler was down move on
 
     # ---------------------------------------------------------------- RPCs
 
     def create(self, request: ReservationRequest, principal: str) -> Reservation:
-        """Validate, resolve the GPUs and store a reservation; errors change nothing."""
+        """Validate, resolve the GPUs, check the principal's rights and caps, and store a
+        reservation; errors change nothing."""
         now = self.clock()
         self._prune(now)
-        refusal = may_book(principal, request)
-        if refusal is not None:
-            raise Conflict(refusal)
-        flags = _flags(request.flags)
-        _check_request(request, now)
         if request.name in self.live or self.store.exists(request.name):
             raise AlreadyExists(f"name: a reservation named {request.name!r} exists already")
-        maint = "MAINT" in flags
-        busy = self._booked(request.start, request.end, maint)
-        if request.nodes:
+        r = self._resolve(request, principal, now, exclude="", gpus=None)
+        r.created_at = now
+        self.store.save(r)
+        self.live[r.name] = r
+        self._changed()
+        return r
+
+    def update(
+        self, name: str, request: ReservationRequest, given: Iterable[str], principal: str
+    ) -> Reservation:
+        """Change the fields named in ``given`` to ``request``'s values; the rest stay. The
+        GPUs are chosen again only when a GPU field is given. A reservation with running jobs
+        keeps its start and its GPUs. Errors change nothing."""
+        now = self.clock()
+        old = self.get(name)
+        refusal = self.rules.may_change(principal, old)
+        if refusal is not None:
+            raise Conflict(refusal)
+        fields = set(given)
+        unknown = sorted(fields - UPDATABLE)
+        if unknown:
+            raise UserError(
+                f"{unknown[0]}: cannot be updated; updatable: {', '.join(sorted(UPDATABLE))}"
+            )
+        if not fields:
+            raise UserError("update: give at least one option to change")
+        regpu = bool(fields & GPU_FIELDS)
+        base = ReservationRequest(
+            name=old.name,
+            start=old.start,
+            end=old.end,
+            nodes=(),
+            gpus=old.gpu_count(),
+            users=old.users,
+            accounts=old.accounts,
+            flags=old.flags,
+            lend=old.lend,
+        )
+        merged = dataclasses.replace(base, **{f: getattr(request, f) for f in fields})
+        if regpu and not ("nodes" in fields or "gpus" in fields):
+            raise UserError("nodes/gpus: changing gpu_type or gpus_per_node needs --gpus N too")
+        if "nodes" in fields:
+            merged = dataclasses.replace(merged, gpus=0)
+        elif "gpus" in fields:
+            merged = dataclasses.replace(merged, nodes=())
+        running = self.jobs_of(name)
+        if running and (regpu or merged.start != old.start):
+            raise Conflict(
+                f"start/gpus: reservation {name!r} has running jobs ({', '.join(running[:10])}); "
+                "only its end, users, accounts, flags and lending may change"
+            )
+        r = self._resolve(merged, principal, now, exclude=name, gpus=None if regpu else old.gpus)
+        r.created_by, r.created_at = old.created_by, old.created_at
+        self.store.save(r)
+        self.live[name] = r
+        self._changed()
+        return r
+
+    def _resolve(
+        self,
+        request: ReservationRequest,
+        principal: str,
+        now: float,
+        exclude: str,
+        gpus: dict[str, tuple[int, ...]] | None,
+    ) -> Reservation:
+        """The reservation ``request`` describes, checked against the others (all but
+        ``exclude``), running jobs and ``principal``'s rights; ``gpus`` keeps those GPUs."""
+        flags = _flags(request.flags)
+        _check_request(request, now, gpus is not None)
+        period = next((PERIODS[f] for f in flags if f in PERIODS), 0.0)
+        if period and request.end - request.start > period:
+            raise UserError(f"end: a recurring window may last at most {period / 3600:g} h")
+        probe = Reservation(request.name, request.start, request.end, {}, flags=flags)
+        busy = self._booked(probe, MAINT in flags, exclude)
+        if gpus is not None:
+            self._check_free(gpus, busy)
+        elif request.nodes:
             gpus = self._whole_nodes(request.nodes, busy)
         else:
             gpus = self._choose(request, busy, IGNORE_JOBS in flags)
-        if IGNORE_JOBS not in flags:
+        if IGNORE_JOBS not in flags and not (exclude and self.jobs_of(exclude)):
             self._check_jobs(gpus, request.start)
         r = Reservation(
             name=request.name,
@@ -107,17 +190,20 @@ class ReservationService:
             flags=flags,
             lend=request.lend,
             created_by=principal,
-            created_at=now,
         )
-        self.store.save(r)
-        self.live[r.name] = r
-        self._changed()
+        others = [o for o in self.live.values() if o.name != request.name]
+        refusal = self.rules.may_book(principal, r, now, others)
+        if refusal is not None:
+            raise Conflict(refusal)
         return r
 
-    def delete(self, name: str) -> Reservation:
-        """Remove a reservation that no running job belongs to; its pending jobs are then held
+    def delete(self, name: str, principal: str) -> Reservation:
+        """Remove a reservation that no running job belongs to; its pending jobs then wait
         with ``ReservationDeleted``."""
         r = self.get(name)
+        refusal = self.rules.may_change(principal, r)
+        if refusal is not None:
+            raise Conflict(refusal)
         jobs = self.jobs_of(name)
         if jobs:
             ids = ", ".join(jobs[:10])
@@ -151,7 +237,9 @@ class ReservationService:
     def window_end(self, name: str, now: float) -> float | None:
         """End of reservation ``name``'s window when it is open at ``now``."""
         r = self.live.get(name)
-        return r.end if r is not None and r.start <= now < r.end else None
+        if r is None or r.flex:  # FLEX: its jobs may run past the window
+            return None
+        return r.end if r.start <= now < r.end else None
 
     def check_job(self, name: str, user: str, account: str) -> str | None:
         """Why a job of ``user``/``account`` may not name reservation ``name`` (None: it may)."""
@@ -187,27 +275,94 @@ class ReservationService:
 
     # ---------------------------------------------------------------- internals
 
-    def _prune(self, now: float) -> None:
-        ended = [name for name, r in self.live.items() if r.end <= now]
-        for name in ended:
+    def edges(self) -> list[float]:
+        """Every future start and end of the open and upcoming windows (the clock wakes the
+        scheduler then): runs the housekeeping due now first."""
+        now = self.clock()
+        self.housekeeping()
+        return sorted({t for r in self.live.values() for t in (r.start, r.end) if t > now})
+
+    def housekeeping(self) -> list[str]:
+        """Move recurring reservations to their next window, forget ended ones and delete
+        open PURGE_COMP ones whose jobs have all ended; returns the names purged."""
+        now = self.clock()
+        self._prune(now)
+        purged = [
+            r.name
+            for r in list(self.live.values())
+            if PURGE_COMP in r.flags and r.start <= now and self._completed(r)
+        ]
+        for name in purged:
+            self.store.delete(name)
             del self.live[name]
-        if ended:
+        if purged:
+            self._changed()
+        return purged
+
+    def usage(self, name: str) -> Usage:
+        """How the GPU-time booked so far in the current window was spent."""
+        r = self.get(name)
+        now = self.clock()
+        until = min(now, r.end)
+        booked = max(0.0, until - r.start) * r.gpu_count()
+        cells = r.cells()
+        owners = lent = 0.0
+        jobs = [*self.model.jobs.values(), *self.model.store.ended_jobs(r.start)]
+        for job in jobs:
+            if job.start_time is None:
+                continue
+            end = job.end_time if job.state.terminal and job.end_time else until
+            seconds = max(0.0, min(end, until) - max(job.start_time, r.start))
+            held = sum((a.node, g) in cells for a in job.allocation for g in a.gpus)
+            if job.spec.reservation == name:
+                owners += seconds * held
+            else:
+                lent += seconds * held
+        return Usage(booked, owners, lent)
+
+    def _completed(self, r: Reservation) -> bool:
+        """Whether some job of ``r`` has run and none is pending or active."""
+        name = r.name
+        if any(j.spec.reservation == name for j in self.model.jobs.values()):
+            return False
+        return any(j.spec.reservation == name for j in self.model.store.ended_jobs(r.start))
+
+    def _prune(self, now: float) -> None:
+        changed = False
+        for name, r in list(self.live.items()):
+            if r.advance(now):
+                self.store.save(r)
+                changed = True
+            elif r.end <= now:
+                del self.live[name]
+                changed = True
+        if changed:
             self._changed()
 
     def _changed(self) -> None:
         self._views = None
         self.model.bump()
 
-    def _booked(self, start: float, end: float, maint: bool) -> dict[tuple[str, int], str]:
-        """GPUs other reservations hold in ``[start, end)`` -> the holder's name (none for a
-        MAINT request, and MAINT reservations never conflict)."""
+    def _booked(self, probe: Reservation, maint: bool, exclude: str) -> dict[tuple[str, int], str]:
+        """GPUs other reservations (not ``exclude``) hold in any window of ``probe`` -> the
+        holder's name (none for a MAINT request, and MAINT reservations never conflict).
+        Recurring windows are compared over ``RECURRING_HORIZON``."""
         if maint:
             return {}
+        horizon = probe.end + (RECURRING_HORIZON if probe.period else 0.0)
+        windows = probe.windows(probe.start, horizon)
         out: dict[tuple[str, int], str] = {}
         for r in self.live.values():
-            if not r.maint and r.overlaps(start, end):
+            if r.name != exclude and not r.maint and any(r.overlaps(s, e) for s, e in windows):
                 out.update(dict.fromkeys(r.cells(), r.name))
         return out
+
+    def _check_free(
+        self, gpus: dict[str, tuple[int, ...]], busy: dict[tuple[str, int], str]
+    ) -> None:
+        clash = sorted({busy[(n, g)] for n, idx in gpus.items() for g in idx if (n, g) in busy})
+        if clash:
+            raise Conflict(f"start/end: its GPUs are reserved by {', '.join(clash)} then")
 
     def _whole_nodes(
         self, names: Iterable[str], busy: dict[tuple[str, int], str]
@@ -309,14 +464,14 @@ def _flags(flags: Iterable[str]) -> tuple[str, ...]:
             continue
         if f not in FLAGS:
             raise UserError(f"flags: unknown flag {flag!r}; known: {', '.join(FLAGS)}")
-        if f in _NOT_YET:
-            raise UserError(f"flags: {f} is not supported yet; supported: MAINT, IGNORE_JOBS")
         if f not in out:
             out.append(f)
+    if len(set(out) & set(PERIODS)) > 1:
+        raise UserError("flags: give at most one of DAILY and WEEKLY")
     return tuple(out)
 
 
-def _check_request(request: ReservationRequest, now: float) -> None:
+def _check_request(request: ReservationRequest, now: float, gpus_known: bool) -> None:
     if not _NAME.match(request.name):
         raise UserError(
             "name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit; "
@@ -326,7 +481,7 @@ def _check_request(request: ReservationRequest, now: float) -> None:
         raise UserError("end: must be after start")
     if request.end <= now:
         raise UserError("end: is in the past")
-    if bool(request.nodes) == bool(request.gpus):
+    if not gpus_known and bool(request.nodes) == bool(request.gpus):
         raise UserError("nodes/gpus: give exactly one of --nodes LIST or --gpus N")
     if request.gpus < 0 or request.gpus_per_node < 0:
         raise UserError("gpus: must be a positive count (gpus_per_node >= 0)")

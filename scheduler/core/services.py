@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, booking_rules
 from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.control import ControlService
@@ -64,7 +64,7 @@ def build_services(
     lifecycle = Lifecycle(model, usage, config, clock)
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
-    reservations = ReservationService(model, ReservationStore(store), clock)
+    reservations = ReservationService(model, ReservationStore(store), clock, booking_rules(config))
     snapshots = SnapshotBuilder(
         model, lookup, gpus, usage, config, pconfig, clock, reservations=reservations.views
     )

@@ -7,7 +7,8 @@ placements of the sub-passes before it added as running jobs:
 
 1. per open reservation (by name): the jobs naming it that it allows, on its GPUs only, their
    time limits clipped to the window's end (the daemon launches them with that limit, so the
-   job ends with TIMEOUT at the window's end). When such a job waits for resources while
+   job ends with TIMEOUT at the window's end). FLEX: no clipping, and its jobs still waiting
+   join pass 2, as do its jobs before its window. When such a job waits for resources while
    jobs that do not belong to the reservation (borrowers) hold its GPUs, the borrowers are
    preempted, most recently started first, until the waiting jobs' GPUs are covered.
 2. everyone else (the wrapped policy, whose caches stay warm): every GPU of an open or
@@ -175,14 +176,20 @@ class _Pass:
             r = self.by_name.get(job.reservation)
             if r is None:
                 self.why[job.id] = reasons.RESERVATION_DELETED
-            elif not r.active(self.now) or not r.allows(job.user, job.account):
+            elif not r.allows(job.user, job.account):
                 self.why[job.id] = reasons.RESERVATION
+            elif r.active(self.now):
+                own[r.name].append(job if r.flex else _clip(job, r.end - self.now, self.cfg))
+            elif r.flex:
+                general.append(job)  # FLEX: may start before the window, on other GPUs
             else:
-                own[r.name].append(_clip(job, r.end - self.now, self.cfg))
+                self.why[job.id] = reasons.RESERVATION
         waiting_owners: set[str] = set()
         for r in self.active:
             if own[r.name] and self._own_pass(r, own[r.name]):
                 waiting_owners.add(r.name)
+            if r.flex:  # FLEX: jobs its GPUs cannot start now may spill onto other GPUs
+                general.extend(j for j in own[r.name] if self.why.get(j.id) in _WAITING)
         self._general_pass(general)
         self._gap_passes(general)
         self._lend_pass(general, waiting_owners)

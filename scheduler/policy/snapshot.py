@@ -121,7 +121,8 @@ class ReservationView:
     ``gpus`` maps node name -> reserved host GPU indices. Jobs naming the reservation whose
     user is in ``users`` or account in ``accounts`` may run on those GPUs during the window.
     ``maint``: nobody else runs there and nothing is lent; ``lend``: idle GPUs may run
-    preemptible jobs of anyone while the window is open.
+    preemptible jobs of anyone while the window is open; ``flex``: its jobs may also start
+    before the window and on other GPUs, and are not ended at the window's end.
     """
 
     name: str
@@ -132,6 +133,7 @@ class ReservationView:
     accounts: frozenset[str] = frozenset()
     maint: bool = False
     lend: bool = True
+    flex: bool = False
 
     def active(self, now: float) -> bool:
         """Whether the window is open at ``now``."""

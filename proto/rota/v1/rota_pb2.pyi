@@ -866,7 +866,7 @@ class ReservedGpus(_message.Message):
     def __init__(self, node: _Optional[str] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Reservation(_message.Message):
-    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs")
+    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs", "booked_gpu_seconds", "owner_gpu_seconds", "lent_gpu_seconds")
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
@@ -878,6 +878,9 @@ class Reservation(_message.Message):
     CREATED_BY_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    BOOKED_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    OWNER_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LENT_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     start: float
     end: float
@@ -889,7 +892,10 @@ class Reservation(_message.Message):
     created_by: str
     created_at: float
     running_jobs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ...) -> None: ...
+    booked_gpu_seconds: float
+    owner_gpu_seconds: float
+    lent_gpu_seconds: float
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ...) -> None: ...
 
 class CreateReservationRequest(_message.Message):
     __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend", "user")
@@ -952,6 +958,18 @@ class DeleteReservationResponse(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class UpdateReservationRequest(_message.Message):
+    __slots__ = ("name", "changes", "fields", "user")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    changes: CreateReservationRequest
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    user: str
+    def __init__(self, name: _Optional[str] = ..., changes: _Optional[_Union[CreateReservationRequest, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., user: _Optional[str] = ...) -> None: ...
 
 class AccountingFilter(_message.Message):
     __slots__ = ("ids", "users", "accounts", "states", "start", "end", "user", "limit")

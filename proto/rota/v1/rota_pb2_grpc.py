@@ -932,6 +932,11 @@ class ReservationServiceStub:
                 request_serializer=rota_dot_v1_dot_rota__pb2.DeleteReservationRequest.SerializeToString,
                 response_deserializer=rota_dot_v1_dot_rota__pb2.DeleteReservationResponse.FromString,
                 _registered_method=True)
+        self.UpdateReservation = channel.unary_unary(
+                '/rota.v1.ReservationService/UpdateReservation',
+                request_serializer=rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.Reservation.FromString,
+                _registered_method=True)
 
 
 class ReservationServiceServicer:
@@ -961,6 +966,12 @@ class ReservationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateReservation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReservationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -983,6 +994,11 @@ def add_ReservationServiceServicer_to_server(servicer, server):
                     servicer.DeleteReservation,
                     request_deserializer=rota_dot_v1_dot_rota__pb2.DeleteReservationRequest.FromString,
                     response_serializer=rota_dot_v1_dot_rota__pb2.DeleteReservationResponse.SerializeToString,
+            ),
+            'UpdateReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateReservation,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.Reservation.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1093,6 +1109,33 @@ class ReservationService:
             '/rota.v1.ReservationService/DeleteReservation',
             rota_dot_v1_dot_rota__pb2.DeleteReservationRequest.SerializeToString,
             rota_dot_v1_dot_rota__pb2.DeleteReservationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.ReservationService/UpdateReservation',
+            rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.Reservation.FromString,
             options,
             channel_credentials,
             insecure,
