@@ -313,6 +313,25 @@ class Client:
         request = pb.GetReservationRequest(name=name, user=user)
         return self.call(self.reservations.GetReservation, request)
 
+    def update_reservation(self, name: str, user: str, given: list[str], **fields: Any) -> Any:
+        """Change the fields named in ``given`` (``rota.v1.CreateReservationRequest`` names)."""
+        request = pb.UpdateReservationRequest(
+            name=name, changes=pb.CreateReservationRequest(**fields), fields=given, user=user
+        )
+        return self.call(self.reservations.UpdateReservation, request)
+
+    def import_reservations(
+        self, user: str, rows: list[dict[str, Any]], dry_run: bool, skip_bad: bool
+    ) -> Any:
+        """Create bookings in order (``rota.v1.ImportReservationsResponse``)."""
+        request = pb.ImportReservationsRequest(
+            rows=[pb.CreateReservationRequest(user=user, **row) for row in rows],
+            dry_run=dry_run,
+            skip_bad=skip_bad,
+            user=user,
+        )
+        return self.call(self.reservations.ImportReservations, request)
+
     def delete_reservation(self, name: str, user: str) -> Any:
         request = pb.DeleteReservationRequest(name=name, user=user)
         return self.call(self.reservations.DeleteReservation, request)

@@ -379,6 +379,15 @@ class Engine:
         self._reservations_changed()
         return r
 
+    async def import_reservations(
+        self, rows: list[ReservationRequest], user: str, dry_run: bool, skip_bad: bool
+    ) -> tuple[list[str | None], bool]:
+        service = self.services.reservations
+        errors, created = await self._core(service.import_many, rows, user, dry_run, skip_bad)
+        if created:
+            self._reservations_changed()
+        return errors, created
+
     async def delete_reservation(self, name: str, user: str) -> Reservation:
         """Delete a reservation without running jobs; its pending jobs then wait with
         ``ReservationDeleted``."""

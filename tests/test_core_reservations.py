@@ -47,7 +47,7 @@ def test_nodes_book_every_gpu_and_gpus_pick_the_fewest_nodes(h: Harness) -> None
         ({"nodes": ("n1",), "hours": 0}, "end: must be after start"),
         ({"nodes": ("n1",), "users": ()}, "users/accounts"),
         ({"nodes": ("n9",)}, "nodes: unknown node 'n9'"),
-        ({}, "exactly one of --nodes LIST or --gpus N"),
+        ({}, "give --nodes LIST, --gpus N or both"),
         ({"nodes": ("n1",), "flags": ("SOMETIMES",)}, "flags: unknown flag"),
         ({"nodes": ("n1",), "flags": ("DAILY", "WEEKLY")}, "at most one of DAILY and WEEKLY"),
         ({"nodes": ("n1",), "flags": ("DAILY",), "hours": 25}, "recurring window may last"),

@@ -48,6 +48,16 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
         return msg
 
     @unary
+    async def ImportReservations(
+        self, request: pb.ImportReservationsRequest, context: Any
+    ) -> pb.ImportReservationsResponse:
+        rows = [request_from_pb(row) for row in request.rows]
+        errors, created = await self.engine.import_reservations(
+            rows, user_of(request), request.dry_run, request.skip_bad
+        )
+        return pb.ImportReservationsResponse(errors=[e or "" for e in errors], created=created)
+
+    @unary
     async def UpdateReservation(
         self, request: pb.UpdateReservationRequest, context: Any
     ) -> pb.Reservation:

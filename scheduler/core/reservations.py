@@ -41,7 +41,7 @@ class ReservationRequest:
 
     GPUs come from ``nodes`` (every GPU of each) or ``gpus`` (a count, chosen among GPUs free
     of other reservations in the window, optionally of ``gpu_type`` and ``gpus_per_node`` per
-    node); exactly one of the two.
+    node); with both, the count is chosen among the GPUs of those nodes.
     """
 
     name: str
@@ -155,6 +155,40 @@ class ReservationService:
         self._changed()
         return r
 
+    def import_many(
+        self, requests: list[ReservationRequest], principal: str, dry_run: bool, skip_bad: bool
+    ) -> tuple[list[str | None], bool]:
+        """Create ``requests`` in order, each checked against the others before it: the refusal
+        of each (None: fine) and whether anything was stored. Nothing is stored on
+        ``dry_run``, or when some request is refused and not ``skip_bad``."""
+        now = self.clock()
+        self._prune(now)
+        refusals: list[str | None] = []
+        made: list[Reservation] = []
+        try:
+            for request in requests:
+                try:
+                    if request.name in self.live or self.store.exists(request.name):
+                        raise AlreadyExists(f"name: a reservation named {request.name!r} exists")
+                    r = self._resolve(request, principal, now, exclude="", gpus=None)
+                except (UserError, Conflict) as exc:
+                    refusals.append(str(exc))
+                    continue
+                r.created_at = now
+                self.live[r.name] = r  # later rows see it
+                made.append(r)
+                refusals.append(None)
+        finally:
+            for r in made:
+                del self.live[r.name]
+        keep = made and not dry_run and (skip_bad or all(x is None for x in refusals))
+        if keep:
+            for r in made:
+                self.store.save(r)
+                self.live[r.name] = r
+            self._changed()
+        return refusals, bool(keep)
+
     def _resolve(
         self,
         request: ReservationRequest,
@@ -174,7 +208,7 @@ class ReservationService:
         busy = self._booked(probe, MAINT in flags, exclude)
         if gpus is not None:
             self._check_free(gpus, busy)
-        elif request.nodes:
+        elif request.nodes and not request.gpus:
             gpus = self._whole_nodes(request.nodes, busy)
         else:
             gpus = self._choose(request, busy, IGNORE_JOBS in flags)
@@ -405,10 +439,16 @@ class ReservationService:
         """``request.gpus`` GPUs free of other reservations (and of jobs running into the
         window unless ``ignore_jobs``): the fewest nodes, lowest indices."""
         held = {} if ignore_jobs else self._held_until()
+        unknown = [n for n in request.nodes if n not in self.model.nodes]
+        if unknown:
+            known = ", ".join(sorted(self.model.nodes)) or "none"
+            raise UserError(f"nodes: unknown node {unknown[0]!r} (registered: {known})")
         per = request.gpus_per_node
         kind = request.gpu_type.lower()
         candidates: list[tuple[str, list[int]]] = []
         for node in sorted(self.model.nodes.values(), key=lambda n: n.name):
+            if request.nodes and node.name not in request.nodes:
+                continue
             free = [
                 g.index
                 for g in node.inventory.gpus
@@ -481,12 +521,10 @@ def _check_request(request: ReservationRequest, now: float, gpus_known: bool) ->
         raise UserError("end: must be after start")
     if request.end <= now:
         raise UserError("end: is in the past")
-    if not gpus_known and bool(request.nodes) == bool(request.gpus):
-        raise UserError("nodes/gpus: give exactly one of --nodes LIST or --gpus N")
+    if not gpus_known and not (request.nodes or request.gpus):
+        raise UserError("nodes/gpus: give --nodes LIST, --gpus N or both (N GPUs of those nodes)")
     if request.gpus < 0 or request.gpus_per_node < 0:
         raise UserError("gpus: must be a positive count (gpus_per_node >= 0)")
-    if request.nodes and (request.gpu_type or request.gpus_per_node):
-        raise UserError("gpu_type/gpus_per_node: only with --gpus N, not with --nodes")
     if request.gpus_per_node and request.gpus % request.gpus_per_node:
         raise UserError(
             f"gpus_per_node: {request.gpus} GPUs cannot be split {request.gpus_per_node} per node"

@@ -971,6 +971,26 @@ class UpdateReservationRequest(_message.Message):
     user: str
     def __init__(self, name: _Optional[str] = ..., changes: _Optional[_Union[CreateReservationRequest, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., user: _Optional[str] = ...) -> None: ...
 
+class ImportReservationsRequest(_message.Message):
+    __slots__ = ("rows", "dry_run", "skip_bad", "user")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    SKIP_BAD_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    rows: _containers.RepeatedCompositeFieldContainer[CreateReservationRequest]
+    dry_run: bool
+    skip_bad: bool
+    user: str
+    def __init__(self, rows: _Optional[_Iterable[_Union[CreateReservationRequest, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., skip_bad: _Optional[bool] = ..., user: _Optional[str] = ...) -> None: ...
+
+class ImportReservationsResponse(_message.Message):
+    __slots__ = ("errors", "created")
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    created: bool
+    def __init__(self, errors: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
+
 class AccountingFilter(_message.Message):
     __slots__ = ("ids", "users", "accounts", "states", "start", "end", "user", "limit")
     IDS_FIELD_NUMBER: _ClassVar[int]

@@ -937,6 +937,11 @@ class ReservationServiceStub:
                 request_serializer=rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.SerializeToString,
                 response_deserializer=rota_dot_v1_dot_rota__pb2.Reservation.FromString,
                 _registered_method=True)
+        self.ImportReservations = channel.unary_unary(
+                '/rota.v1.ReservationService/ImportReservations',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ImportReservationsRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ImportReservationsResponse.FromString,
+                _registered_method=True)
 
 
 class ReservationServiceServicer:
@@ -972,6 +977,12 @@ class ReservationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ImportReservations(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReservationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -999,6 +1010,11 @@ def add_ReservationServiceServicer_to_server(servicer, server):
                     servicer.UpdateReservation,
                     request_deserializer=rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.FromString,
                     response_serializer=rota_dot_v1_dot_rota__pb2.Reservation.SerializeToString,
+            ),
+            'ImportReservations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportReservations,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ImportReservationsRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ImportReservationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1136,6 +1152,33 @@ class ReservationService:
             '/rota.v1.ReservationService/UpdateReservation',
             rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.SerializeToString,
             rota_dot_v1_dot_rota__pb2.Reservation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportReservations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.ReservationService/ImportReservations',
+            rota_dot_v1_dot_rota__pb2.ImportReservationsRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ImportReservationsResponse.FromString,
             options,
             channel_credentials,
             insecure,
