@@ -71,3 +71,32 @@ def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> N
 
     busy = cluster.cli("greserve", "delete", "lab")
     assert busy.returncode != 0 and f"running jobs ({mine})" in busy.stderr
+
+
+def test_a_booking_sheet_is_imported_drawn_and_exported(cluster: Cluster) -> None:
+    import icalendar
+
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=2)
+    node = cluster.node_name("n1")
+    sheet = cluster.root / "bookings.csv"
+    sheet.write_text(
+        "who,node,gpus,start,end,name\n"
+        f"alice,{node},all,now+1h,now+3h,lab-a\n"
+        f"bob,{node},1,now+2h,now+4h,clash\n"
+        f"account:vision,{node},2,now+5h,now+6h,\n"
+    )
+    dry = cluster.cli("greserve", "import", str(sheet))
+    assert dry.returncode == 1 and f"{sheet}:3: clash: refused: " in dry.stdout
+    assert "reserved by lab-a" in dry.stdout and "nothing created" in dry.stdout
+    assert json.loads(cluster.cli("greserve", "list", "--json", check=True).stdout) == []
+    done = cluster.cli("greserve", "import", str(sheet), "--skip-bad")
+    assert done.returncode == 0 and "2 reservation(s) created, 1 row(s) refused" in done.stdout
+    drawn = cluster.cli("greserve", "calendar", "--from", "now", "--days", "1", check=True).stdout
+    assert f"{node}:0 " in drawn and "A lab-a" in drawn and "\x1b[" not in drawn
+    out = cluster.root / "lab.ics"
+    cluster.cli("greserve", "export", "--ics", "-o", str(out), check=True)
+    events = icalendar.Calendar.from_ical(out.read_bytes()).walk("VEVENT")
+    names = sorted(str(e["uid"]).split("@")[0] for e in events)
+    assert len(names) == 2 and names[0] == "lab-a"
+    assert names[1].startswith(f"{node}-vision-")

@@ -471,10 +471,12 @@ class ReservationService:
             what = f" of type {request.gpu_type}" if request.gpu_type else ""
             spread = f", {per} per node" if per else ""
             found = request.gpus - left
+            holders = sorted({who for (n, _g), who in busy.items() if n in request.nodes})
+            held_by = f" (reserved by {', '.join(holders)})" if holders else ""
             raise Conflict(
                 f"gpus: only {found} GPU(s){what}{spread} are free of other reservations"
                 f"{'' if ignore_jobs else ' and running jobs'} in that window; asked for "
-                f"{request.gpus}"
+                f"{request.gpus}{held_by}"
             )
         return gpus
 
