@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import socket
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,6 +27,7 @@ from rota.settings import (
     Settings,
     load_settings,
 )
+from rota.tls import is_loopback
 
 _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 _LABEL_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$")
@@ -68,7 +70,8 @@ def _network(name: str) -> str:
 
 class AgentConfig(Settings):
     """Settings of one agent. ``data_dir`` keeps job output per attempt (default: the data
-    directory's ``agent-NODE``); ``token_file``, when set, supplies ``token``."""
+    directory's ``agent-NODE``); ``token_file`` (mode 0600), when set, supplies ``token``,
+    which has no command-line flag (``ps`` would show it): ``ROTA_NODE_TOKEN`` or the file."""
 
     node: Annotated[str, AfterValidator(_node)] = Field(default_factory=socket.gethostname)
     scheduler: HostPort = DEFAULT_ADDRESS
@@ -94,6 +97,9 @@ class AgentConfig(Settings):
     default_gid: Count = 65534
     allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
     pids_limit: Count = 4096
+    # observability (docs/metrics.md)
+    metrics_listen: HostPort | None = None  # serve /metrics here; None = off
+    metrics_insecure: bool = False  # allow a non-loopback metrics_listen (no authentication)
 
     @model_validator(mode="before")
     @classmethod
@@ -105,13 +111,37 @@ class AgentConfig(Settings):
         if values.get("data_dir") is None:
             values["data_dir"] = data_dir() / f"agent-{values.get('node') or socket.gethostname()}"
         if values.get("token_file") is not None:
-            try:
-                values["token"] = Path(values["token_file"]).read_text().strip()
-            except OSError as exc:
-                raise ValueError(
-                    f"token_file {values['token_file']} cannot be read: {exc.strerror or exc}"
-                ) from None
+            values["token"] = _private_token(Path(values["token_file"]))
         return values
+
+    @model_validator(mode="after")
+    def _metrics_on_loopback(self) -> AgentConfig:
+        if (
+            self.metrics_listen
+            and not self.metrics_insecure
+            and not is_loopback(self.metrics_listen)
+        ):
+            raise ValueError(
+                f"metrics_listen must be a loopback address such as 127.0.0.1:9719, got "
+                f"{self.metrics_listen!r}: /metrics has no authentication; scrape through a proxy "
+                "or set metrics_insecure: true in the agent's config file"
+            )
+        return self
+
+
+def _private_token(path: Path) -> str:
+    """The token in ``path``; ValueError when the file cannot be read, or when group or others
+    could read it (anyone reading a node token can speak for that node)."""
+    try:
+        mode = path.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ValueError(
+                f"token_file {path} can be read by others (mode {stat.S_IMODE(mode):04o}); "
+                f"run `chmod 600 {path}`"
+            )
+        return path.read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"token_file {path} cannot be read: {exc.strerror or exc}") from None
 
 
 def load_agent_config(path: Path | None, environ: Mapping[str, str], **flags: Any) -> AgentConfig:

@@ -21,6 +21,8 @@ from rota.agent.config import AgentConfig
 from rota.agent.fence import SelfFence
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
+from rota.agent.metrics import AgentCollector, MetricsServer
+from rota.agent.readings import AgentReadings
 from rota.agent.runtime.docker_runtime import DockerRuntime
 from rota.agent.runtime.owners import ProcessOwners
 from rota.agent.runtime.policy import ContainerPolicy
@@ -31,9 +33,12 @@ from rota.messages import (
     GpuTelemetry,
     Heartbeat,
     Hello,
+    Keepalive,
     KillOrder,
     LaunchOrder,
     LogRequest,
+    Pong,
+    RunningAttempt,
     Welcome,
 )
 
@@ -85,15 +90,26 @@ class Agent:
             self.fence.lost,
             tls=(config.ca, config.cert, config.key) if config.ca else None,
         )
-        self._interval = config.heartbeat_interval
+        self._interval = config.heartbeat_interval  # how often the GPUs are looked at
+        self._period = config.heartbeat_interval  # telemetry period (the scheduler's)
+        self._keepalive = 0.0  # send something at least this often (0: telemetry suffices)
+        self._sent_beat = self._sent_any = float("-inf")  # monotonic times
+        self._health_sent: tuple[object, ...] = ()
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}
+        self.readings = AgentReadings()
+        self.metrics = MetricsServer(
+            AgentCollector(
+                config.node, self.inventory.gpus, self.readings, self.runtime, self.link.connected
+            )
+        )
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT (exit 0) or until the scheduler refuses us (exit 1)."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stop())
         self.runtime.adopt()
+        self._serve_metrics()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
         log.info(
             "rota agent %s: %d GPU(s)%s, GPU mode %s, scheduler %s",
@@ -110,12 +126,26 @@ class Agent:
             return 1
         finally:
             self._stop.set()
+            self.metrics.stop()
             self.backend.close()
         return 0
 
     def stop(self) -> None:
         self._stop.set()
         self.link.stop()
+
+    def _serve_metrics(self) -> None:
+        """Serve /metrics on ``metrics_listen`` when set; a port that cannot be bound is
+        logged and left off: the agent runs on."""
+        address = self.config.metrics_listen
+        if not address:
+            return
+        try:
+            port = self.metrics.start(address)
+        except (OSError, ValueError) as exc:
+            log.error("metrics off: cannot listen on %s: %s", address, exc)
+            return
+        log.info("serving /metrics on %s:%d", address.rsplit(":", 1)[0], port)
 
     # ------------------------------------------------------------ link callbacks
 
@@ -142,12 +172,18 @@ class Agent:
 
     def _on_order(self, order: AgentOrder) -> None:
         if isinstance(order, Welcome):
+            self.readings.welcomed()
             self._interval = order.heartbeat_interval or self._interval
+            self._period = max(order.telemetry_period, self._interval)
+            self._keepalive = order.keepalive_interval
             self.fence.welcomed(order.node_grace)
             self.runtime.keep_only({(a.job_id, a.attempt) for a in order.keep})
             for event in self.runtime.finals():
                 self.link.send(event)
-            self._send_heartbeat()
+            self._send_heartbeat(self._heartbeat())
+        elif isinstance(order, Pong):
+            if order.telemetry_period:
+                self._period = max(order.telemetry_period, self._interval)
         elif isinstance(order, LaunchOrder):
             self.runtime.launch(order)
         elif isinstance(order, KillOrder):
@@ -164,16 +200,28 @@ class Agent:
     # ------------------------------------------------------------ heartbeats
 
     def _heartbeats(self) -> None:
+        """Every ``heartbeat_interval``: look at the GPUs and the engine; send telemetry when
+        the telemetry period is up or health changed (a GPU error, the engine), else a keepalive
+        when nothing was sent for the keepalive interval."""
         while not self._stop.wait(self._interval):
-            if self.link.connected.is_set():
-                silent = self._monotonic() - self.link.last_heard
-                if silent > max(5 * self._interval, 10.0):
-                    log.warning("the scheduler has not answered for %.0fs; reconnecting", silent)
-                    self.link.drop()
-                    continue
-                self._send_heartbeat()
-            else:
+            if not self.link.connected.is_set():
+                self._read_gpus()  # kept fresh for /metrics while the scheduler is away
                 self._maybe_fence()
+                continue
+            now = self._monotonic()
+            gap = min(self._period, self._keepalive or self._period)
+            silent = now - self.link.last_heard
+            if silent > max(5 * gap, 10.0):
+                log.warning("the scheduler has not answered for %.0fs; reconnecting", silent)
+                self.link.drop()
+                continue
+            beat = self._heartbeat()
+            slack = self._interval / 2  # the wait wakes a little early or late
+            if now - self._sent_beat >= self._period - slack or _health(beat) != self._health_sent:
+                self._send_heartbeat(beat)
+            elif self._keepalive and now - self._sent_any >= self._keepalive - slack:
+                self.link.send(Keepalive())
+                self._sent_any = now
 
     def _maybe_fence(self) -> None:
         away = self.fence.due()
@@ -187,23 +235,37 @@ class Agent:
         )
         self.runtime.fence(f"no contact with the scheduler for {away:.0f}s")
 
-    def _send_heartbeat(self) -> None:
+    def _send_heartbeat(self, beat: Heartbeat) -> None:
+        self.link.send(beat)
+        self._sent_beat = self._sent_any = self._monotonic()
+        self._health_sent = _health(beat)
+        self.readings.heartbeat_sent()
+
+    def _heartbeat(self) -> Heartbeat:
+        """Telemetry of every GPU now (the sample recorded for /metrics), with the attempts
+        held and the engine's health."""
         health = self.runtime.health()
+        gpus, attempts = self._read_gpus()
+        return Heartbeat(
+            gpus=gpus,
+            attempts=tuple(attempts),
+            engine_healthy=health.healthy,
+            engine_error=health.error,
+            time=self._clock(),
+        )
+
+    def _read_gpus(self) -> tuple[tuple[GpuTelemetry, ...], list[RunningAttempt]]:
+        """Sample the GPUs (each process with its job) and record the sample; the attempts
+        the processes were matched against."""
         samples = self.backend.sample()
         attempts = self.runtime.attempts()
         owners = self.owners.owners(
             (p.pid for s in samples for p in s.processes),
             (a.container_id for a in attempts),
         )
-        self.link.send(
-            Heartbeat(
-                gpus=tuple(_owned(s, owners) for s in samples),
-                attempts=tuple(attempts),
-                engine_healthy=health.healthy,
-                engine_error=health.error,
-                time=self._clock(),
-            )
-        )
+        gpus = tuple(_owned(s, owners) for s in samples)
+        self.readings.sampled(gpus, self._clock())
+        return gpus, attempts
 
     # ------------------------------------------------------------ output
 
@@ -242,6 +304,12 @@ class Agent:
             self.link.send_log(req.request_id, eof=True)
         finally:
             self._log_cancels.pop(req.request_id, None)
+
+
+def _health(beat: Heartbeat) -> tuple[object, ...]:
+    """What of a heartbeat is sent at once when it changes: GPU errors and engine health."""
+    errors = tuple((g.index, g.error) for g in beat.gpus if g.error)
+    return (beat.engine_healthy, beat.engine_error, errors)
 
 
 def _owned(sample: GpuTelemetry, owners: dict[int, str]) -> GpuTelemetry:

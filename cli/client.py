@@ -116,11 +116,34 @@ def resolve_target(flag: str | None, ca: str | None = None) -> Target:
     return Target(DEFAULT_ADDRESS, "the default", **tls)
 
 
+class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """Adds ``authorization: Bearer TOKEN`` to every call."""
+
+    def __init__(self, token: str) -> None:
+        self.metadata = ("authorization", f"Bearer {token}")
+
+    def _details(self, details: Any) -> Any:
+        return details._replace(metadata=[*(details.metadata or ()), self.metadata])
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+
 class Client:
-    """Stubs over one channel; every call maps gRPC errors to CliError."""
+    """Stubs over one channel; every call carries the user's token (``rota.credentials``)
+    and maps gRPC errors to CliError."""
 
     def __init__(self, target: Target) -> None:
+        from rota.credentials import CredentialsError, read_token
+
         self.target = target
+        try:
+            self.token = read_token()
+        except CredentialsError as exc:
+            raise CliError(str(exc), 1) from None
         if target.ca:
             try:
                 creds = channel_credentials(target.ca, target.cert, target.key)
@@ -129,12 +152,16 @@ class Client:
             self.channel = grpc.secure_channel(target.address, creds)
         else:
             self.channel = grpc.insecure_channel(target.address)
+        if self.token:
+            self.channel = grpc.intercept_channel(self.channel, _Bearer(self.token))
         self.jobs = pb_grpc.JobServiceStub(self.channel)
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
         self.reservations = pb_grpc.ReservationServiceStub(self.channel)
+        self.users = pb_grpc.UserServiceStub(self.channel)
         self.accounting = pb_grpc.AccountingServiceStub(self.channel)
+        self._me = ""  # whoami(), once asked
 
     def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
         """The ``gqueue --json`` objects of these jobs, whatever their state (an array id
@@ -178,6 +205,10 @@ class Client:
             )
         if code is grpc.StatusCode.INVALID_ARGUMENT:
             return CliError(details or "invalid request", 2)
+        if code is grpc.StatusCode.UNAUTHENTICATED:
+            return CliError(f"not signed in to the rota scheduler: {details}", 1)
+        if code is grpc.StatusCode.PERMISSION_DENIED:
+            return CliError(f"permission denied: {details}", 1)
         return CliError(details or str(code), 1)
 
     # ------------------------------------------------------------ jobs
@@ -266,8 +297,20 @@ class Client:
     # ------------------------------------------------------------ nodes and GPUs
 
     def list_nodes(self) -> list[Any]:
-        """Every node (``rota.v1.Node``)."""
-        return list(self.call(self.nodes.ListNodes, pb.ListNodesRequest()).nodes)
+        """Every node (``rota.v1.Node``), page after page, in name order."""
+        nodes: list[Any] = []
+        token = ""
+        while True:
+            page = self.call(self.nodes.ListNodes, pb.ListNodesRequest(page_token=token))
+            nodes.extend(page.nodes)
+            token = page.next_page_token
+            if not token:
+                return nodes
+
+    def node_summary(self) -> Any:
+        """Counts over every node (``rota.v1.NodeSummary``), without the nodes."""
+        request = pb.ListNodesRequest(summary_only=True)
+        return self.call(self.nodes.ListNodes, request).summary
 
     def get_node(self, name: str) -> Any:
         return self.call(self.nodes.GetNode, pb.GetNodeRequest(name=name))
@@ -296,6 +339,42 @@ class Client:
         request = pb.GpuActionRequest(node=node, index=index, user=user, reason=reason)
         method = self.gpus.ResumeGpu if op == "resume" else self.gpus.DrainGpu
         return str(self.call(method, request).message)
+
+    # ------------------------------------------------------------ users and audit
+
+    def add_user(
+        self, name: str, admin: bool, accounts: list[str], default_account: str, uid: int, gid: int
+    ) -> Any:
+        """Create a user (uid/gid -1: unset); the reply has ``user`` and ``token``."""
+        request = pb.AddUserRequest(
+            name=name,
+            admin=admin,
+            accounts=accounts,
+            default_account=default_account,
+            uid=uid,
+            gid=gid,
+        )
+        return self.call(self.users.AddUser, request)
+
+    def list_users(self) -> list[Any]:
+        return list(self.call(self.users.ListUsers, pb.ListUsersRequest()).users)
+
+    def revoke_user(self, name: str) -> Any:
+        return self.call(self.users.RevokeUser, pb.UserNameRequest(name=name))
+
+    def new_token(self, name: str) -> Any:
+        """A new token for ``name``; the reply has ``user`` and ``token``."""
+        return self.call(self.users.NewToken, pb.UserNameRequest(name=name))
+
+    def whoami(self) -> str:
+        """The name of the user this client's token belongs to (asked once per client)."""
+        if not self._me:
+            self._me = str(self.call(self.users.WhoAmI, pb.WhoAmIRequest()).name)
+        return self._me
+
+    def list_audit(self, since: float, limit: int) -> list[Any]:
+        request = pb.ListAuditRequest(since=since, limit=limit)
+        return list(self.call(self.users.ListAudit, request).entries)
 
     # ------------------------------------------------------------ reservations
 
@@ -340,18 +419,31 @@ class Client:
 
     def list_finished(self, query: AccountingFilter) -> list[Any]:
         """Finished jobs (``rota.v1.FinishedJob``), most recent end first."""
-        return list(self.call(self.accounting.ListFinished, query.message()).jobs)
+        return list(self.call(self.accounting.ListFinished, self._accounting(query)).jobs)
 
     def usage_summary(self, query: AccountingFilter) -> Any:
         """Totals per user and per account (``rota.v1.SummaryResponse``)."""
-        return self.call(self.accounting.Summary, query.message())
+        return self.call(self.accounting.Summary, self._accounting(query))
+
+    def _accounting(self, query: AccountingFilter) -> Any:
+        users = (self.whoami(),) if query.mine else query.users
+        return pb.AccountingFilter(
+            ids=query.ids,
+            users=users,
+            accounts=query.accounts,
+            states=[pb.JobState.Value(s.value) for s in query.states],
+            start=query.start,
+            end=query.end,
+            limit=query.limit,
+        )
 
 
 @dataclass(frozen=True)
 class AccountingFilter:
-    """Which finished jobs ``gacct`` asks for; empty filters match everything."""
+    """Which finished jobs ``gacct`` asks for; empty filters match everything; ``mine``: only
+    the caller's (the user of the token; the scheduler shows non-admins nothing else)."""
 
-    user: str
+    mine: bool = False
     ids: tuple[str, ...] = ()
     users: tuple[str, ...] = ()
     accounts: tuple[str, ...] = ()
@@ -359,18 +451,6 @@ class AccountingFilter:
     start: float = 0.0
     end: float = 0.0
     limit: int = 0
-
-    def message(self) -> Any:
-        return pb.AccountingFilter(
-            ids=self.ids,
-            users=self.users,
-            accounts=self.accounts,
-            states=[pb.JobState.Value(s.value) for s in self.states],
-            start=self.start,
-            end=self.end,
-            user=self.user,
-            limit=self.limit,
-        )
 
 
 def state_of(job: Any) -> JobState:

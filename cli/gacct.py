@@ -39,9 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="gacct",
-        description="Finished rota jobs: GPU-hours, mean GPU utilisation, peak GPU memory.",
+        description="Finished rota jobs: GPU-hours, mean GPU utilisation, peak GPU memory. "
+        "Admins see every user's jobs, other users only their own.",
     )
-    p.add_argument("-u", "--user", help="only these users (comma-separated); default: you")
+    p.add_argument(
+        "-u", "--user", help="only these users (comma-separated); default: you (your token's user)"
+    )
     p.add_argument("-a", "--allusers", action="store_true", help="every user's jobs")
     p.add_argument("-A", "--account", help="only these accounts (comma-separated)")
     p.add_argument(
@@ -55,14 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--summary",
         action="store_true",
-        help="GPU-hours and mean GPU utilisation per user and per account (every user; "
+        help="GPU-hours and mean GPU utilisation per user and per account (every user you may see; "
         "default period: the last 7 days)",
     )
     mode.add_argument(
         "--efficiency",
         action="store_true",
         help="jobs whose GPUs stayed mostly idle, and jobs that came within 5%% of their GPU "
-        "memory (every user; default period: the last 7 days)",
+        "memory (every user you may see; default period: the last 7 days)",
     )
     p.add_argument(
         "--idle-below",
@@ -91,14 +94,13 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 
 def _filter(args: argparse.Namespace, now: datetime) -> Any:
-    from rota.cli.client import AccountingFilter, CliError, current_user
+    from rota.cli.client import AccountingFilter, CliError
     from rota.cli.times import parse_time
     from rota.states import parse_state
 
     wide = args.summary or args.efficiency
     users = _split(args.user)
-    if not users and not (args.allusers or wide or args.jobs):
-        users = (current_user(),)
+    mine = not users and not (args.allusers or wide or args.jobs)
     try:
         states = tuple(parse_state(s) for s in _split(args.state))
         default_start = "now-7days" if wide else "today"
@@ -109,7 +111,7 @@ def _filter(args: argparse.Namespace, now: datetime) -> Any:
     if args.jobs and not args.starttime:
         start = 0.0  # naming jobs finds them whenever they ended, as sacct -j does
     return AccountingFilter(
-        user=current_user(),
+        mine=mine,
         ids=_split(args.jobs),
         users=users,
         accounts=_split(args.account),

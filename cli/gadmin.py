@@ -1,8 +1,6 @@
-"""gadmin: administer nodes (register with a join token, drain, resume, remove, list).
-
-Until users and tokens exist, the scheduler records the OS user who ran gadmin as who made a
-change; it does not check it (admin authentication comes with the users issue).
-"""
+"""gadmin: administer nodes (register with a join token, drain, resume, remove, list), GPUs,
+users and their tokens, and read the audit log. Admins only: the scheduler checks the caller's
+token (``rota.credentials``) and records who made each change."""
 
 from __future__ import annotations
 
@@ -52,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rota.cli.gadmin_gpu import add_gpu_parser
 
     add_gpu_parser(sub)
+    from rota.cli.gadmin_user import add_user_parsers
+
+    add_user_parsers(sub)
     return p
 
 
@@ -84,6 +85,11 @@ def _run(args: argparse.Namespace) -> int:
         from rota.cli.gadmin_gpu import run_gpu
 
         return run_gpu(args)
+    if args.area in ("user", "audit"):
+        from rota.cli.gadmin_user import run_audit, run_user
+
+        with connect(args.scheduler, args.ca) as client:
+            return run_user(args, client) if args.area == "user" else run_audit(args, client)
     user = current_user()
     labels = parse_labels(getattr(args, "labels", None))
     with connect(args.scheduler, args.ca) as client:

@@ -12,6 +12,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ginfo", description="Show rota nodes and GPUs.")
     p.add_argument("-G", "--gpus", action="store_true", help="one line per GPU")
     p.add_argument("-N", "--node", help="only this node, one line per GPU")
+    p.add_argument("-s", "--summary", action="store_true", help="only counts: nodes by state, GPUs")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
@@ -31,6 +32,8 @@ def _info(args: argparse.Namespace) -> int:
     from rota.units import format_size
 
     with connect(args.scheduler, args.ca) as client:
+        if args.summary and not args.node:
+            return _summary(client.node_summary(), args.json)
         nodes = [client.get_node(args.node)] if args.node else client.list_nodes()
     if args.json:
         print(json.dumps([as_dict(n) for n in nodes], indent=2))
@@ -70,6 +73,26 @@ def _info(args: argparse.Namespace) -> int:
     print(
         table(["NODE", "STATE", "GPUS(FREE/TOTAL)", "GPU_TYPE", "CPUS", "MEMORY", "REASON"], rows)
     )
+    return 0
+
+
+def _summary(summary: object, as_json: bool) -> int:
+    """Print the counts over every node (one small reply whatever the cluster size)."""
+    from rota.cli.client import as_dict
+    from rota.cli.render import table
+
+    counts = as_dict(summary)
+    if as_json:
+        print(json.dumps(counts, indent=2))
+        return 0
+    states = counts.get("states", {})
+    rows = [(state, str(n)) for state, n in sorted(states.items())]
+    print(table(["STATE", "NODES"], rows))
+    gpus = (
+        f"nodes {counts.get('nodes', 0)}, GPUs {counts.get('gpus_free', 0)} free of "
+        f"{counts.get('gpus_total', 0)}, {counts.get('gpus_unhealthy', 0)} unhealthy"
+    )
+    print(gpus)
     return 0
 
 

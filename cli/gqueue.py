@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-j", "--jobs", help="job ids separated by commas (123 lists all tasks of array 123)"
     )
     p.add_argument("-u", "--user", help="only this user's jobs (commas for several)")
-    p.add_argument("--me", action="store_true", help="only my jobs (same as -u $USER)")
+    p.add_argument("--me", action="store_true", help="only my jobs (the user of my token)")
     p.add_argument("-A", "--account", help="only this account's jobs (commas for several)")
     p.add_argument("--json", action="store_true", help="print a JSON list of job objects")
     p.add_argument(
@@ -69,7 +69,7 @@ def _split(text: str | None) -> list[str]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from rota.cli.client import CliError, connect, current_user, state_of
+    from rota.cli.client import CliError, connect, state_of
     from rota.cli.gqueue_format import parse_format
     from rota.cli.render import iso, job_json, table
     from rota.states import JobState, parse_state
@@ -80,7 +80,7 @@ def _show(args: argparse.Namespace) -> int:
         parts = parse_format(args.format) if args.format else None
     except ValueError as exc:
         raise CliError(f"--format: {exc}", 2) from None
-    users = [*_split(args.user), *([current_user()] if args.me else [])]
+    users = _split(args.user)
     names = _split(args.states)
     states: list[JobState] = []
     all_states = [s.lower() for s in names] == ["all"]
@@ -92,6 +92,8 @@ def _show(args: argparse.Namespace) -> int:
     elif not names and args.jobs:
         all_states = True  # naming a job shows it whatever its state, as squeue -j does
     with connect(args.scheduler, args.ca) as client:
+        if args.me:  # the user of the token, whatever $USER says
+            users.append(client.whoami())
         jobs = client.list_jobs(_split(args.jobs), users, _split(args.account), states, all_states)
     if args.json:
         print(json.dumps([job_json(j, state_of(j).value) for j in jobs], indent=2))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="follow the jobs until they end; exit with their (highest) exit code",
     )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PATTERN",
+        help="also write the job's output to this file on the node, like sbatch "
+        "(%%j id, %%A array id, %%a task, %%x name, %%u user, %%N node; relative to here)",
+    )
+    p.add_argument(
+        "-e", "--error", metavar="PATTERN", help="write standard error to this file instead"
+    )
+    p.add_argument("--notify", metavar="URL", help="POST a JSON webhook here when the job ends")
+    p.add_argument(
+        "--notify-on",
+        metavar="LIST",
+        help="which ends post: end,fail,timeout,cancel (default all)",
+    )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
@@ -51,19 +67,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass
 class Loaded:
-    """One validated input: its name, the job-file mapping, the spec, and notes for stderr."""
+    """One validated input: its name, the job-file mapping (as written) and the spec."""
 
     name: str
     job: dict[str, Any]
     spec: JobSpec
-    notes: list[str] = field(default_factory=list)
 
 
 def load_jobs(
-    files: list[str], hold: bool = False, dependency: str = "", reservation: str = ""
+    files: list[str], hold: bool = False, dependency: str = "", **flags: Any
 ) -> list[Loaded]:
     """Read, translate (batch scripts) and validate every file, applying ``--hold``,
-    ``--dependency`` and ``--reservation``; raise CliError(code 2) naming the file and the field or directive."""
+    ``--dependency`` and the job-file fields of ``flags`` (``output``, ``error``, ``notify``,
+    ``reservation``); raise CliError(code 2) naming the file and the field or directive. Relative
+    output patterns are made absolute from the current directory (as sbatch does)."""
     import yaml
 
     from rota.cli.client import CliError
@@ -78,19 +95,12 @@ def load_jobs(
         except OSError as exc:
             raise CliError(f"{name}: cannot read: {exc.strerror}", 2) from None
         batch: BatchJob | None = None
-        notes = []
         if is_batch_script(name, text):
             try:
                 batch = translate(text, default_image(), os.environ)
             except (ScriptError, ConfigError) as exc:
                 raise CliError(f"{name}: {exc}", 2) from None
             data: Any = batch.job
-            for option, pattern in (("--output", batch.output), ("--error", batch.error)):
-                if pattern:
-                    notes.append(
-                        f"{name}: {option}={pattern} is not applied: rota keeps the job's "
-                        f"output itself (glogs JOBID)"
-                    )
         else:
             try:
                 data = yaml.safe_load(text)
@@ -101,16 +111,40 @@ def load_jobs(
                 data["hold"] = True
             if dependency:
                 data["dependency"] = dependency
-            if reservation:
-                data["reservation"] = reservation
+            data.update({k: v for k, v in flags.items() if v})
         try:
-            spec = parse_job_file(data)
+            spec = parse_job_file(_absolute_outputs(data))
         except SpecError as exc:
             directive = batch.directive_for(exc.field) if batch else None
             where = f" (from {directive})" if directive else ""
             raise CliError(f"{name}: {exc}{where}", 2) from None
-        loaded.append(Loaded(name, data, spec, notes))
+        loaded.append(Loaded(name, data, spec))
     return loaded
+
+
+def _absolute_outputs(data: Any) -> Any:
+    """The job file with relative ``output``/``error`` patterns made absolute from here."""
+    if not isinstance(data, dict):
+        return data
+    out = dict(data)
+    for key in ("output", "error"):
+        if isinstance(out.get(key), str) and out[key] and not out[key].startswith("/"):
+            out[key] = os.path.join(os.getcwd(), out[key])
+    return out
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    """Job-file fields given as flags (they override the files')."""
+    notify: Any = None
+    if args.notify or args.notify_on:
+        notify = {"url": args.notify or "", "on": (args.notify_on or "").split(",")}
+        notify["on"] = [w.strip() for w in notify["on"] if w.strip()]
+    return {
+        "output": args.output,
+        "error": args.error,
+        "notify": notify,
+        "reservation": args.reservation,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,12 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 def _dry_run(args: argparse.Namespace) -> int:
     from rota.cli.sbatch import dump_job
 
-    jobs = load_jobs(
-        args.files, args.hold, _checked_dependency(args.dependency), args.reservation or ""
-    )
-    for job in jobs:
-        for note in job.notes:
-            print(f"gsub: note: {note}", file=sys.stderr)
+    jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency), **_flags(args))
     print("---\n".join(dump_job(job.job) for job in jobs), end="")
     return 0
 
@@ -148,15 +177,11 @@ def _checked_dependency(text: str | None) -> str:
 def _submit(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, current_user
 
-    jobs = load_jobs(
-        args.files, args.hold, _checked_dependency(args.dependency), args.reservation or ""
-    )
+    jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency), **_flags(args))
     with connect(args.scheduler, args.ca) as client:
         response = client.submit(
             [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only
         )
-    for note in (note for j in jobs for note in j.notes):
-        print(f"gsub: note: {note}", file=sys.stderr)
     submitted: list[str] = []
     for job in response.jobs:
         if args.test_only:

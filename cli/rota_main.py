@@ -89,7 +89,6 @@ def cmd_agent(args: argparse.Namespace) -> int:
             node=args.node,
             scheduler=args.scheduler,
             data_dir=args.data_dir,
-            token=args.token,
             token_file=args.token_file,
             address=args.address,
             simulate_gpus=args.simulate_gpus,
@@ -107,6 +106,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
             default_gid=default_gid,
             allow_root=True if args.allow_root else None,
             pids_limit=args.pids_limit,
+            metrics_listen=args.metrics_listen,
         )
     except ValueError as exc:
         return _settings_error("rota agent", args.config, exc)
@@ -117,6 +117,59 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"rota agent: error: {exc}", file=sys.stderr)
         return 1
     return agent.run()
+
+
+def bootstrap_admin(db_url: str, name: str) -> str:
+    """Make ``name`` an admin with a new token, straight in the scheduler's database (the
+    first admin of a cluster; ``rota up``); returns the token."""
+    from rota.scheduler.core.users import UsersService
+    from rota.scheduler.store.store import Store
+    from rota.scheduler.store.users import UserStore
+
+    store = Store(db_url)
+    try:
+        return UsersService(UserStore(store.engine), time.time).bootstrap_admin(name)
+    finally:
+        store.close()
+
+
+def cmd_admin_token(args: argparse.Namespace) -> int:
+    """``rota admin-token NAME``: on the scheduler host, with access to its database."""
+    from rota.credentials import credentials_file, write_credentials
+    from rota.scheduler.config import load_config
+
+    try:
+        config = load_config(
+            Path(args.config) if args.config else None,
+            database_url=args.db,
+            db_password_file=args.db_password_file,
+        )
+        url = config.resolved_database_url()
+    except (ValueError, OSError) as exc:
+        print(f"rota admin-token: error: {exc}", file=sys.stderr)
+        return 2
+    os.umask(0o077)
+    name = args.name or current_user_name()
+    try:
+        token = bootstrap_admin(url, name)
+    except Exception as exc:  # the database cannot be opened: one line, exit 1
+        print(f"rota admin-token: error: {exc}", file=sys.stderr)
+        return 1
+    if args.install:
+        path = write_credentials(credentials_file(), token)
+        print(f"{name} is an admin; token written to {path} (mode 0600)")
+    else:
+        print(token)
+    return 0
+
+
+def current_user_name() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -137,6 +190,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     record.token_hash = hash_token(token)
     store.save_node(record)
     store.close()
+    from rota.credentials import credentials_file, write_credentials
+
+    admin = current_user_name()
+    creds = write_credentials(credentials_file(), bootstrap_admin(db_url, admin))
     listen = f"127.0.0.1:{args.port}"
     exe = [sys.executable, "-m", "rota.cli.rota_main"]
     logs = ["--log-format", args.log_format]
@@ -159,7 +216,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     env = dict(os.environ, ROTA_NODE_TOKEN=token)
     agent = subprocess.Popen(agent_cmd, env=env)
     print(
-        f"rota up: scheduler on {listen} (data in {base}), agent {node}; Ctrl-C stops both",
+        f"rota up: scheduler on {listen} (data in {base}), agent {node}; you ({admin}) are "
+        f"its admin (token in {creds}); Ctrl-C stops both",
         file=sys.stderr,
         flush=True,
     )
@@ -257,13 +315,19 @@ def build_parser() -> argparse.ArgumentParser:
     _log_format_option(s)
 
     a = sub.add_parser(
-        "agent", help="run the node agent", description="Flags win over ROTA_* and --config."
+        "agent",
+        help="run the node agent",
+        description="Flags win over ROTA_* and --config.",
+        allow_abbrev=False,  # `--token X` must not pass for --token-file
     )
     a.add_argument("--config", help="YAML settings file (its `agent:` section or the whole file)")
     a.add_argument("--scheduler", help=f"scheduler HOST:PORT (default {DEFAULT_ADDRESS})")
     a.add_argument("--node", help="node name (default: the host name)")
-    a.add_argument("--token", help="join token from `gadmin node add` (or ROTA_NODE_TOKEN)")
-    a.add_argument("--token-file", help="file holding the join token")
+    a.add_argument(
+        "--token-file",
+        help="file (mode 0600) holding the join token from `gadmin node add` "
+        "(or ROTA_NODE_TOKEN; never on the command line, where ps shows it)",
+    )
     a.add_argument("--address", help="address peers use to reach this node (MASTER_ADDR)")
     a.add_argument("--data-dir", help="where job output is kept (default: DATA_DIR/agent-NODE)")
     a.add_argument("--simulate-gpus", type=int, metavar="N", help="pretend to have N GPUs (demos)")
@@ -298,6 +362,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-root", action="store_true", help="let jobs of root run as root (never by default)"
     )
     a.add_argument("--pids-limit", type=int, help="processes per job container (default 4096)")
+    a.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus /metrics here (default: off; loopback unless metrics_insecure)",
+    )
 
     c = sub.add_parser("certs", help="TLS certificates for the scheduler and agents")
     c_sub = c.add_subparsers(dest="certs_command", required=True)
@@ -323,6 +392,20 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--data-dir", help="data directory (default: ~/.local/share/rota)")
     _log_format_option(u)
 
+    t = sub.add_parser(
+        "admin-token",
+        help="on the scheduler host: make a user an admin and print a new token for them",
+    )
+    t.add_argument("name", nargs="?", help="user name (default: you)")
+    t.add_argument("--db", help="the scheduler's SQLAlchemy URL (default: as rota scheduler)")
+    t.add_argument("--config", help="the scheduler's YAML settings file")
+    t.add_argument("--db-password-file", help="file holding the database password")
+    t.add_argument(
+        "--install",
+        action="store_true",
+        help="write the token to your ~/.config/rota/credentials instead of printing it",
+    )
+
     c = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
     c.add_argument("shell", choices=["bash", "zsh"])
 
@@ -343,7 +426,13 @@ def main(argv: list[str] | None = None) -> int:
         print(script(args.shell))
         return 0
     _setup_logging(args)
-    handlers = {"scheduler": cmd_scheduler, "agent": cmd_agent, "up": cmd_up, "certs": cmd_certs}
+    handlers = {
+        "scheduler": cmd_scheduler,
+        "agent": cmd_agent,
+        "up": cmd_up,
+        "certs": cmd_certs,
+        "admin-token": cmd_admin_token,
+    }
     return handlers[args.command](args)
 
 

@@ -62,6 +62,9 @@ FIELD_ORDER = (
     "workdir",
     "shm_size",
     "pull",
+    "output",
+    "error",
+    "notify",
     "command",
 )
 RESOURCE_ORDER = ("gpus", "gpu_type", "gpu_memory", "cpus", "memory")
@@ -73,13 +76,11 @@ class ScriptError(ValueError):
 
 @dataclass
 class BatchJob:
-    """A translated script: the job-file mapping, which directive set each field (to name it
-    in errors), and the ``--output``/``--error`` patterns, which rota does not apply."""
+    """A translated script: the job-file mapping and which directive set each field (to name
+    it in errors)."""
 
     job: dict[str, Any]
     origins: dict[str, str] = field(default_factory=dict)
-    output: str = ""
-    error: str = ""
 
     def directive_for(self, field_name: str) -> str | None:
         """The directive that set a job-file field (``resources.gpus`` -> ``--gres``)."""
@@ -460,14 +461,6 @@ def _gpus_per_node(batch: BatchJob, resources: dict[str, Any], value: str, *_: o
     batch.origins["resources.gpus"] = batch.origins["resources.gpu_type"] = "--gpus-per-node"
 
 
-def _output(batch: BatchJob, _r: dict[str, Any], value: str, *_: object) -> None:
-    batch.output = value
-
-
-def _error(batch: BatchJob, _r: dict[str, Any], value: str, *_: object) -> None:
-    batch.error = value
-
-
 def _begin(
     batch: BatchJob, _r: dict[str, Any], value: str, _e: Mapping[str, str], now: datetime
 ) -> None:
@@ -506,8 +499,8 @@ _HANDLERS: dict[str, Handler] = {
     "nodes": _set("nodes", "nodes", lambda v: _positive("nodes", v)),
     "cpus-per-task": _set("resources.cpus", "cpus-per-task", lambda v: _positive("cpus", v)),
     "mem": _set("resources.memory", "mem", slurm_memory),
-    "output": _output,
-    "error": _error,
+    "output": _set("output", "output"),
+    "error": _set("error", "error"),
     "array": _set("array", "array"),
     "dependency": _set("dependency", "dependency"),
     "reservation": _set("reservation", "reservation"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from rota.jobends import NOTIFY_EVENTS
 from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from rota.validate import (
     CLIENT_RULES,
@@ -75,6 +76,10 @@ class JobSpec:
     shm_size: int = DEFAULT_SHM_SIZE
     pull: str = "missing"
     hold: bool = False
+    notify_url: str = ""  # a webhook posted when the job ends (rota.jobends)
+    notify_on: tuple[str, ...] = ()  # which ends; empty = every end
+    output: str = ""  # stdout (and stderr when ``error`` is empty) to this file pattern
+    error: str = ""  # stderr to this file pattern
 
 
 def _type_name(value: object) -> str:
@@ -176,6 +181,24 @@ def _mounts(key: str, value: Any) -> tuple[Mount, ...]:
             Mount(source, target, _bool(f"{where}.read_only", item.get("read_only", False)))
         )
     return tuple(mounts)
+
+
+def _notify(key: str, value: Any) -> tuple[str, tuple[str, ...]]:
+    """``notify: {url: ..., on: [end, fail, timeout, cancel]}`` or just the URL."""
+    if isinstance(value, str):
+        value = {"url": value}
+    if not isinstance(value, Mapping):
+        raise SpecError(key, f"expected {{url: URL, on: [...]}} or a URL, got {_type_name(value)}")
+    unknown = sorted(str(k) for k in value if k not in ("url", "on"))
+    if unknown:
+        raise SpecError(f"{key}.{unknown[0]}", "unknown key; allowed: url, on")
+    url = _str(f"{key}.url", value.get("url"))
+    on = value.get("on") or []
+    if isinstance(on, str):
+        on = [w.strip() for w in on.split(",")]
+    if not isinstance(on, list) or not all(isinstance(w, str) for w in on):
+        raise SpecError(f"{key}.on", f"expected a list of {', '.join(NOTIFY_EVENTS)}")
+    return url, tuple(dict.fromkeys(on))
 
 
 def parse_dependency(text: str) -> list[tuple[str, list[str]]]:
@@ -305,9 +328,11 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "shm_size": ("shm_size", _size),
     "pull": ("pull", _pull),
     "hold": ("hold", _bool),
+    "output": ("output", _str),
+    "error": ("error", _str),
 }
 
-ALLOWED_KEYS = (*_TOP_FIELDS, "resources")
+ALLOWED_KEYS = (*_TOP_FIELDS, "notify", "resources")
 
 
 def parse_job_file(data: Any, rules: Rules = CLIENT_RULES) -> JobSpec:
@@ -325,6 +350,8 @@ def parse_job_file(data: Any, rules: Rules = CLIENT_RULES) -> JobSpec:
     for key, (attr, check) in _TOP_FIELDS.items():
         if key in data and data[key] is not None:
             values[attr] = check(key, data[key])
+    if data.get("notify") is not None:
+        values["notify_url"], values["notify_on"] = _notify("notify", data["notify"])
     resources = data.get("resources")
     resources = {} if resources is None else resources
     if not isinstance(resources, Mapping):

@@ -131,7 +131,13 @@ class LogData:
     error: str = ""
 
 
-AgentMessage = Hello | Heartbeat | AgentEvent | LogData
+@dataclass(frozen=True, slots=True)
+class Keepalive:
+    """ "Still here" between heartbeats when the telemetry period exceeds the keepalive
+    interval."""
+
+
+AgentMessage = Hello | Heartbeat | AgentEvent | LogData | Keepalive
 
 
 # ---------------------------------------------------------------- scheduler -> agent
@@ -182,11 +188,17 @@ class EventAck:
 @dataclass(frozen=True, slots=True)
 class Welcome:
     """The answer to a hello: the attempts the agent keeps running (others are stopped) and
-    ``node_grace``, how long the scheduler waits for a silent node (0: forever)."""
+    ``node_grace``, how long the scheduler waits for a silent node (0: forever).
+
+    The agent looks at its GPUs every ``heartbeat_interval``, sends telemetry every
+    ``telemetry_period`` (0: every ``heartbeat_interval``) and at once when GPU or engine health
+    changes, and sends at least one message every ``keepalive_interval`` (0: no keepalives)."""
 
     heartbeat_interval: float
     keep: tuple[RunningAttempt, ...] = ()
     node_grace: float = 0.0
+    telemetry_period: float = 0.0
+    keepalive_interval: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +214,11 @@ class LogRequest:
 
 @dataclass(frozen=True, slots=True)
 class Pong:
-    """The answer to a heartbeat (the agent's proof that its stream is alive)."""
+    """The answer to a heartbeat or keepalive (the agent's proof that its stream is alive),
+    with the current telemetry period (0: unchanged)."""
 
     time: float
+    telemetry_period: float = 0.0
 
 
 AgentOrder = LaunchOrder | KillOrder | EventAck | Welcome | LogRequest | Pong

@@ -21,9 +21,11 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from rota.jobends import NOTIFY_EVENTS, pattern_problem, url_problem
 
 if TYPE_CHECKING:
     from rota.jobspec import JobSpec
@@ -331,6 +333,30 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
             raise SpecError(at("workdir"), "must be an absolute path")
     if spec.pull not in PULL_POLICIES:
         raise SpecError(at("pull"), f"expected one of {', '.join(PULL_POLICIES)}")
+    _check_job_ends(spec, rules, at)
+
+
+def _check_job_ends(spec: JobSpec, rules: Rules, at: Callable[[str], str]) -> None:
+    """The webhook (``notify``) and the output patterns (``output``, ``error``)."""
+    if spec.notify_url or spec.notify_on:
+        problem = url_problem(spec.notify_url) if spec.notify_url else "is required with on"
+        if problem:
+            raise SpecError(at("notify.url"), problem)
+    for name in spec.notify_on:
+        if name not in NOTIFY_EVENTS:
+            raise SpecError(
+                at("notify.on"), f"unknown end {name[:40]!r}; allowed: {', '.join(NOTIFY_EVENTS)}"
+            )
+    for field_name, pattern in (("output", spec.output), ("error", spec.error)):
+        if not pattern:
+            continue
+        check_text(at(field_name), pattern, MAX_PATH)
+        problem = pattern_problem(pattern)
+        if problem:
+            raise SpecError(at(field_name), problem)
+        if rules.allowed_mounts is not None or pattern.startswith("/"):
+            # a client's job file may say a path relative to where gsub runs (it resolves it)
+            check_mount_source(at(field_name), pattern, rules.allowed_mounts)
 
 
 # ---------------------------------------------------------------- any request

@@ -11,7 +11,6 @@ generated code itself, so those stay the only modules that do.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict
 from typing import Any
 
 from rota.gpus import GpuInfo, GpuLink
@@ -52,6 +51,10 @@ def spec_from_message(msg: Any) -> JobSpec:
         shm_size=msg.shm_size or DEFAULT_SHM_SIZE,
         pull=msg.pull or "missing",
         hold=msg.hold,
+        notify_url=msg.notify_url,
+        notify_on=tuple(msg.notify_on),
+        output=msg.output,
+        error=msg.error,
     )
 
 
@@ -88,17 +91,34 @@ def spec_fields(spec: JobSpec) -> Fields:
         "shm_size": spec.shm_size,
         "pull": spec.pull,
         "hold": spec.hold,
+        "notify_url": spec.notify_url,
+        "notify_on": list(spec.notify_on),
+        "output": spec.output,
+        "error": spec.error,
     }
 
 
+# Field by field rather than dataclasses.asdict, whose deep copies made up most of the cost of
+# a ListNodes page (bench/node_listing.py).
+
+
 def gpu_fields(gpu: GpuInfo) -> Fields:
-    return asdict(gpu)
+    return {
+        "index": gpu.index,
+        "uuid": gpu.uuid,
+        "name": gpu.name,
+        "memory_total": gpu.memory_total,
+        "pci_bus_id": gpu.pci_bus_id,
+        "compute_capability": gpu.compute_capability,
+    }
 
 
 def inventory_fields(inv: Inventory) -> Fields:
     return {
         "gpus": [gpu_fields(g) for g in inv.gpus],
-        "links": [asdict(link) for link in inv.links],
+        "links": [
+            {"a": link.a, "b": link.b, "level": link.level, "p2p": link.p2p} for link in inv.links
+        ],
         "driver_version": inv.driver_version,
         "cuda_version": inv.cuda_version,
         "simulated": inv.simulated,
@@ -129,7 +149,18 @@ def inventory_from_message(msg: Any) -> Inventory:
 
 
 def telemetry_fields(t: GpuTelemetry) -> Fields:
-    return asdict(t)
+    return {
+        "index": t.index,
+        "uuid": t.uuid,
+        "utilization": t.utilization,
+        "memory_used": t.memory_used,
+        "temperature": t.temperature,
+        "power": t.power,
+        "error": t.error,
+        "processes": [
+            {"pid": p.pid, "memory_used": p.memory_used, "job_id": p.job_id} for p in t.processes
+        ],
+    }
 
 
 def telemetry_from_message(msg: Any) -> GpuTelemetry:
@@ -146,7 +177,12 @@ def telemetry_from_message(msg: Any) -> GpuTelemetry:
 
 
 def attempt_fields(a: RunningAttempt) -> Fields:
-    return asdict(a)
+    return {
+        "job_id": a.job_id,
+        "attempt": a.attempt,
+        "container_id": a.container_id,
+        "running": a.running,
+    }
 
 
 def attempts_from_messages(msgs: Iterable[Any]) -> tuple[RunningAttempt, ...]:

@@ -79,6 +79,7 @@ class SchedulerConfig(Settings):
     max_time_limit: Seconds = 0.0  # 0 = unlimited
     heartbeat_interval: PositiveSeconds = 2.0
     node_timeout: PositiveSeconds = 30.0  # no heartbeat for this long: node DOWN
+    max_telemetry_rate: PositiveNumber = 500.0  # telemetry heartbeats/s of all agents together
     node_grace: Seconds = 300.0  # DOWN this long with jobs: they end NODE_FAIL
     kill_grace: Seconds = 10.0  # SIGTERM -> SIGKILL
     max_requeue: Count = 3
@@ -114,6 +115,7 @@ class SchedulerConfig(Settings):
     max_ids_per_request: Count = 10_000  # job ids of one ListJobs, CancelJobs, ControlJobs
     allowed_mounts: Names = ()  # host path prefixes jobs may bind-mount; () = none
     allowed_images: Names = ()  # image patterns (registry.lab/*); () = any image
+    user_qos: Names = ("low", "normal")  # QoS classes non-admins may ask for
     tls_cert: str = ""  # PEM certificate chain the scheduler serves; "" = no TLS
     tls_key: str = ""  # its private key
     tls_client_ca: str = ""  # CA whose client certificates are then required (mutual TLS)
@@ -122,6 +124,11 @@ class SchedulerConfig(Settings):
     # observability (docs/metrics.md)
     accounting_retention: Seconds = 365 * DAY  # finished jobs are kept this long; 0 = forever
     http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
+    # job-end webhooks (docs/metrics.md "Notifications")
+    notify_tries: Count = 8  # posts of one webhook before it is given up
+    notify_backoff: PositiveSeconds = 2.0  # wait after the first failure; doubles each time
+    notify_max_backoff: PositiveSeconds = 600.0  # the longest wait between tries
+    notify_timeout: PositiveSeconds = 10.0  # one post: connect, send and answer
 
     @field_validator("policy")
     @classmethod

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import grpc
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from rota.scheduler.api.auth import AuthInterceptor
 from rota.scheduler.api.metrics import MetricsInterceptor
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.api.standard import add_standard_services, set_serving
@@ -28,6 +29,7 @@ from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import HttpServer, Response
 from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
+from rota.scheduler.notifier import HttpPoster, Notifier
 from rota.scheduler.policy import make_policy
 from rota.scheduler.reservation_clock import ReservationClock
 from rota.scheduler.store.store import Store
@@ -43,6 +45,8 @@ SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", 4 * 2**20),  # requests; agents send logs in 64 KiB
     ("grpc.max_send_message_length", 64 * 2**20),  # large job lists and log chunks
 ]
+NOTIFY_WORKERS = 16  # webhooks posted at once
+NOTIFY_POLL = 0.5  # seconds between looks for due webhooks
 
 
 class ListenError(RuntimeError):
@@ -52,7 +56,10 @@ class ListenError(RuntimeError):
 async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None = None) -> int:
     """Run until SIGTERM/SIGINT; return the exit code. ``on_ready`` gets the bound port."""
     policy = make_policy(config.policy, policy_config(config))
-    store = Store(config.resolved_database_url())
+    # resolved once: it touches the SQLite file, and closing any descriptor of that file in
+    # this process would drop SQLite's locks, letting another process delete our WAL
+    database_url = config.resolved_database_url()
+    store = Store(database_url)
     metrics = SchedulerMetrics()
     ticker = AsyncIOScheduler()
     clock = ReservationClock(ticker)
@@ -61,8 +68,13 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         observer=metrics,
         on_reservations=clock.changed,
     )
-    # the first interceptor is the outermost: requests validation refuses are counted too
-    interceptors = [MetricsInterceptor(metrics), ValidationInterceptor(input_rules(config))]
+    # the first interceptor is the outermost: refused and invalid requests are counted too;
+    # authentication comes before validation, so nothing is said to a caller without a token
+    interceptors = [
+        MetricsInterceptor(metrics),
+        AuthInterceptor(engine, time.time),
+        ValidationInterceptor(input_rules(config)),
+    ]
     server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
     add_servicers(server, engine)
     health = await add_standard_services(server)
@@ -79,6 +91,14 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     )
     ticker.start()
     await clock.start(engine.reservation_edges)
+    notifier = Notifier(
+        engine.claim_notifications,
+        engine.notification_result,
+        HttpPoster(config.notify_timeout, NOTIFY_WORKERS),
+        NOTIFY_WORKERS,
+        NOTIFY_POLL,
+    )
+    notifier.start()
     http = await _start_http(config, engine, metrics)
     await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]
@@ -86,7 +106,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         "rota scheduler listening on %s:%d (database %s, policy %s)",
         host,
         port,
-        _safe_url(config.resolved_database_url()),
+        _safe_url(database_url),
         config.policy,
     )
     if on_ready is not None:
@@ -99,6 +119,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     log.info("rota scheduler stopping: no new requests, finishing the current pass")
     await health.enter_graceful_shutdown()
     ticker.shutdown(wait=False)
+    await notifier.stop()
     await http.stop()
     await server.stop(grace=1.0)
     await engine.stop()

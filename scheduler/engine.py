@@ -11,18 +11,20 @@ behind them on the core thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from rota.messages import (
     AgentEvent,
     AgentOrder,
+    EventAck,
     Heartbeat,
     Hello,
     LaunchOrder,
@@ -34,22 +36,30 @@ from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, Usag
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus
-from rota.scheduler.core.errors import NotFound
+from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
+from rota.scheduler.core import access
+from rota.scheduler.core.errors import AccessDenied, AuthError, NotFound, UserError
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lifecycle import Orders
+from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.lookup import CancelResult
-from rota.scheduler.core.nodes import RemoveResult
+from rota.scheduler.core.nodes import NodePage, RemoveResult
+from rota.scheduler.core.notifications import Delivery
 from rota.scheduler.core.reservations import ReservationRequest, Usage
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
+from rota.scheduler.intake import Beat, ReceivedBeat, TelemetryBuffer
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
-from rota.scheduler.metrics_sample import ClusterSample, sample
+from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
 from rota.scheduler.policy.explain import Explanation
 from rota.scheduler.policy.snapshot import Plan
 
 log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
 WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
+TELEMETRY_BATCH_DELAY = 0.05  # seconds heartbeats gather before one core-thread hop
+BEHIND_LOG_INTERVAL = 10.0  # seconds between "behind on telemetry" warnings
+LIVENESS_MIN_WAIT = 0.05  # seconds: the liveness check never spins
 
 
 @dataclass(eq=False)
@@ -58,6 +68,7 @@ class AgentSession:
 
     node: str
     id: int
+    peer: str = ""  # the stream's peer address, for the audit log
     outbox: asyncio.Queue[AgentOrder | None] = field(default_factory=asyncio.Queue)
 
 
@@ -90,8 +101,22 @@ class Engine:
         self._log_streams: dict[int, tuple[str, asyncio.Queue[LogData]]] = {}
         self._pass_wanted = asyncio.Event()
         self._pass_task: asyncio.Task[None] | None = None
+        self._liveness_task: asyncio.Task[None] | None = None
         self._stopping = False
         self.passes = 0
+        self._telemetry = TelemetryBuffer()
+        self._telemetry_task: asyncio.Task[None] | None = None
+        self._events: list[tuple[AgentSession, AgentEvent]] = []
+        self._events_task: asyncio.Task[None] | None = None
+        self._recording: set[asyncio.Task[None]] = set()  # refusals being written to the audit
+        self._behind_logged = 0.0  # monotonic time of the last "behind" warning
+        self._behind_since_log = 0
+
+    @property
+    def telemetry_dropped(self) -> int:
+        """Heartbeats whose telemetry was shed (a newer one of the node replaced it before the
+        core thread applied it) since start: non-zero means the scheduler fell behind."""
+        return self._telemetry.superseded
 
     async def _core(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn`` on the core thread."""
@@ -107,7 +132,27 @@ class Engine:
 
     def start(self) -> None:
         self._pass_task = asyncio.create_task(self._pass_loop(), name="rota-pass-loop")
+        self._liveness_task = asyncio.create_task(self._liveness_loop(), name="rota-liveness")
         self.request_pass()
+
+    async def _liveness_loop(self) -> None:
+        """Mark silent nodes DOWN when their timeout runs out, not at the next tick: sleep
+        until the first connected node could time out (at most ``tick_interval``), check."""
+        config = self.services.config
+        while not self._stopping:
+            try:
+                due = await self._core(self.services.agents.next_timeout)
+                if due is not None and due < 0:
+                    orders = await self._core(self.services.agents.lost_nodes)
+                    self.dispatch(orders)
+                    await self._close_stale_sessions()
+                    self.request_pass()
+                    due = 0.0  # look again at once (after the shortest wait)
+            except Exception:
+                log.exception("checking for lost nodes failed; retrying")
+                due = None
+            wait = config.tick_interval if due is None else min(due, config.tick_interval)
+            await asyncio.sleep(max(wait, LIVENESS_MIN_WAIT) + LIVENESS_MIN_WAIT)
 
     def request_pass(self) -> None:
         """Ask for a pass; requests made during a pass coalesce into one more."""
@@ -147,8 +192,15 @@ class Engine:
         """Finish the pass in progress, then stop the loop and the threads."""
         self._stopping = True
         self._pass_wanted.set()
+        if self._liveness_task is not None:
+            self._liveness_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._liveness_task
         if self._pass_task is not None:
             await self._pass_task
+        for task in (self._telemetry_task, self._events_task, *self._recording):
+            if task is not None:
+                await task
         for session in list(self._sessions.values()):
             session.outbox.put_nowait(None)
         self._core_pool.shutdown(wait=True)
@@ -168,6 +220,7 @@ class Engine:
         orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
         services.accounting.tick()
         services.reservations.housekeeping()
+        services.users.refresh()
         return orders
 
     async def _close_stale_sessions(self) -> None:
@@ -199,38 +252,83 @@ class Engine:
     # ------------------------------------------------------------ JobService
 
     async def submit(
-        self, items: Sequence[SubmitItem], user: str, test_only: bool
+        self, items: Sequence[SubmitItem], who: Principal, test_only: bool
     ) -> list[SubmitResult]:
-        if not test_only and task_count(items) > LARGE_SUBMISSION:
-            results = await self._large.submit(items, user)
+        """Submit as ``who``: each job's account resolved (``access.job_account``) and the
+        items refused as a whole when ``access.may_submit`` refuses one."""
+        resolved = self._authorize_submit(items, who)
+        if not test_only and task_count(resolved) > LARGE_SUBMISSION:
+            results = await self._large.submit(resolved, who.user)
         else:
-            results = await self._core(self.services.jobs.submit, items, user, test_only)
+            results = await self._core(self.services.jobs.submit, resolved, who.user, test_only)
         if not test_only:
             self.request_pass()
         return results
 
-    async def cancel(self, ids: Sequence[str], user: str, reason: str) -> list[CancelResult]:
-        results = await self._cancels.cancel(ids, user, reason)
+    def _authorize_submit(self, items: Sequence[SubmitItem], who: Principal) -> list[SubmitItem]:
+        """The items with their accounts resolved; AccessDenied naming the first item and field
+        ``who`` may not ask for (checked per item, before any array is expanded)."""
+        allowed = self.services.config.user_qos
+        resolved = []
+        for i, item in enumerate(items):
+            spec = replace(item.spec, account=access.job_account(who, item.spec))
+            field_name, why = access.may_submit(who, spec, allowed)
+            if why:
+                where = f"{item.source}: " if item.source else f"items[{i}]."
+                raise AccessDenied(f"{where}{field_name}: {why}")
+            resolved.append(replace(item, spec=spec))
+        return resolved
+
+    async def cancel(self, ids: Sequence[str], who: Principal, reason: str) -> list[CancelResult]:
+        """Cancel as ``who``; AccessDenied (nothing changed) when any id names a job ``who``
+        may not cancel. Large cancels run in chunks (``LargeCancels``)."""
+        await self._core(self._check_acts, ids, who, "cancel")
+        results = await self._cancels.cancel(ids, who.user, reason)
         self.request_pass()
         return results
 
-    async def control(self, action: str, ids: Sequence[str], user: str) -> list[CancelResult]:
-        results, orders = await self._core(self.services.control.control, action, ids, user)
+    async def control(self, action: str, ids: Sequence[str], who: Principal) -> list[CancelResult]:
+        """Hold, release or requeue as ``who``; AccessDenied as for ``cancel``."""
+        results, orders = await self._core(self._control_step, action, ids, who)
         self.dispatch(orders)
         self.request_pass()
         return results
 
-    async def list_jobs(self, listing: JobListing) -> JobPage:
-        return await self._core(self.services.jobs.list_page, listing)
+    def _control_step(
+        self, action: str, ids: Sequence[str], who: Principal
+    ) -> tuple[list[CancelResult], Orders]:
+        self._check_acts(ids, who, action)
+        return self.services.control.control(action, ids, who.user, who.admin)
 
-    async def get_job(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
-        return await self._core(self.services.jobs.get, display_id)
+    def _check_acts(self, ids: Sequence[str], who: Principal, action: str) -> None:
+        """AccessDenied naming the first job of ``ids`` that ``who`` may not ``action``."""
+        if who.admin:
+            return
+        lookup = self.services.lookup
+        for display_id in ids:
+            try:
+                jobs = lookup.resolve(display_id)
+            except UserError:
+                continue  # the action's own result names a malformed id
+            for job in jobs:
+                why = access.may_act(who, job, action)
+                if why:
+                    raise AccessDenied(why)
 
-    async def watch_job(self, display_id: str) -> AsyncGenerator[JobRecord, None]:
+    async def list_jobs(self, listing: JobListing, who: Principal) -> JobPage:
+        """A page of jobs; other users' environments and mounts blanked for non-admins."""
+        page = await self._core(self.services.jobs.list_page, listing)
+        return replace(page, jobs=[access.private_view(who, j) for j in page.jobs])
+
+    async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:
+        job, events = await self._core(self.services.jobs.get, display_id)
+        return access.private_view(who, job), events
+
+    async def watch_job(self, display_id: str, who: Principal) -> AsyncGenerator[JobRecord, None]:
         """The job now and after every change, until it has ended."""
         last = None
         while True:
-            job, _events = await self.get_job(display_id)
+            job, _events = await self.get_job(display_id, who)
             if job != last:
                 yield job
                 last = job
@@ -238,22 +336,24 @@ class Engine:
                 return
             await asyncio.sleep(WATCH_INTERVAL)
 
-    async def explain(self, display_id: str) -> tuple[JobRecord, Explanation | None, int]:
+    async def explain(
+        self, display_id: str, who: Principal
+    ) -> tuple[JobRecord, Explanation | None, int]:
         """The job, and when pending why it waits (computed on the policy thread) and how many
         jobs are pending."""
         job, snapshot = await self._core(self.services.jobs.explain_target, display_id)
+        job = access.private_view(who, job)
         if snapshot is None:
             return job, None, 0
         why = await self._policy(self.services.policy.explain, snapshot, job.id)
         return job, why, len(snapshot.pending)
 
     async def stream_logs(
-        self, display_id: str, attempt: int, follow: bool, node: str = ""
+        self, display_id: str, attempt: int, follow: bool, who: Principal, node: str = ""
     ) -> AsyncGenerator[bytes, None]:
         """Relay an attempt's output from the agent that ran it (``node``: one rank of a gang;
-        default rank 0). NotFound when unreachable."""
-        jobs = self.services.jobs
-        job, node, attempt = await self._core(jobs.location, display_id, attempt, node)
+        default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it."""
+        job, node, attempt = await self._core(self._log_step, display_id, attempt, node, who)
         session = self._sessions.get(node)
         if session is None:
             raise NotFound(
@@ -278,6 +378,16 @@ class Engine:
             if live is not None:
                 live.outbox.put_nowait(LogRequest(request_id, cancel=True))
 
+    def _log_step(
+        self, display_id: str, attempt: int, node: str, who: Principal
+    ) -> tuple[JobRecord, str, int]:
+        """Where the output is, once ``who`` may read it (before saying whether there is any)."""
+        jobs = self.services.jobs
+        refused = access.may_read_logs(who, jobs.get(display_id)[0])
+        if refused:
+            raise AccessDenied(refused)
+        return jobs.location(display_id, attempt, node)
+
     # ------------------------------------------------------------ AccountingService
 
     async def list_finished(self, query: AccountingQuery) -> list[FinishedJob]:
@@ -290,14 +400,38 @@ class Engine:
         return await self._core(self.services.accounting.summary, query)
 
     async def metrics_sample(self) -> ClusterSample:
-        """What the model shows now, for a /metrics scrape."""
-        return await self._core(sample, self.services)
+        """What the model and the heartbeat path show now, for a /metrics scrape."""
+        cluster = await self._core(sample, self.services)
+        telemetry = TelemetrySample(
+            self.telemetry_dropped,
+            len(self._telemetry),
+            telemetry_period(self.services.config, len(self._sessions)),
+        )
+        return replace(cluster, telemetry=telemetry)
+
+    # ------------------------------------------------------------ NotificationService
+
+    async def claim_notifications(self, limit: int) -> list[Delivery]:
+        """Up to ``limit`` job-end webhooks due now (the notifier posts them)."""
+        return await self._core(self.services.notifications.claim, limit)
+
+    async def notification_result(self, delivery: Delivery, status: int, error: str) -> None:
+        """Record how a post went: delivered, or failed (retried later or given up)."""
+        notifications = self.services.notifications
+        if error:
+            await self._core(notifications.failed, delivery, error)
+        else:
+            await self._core(notifications.delivered, delivery, status)
 
     # ------------------------------------------------------------ NodeService, GpuHealth
 
-    async def list_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
-        """Copies of every node with its displayed status, in name order."""
-        return await self._core(self.services.nodes.show_all)
+    async def list_nodes(
+        self, page_size: int, page_token: str, summary: bool, summary_only: bool
+    ) -> NodePage:
+        """A page of nodes (copies with their displayed status) in name order, and with
+        ``summary`` counts over all nodes."""
+        nodes = self.services.nodes
+        return await self._core(nodes.page, page_size, page_token, summary, summary_only)
 
     async def get_node(self, name: str) -> tuple[NodeState, NodeStatus]:
         return await self._core(self.services.nodes.show, name)
@@ -410,12 +544,60 @@ class Engine:
         if self.on_reservations is not None:
             self.on_reservations()
 
+    # ------------------------------------------------------------ users, tokens, audit
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal of a current token, from memory (no thread hop)."""
+        return self.services.users.authenticate(token)
+
+    async def load_principal(self, token: str) -> Principal | None:
+        """The principal of a current token the memory does not know yet (store lookup)."""
+        return await self._core(self.services.users.load, token)
+
+    async def add_user(
+        self,
+        name: str,
+        admin: bool,
+        accounts: Sequence[str],
+        default_account: str,
+        uid: int | None,
+        gid: int | None,
+    ) -> tuple[UserRecord, str]:
+        users = self.services.users
+        return await self._core(users.add, name, admin, accounts, default_account, uid, gid)
+
+    async def list_users(self) -> list[UserRecord]:
+        return await self._core(self.services.users.all)
+
+    async def revoke_user(self, name: str) -> UserRecord:
+        return await self._core(self.services.users.revoke, name)
+
+    async def new_token(self, name: str) -> tuple[UserRecord, str]:
+        return await self._core(self.services.users.new_token, name)
+
+    async def get_user(self, name: str) -> UserRecord:
+        return await self._core(self.services.users.get, name)
+
+    async def record(self, entry: AuditEntry) -> None:
+        """Append to the audit log."""
+        await self._core(self.services.users.record, entry)
+
+    async def audit(self, since: float, limit: int) -> list[AuditEntry]:
+        return await self._core(self.services.users.audit, since, limit)
+
     # ------------------------------------------------------------ agents (one stream each)
 
-    async def agent_connect(self, hello: Hello) -> AgentSession:
-        """Authenticate and reconcile; the new session replaces any older one of that node."""
-        session = AgentSession(hello.node_name, next(self._session_ids))
-        orders = await self._core(self.hello_step, hello, session.id)
+    async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
+        """Authenticate and reconcile; the new session replaces any older one of that node.
+        A refused hello is recorded in the audit log."""
+        session = AgentSession(hello.node_name, next(self._session_ids), peer)
+        joined = len(self._sessions) + (hello.node_name not in self._sessions)
+        period = telemetry_period(self.services.config, joined)
+        try:
+            orders = await self._core(self.hello_step, hello, session.id, period)
+        except AuthError as exc:
+            await self._refuse_agent(session, "hello", "", str(exc))
+            raise
         old = self._sessions.get(hello.node_name)
         if old is not None:
             old.outbox.put_nowait(None)
@@ -425,36 +607,156 @@ class Engine:
         self.request_pass()
         return session
 
-    def hello_step(self, hello: Hello, session: int) -> Orders:
-        """The core-thread part of ``agent_connect`` (in-process tests call it directly)."""
+    def hello_step(self, hello: Hello, session: int, period: float | None = None) -> Orders:
+        """The core-thread part of ``agent_connect`` (in-process tests call it directly);
+        ``period``: the telemetry period to give."""
         services = self.services
-        orders = services.agents.hello(hello, session)
+        orders = services.agents.hello(hello, session, period)
         services.gpus.node_joined(services.model.nodes[hello.node_name])
         return orders
 
-    async def agent_heartbeat(self, session: AgentSession, beat: Heartbeat) -> None:
-        if await self._core(self.heartbeat_step, session.node, session.id, beat):
-            self.request_pass()
-        session.outbox.put_nowait(Pong(time.time()))
+    def agent_heartbeat(self, session: AgentSession, beat: Beat) -> None:
+        """On receipt (event loop): stamp liveness, answer with a pong, and buffer the
+        telemetry for the next batch; it never waits for the core thread. ``beat`` may be a
+        call that decodes the wire message: it then runs on the core thread, and not at all
+        for telemetry that is shed."""
+        received = self.services.liveness.stamp(session.node, session.id)
+        session.outbox.put_nowait(self._pong())
+        if self._telemetry.add(ReceivedBeat(session.node, session.id, beat, received)):
+            self._report_behind()
+        if self._telemetry_task is None and not self._stopping:
+            self._telemetry_task = asyncio.create_task(self._apply_telemetry())
 
-    def heartbeat_step(self, node: str, session: int, beat: Heartbeat) -> bool:
-        """The core-thread part of ``agent_heartbeat``: True when what the policy sees of the
-        node changed (in-process tests call it directly)."""
+    def agent_keepalive(self, session: AgentSession) -> None:
+        """On receipt (event loop): stamp liveness and answer; no core-thread work."""
+        self.services.liveness.stamp(session.node, session.id)
+        session.outbox.put_nowait(self._pong())
+
+    def _pong(self) -> Pong:
+        """A pong with the telemetry period for the nodes connected now."""
+        return Pong(time.time(), telemetry_period(self.services.config, len(self._sessions)))
+
+    async def _apply_telemetry(self) -> None:
+        """Apply buffered telemetry, one core-thread hop per batch, until none waits."""
+        try:
+            while len(self._telemetry) and not self._stopping:  # telemetry dies with us
+                await asyncio.sleep(TELEMETRY_BATCH_DELAY)
+                try:
+                    if await self._core(self.telemetry_step, self._telemetry.take()):
+                        self.request_pass()
+                except Exception:
+                    log.exception("applying telemetry failed; it was dropped")
+        finally:
+            self._telemetry_task = None
+
+    def _report_behind(self) -> None:
+        self._behind_since_log += 1
+        now = time.monotonic()
+        if now - self._behind_logged >= BEHIND_LOG_INTERVAL:
+            log.warning(
+                "scheduler behind on telemetry: %d heartbeat(s) shed since the last warning "
+                "(%d in all); only the latest per node is applied",
+                self._behind_since_log,
+                self.telemetry_dropped,
+            )
+            self._behind_logged = now
+            self._behind_since_log = 0
+
+    def telemetry_step(self, batch: list[ReceivedBeat]) -> bool:
+        """The core-thread part of ``agent_heartbeat``: apply a batch of heartbeats; True when
+        what the policy sees changed."""
+        changed = False
+        for item in batch:
+            beat = item.decoded()
+            changed = self.heartbeat_step(item.node, item.session, beat, item.received) or changed
+        return changed
+
+    def heartbeat_step(
+        self, node: str, session: int, beat: Heartbeat, received: float | None = None
+    ) -> bool:
+        """Apply one heartbeat received at ``received`` (default now): True when what the
+        policy sees of the node changed (in-process tests call it directly). The one place
+        applied telemetry is handed to its observers: GPU health, then anything that
+        accounts per node or job from telemetry."""
         services = self.services
-        changed = services.agents.heartbeat(node, session, beat)
+        changed = services.agents.heartbeat(node, session, beat, received)
         services.meter.observe(node, session)
         return services.gpus.observe(node, session) or changed
 
-    async def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
-        orders = await self._core(self.services.agents.event, session.node, session.id, event)
-        self.dispatch(orders)
-        if event.kind != "STARTED":
-            self.request_pass()
+    def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
+        """On receipt (event loop): stamp liveness and queue the event on its own path, which
+        telemetry never delays and nothing sheds; events apply in arrival order."""
+        self.services.liveness.stamp(session.node, session.id)
+        self._events.append((session, event))
+        if self._events_task is None and not self._stopping:
+            self._events_task = asyncio.create_task(self._apply_events())
 
-    def agent_log_data(self, data: LogData) -> None:
+    async def _apply_events(self) -> None:
+        """Apply queued job events, all that waited in one core-thread hop, until none waits."""
+        try:
+            while self._events:
+                batch, self._events = self._events, []
+                orders, wanted = await self._core(self.events_step, batch)
+                self.dispatch(orders)
+                if wanted:
+                    self.request_pass()
+        finally:
+            self._events_task = None
+
+    def events_step(self, batch: list[tuple[AgentSession, AgentEvent]]) -> tuple[Orders, bool]:
+        """The core-thread part of ``agent_event``: the orders the events cause, and whether a
+        pass is wanted (anything but a start frees or changes resources). A report about a job
+        its node does not run (``access.may_report``) is refused, acknowledged and recorded."""
+        services = self.services
+        orders: Orders = []
+        wanted = False
+        for session, event in batch:
+            try:
+                job = services.model.jobs.get(event.job_id)
+                refused = access.may_report(session.node, job, event.attempt)
+                if refused:
+                    target = f"job={event.job_id}"
+                    services.users.record(self._refusal(session, "job_event", target, refused))
+                    orders.append((session.node, EventAck(event.job_id, event.attempt)))
+                    continue
+                orders += services.agents.event(session.node, session.id, event)
+            except Exception:
+                log.exception("applying %s of job %d failed", event.kind, event.job_id)
+            wanted = wanted or event.kind != "STARTED"
+        return orders, wanted
+
+    def agent_log_data(self, session: AgentSession, data: LogData) -> None:
+        """On receipt (event loop): stamp liveness and hand output to the ``glogs`` stream
+        that asked this node for it; output for a request made of another node is refused and
+        recorded (the record is written by a task: receipt never waits)."""
+        self.services.liveness.stamp(session.node, session.id)
         entry = self._log_streams.get(data.request_id)
-        if entry is not None:
-            entry[1].put_nowait(data)
+        if entry is None:
+            return
+        refused = access.may_send_logs(session.node, entry[0])
+        if refused:
+            target = f"request={data.request_id}"
+            task = asyncio.create_task(self._refuse_agent(session, "log_data", target, refused))
+            self._recording.add(task)
+            task.add_done_callback(self._recording.discard)
+            return
+        entry[1].put_nowait(data)
+
+    def _refusal(self, session: AgentSession, what: str, target: str, why: str) -> AuditEntry:
+        """The audit entry of a refused agent message (and a warning in the log)."""
+        log.warning("refused %s of node %s: %s", what, session.node, why)
+        return AuditEntry(
+            time.time(),
+            f"node:{session.node}",
+            f"AgentService/Connect {what}",
+            target,
+            session.peer,
+            allowed=False,
+            detail=why,
+        )
+
+    async def _refuse_agent(self, session: AgentSession, what: str, target: str, why: str) -> None:
+        await self.record(self._refusal(session, what, target, why))
 
     async def agent_gone(self, session: AgentSession) -> None:
         if self._sessions.get(session.node) is session:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from rota.scheduler.metrics_sample import ClusterSample
@@ -72,6 +72,23 @@ class _ModelCollector(Collector):
             total.add_metric(key, g.memory_total)
             temp.add_metric(key, g.temperature)
         yield from (util, used, total, temp)
+        shed = CounterMetricFamily(
+            "rota_telemetry_shed",
+            "Heartbeats whose telemetry was dropped unapplied (a newer one of the node replaced "
+            "it) because the scheduler fell behind; liveness and job events are never shed.",
+        )
+        shed.add_metric([], s.telemetry.shed)
+        waiting = GaugeMetricFamily(
+            "rota_telemetry_waiting", "Heartbeats received whose telemetry is not applied yet."
+        )
+        waiting.add_metric([], s.telemetry.waiting)
+        period = GaugeMetricFamily(
+            "rota_telemetry_period_seconds",
+            "How often each agent is told to send telemetry (nodes / max_telemetry_rate, at "
+            "least heartbeat_interval).",
+        )
+        period.add_metric([], s.telemetry.period)
+        yield from (shed, waiting, period)
 
 
 class SchedulerMetrics:

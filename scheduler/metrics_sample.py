@@ -31,12 +31,24 @@ class NodeSample:
 
 
 @dataclass(frozen=True, slots=True)
+class TelemetrySample:
+    """The heartbeat path at one moment (the engine's, not the model's): telemetry shed since
+    start because the core thread fell behind, heartbeats waiting to be applied, and the
+    telemetry period agents are told."""
+
+    shed: int = 0
+    waiting: int = 0
+    period: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSample:
     """What the model showed at one moment."""
 
     jobs: dict[str, int] = field(default_factory=dict)  # every non-final state -> count
     nodes: tuple[NodeSample, ...] = ()
     gpus: tuple[GpuSample, ...] = ()
+    telemetry: TelemetrySample = TelemetrySample()
 
 
 def sample(services: Services) -> ClusterSample:

@@ -7,6 +7,7 @@ can run in parallel on one engine without touching each other's containers.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -93,6 +94,7 @@ class Cluster:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     scheduler_args: list[str] = field(default_factory=list)
     env_extra: dict[str, str] = field(default_factory=dict)  # e.g. ROTA_CA for a TLS cluster
+    token: str = ""  # the token of the admin named after the OS user (as `rota up` makes)
 
     @property
     def address(self) -> str:
@@ -107,6 +109,8 @@ class Cluster:
             ROTA_SCHEDULER=self.address,
             PYTHONUNBUFFERED="1",
         )
+        if self.token:
+            env["ROTA_TOKEN"] = self.token
         env.update(self.env_extra)
         return env
 
@@ -143,7 +147,22 @@ class Cluster:
             what="scheduler start",
         )
         assert proc.poll() is None, self.log("scheduler")
+        if not self.token:
+            self.token = self.add_user(getpass.getuser(), admin=True)
         return proc
+
+    def add_user(self, name: str, admin: bool = False) -> str:
+        """Make ``name`` a user of this cluster's database; returns their token (commands run
+        with ``cli`` speak as that admin, or as another user with ``ROTA_TOKEN``)."""
+        from rota.scheduler.core.users import UsersService
+        from rota.scheduler.store.store import Store
+        from rota.scheduler.store.users import UserStore
+
+        store = Store(f"sqlite:///{self.root / 'sched.db'}")
+        try:
+            return UsersService(UserStore(store.engine), time.time).add(name, admin)[1]
+        finally:
+            store.close()
 
     def start_agent(
         self,
@@ -190,9 +209,9 @@ class Cluster:
             proc.wait(timeout=30)
 
     def cli(
-        self, *args: str, input: str | None = None, check: bool = False
+        self, *args: str, input: str | None = None, check: bool = False, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """Run a user command (gsub, gqueue ...) as a subprocess."""
+        """Run a user command (gsub, gqueue ...) as a subprocess (in ``cwd`` when given)."""
         module = {"rota": "rota_main"}.get(args[0], args[0])
         result = subprocess.run(
             [sys.executable, "-m", f"rota.cli.{module}", *args[1:]],
@@ -201,6 +220,7 @@ class Cluster:
             text=True,
             input=input,
             timeout=120,
+            cwd=cwd,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"{args} exited {result.returncode}: {result.stderr}")

@@ -17,6 +17,7 @@ import grpc
 import yaml
 
 from tests.cluster import DOCKERFILE, TEST_IMAGE, Cluster, wait_for
+from tests.support.tokens import channel
 
 FAST = {"heartbeat_interval": 0.5, "tick_interval": 0.5, "node_timeout": 3, "node_grace": 30}
 
@@ -34,6 +35,14 @@ def add_node(cluster: Cluster, short: str, *flags: str) -> str:
     out = cluster.cli("gadmin", "node", "add", cluster.node_name(short), "--parsable", *flags)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
+
+
+def token_file(cluster: Cluster, token: str) -> str:
+    """``--token-file`` and a file (mode 0600) holding ``token``."""
+    path = cluster.root / f"token-{uuid.uuid4().hex[:8]}"
+    path.write_text(token)
+    path.chmod(0o600)
+    return str(path)
 
 
 def spawn_agent(cluster: Cluster, key: str, node: str, *extra: str) -> subprocess.Popen[bytes]:
@@ -60,12 +69,12 @@ def restart_scheduler(cluster: Cluster, *args: str) -> subprocess.Popen[bytes]:
 class Api:
     """The scheduler's gRPC API straight from the test process (no CLI start-up per poll)."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, token: str) -> None:
         from rota.v1 import rota_pb2 as pb
         from rota.v1 import rota_pb2_grpc as pb_grpc
 
         self.pb = pb
-        self.channel = grpc.insecure_channel(address)
+        self.channel = channel(address, token)
         self.job_stub = pb_grpc.JobServiceStub(self.channel)
         self.node_stub = pb_grpc.NodeServiceStub(self.channel)
 

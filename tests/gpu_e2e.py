@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import grpc
 import yaml
 
 from tests.cluster import TEST_IMAGE, Cluster, wait_for
 from tests.nvml_fake import fake_gpu, fake_nvml_env, write_fake_config
+from tests.support.tokens import channel as token_channel
 
 HEARTBEAT = 0.5
 FAST_RULES = {
@@ -105,7 +105,7 @@ class GpuCluster:
         from rota.v1 import rota_pb2 as pb
         from rota.v1 import rota_pb2_grpc as pb_grpc
 
-        with grpc.insecure_channel(self.c.address) as channel:
+        with token_channel(self.c.address, self.c.token) as channel:
             job = pb_grpc.JobServiceStub(channel).GetJob(pb.GetJobRequest(id=job_id), timeout=10)
         return [MessageToDict(e, preserving_proto_field_name=True) for e in job.events]
 

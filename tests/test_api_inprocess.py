@@ -141,7 +141,7 @@ def test_submit_list_page_and_cancel(tmp_path: Path) -> None:
             token = page.next_page_token
             if not token:
                 break
-        assert seen == [(i, "PD", "ann") for i in ids]
+        assert seen == [(i, "PD", "admin") for i in ids], "the token's user, not the field"
         cancelled = await sched.jobs.CancelJobs(pb.CancelJobsRequest(ids=[ids[0], "999"]))
         assert [(r.ok, r.message) for r in cancelled.results] == [
             (True, ""),

@@ -11,6 +11,7 @@ import pytest
 
 from rota.jobspec import JobSpec
 from rota.messages import KillOrder, RunningAttempt
+from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig, load_config, policy_config
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.jobs import SubmitItem, SubmitResult
@@ -342,7 +343,7 @@ def test_a_dry_run_answers_while_a_pass_is_stuck_in_decide(tmp_path: Path) -> No
         try:
             assert await asyncio.to_thread(policy.inside.wait, 30), "the pass never started"
             answers = await asyncio.wait_for(
-                engine.submit([probe, too_big], "bob", test_only=True), timeout=20
+                engine.submit([probe, too_big], Principal("bob"), test_only=True), timeout=20
             )
             return answers, stuck_pass.done()
         finally:

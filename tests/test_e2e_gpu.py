@@ -191,7 +191,7 @@ def test_idle_gpus_warn_the_job_and_the_policy_cancels_it(gc: GpuCluster) -> Non
     busy = gc.c.submit(SLEEPER)
     gc.c.wait_state(busy, "RUNNING")
     assert (gc.gpu_ids(idle), gc.gpu_ids(busy)) == ([0], [1])
-    wait_for(lambda: "WARN: GPUs idle" in gc.queue_line(idle), 10, what="idle warning")
+    wait_for(lambda: "WARN: GPUs idle" in gc.queue_line(idle), 20, what="idle warning")
     assert gc.c.job(idle)["reason"].startswith("GPUs idle (0% utilisation) for")
     assert any(e.get("kind") == "warning" and "GPUs idle" in e["reason"] for e in gc.events(idle))
     shown = gc.c.cli("gcontrol", "show", "job", idle, check=True).stdout

@@ -35,7 +35,7 @@ def test_device_request_names_exactly_the_allocated_uuids(tmp_path: Path, test_i
         time_limit=0.0,
     )
     client = docker.from_env()
-    container = client.containers.create(**runtime._create_args(order))
+    container = client.containers.create(**runtime._create_args(order, mounts=()))
     try:
         requests = client.api.inspect_container(container.id)["HostConfig"]["DeviceRequests"]
         assert len(requests) == 1

@@ -13,6 +13,7 @@ from tests.faults_support import (
     config_file,
     restart_scheduler,
     spawn_agent,
+    token_file,
     wait_gone,
 )
 
@@ -33,15 +34,23 @@ def test_wrong_token_and_unregistered_node_are_refused_and_change_nothing(
 ) -> None:
     cluster.start_scheduler("--config", config_file(cluster))
     token = add_node(cluster, "n1", "--labels", "rack=r7")
-    cluster.start_agent("n1", 1, "--token", token)
+    cluster.start_agent("n1", 1, "--token-file", token_file(cluster, token))
     job = cluster.submit(SLEEP)
     cluster.wait_state(job, "RUNNING")
     before_nodes, before_jobs = _nodes_view(cluster), cluster.jobs()
 
-    wrong = spawn_agent(cluster, "wrong", cluster.node_name("n1"), "--token", "not-the-token")
+    wrong = spawn_agent(
+        cluster,
+        "wrong",
+        cluster.node_name("n1"),
+        "--token-file",
+        token_file(cluster, "not-the-token"),
+    )
     assert wait_gone(wrong) == 1
     assert "wrong join token for node" in cluster.log("wrong")
-    ghost = spawn_agent(cluster, "ghost", cluster.node_name("ghost"), "--token", token)
+    ghost = spawn_agent(
+        cluster, "ghost", cluster.node_name("ghost"), "--token-file", token_file(cluster, token)
+    )
     assert wait_gone(ghost) == 1
     ghost_log = cluster.log("ghost")
     assert "is not registered" in ghost_log and "gadmin node add" in ghost_log
@@ -58,7 +67,7 @@ def test_wrong_token_and_unregistered_node_are_refused_and_change_nothing(
 def test_drain_resume_and_ginfo_shows_who_and_since(cluster: Cluster) -> None:
     cluster.start_scheduler("--config", config_file(cluster))
     name = cluster.node_name("n1")
-    cluster.start_agent("n1", 1, "--token", add_node(cluster, "n1"))
+    cluster.start_agent("n1", 1, "--token-file", token_file(cluster, add_node(cluster, "n1")))
     running = cluster.submit(SLEEP)
     cluster.wait_state(running, "RUNNING")
     out = cluster.cli("gadmin", "node", "drain", name, "--reason", "fan noise", check=True)
@@ -87,7 +96,9 @@ def test_drain_resume_and_ginfo_shows_who_and_since(cluster: Cluster) -> None:
 def test_remove_refused_while_jobs_run_unless_forced(cluster: Cluster) -> None:
     cluster.start_scheduler("--config", config_file(cluster))
     n1, n2 = cluster.node_name("n1"), cluster.node_name("n2")
-    agent1 = cluster.start_agent("n1", 2, "--token", add_node(cluster, "n1"))
+    agent1 = cluster.start_agent(
+        "n1", 2, "--token-file", token_file(cluster, add_node(cluster, "n1"))
+    )
     again = cluster.submit(SLEEP + "requeue: true\nname: again\n")
     once = cluster.submit(SLEEP + "name: once\n")
     cluster.wait_state(again, "RUNNING")
@@ -96,7 +107,7 @@ def test_remove_refused_while_jobs_run_unless_forced(cluster: Cluster) -> None:
     assert refused.returncode == 1 and "--force" in refused.stderr
     assert cluster.node(n1) is not None
 
-    cluster.start_agent("n2", 1, "--token", add_node(cluster, "n2"))
+    cluster.start_agent("n2", 1, "--token-file", token_file(cluster, add_node(cluster, "n2")))
     out = cluster.cli("gadmin", "node", "remove", n1, "--force", check=True).stdout
     assert f"Requeued job(s): {again}" in out and f"Ended NODE_FAIL: {once}" in out
     assert cluster.wait_state(once, "NODE_FAIL")["attempt"] == 1
@@ -124,7 +135,7 @@ def test_sigterm_stops_the_scheduler_gracefully_and_nothing_is_lost(cluster: Clu
     assert "finishing the current pass" in log and "rota scheduler stopped" in log
     assert cluster.cli("gqueue").returncode == 1, "it no longer accepts requests"
     restart_scheduler(cluster, "--config", config_file(cluster), "--open-registration")
-    api = Api(cluster.address)
+    api = Api(cluster.address, cluster.token)
     try:
         wait_for(lambda: api.state(job) == "COMPLETED", 30, what="job completes after restart")
         wait_for(lambda: api.state(queued) == "RUNNING", 30, what="queued job runs")

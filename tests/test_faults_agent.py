@@ -37,19 +37,22 @@ def test_agent_sigkill_and_restart_adopts_jobs_with_real_exit_codes(cluster: Clu
     out.mkdir()
     out.chmod(0o777)  # jobs run as an unprivileged user
     cluster.start_agent("n1", 4)
-    ok = cluster.submit(_job(out, "sleep 5; exit 0"))
-    three = cluster.submit(_job(out, "sleep 5; exit 3"))
-    away = cluster.submit(_job(out, "sleep 3; exit 7"))  # ends while the agent is dead
+    # The jobs end when the test says so (a file appears), so a slow engine cannot end them early.
+    ok = cluster.submit(_job(out, "until [ -e /out/go ]; do sleep 0.1; done; exit 0"))
+    three = cluster.submit(_job(out, "until [ -e /out/go ]; do sleep 0.1; done; exit 3"))
+    away = cluster.submit(_job(out, "until [ -e /out/go-away ]; do sleep 0.1; done; exit 7"))
     limited = cluster.submit(_job(out, "sleep 600", "time_limit: 6s"))
     jobs = [ok, three, away, limited]
-    api = Api(cluster.address)
+    api = Api(cluster.address, cluster.token)
     try:
-        wait_for(lambda: all(api.state(j) == "RUNNING" for j in jobs), 20, what="all running")
+        wait_for(lambda: all(api.state(j) == "RUNNING" for j in jobs), 30, what="all running")
     finally:
         api.close()
     cluster.kill("agent-n1", signal.SIGKILL)
+    (out / "go-away").touch()  # ends while the agent is dead
     wait_for(lambda: "7" in _exit_codes(cluster, away), 10, what="a job ending while away")
     cluster.start_agent("n1", 4)
+    (out / "go").touch()
     assert "adopted running job" in cluster.log("agent-n1")
     results = {
         job: cluster.wait_state(job, "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", timeout=40)
@@ -101,7 +104,7 @@ def test_agent_frozen_past_grace_requeues_elsewhere_and_late_reports_are_fenced(
     wait_for(lambda: (n := cluster.node(n1)) and n["state"] != "DOWN", 20, what="n1 back")
     done = cluster.wait_state(moved, "COMPLETED", "FAILED", timeout=30)
     assert (done["state"], done["exit_code"], done["attempt"]) == ("COMPLETED", 0, 2)
-    api = Api(cluster.address)
+    api = Api(cluster.address, cluster.token)
     try:
         events = [(e.attempt, e.new_state) for e in api.events(moved) if e.kind == "state"]
     finally:

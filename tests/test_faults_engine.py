@@ -67,7 +67,7 @@ def test_launch_on_a_down_engine_goes_back_to_pending(
     cluster.start_scheduler("--config", config, "--open-registration")
     cluster.start_agent("n1", 1, "--docker-host", engine.url)
     name = cluster.node_name("n1")
-    api = Api(cluster.address)
+    api = Api(cluster.address, cluster.token)
     try:
         beat = api.node(name).last_heartbeat
         wait_for(lambda: api.node(name).last_heartbeat != beat, 20, 0.05, what="a heartbeat")

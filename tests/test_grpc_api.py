@@ -8,13 +8,14 @@ import pytest
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import TEST_IMAGE, Cluster
+from tests.support.tokens import channel
 
 
 @pytest.fixture
 def api(cluster: Cluster) -> pb_grpc.JobServiceStub:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=1)
-    return pb_grpc.JobServiceStub(grpc.insecure_channel(cluster.address))
+    return pb_grpc.JobServiceStub(channel(cluster.address, cluster.token))
 
 
 def _spec(**kw: object) -> pb.JobSpec:

@@ -14,6 +14,8 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -32,11 +34,14 @@ def scheduler(tmp_path: Path) -> Iterator[Cluster]:
 
 
 def test_health_is_serving_once_ready_and_not_serving_on_shutdown(scheduler: Cluster) -> None:
-    channel = grpc.insecure_channel(scheduler.address)
+    channel = grpc.insecure_channel(scheduler.address)  # no user token: health needs none
     health = health_pb2_grpc.HealthStub(channel)
     for service in ("", "rota.v1.JobService", "rota.v1.AgentService"):
         reply = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
         assert reply.status == SERVING, service
+    with pytest.raises(grpc.RpcError) as denied:
+        pb_grpc.JobServiceStub(channel).ListJobs(pb.ListJobsRequest(), timeout=10)
+    assert denied.value.code() is grpc.StatusCode.UNAUTHENTICATED, "rota's own RPCs do"
     with pytest.raises(grpc.RpcError) as info:
         health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
     assert info.value.code() is grpc.StatusCode.NOT_FOUND

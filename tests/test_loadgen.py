@@ -22,7 +22,13 @@ def test_loadgen_accounts_for_heartbeats_jobs_and_a_stopped_node() -> None:
         stop_nodes=1,
         ginfo_runs=1,
         drain=30.0,
-        settings={"heartbeat_interval": 0.5, "node_timeout": 3, "tick_interval": 0.5},
+        # 5 nodes at 2.5 telemetry messages/s: telemetry every 2 s, keepalives every 1 s
+        settings={
+            "heartbeat_interval": 0.5,
+            "node_timeout": 3,
+            "tick_interval": 0.5,
+            "max_telemetry_rate": 2.5,
+        },
         floor_window=2.0,
     )
     report = asyncio.run(run(options))
@@ -30,10 +36,13 @@ def test_loadgen_accounts_for_heartbeats_jobs_and_a_stopped_node() -> None:
 
     assert s["all_connected_s"] is not None
     beats = s["heartbeats"]
-    assert beats["interval_s"] == 0.5  # the welcome's period is the one the nodes keep
-    assert beats["sent"] >= 20
+    assert beats["interval_s"] == 0.5  # the welcome's periods are the ones the nodes keep
+    assert beats["telemetry_period_s"] == 2.0 and beats["keepalive_interval_s"] == 1.0
+    assert beats["sent"] >= 15
+    assert 0 < beats["keepalives"] < beats["sent"]  # telemetry every 2 s, keepalives between
     assert beats["answered"] == beats["sent"]
     assert beats["round_trip"]["n"] == beats["answered"]
+    assert s["telemetry_shed_window"] is not None  # read from the scheduler's /metrics
     assert s["streams"]["disconnects_total"] == 0 and s["streams"]["reconnects_total"] == 0
 
     jobs = s["jobs"]
@@ -49,7 +58,9 @@ def test_loadgen_accounts_for_heartbeats_jobs_and_a_stopped_node() -> None:
     assert s["process"]["cpu_percent"] > 0 and s["process"]["rss_max_mib"] > 0
 
     floor = report["floor"]
-    assert floor["heartbeats"]["sent"] >= 10
+    assert floor["heartbeats"]["telemetry_period_s"] == 2.0  # the same message rate
+    assert floor["heartbeats"]["keepalives"] > 0
+    assert floor["heartbeats"]["sent"] >= 6
     assert floor["heartbeats"]["answered"] == floor["heartbeats"]["sent"]
     assert floor["process"]["rss_max_mib"] > 0
     assert report["ratios"]["rss_mean_mib"] > 0

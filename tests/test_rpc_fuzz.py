@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import TEST_IMAGE, Cluster
+from tests.support.tokens import channel
 
 FUZZ = settings(
     max_examples=60,
@@ -79,7 +80,7 @@ _hostile: list[Callable[[pb.JobSpec], Any]] = [
 def target(cluster: Cluster) -> tuple[pb_grpc.JobServiceStub, Cluster]:
     cluster.start_scheduler("--open-registration")
     cluster.start_agent("n1", 2)
-    return pb_grpc.JobServiceStub(grpc.insecure_channel(cluster.address)), cluster
+    return pb_grpc.JobServiceStub(channel(cluster.address, cluster.token)), cluster
 
 
 def test_hostile_submissions_are_invalid_and_store_nothing(

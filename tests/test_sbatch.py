@@ -225,7 +225,7 @@ def test_dry_run_of_several_files_applies_the_flags(capsys: pytest.CaptureFixtur
     docs = list(yaml.safe_load_all(captured.out))
     assert [d["name"] for d in docs] == ["resnet50-finetune", "preprocess"]
     assert all(d["hold"] is True and d["dependency"] == "afterok:9" for d in docs)
-    assert "--output=slurm-%j.out is not applied" in captured.err
+    assert docs[0]["output"] == "slurm-%j.out"  # as written; gsub resolves it from here
 
 
 def _gsub(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -262,9 +262,12 @@ def test_invalid_value_names_the_directive_it_came_from(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(cluster: Cluster) -> None:
-    cluster.start_scheduler()
+    config = cluster.write_job("sched.yaml", f"allowed_mounts: [{cluster.root}]\n")
+    cluster.start_scheduler("--open-registration", "--config", str(config))
     cluster.start_agent("n1", gpus=2)
-    result = cluster.cli("gsub", "--wait", "--parsable", str(DATA / "runs_here.sh"))
+    result = cluster.cli(
+        "gsub", "--wait", "--parsable", str(DATA / "runs_here.sh"), cwd=cluster.root
+    )
     job_id = result.stdout.strip()
     assert job_id.isdigit(), result.stderr
     assert result.returncode == 3, result.stderr  # task 1 exits 3: the highest exit code wins
@@ -278,3 +281,6 @@ def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(cluster: 
         lambda: cluster.cli("glogs", f"{job_id}_0").stdout, 20, what="the task's output"
     )
     assert logs.strip() == f"task 0 of array {job_id} as e2e-array on 1 node(s)"
+    # --output=e2e-%A_%a.out, relative to where gsub ran, written by the agent
+    written = (cluster.root / f"e2e-{job_id}_1.out").read_text()
+    assert written.strip() == f"task 1 of array {job_id} as e2e-array on 1 node(s)"

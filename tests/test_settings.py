@@ -37,6 +37,7 @@ def test_the_agent_example_loads_with_its_values(tmp_path: Path) -> None:
     raw = yaml.safe_load((DEPLOY / "agent.example.yaml").read_text())["agent"]
     token = tmp_path / "node-token"
     token.write_text("s3cret\n")
+    token.chmod(0o600)
     example = tmp_path / "agent.yaml"
     example.write_text(yaml.safe_dump({"agent": {**raw, "token_file": str(token)}}))
     cfg = load_agent_config(example, {})
@@ -139,6 +140,7 @@ def test_agent_layers_file_then_environment_then_flags(tmp_path: Path) -> None:
 def test_agent_labels_from_the_flag_form_and_token_from_its_file(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("abc\n")
+    token.chmod(0o600)
     cfg = load_agent_config(
         None, {"ROTA_NODE_TOKEN": "env"}, labels="rack=r7, ib=1", token_file=str(token)
     )
@@ -175,3 +177,21 @@ def test_the_agent_refuses_bad_settings_with_exit_2(
     assert "heartbeat_interval" in err and err.count("\n") == 1
     assert main(["agent", "--heartbeat", "soon", "--config", str(tmp_path / "none.yaml")]) == 2
     assert "--config" in capsys.readouterr().err
+
+
+def test_the_agent_refuses_a_token_file_others_can_read_and_a_token_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = tmp_path / "node-token"
+    token.write_text("s3cret\n")
+    token.chmod(0o640)
+    assert main(["agent", "--node", "n1", "--token-file", str(token)]) == 2
+    err = capsys.readouterr().err
+    assert "can be read by others (mode 0640)" in err and "s3cret" not in err
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"agent:\n  token_file: {token}\n")
+    with pytest.raises(SettingsError, match="can be read by others"):
+        load_agent_config(config, {})
+    with pytest.raises(SystemExit) as flag:  # a token on the command line shows in ps
+        main(["agent", "--node", "n1", "--token", "s3cret"])
+    assert flag.value.code == 2

@@ -10,6 +10,7 @@ from rota.messages import (
     EventAck,
     Heartbeat,
     Hello,
+    Keepalive,
     KillOrder,
     LaunchOrder,
     LogRequest,
@@ -61,6 +62,8 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 engine_fault=msg.engine_fault,
             )
         )
+    if isinstance(msg, Keepalive):
+        return pb.AgentMessage(keepalive=pb.Keepalive())
     return pb.AgentMessage(
         log_data=pb.LogData(request_id=msg.request_id, data=msg.data, eof=msg.eof, error=msg.error)
     )
@@ -90,8 +93,14 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
         return EventAck(msg.ack.job_id, msg.ack.attempt)
     if kind == "welcome":
         w = msg.welcome
-        return Welcome(w.heartbeat_interval, attempts_from_messages(w.keep), w.node_grace)
+        return Welcome(
+            w.heartbeat_interval,
+            attempts_from_messages(w.keep),
+            w.node_grace,
+            w.telemetry_period,
+            w.keepalive_interval,
+        )
     if kind == "pong":
-        return Pong(msg.pong.time)
+        return Pong(msg.pong.time, msg.pong.telemetry_period)
     r = msg.log_request
     return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)

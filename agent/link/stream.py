@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import grpc
 
 from rota.agent.link.convert import message_to_pb, order_from_pb
-from rota.messages import AgentMessage, AgentOrder, Hello, LogData, Pong, Welcome
+from rota.messages import AgentMessage, AgentOrder, Hello, LogData, Welcome
 from rota.tls import channel_credentials
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -138,8 +138,6 @@ class Link:
                 for msg in responses:
                     self.last_heard = self._monotonic()
                     order = order_from_pb(msg)
-                    if isinstance(order, Pong):
-                        continue
                     if isinstance(order, Welcome):
                         self.connected.set()
                     self._on_order(order)

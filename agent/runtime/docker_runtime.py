@@ -23,6 +23,8 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
+from rota.agent.runtime import outfiles
+from rota.agent.runtime.outfiles import OutputFiles
 from rota.agent.runtime.policy import ContainerPolicy
 from rota.jobspec import Mount as JobMount
 from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
@@ -35,6 +37,7 @@ LABEL_JOB = "rota.job_id"
 LABEL_ATTEMPT = "rota.attempt"
 LABEL_DISPLAY = "rota.display_id"
 LABEL_LIMIT = "rota.time_limit"
+LABEL_GPUS = "rota.gpus"  # host GPU indices, comma-separated
 GPU_MODES = ("auto", "nvidia", "env")
 _ENGINE_DOWN = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
 
@@ -52,6 +55,8 @@ class _Attempt:
     job_id: int
     attempt: int
     container_id: str = ""
+    display_id: str = ""
+    gpus: tuple[int, ...] = ()  # host indices
     deadline: float = 0.0
     running: bool = False
     final: AgentEvent | None = None
@@ -145,6 +150,16 @@ class DockerRuntime:
                 for a in self._attempts.values()
             ]
 
+    def gpu_jobs(self) -> dict[int, str]:
+        """Host GPU index -> display id of the attempt holding it (launching or running)."""
+        with self._lock:
+            return {
+                gpu: a.display_id or str(a.job_id)
+                for a in self._attempts.values()
+                if a.final is None
+                for gpu in a.gpus
+            }
+
     def container_info(self, container_id: str) -> tuple[int, str] | None:
         """(host pid of the container's init process, job display id); None when it is gone.
 
@@ -190,7 +205,13 @@ class DockerRuntime:
         )
         for container in containers:
             labels = container.labels
-            att = _Attempt(int(labels[LABEL_JOB]), int(labels[LABEL_ATTEMPT]), container.id)
+            att = _Attempt(
+                int(labels[LABEL_JOB]),
+                int(labels[LABEL_ATTEMPT]),
+                container.id,
+                labels.get(LABEL_DISPLAY, ""),
+                tuple(int(i) for i in labels.get(LABEL_GPUS, "").split(",") if i.isdigit()),
+            )
             state = container.attrs.get("State", {})
             started = _parse_time(state.get("StartedAt", ""))
             limit = float(labels.get(LABEL_LIMIT, "0") or 0)
@@ -219,7 +240,9 @@ class DockerRuntime:
 
     def launch(self, order: LaunchOrder) -> None:
         """Start the attempt on a worker thread (a second order for it is ignored)."""
-        att = _Attempt(order.job_id, order.attempt)
+        att = _Attempt(
+            order.job_id, order.attempt, display_id=order.display_id, gpus=order.gpu_indices
+        )
         with self._lock:
             existing = self._attempts.get(att.key)
             if existing is None:
@@ -233,12 +256,15 @@ class DockerRuntime:
     def _launch(self, order: LaunchOrder, att: _Attempt) -> None:
         try:
             mounts = self.policy.admit(order)
+            files = outfiles.plan(order, self.node, self.policy.allowed_mounts)
+            outfiles.create(files, *self.policy.run_as(order))
         except SpecError as exc:
             self._fail(att, f"refused by node {self.node}: {exc}")
             return
         try:
             self._ensure_image(order)
             args = self._create_args(order, mounts)
+            args["labels"].update(files.labels())
             if args.get("device_requests"):
                 log.info(
                     "job %s attempt %d: GPUs %s passed as an nvidia DeviceRequest",
@@ -334,6 +360,7 @@ class DockerRuntime:
                 LABEL_ATTEMPT: str(order.attempt),
                 LABEL_DISPLAY: order.display_id,
                 LABEL_LIMIT: str(order.time_limit),
+                LABEL_GPUS: indices,
             },
             init=True,
             detach=True,
@@ -389,12 +416,34 @@ class DockerRuntime:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             container = self._client.containers.get(att.container_id)
+            files = [
+                self._spawn(self._follow_file, container, target, stdout, stderr)
+                for target, stdout, stderr in OutputFiles.from_labels(container.labels).streams()
+            ]
             with path.open("wb") as out:
                 for chunk in container.logs(stream=True, follow=True):
                     out.write(chunk)
                     out.flush()
+            for follower in files:  # done before the complete output is written over them
+                follower.join(timeout=5)
         except (DockerException, *_ENGINE_DOWN, OSError):
             pass  # the whole output is fetched again when the attempt ends
+
+    def _follow_file(self, container: Any, path: str, stdout: bool, stderr: bool) -> None:
+        """The job's own output file (``--output``/``--error``) as the output comes."""
+        try:
+            stream = container.logs(stdout=stdout, stderr=stderr, stream=True, follow=True)
+            outfiles.write(path, stream)
+        except (DockerException, *_ENGINE_DOWN, OSError):
+            pass  # written whole when the attempt ends
+
+    def _write_files(self, container: Any) -> None:
+        """The job's output files, complete (the attempt has ended)."""
+        for path, stdout, stderr in OutputFiles.from_labels(container.labels).streams():
+            try:
+                outfiles.write(path, [container.logs(stdout=stdout, stderr=stderr)])
+            except (DockerException, *_ENGINE_DOWN, OSError) as exc:
+                log.warning("cannot write the job's output file %s: %s", path, exc)
 
     def _finish(self, att: _Attempt) -> None:
         """Save the complete output, then report the end (kept until acknowledged)."""
@@ -406,6 +455,7 @@ class DockerRuntime:
                     container.wait()
                     continue
                 data = container.logs(stdout=True, stderr=True)
+                self._write_files(container)
                 break
             except NotFound:
                 report = AgentEvent(

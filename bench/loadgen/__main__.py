@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,11 @@ def parse(argv: list[str] | None) -> tuple[Options, Path]:
         metavar="KEY=VALUE",
         help="scheduler setting for the scheduler this run starts",
     )
-    p.add_argument("--scheduler", default="", help="HOST:PORT of a running scheduler to load")
+    p.add_argument(
+        "--scheduler",
+        default="",
+        help="HOST:PORT of a running scheduler to load (an admin's token in ROTA_TOKEN)",
+    )
     p.add_argument("--scheduler-pid", type=int, default=0, help="its pid (CPU and RSS)")
     p.add_argument("--no-floor", dest="floor", action="store_false", help="skip the floor run")
     p.add_argument("--floor-window", type=float, default=0.0, help="default: --window")
@@ -63,6 +68,7 @@ def parse(argv: list[str] | None) -> tuple[Options, Path]:
     args = vars(p.parse_args(argv))
     out = args.pop("json") or Path("bench/results") / f"loadgen-{args['nodes']}.json"
     args["settings"] = dict(args["settings"])
+    args["token"] = os.environ.get("ROTA_TOKEN", "")  # never a flag: ps would show it
     return Options(**args), out
 
 

@@ -1,10 +1,13 @@
 """One simulated node: the real agent's protocol over its own grpc.aio channel (one TCP
 connection), with the real agent's timing rules (agent/daemon.py, agent/link/stream.py).
 
-- hello with the inventory and the attempts it holds; the welcome sets the heartbeat period and
-  lists the attempts to keep (others are dropped, as the agent stops their containers);
-- a heartbeat right after the welcome, then one every period; a stream silent for
-  max(5 periods, 10 s) is dropped and redialled, with the agent's capped exponential backoff;
+- hello with the inventory and the attempts it holds; the welcome sets the heartbeat interval,
+  the telemetry period and the keepalive interval, and lists the attempts to keep (others are
+  dropped, as the agent stops their containers); a pong may change the telemetry period;
+- a heartbeat right after the welcome, then one every telemetry period, and a keepalive when
+  nothing was sent for the keepalive interval (checked every heartbeat interval); a stream
+  silent for max(5 gaps, 10 s) is dropped and redialled, with the agent's capped exponential
+  backoff (a gap: the shorter of the telemetry period and the keepalive interval);
 - a launch order is answered STARTED after ``start_delay`` and EXITED (code 0) after
   ``job_runtime``; a kill order KILLED at once; final events are sent again after a reconnect
   until the scheduler acks them, and an ack removes the attempt.
@@ -38,9 +41,10 @@ NODE_CHANNEL_OPTIONS = [*CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1)]
 @dataclass
 class Stats:
     """What the nodes of one worker process saw. Heartbeats are counted by the phase in which
-    they were sent; a pong answers the oldest unanswered heartbeat of its stream."""
+    they were sent; a pong answers the oldest unanswered heartbeat or keepalive of its stream."""
 
     sent: list[int] = field(default_factory=lambda: [0, 0, 0])
+    keepalives: list[int] = field(default_factory=lambda: [0, 0, 0])  # of ``sent``
     answered: list[int] = field(default_factory=lambda: [0, 0, 0])
     rtts: list[float] = field(default_factory=list)  # seconds, heartbeats sent in the window
     disconnects: list[int] = field(default_factory=lambda: [0, 0, 0])  # streams that broke
@@ -53,6 +57,8 @@ class Stats:
     kills: int = 0
     connected: int = 0
     heartbeat_interval: float = 0.0  # from the last welcome
+    telemetry_period: float = 0.0  # the longest a welcome or pong gave
+    keepalive_interval: float = 0.0  # from the last welcome
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,9 @@ class SimNode:
         self.final: dict[tuple[int, int], tuple[str, int]] = {}  # kind and exit code, until acked
         self.jobs: dict[tuple[int, int], asyncio.Task[None]] = {}
         self.interval = settings.default_interval
+        self.period = settings.default_interval  # telemetry period
+        self.keepalive = 0.0  # 0: telemetry suffices
+        self._sent_beat = self._sent_any = float("-inf")  # monotonic times
         self.stopped = False  # stop(): never send or redial again
         self._closing = False  # shutdown(): the run is over
         self._outbox: asyncio.Queue[pb.AgentMessage] | None = None
@@ -145,7 +154,7 @@ class SimNode:
                 self._last_heard = time.monotonic()
                 kind = msg.WhichOneof("msg")
                 if kind == "pong":
-                    self._on_pong()  # counted even when frozen: the scheduler did answer
+                    self._on_pong(msg.pong)  # counted even when frozen: the scheduler did answer
                     continue
                 if self.stopped:  # frozen: acts on nothing, but the order was sent
                     if kind == "launch":
@@ -185,7 +194,11 @@ class SimNode:
 
     def _on_welcome(self, welcome: pb.Welcome, outbox: asyncio.Queue[pb.AgentMessage]) -> None:
         self.interval = welcome.heartbeat_interval or self.interval
+        self.period = max(welcome.telemetry_period, self.interval)
+        self.keepalive = welcome.keepalive_interval
         self.stats.heartbeat_interval = self.interval
+        self.stats.keepalive_interval = self.keepalive
+        self._seen_period()
         if self._welcomed:
             self.stats.reconnects[self.phase()] += 1
         self._welcomed = True
@@ -209,27 +222,46 @@ class SimNode:
             while True:
                 await call.write(await outbox.get())
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self, keepalive: bool = False) -> None:
         if self._outbox is None or self.stopped:
             return
-        self._pending.append((time.monotonic(), self.phase()))
+        now = time.monotonic()
+        self._pending.append((now, self.phase()))
         self.stats.sent[self._pending[-1][1]] += 1
-        self._send(protocol.heartbeat(self.uuids, list(self.attempts.values())))
+        self._sent_any = now
+        if keepalive:
+            self.stats.keepalives[self._pending[-1][1]] += 1
+            self._send(protocol.keepalive())
+        else:
+            self._sent_beat = now
+            self._send(protocol.heartbeat(self.uuids, list(self.attempts.values())))
 
     async def _heartbeats(self, call: grpc.aio.StreamStreamCall) -> None:
         while True:
             await asyncio.sleep(self.interval)
             if self.stopped:
                 return
-            if time.monotonic() - self._last_heard > max(5 * self.interval, 10.0):
+            now = time.monotonic()
+            gap = min(self.period, self.keepalive or self.period)
+            if now - self._last_heard > max(5 * gap, 10.0):
                 self.stats.watchdog_drops += 1
                 call.cancel()
                 return
-            self._heartbeat()
+            slack = self.interval / 2  # as the agent: the sleep wakes a little early or late
+            if now - self._sent_beat >= self.period - slack:
+                self._heartbeat()
+            elif self.keepalive and now - self._sent_any >= self.keepalive - slack:
+                self._heartbeat(keepalive=True)
+
+    def _seen_period(self) -> None:
+        self.stats.telemetry_period = max(self.stats.telemetry_period, self.period)
 
     # ------------------------------------------------------------ orders
 
-    def _on_pong(self) -> None:
+    def _on_pong(self, pong: pb.Pong) -> None:
+        if pong.telemetry_period:
+            self.period = max(pong.telemetry_period, self.interval)
+            self._seen_period()
         if not self._pending:
             return
         sent, phase = self._pending.popleft()

@@ -12,6 +12,7 @@ from typing import Any
 
 import grpc
 
+from bench.loadgen import auth
 from bench.loadgen.procfs import cpu_seconds, rss_bytes
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -66,8 +67,9 @@ class UnaryProbes:
     """Calls ListNodes, GetJob and ListJobs (one job by id) one after the other, every
     ``interval`` seconds, on their own channel, and keeps each call's latency."""
 
-    def __init__(self, address: str, job_id: str, interval: float) -> None:
+    def __init__(self, address: str, token: str, job_id: str, interval: float) -> None:
         self.address = address
+        self.token = token
         self.job_id = job_id
         self.interval = interval
         self.latency: dict[str, list[float]] = {"ListNodes": [], "GetJob": [], "ListJobs": []}
@@ -75,8 +77,8 @@ class UnaryProbes:
         self.list_nodes_bytes = 0
 
     async def run(self) -> None:
-        async with grpc.aio.insecure_channel(
-            self.address, options=[("grpc.max_receive_message_length", 256 * 2**20)]
+        async with auth.channel(
+            self.address, self.token, options=[("grpc.max_receive_message_length", 256 * 2**20)]
         ) as channel:
             nodes = pb_grpc.NodeServiceStub(channel)
             jobs = pb_grpc.JobServiceStub(channel)
@@ -125,12 +127,14 @@ async def time_ginfo(env: Mapping[str, str]) -> float | None:
     return time.monotonic() - t0 if code == 0 else None
 
 
-async def watch_down(address: str, names: list[str], deadline: float) -> dict[str, float]:
+async def watch_down(
+    address: str, token: str, names: list[str], deadline: float
+) -> dict[str, float]:
     """Seconds from now until each node shows DOWN: every half second, GetNode for each node not
     yet DOWN, all in flight at once (so one slow reply delays no other node's reading)."""
     began = time.monotonic()
     down: dict[str, float] = {}
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with auth.channel(address, token) as channel:
         nodes = pb_grpc.NodeServiceStub(channel)
 
         async def check(name: str) -> None:

@@ -148,14 +148,23 @@ def log_eof(request_id: int) -> pb.AgentMessage:
     return pb.AgentMessage(log_data=pb.LogData(request_id=request_id, eof=True))
 
 
-def floor_replies(heartbeat_interval: float, node_grace: float) -> tuple[bytes, bytes]:
-    """The serialized welcome and pong the bare floor server answers with."""
+def keepalive() -> pb.AgentMessage:
+    return pb.AgentMessage(keepalive=pb.Keepalive())
+
+
+def floor_replies(
+    heartbeat_interval: float, node_grace: float, telemetry_period: float, keepalive: float
+) -> tuple[bytes, bytes]:
+    """The serialized welcome and pong the bare floor server answers with: the periods the
+    scheduler gave, so the floor receives the same message rate."""
     welcome = pb.SchedulerMessage(
         welcome=pb.Welcome(
             heartbeat_interval=heartbeat_interval,
             scheduler_version=__version__,
             node_grace=node_grace,
+            telemetry_period=telemetry_period,
+            keepalive_interval=keepalive,
         )
     )
-    pong = pb.SchedulerMessage(pong=pb.Pong(time=time.time()))
+    pong = pb.SchedulerMessage(pong=pb.Pong(time=time.time(), telemetry_period=telemetry_period))
     return welcome.SerializeToString(), pong.SerializeToString()

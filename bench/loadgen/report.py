@@ -19,9 +19,16 @@ def _process(p: dict[str, Any] | None) -> str:
 
 def _beats(h: dict[str, Any]) -> str:
     return (
-        f"{h['sent']} sent ({h['sent_per_s']}/s, expected {h['expected_per_s']}/s), "
-        f"{h['answered']} answered ({h['answered_per_s']}/s)"
+        f"{h['sent']} sent ({h['sent_per_s']}/s, {h['keepalives']} of them keepalives; "
+        f"telemetry every {h['telemetry_period_s']:g} s, expected "
+        f"{h['expected_telemetry_per_s']}/s), {h['answered']} answered ({h['answered_per_s']}/s)"
     )
+
+
+def _shed(count: int | None) -> str:
+    if count is None:
+        return "not measured (no /metrics)"
+    return f"{count} heartbeats' telemetry shed in the window (rota_telemetry_shed_total)"
 
 
 def _streams(s: dict[str, Any]) -> str:
@@ -43,6 +50,7 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("load generator CPU", f"{s['loadgen_cpu_percent']} % of a core"),
         ("heartbeats", _beats(s["heartbeats"])),
         ("heartbeat round trip", _ms(s["heartbeats"]["round_trip"])),
+        ("telemetry shed", _shed(s.get("telemetry_shed_window"))),
         ("streams", _streams(s["streams"])),
     ]
     for name, q in s["unary"].items():

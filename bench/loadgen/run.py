@@ -24,9 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
-
-from bench.loadgen import protocol, servers
+from bench.loadgen import auth, protocol, servers
 from bench.loadgen.fleet import COMPLETED, CONNECTED, LAUNCHED, Fleet
 from bench.loadgen.node import AFTER, WINDOW, NodeSettings
 from bench.loadgen.probes import ProcessMeter, UnaryProbes, quantiles, time_ginfo, watch_down
@@ -54,6 +52,7 @@ class Options:
     settings: dict[str, Any] = field(default_factory=dict)  # the scheduler's YAML settings
     scheduler: str = ""  # HOST:PORT of a running scheduler instead of starting one
     scheduler_pid: int = 0  # its pid, for CPU and RSS
+    token: str = ""  # an admin's token for that scheduler; one it starts gets its own
     floor: bool = True
     floor_window: float = 0.0  # 0: the same as window
     logs: str = ""  # keep the servers' logs and database here instead of a temporary folder
@@ -66,8 +65,7 @@ async def run(options: Options) -> dict[str, Any]:
         report: dict[str, Any] = {"options": asdict(options)}
         report["scheduler"] = await _scheduler_phase(options, root)
         if options.floor:
-            interval = report["scheduler"]["heartbeats"]["interval_s"] or 2.0
-            report["floor"] = await _floor_phase(options, root, interval)
+            report["floor"] = await _floor_phase(options, root, report["scheduler"]["heartbeats"])
             report["ratios"] = _ratios(report["scheduler"], report["floor"])
         return report
 
@@ -92,18 +90,19 @@ async def _at(moment: float, work: Awaitable[Any]) -> Any:
 
 async def _scheduler_phase(o: Options, root: Path) -> dict[str, Any]:
     server = None
-    address, pid = o.scheduler, o.scheduler_pid
+    address, pid, metrics = o.scheduler, o.scheduler_pid, ""
     if not address:
         server = servers.start_scheduler(root, o.settings)
         await server.wait_ready()
-        address, pid = server.address, server.pid
+        address, pid, metrics = server.address, server.pid, server.metrics_url
+    token = auth.admin_token(root / "scheduler.db") if server is not None else o.token
     try:
         out: dict[str, Any] = {"address": address}
         names = _names(o.nodes)
         began = time.monotonic()
-        tokens = await servers.register(address, names)
+        tokens = await servers.register(address, token, names)
         out["registration_s"] = round(time.monotonic() - began, 2)
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with auth.channel(address, token) as channel:
             jobs = pb_grpc.JobServiceStub(channel)
             settings = NodeSettings(address, o.start_delay, o.job_runtime)
             fleet = Fleet([(n, tokens[n]) for n in names], o.workers, o.ramp, settings)
@@ -114,7 +113,9 @@ async def _scheduler_phase(o: Options, root: Path) -> dict[str, Any]:
             # held: it stays pending, the target of GetJob and ListJobs in the window
             probe_job = (await servers.submit(jobs, 1, o.job_runtime, 1, hold=True))[0]
             await asyncio.sleep(o.settle)
-            out.update(await _scheduler_window(o, root, fleet, jobs, address, pid, probe_job))
+            target = (address, token)
+            window = _scheduler_window(o, root, fleet, jobs, target, pid, metrics, probe_job)
+            out.update(await window)
     finally:
         if server is not None:
             server.stop()
@@ -126,10 +127,14 @@ async def _scheduler_window(
     root: Path,
     fleet: Fleet,
     jobs: pb_grpc.JobServiceStub,
-    address: str,
+    target: tuple[str, str],
     pid: int,
+    metrics: str,
     probe_job: str,
 ) -> dict[str, Any]:
+    """The measured window; ``target`` is the scheduler's address and an admin's token."""
+    address, token = target
+    shed_before = await _shed(metrics)
     fleet.set_phase(WINDOW)
     start = time.monotonic()
     end = start + o.window
@@ -137,21 +142,25 @@ async def _scheduler_window(
     if meter:
         meter.begin()
     loadgen_cpu = fleet.cpu_seconds()
-    probes = UnaryProbes(address, probe_job, o.probe_interval)
+    probes = UnaryProbes(address, token, probe_job, o.probe_interval)
     probing = asyncio.create_task(probes.run())
-    env = servers.client_env(root, address)
+    env = servers.client_env(root, address, token)
     ginfo = [
         asyncio.create_task(_at(start + o.window * (k + 1) / (o.ginfo_runs + 1), time_ginfo(env)))
         for k in range(o.ginfo_runs)
     ]
     workload = asyncio.create_task(
-        _at(start + o.window / 10, _jobs_and_stops(o, fleet, jobs, address, end))
+        _at(start + o.window / 10, _jobs_and_stops(o, fleet, jobs, target, end))
     )
     await asyncio.sleep(max(0.0, end - time.monotonic()))
     fleet.set_phase(AFTER)
     out: dict[str, Any] = {"process": meter.end() if meter else None}
     out["loadgen_cpu_percent"] = round(100 * (fleet.cpu_seconds() - loadgen_cpu) / o.window, 1)
     out["connected_at_window_end"] = fleet.count(CONNECTED)
+    shed_after = await _shed(metrics)
+    out["telemetry_shed_window"] = (
+        None if shed_before is None or shed_after is None else int(shed_after - shed_before)
+    )
     probing.cancel()
     out["unary"] = probes.report()
     times = [t for t in await asyncio.gather(*ginfo) if t is not None]
@@ -173,8 +182,19 @@ async def _scheduler_window(
     return out
 
 
+async def _shed(metrics: str) -> float | None:
+    """rota_telemetry_shed_total now (None without a /metrics URL)."""
+    if not metrics:
+        return None
+    return await asyncio.to_thread(servers.scrape, metrics, "rota_telemetry_shed_total")
+
+
 async def _jobs_and_stops(
-    o: Options, fleet: Fleet, jobs: pb_grpc.JobServiceStub, address: str, window_end: float
+    o: Options,
+    fleet: Fleet,
+    jobs: pb_grpc.JobServiceStub,
+    target: tuple[str, str],
+    window_end: float,
 ) -> tuple[tuple[float, list[str]], float, list[str], dict[str, float]]:
     """Submit the jobs; once all have launch orders (or at three quarters of the window) stop
     idle nodes and time them until DOWN; wait for the jobs to complete. Everything ends by ``drain`` after the
@@ -187,18 +207,22 @@ async def _jobs_and_stops(
     while fleet.count(LAUNCHED) < len(ids) and time.monotonic() < latest:
         await asyncio.sleep(0.1)
     stopped = await fleet.stop_idle(o.stop_nodes, o.stop_mode) if o.stop_nodes else []
-    watching = asyncio.create_task(watch_down(address, stopped, deadline))
+    watching = asyncio.create_task(watch_down(*target, stopped, deadline))
     while fleet.count(COMPLETED) < len(ids) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     return (submitted_at, ids), submit_s, stopped, await watching
 
 
 def _heartbeats(stats: dict[str, Any], window: float, nodes: int) -> dict[str, Any]:
+    """Heartbeats and keepalives of the window (``sent`` counts both, each gets a pong)."""
     sent, answered = stats["sent"][WINDOW], stats["answered"][WINDOW]
-    interval = stats["heartbeat_interval"]
+    interval, period = stats["heartbeat_interval"], stats["telemetry_period"]
     return {
         "interval_s": interval,
-        "expected_per_s": round(nodes / interval, 1) if interval else None,
+        "telemetry_period_s": period,
+        "keepalive_interval_s": stats["keepalive_interval"],
+        "expected_telemetry_per_s": round(nodes / period, 1) if period else None,
+        "keepalives": stats["keepalives"][WINDOW],
         "sent": sent,
         "answered": answered,
         "sent_per_s": round(sent / window, 1),
@@ -247,8 +271,15 @@ async def _jobs_report(
     }
 
 
-async def _floor_phase(o: Options, root: Path, interval: float) -> dict[str, Any]:
-    welcome, pong = protocol.floor_replies(interval, _setting(o, "node_grace", 300.0))
+async def _floor_phase(o: Options, root: Path, beats: dict[str, Any]) -> dict[str, Any]:
+    """The floor's welcome and pongs give the periods the scheduler gave (``beats``)."""
+    interval = beats["interval_s"] or 2.0
+    welcome, pong = protocol.floor_replies(
+        interval,
+        _setting(o, "node_grace", 300.0),
+        beats["telemetry_period_s"] or interval,
+        beats["keepalive_interval_s"],
+    )
     server = servers.start_floor(root, welcome, pong)
     await server.wait_ready()
     window = o.floor_window or o.window

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import grpc
 import yaml
 
+from bench.loadgen import auth
 from bench.loadgen.procfs import raise_open_files_limit
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -36,9 +38,16 @@ class Server:
     """A server subprocess whose log is kept in ``log_path``; ``stop`` ends it (SIGTERM)."""
 
     def __init__(
-        self, address: str, args: list[str], log_path: Path, ready: str, env: Mapping[str, str]
+        self,
+        address: str,
+        args: list[str],
+        log_path: Path,
+        ready: str,
+        env: Mapping[str, str],
+        metrics_url: str = "",
     ) -> None:
         self.address = address
+        self.metrics_url = metrics_url  # the scheduler's /metrics ("" for the floor)
         self.log_path = log_path
         with log_path.open("ab") as log:
             self.proc = subprocess.Popen(
@@ -75,8 +84,9 @@ class Server:
                 self.proc.wait()
 
 
-def client_env(root: Path, address: str) -> dict[str, str]:
-    """The environment of every rota process the run starts: its own XDG directories."""
+def client_env(root: Path, address: str, token: str = "") -> dict[str, str]:
+    """The environment of every rota process the run starts: its own XDG directories, and the
+    user token its commands send (``ROTA_TOKEN``)."""
     env = dict(os.environ)
     env.update(
         XDG_DATA_HOME=str(root / "data"),
@@ -84,13 +94,17 @@ def client_env(root: Path, address: str) -> dict[str, str]:
         ROTA_SCHEDULER=address,
         PYTHONUNBUFFERED="1",
     )
+    if token:
+        env["ROTA_TOKEN"] = token
     return env
 
 
 def start_scheduler(root: Path, settings: Mapping[str, Any]) -> Server:
-    """``rota scheduler`` with a new SQLite database in ``root`` and ``settings`` as its YAML."""
+    """``rota scheduler`` with a new SQLite database in ``root`` and ``settings`` as its YAML;
+    its HTTP port (/metrics) on a free port unless ``settings`` name one."""
+    values = {"http_listen": f"127.0.0.1:{free_port()}", **settings}
     config = root / "scheduler.yaml"
-    config.write_text(yaml.safe_dump({"scheduler": dict(settings)}))
+    config.write_text(yaml.safe_dump({"scheduler": values}))
     address = f"127.0.0.1:{free_port()}"
     args = [
         "-m",
@@ -104,7 +118,23 @@ def start_scheduler(root: Path, settings: Mapping[str, Any]) -> Server:
         str(config),
     ]
     env = client_env(root, address)
-    return Server(address, args, root / "scheduler.log", "listening on", env)
+    metrics = f"http://{values['http_listen']}/metrics" if values["http_listen"] else ""
+    return Server(address, args, root / "scheduler.log", "listening on", env, metrics)
+
+
+def scrape(metrics_url: str, name: str) -> float | None:
+    """The value of the unlabelled sample ``name`` on ``metrics_url``; None when absent or
+    unreachable."""
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=30) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == name:
+            return float(value)
+    return None
 
 
 def start_floor(root: Path, welcome: bytes, pong: bytes) -> Server:
@@ -123,12 +153,14 @@ def start_floor(root: Path, welcome: bytes, pong: bytes) -> Server:
     return Server(address, args, root / "floor.log", "floor listening on", os.environ)
 
 
-async def register(address: str, names: list[str], parallel: int = 64) -> dict[str, str]:
+async def register(
+    address: str, token: str, names: list[str], parallel: int = 64
+) -> dict[str, str]:
     """AddNode for every name, ``parallel`` calls in flight; a name already registered gets a
     new token. Returns name -> join token."""
     tokens: dict[str, str] = {}
     gate = asyncio.Semaphore(parallel)
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with auth.channel(address, token) as channel:
         admin = pb_grpc.AdminServiceStub(channel)
 
         async def add(name: str) -> None:

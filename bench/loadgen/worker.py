@@ -94,7 +94,7 @@ def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Add up the workers' statistics."""
     out = asdict(Stats())
     for r in results:
-        for key in ("sent", "answered", "disconnects", "reconnects"):
+        for key in ("sent", "keepalives", "answered", "disconnects", "reconnects"):
             out[key] = [a + b for a, b in zip(out[key], r[key], strict=True)]
         for key in ("dial_failures", "watchdog_drops", "launched_on_stopped", "kills", "connected"):
             out[key] += r[key]
@@ -102,5 +102,7 @@ def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
         out["launched"].update(r["launched"])
         out["completed"].update(r["completed"])
         out["heartbeat_interval"] = max(out["heartbeat_interval"], r["heartbeat_interval"])
+        out["telemetry_period"] = max(out["telemetry_period"], r["telemetry_period"])
+        out["keepalive_interval"] = max(out["keepalive_interval"], r["keepalive_interval"])
     out["rtts"].sort()
     return out

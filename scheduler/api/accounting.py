@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rota.scheduler.api.auth import caller
 from rota.scheduler.api.convert import state_from_pb, state_to_pb
 from rota.scheduler.api.errors import unary
 from rota.scheduler.cluster.accounting import (
@@ -78,9 +79,16 @@ def _total(t: UsageTotal) -> pb.UsageTotal:
     )
 
 
+def _principal() -> str:
+    """Whose jobs the caller may see: admins everyone's (""), others only their own
+    (SLURM's PrivateData for sacct); the filter's ``user`` field is ignored."""
+    who = caller()
+    return "" if who.admin else who.user
+
+
 class AccountingServicer(pb_grpc.AccountingServiceServicer):
-    """Every caller sees every job until users and roles exist; then the principal filter
-    (one field of the query) limits users to their own."""
+    """Admins see every finished job and every total; other users only their own jobs, in the
+    listing and in the totals."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -89,12 +97,14 @@ class AccountingServicer(pb_grpc.AccountingServiceServicer):
     async def ListFinished(
         self, request: pb.AccountingFilter, context: Any
     ) -> pb.ListFinishedResponse:
-        rows = await self.engine.list_finished(query_from_pb(request, principal=""))
+        rows = await self.engine.list_finished(query_from_pb(request, principal=_principal()))
         return pb.ListFinishedResponse(jobs=[finished_to_pb(r) for r in rows])
 
     @unary
     async def Summary(self, request: pb.AccountingFilter, context: Any) -> pb.SummaryResponse:
-        users, accounts = await self.engine.usage_summary(query_from_pb(request, principal=""))
+        users, accounts = await self.engine.usage_summary(
+            query_from_pb(request, principal=_principal())
+        )
         return pb.SummaryResponse(
             users=[_total(t) for t in users],
             accounts=[_total(t) for t in accounts],

@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from rota.scheduler.api import convert
+from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
-from rota.scheduler.api.identity import user_of
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 
 
 class AdminServicer(pb_grpc.AdminServiceServicer):
-    """Node registration, drain, resume and removal. Until users and tokens exist, the
-    request's ``user`` (the OS user who ran ``gadmin``) is recorded as who made the change."""
+    """Node registration, drain, resume and removal (admins only: ``api.auth``); the caller
+    is recorded as who made the change."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -22,22 +22,22 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     @unary
     async def AddNode(self, request: pb.AddNodeRequest, context: Any) -> pb.AddNodeResponse:
         token = await self.engine.add_node(
-            request.name, dict(request.labels), user_of(request), request.rotate_token
+            request.name, dict(request.labels), caller().user, request.rotate_token
         )
         return pb.AddNodeResponse(name=request.name.strip(), token=token)
 
     @unary
     async def DrainNode(self, request: pb.DrainNodeRequest, context: Any) -> pb.Node:
-        shown = await self.engine.drain_node(request.name, request.reason, user_of(request))
+        shown = await self.engine.drain_node(request.name, request.reason, caller().user)
         return convert.node_to_pb(*shown)
 
     @unary
     async def ResumeNode(self, request: pb.ResumeNodeRequest, context: Any) -> pb.Node:
-        return convert.node_to_pb(*await self.engine.resume_node(request.name, user_of(request)))
+        return convert.node_to_pb(*await self.engine.resume_node(request.name, caller().user))
 
     @unary
     async def RemoveNode(
         self, request: pb.RemoveNodeRequest, context: Any
     ) -> pb.RemoveNodeResponse:
-        result = await self.engine.remove_node(request.name, request.force, user_of(request))
+        result = await self.engine.remove_node(request.name, request.force, caller().user)
         return pb.RemoveNodeResponse(requeued=list(result.requeued), failed=list(result.failed))

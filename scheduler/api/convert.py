@@ -23,8 +23,9 @@ from rota.messages import (
 )
 from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
-from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.cluster.status import NodeStatus, free_gpus
 from rota.scheduler.core.errors import UserError
+from rota.scheduler.core.nodes import NodeSummary
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.explain import Explanation
 from rota.states import JobState
@@ -221,13 +222,17 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
     if isinstance(order, EventAck):
         return pb.SchedulerMessage(ack=pb.EventAck(job_id=order.job_id, attempt=order.attempt))
     if isinstance(order, Pong):
-        return pb.SchedulerMessage(pong=pb.Pong(time=order.time))
+        return pb.SchedulerMessage(
+            pong=pb.Pong(time=order.time, telemetry_period=order.telemetry_period)
+        )
     if isinstance(order, Welcome):
         return pb.SchedulerMessage(
             welcome=pb.Welcome(
                 heartbeat_interval=order.heartbeat_interval,
                 keep=[pb.AttemptStatus(**attempt_fields(a)) for a in order.keep],
                 node_grace=order.node_grace,
+                telemetry_period=order.telemetry_period,
+                keepalive_interval=order.keepalive_interval,
             )
         )
     return pb.SchedulerMessage(
@@ -238,6 +243,16 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
             follow=order.follow,
             cancel=order.cancel,
         )
+    )
+
+
+def node_summary_to_pb(summary: NodeSummary) -> pb.NodeSummary:
+    return pb.NodeSummary(
+        nodes=summary.nodes,
+        states=summary.states,
+        gpus_total=summary.gpus_total,
+        gpus_free=summary.gpus_free,
+        gpus_unhealthy=summary.gpus_unhealthy,
     )
 
 
@@ -252,11 +267,7 @@ def node_to_pb(node: NodeState, status: NodeStatus) -> pb.Node:
         reason_time=status.since or 0.0,
         inventory=inventory_to_pb(node.inventory),
         gpus_total=node.gpu_count,
-        gpus_free=sum(
-            1
-            for g in node.inventory.gpus
-            if g.index not in holders and (g.index not in shown or shown[g.index].allocatable)
-        ),
+        gpus_free=free_gpus(node, status),
         last_heartbeat=node.last_heartbeat or 0.0,
         address=node.address,
         engine_healthy=node.engine_healthy,

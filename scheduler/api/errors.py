@@ -1,7 +1,7 @@
 """The one place where domain errors become gRPC status codes.
 
 UserError, SpecError and ValueError -> INVALID_ARGUMENT; NotFound -> NOT_FOUND; AuthError ->
-UNAUTHENTICATED; AlreadyExists -> ALREADY_EXISTS; Conflict -> FAILED_PRECONDITION. The details
+UNAUTHENTICATED; AccessDenied -> PERMISSION_DENIED; AlreadyExists -> ALREADY_EXISTS; Conflict -> FAILED_PRECONDITION. The details
 are the error's one-line message, which names the field or the thing at fault.
 """
 
@@ -14,7 +14,14 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 
 from rota.jobspec import SpecError
-from rota.scheduler.core.errors import AlreadyExists, AuthError, Conflict, NotFound, UserError
+from rota.scheduler.core.errors import (
+    AccessDenied,
+    AlreadyExists,
+    AuthError,
+    Conflict,
+    NotFound,
+    UserError,
+)
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -26,6 +33,7 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
     (NotFound, grpc.StatusCode.NOT_FOUND),
     (AuthError, grpc.StatusCode.UNAUTHENTICATED),
+    (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),  # before Conflict, its base class
     (Conflict, grpc.StatusCode.FAILED_PRECONDITION),
 )

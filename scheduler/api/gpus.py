@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
-from rota.scheduler.api.identity import user_of
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -19,12 +19,12 @@ class GpuServicer(pb_grpc.GpuServiceServicer):
 
     @unary
     async def ResumeGpu(self, request: pb.GpuActionRequest, context: Any) -> pb.GpuActionResponse:
-        message = await self.engine.resume_gpu(request.node, request.index, user_of(request))
+        message = await self.engine.resume_gpu(request.node, request.index, caller().user)
         return pb.GpuActionResponse(message=message)
 
     @unary
     async def DrainGpu(self, request: pb.GpuActionRequest, context: Any) -> pb.GpuActionResponse:
         message = await self.engine.drain_gpu(
-            request.node, request.index, user_of(request), request.reason
+            request.node, request.index, caller().user, request.reason
         )
         return pb.GpuActionResponse(message=message)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
-from rota.scheduler.api.identity import user_of
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.engine import Engine
@@ -24,7 +24,7 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     async def CreateReservation(
         self, request: pb.CreateReservationRequest, context: Any
     ) -> pb.Reservation:
-        r = await self.engine.create_reservation(request_from_pb(request), user_of(request))
+        r = await self.engine.create_reservation(request_from_pb(request), caller().user)
         return reservation_to_pb(r, ())
 
     @unary
@@ -53,7 +53,7 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     ) -> pb.ImportReservationsResponse:
         rows = [request_from_pb(row) for row in request.rows]
         errors, created = await self.engine.import_reservations(
-            rows, user_of(request), request.dry_run, request.skip_bad
+            rows, caller().user, request.dry_run, request.skip_bad
         )
         return pb.ImportReservationsResponse(errors=[e or "" for e in errors], created=created)
 
@@ -64,7 +64,7 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
         changes = request_from_pb(request.changes)
         fields = [f.strip() for f in request.fields if f.strip()]
         r = await self.engine.update_reservation(
-            request.name.strip(), changes, fields, user_of(request)
+            request.name.strip(), changes, fields, caller().user
         )
         return reservation_to_pb(r, ())
 
@@ -72,7 +72,7 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     async def DeleteReservation(
         self, request: pb.DeleteReservationRequest, context: Any
     ) -> pb.DeleteReservationResponse:
-        r = await self.engine.delete_reservation(request.name, user_of(request))
+        r = await self.engine.delete_reservation(request.name, caller().user)
         return pb.DeleteReservationResponse(name=r.name)
 
 

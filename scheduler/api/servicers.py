@@ -6,8 +6,9 @@ Domain errors become status codes in ``api.errors`` (the ``unary``/``streaming``
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -15,11 +16,12 @@ import grpc
 from rota.scheduler.api import convert
 from rota.scheduler.api.accounting import AccountingServicer
 from rota.scheduler.api.admin import AdminServicer
+from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
-from rota.scheduler.api.identity import user_of
 from rota.scheduler.api.peers import node_certificate_problem
 from rota.scheduler.api.reservations import ReservationServicer
+from rota.scheduler.api.users import UserServicer
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
 from rota.scheduler.engine import AgentSession, Engine
@@ -41,7 +43,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             SubmitItem(convert.spec_from_pb(i.spec), i.client_request_id, i.source)
             for i in request.items
         ]
-        results = await self.engine.submit(items, user_of(request), request.test_only)
+        results = await self.engine.submit(items, caller(), request.test_only)
         return pb.SubmitJobsResponse(
             jobs=[
                 pb.SubmittedJob(
@@ -56,7 +58,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
 
     @unary
     async def GetJob(self, request: pb.GetJobRequest, context: Any) -> pb.Job:
-        job, events = await self.engine.get_job(request.id)
+        job, events = await self.engine.get_job(request.id, caller())
         return convert.job_to_pb(job, events)
 
     @unary
@@ -70,7 +72,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             page_size=request.page_size,
             page_token=request.page_token,
         )
-        page = await self.engine.list_jobs(listing)
+        page = await self.engine.list_jobs(listing, caller())
         jobs = await asyncio.to_thread(convert.jobs_to_pb, page.jobs)  # the loop keeps serving
         return pb.ListJobsResponse(jobs=jobs, next_page_token=page.next_page_token)
 
@@ -78,7 +80,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
     async def CancelJobs(
         self, request: pb.CancelJobsRequest, context: Any
     ) -> pb.CancelJobsResponse:
-        results = await self.engine.cancel(list(request.ids), user_of(request), request.reason)
+        results = await self.engine.cancel(list(request.ids), caller(), request.reason)
         return pb.CancelJobsResponse(
             results=[pb.CancelResult(id=r.id, ok=r.ok, message=r.message) for r in results]
         )
@@ -88,7 +90,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
         self, request: pb.ControlJobsRequest, context: Any
     ) -> pb.ControlJobsResponse:
         results = await self.engine.control(
-            convert.action_from_pb(request.action), list(request.ids), user_of(request)
+            convert.action_from_pb(request.action), list(request.ids), caller()
         )
         return pb.ControlJobsResponse(
             results=[pb.CancelResult(id=r.id, ok=r.ok, message=r.message) for r in results]
@@ -98,14 +100,16 @@ class JobServicer(pb_grpc.JobServiceServicer):
     async def WatchJob(
         self, request: pb.WatchJobRequest, context: Any
     ) -> AsyncGenerator[pb.Job, None]:
-        async for job in self.engine.watch_job(request.id):
+        async for job in self.engine.watch_job(request.id, caller()):
             yield convert.job_to_pb(job)
 
     @streaming
     async def StreamLogs(
         self, request: pb.StreamLogsRequest, context: Any
     ) -> AsyncGenerator[pb.LogChunk, None]:
-        stream = self.engine.stream_logs(request.id, request.attempt, request.follow, request.node)
+        stream = self.engine.stream_logs(
+            request.id, request.attempt, request.follow, caller(), request.node
+        )
         try:
             async for data in stream:
                 yield pb.LogChunk(data=data)
@@ -116,7 +120,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
     async def ExplainJob(
         self, request: pb.ExplainJobRequest, context: Any
     ) -> pb.ExplainJobResponse:
-        job, why, pending = await self.engine.explain(request.id)
+        job, why, pending = await self.engine.explain(request.id, caller())
         return convert.explanation_to_pb(job, why, pending)
 
 
@@ -126,8 +130,16 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
 
     @unary
     async def ListNodes(self, request: pb.ListNodesRequest, context: Any) -> pb.ListNodesResponse:
-        nodes = await self.engine.list_nodes()
-        return pb.ListNodesResponse(nodes=[convert.node_to_pb(n, s) for n, s in nodes])
+        page = await self.engine.list_nodes(
+            request.page_size, request.page_token, request.summary, request.summary_only
+        )
+        reply = pb.ListNodesResponse(
+            nodes=[convert.node_to_pb(n, s) for n, s in page.nodes],
+            next_page_token=page.next_page_token,
+        )
+        if page.summary is not None:
+            reply.summary.CopyFrom(convert.node_summary_to_pb(page.summary))
+        return reply
 
     @unary
     async def GetNode(self, request: pb.GetNodeRequest, context: Any) -> pb.Node:
@@ -150,7 +162,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         refused = node_certificate_problem(context, first.hello.node_name)
         if refused:
             raise AuthError(refused)
-        session = await self.engine.agent_connect(convert.hello_from_pb(first.hello))
+        hello = convert.hello_from_pb(first.hello)
+        session = await self.engine.agent_connect(hello, context.peer() or "")
         reader = asyncio.create_task(self._read(session, request_iterator))
         try:
             while True:
@@ -166,12 +179,15 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, session: AgentSession, request_iterator: AsyncIterator[pb.AgentMessage]
     ) -> None:
         engine = self.engine
-        handlers: dict[str, Callable[[pb.AgentMessage], Awaitable[None] | None]] = {
+        handlers: dict[str, Callable[[pb.AgentMessage], None]] = {
             "heartbeat": lambda m: engine.agent_heartbeat(
-                session, convert.heartbeat_from_pb(m.heartbeat)
+                session, functools.partial(convert.heartbeat_from_pb, m.heartbeat)
             ),
             "job_event": lambda m: engine.agent_event(session, convert.event_from_pb(m.job_event)),
-            "log_data": lambda m: engine.agent_log_data(convert.log_data_from_pb(m.log_data)),
+            "keepalive": lambda m: engine.agent_keepalive(session),
+            "log_data": lambda m: engine.agent_log_data(
+                session, convert.log_data_from_pb(m.log_data)
+            ),
         }
         try:
             async for msg in request_iterator:
@@ -182,9 +198,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                         "node %s sent an unexpected %s message; ignored", session.node, kind
                     )
                     continue
-                result = handler(msg)
-                if result is not None:
-                    await result
+                handler(msg)  # never waits: the engine buffers what needs the core thread
         except (grpc.aio.AioRpcError, asyncio.CancelledError):
             pass
         except Exception:
@@ -200,4 +214,5 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_NodeServiceServicer_to_server(NodeServicer(engine), server)
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)
     pb_grpc.add_ReservationServiceServicer_to_server(ReservationServicer(engine), server)
+    pb_grpc.add_UserServiceServicer_to_server(UserServicer(engine), server)
     pb_grpc.add_AccountingServiceServicer_to_server(AccountingServicer(engine), server)

@@ -35,7 +35,7 @@ class JobUsage:
 @dataclass(frozen=True, slots=True)
 class AccountingQuery:
     """Which finished jobs: empty filters match everything. ``principal`` is the user whose
-    jobs the caller may see in detail ("" = every job; set once users and roles exist)."""
+    jobs the caller may see ("" = every job: an admin asks)."""
 
     start: float = 0.0  # ended at or after (0 = any time)
     end: float = 0.0  # ended at or before (0 = any time)

@@ -20,6 +20,16 @@ class NodeStatus:
     gpus: Mapping[int, GpuDisplay] = field(default_factory=dict)  # per GPU index (cluster.gpus)
 
 
+def free_gpus(node: NodeState, status: NodeStatus) -> int:
+    """GPUs of ``node`` a job could get now: held by no job and allocatable."""
+    shown = status.gpus
+    return sum(
+        1
+        for g in node.inventory.gpus
+        if g.index not in status.holders and (g.index not in shown or shown[g.index].allocatable)
+    )
+
+
 def node_status(
     node: NodeState, active: Iterable[JobRecord], now: float, stale_after: float
 ) -> NodeStatus:

@@ -18,6 +18,7 @@ from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord, NodeS
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
+from rota.scheduler.core.liveness import Liveness, keepalive_interval
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
 from rota.states import ACTIVE_STATES, JobState
@@ -34,21 +35,24 @@ class AgentService:
         self,
         model: ClusterModel,
         lifecycle: Lifecycle,
+        liveness: Liveness,
         config: SchedulerConfig,
         clock: Callable[[], float],
     ) -> None:
         self.model = model
         self.lifecycle = lifecycle
+        self.liveness = liveness
         self.config = config
         self.clock = clock
         # (job id, attempt) of a gang -> how each of its ranks that already stopped ended
         self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
 
-    def hello(self, hello: Hello, session: int) -> Orders:
+    def hello(self, hello: Hello, session: int, period: float | None = None) -> Orders:
         """Authenticate a (re)connecting agent, record its inventory, and reconcile attempts.
 
         The Welcome lists the attempts the agent must keep; it stops every other container.
         Launch orders that were sent but never started are sent again (same attempt).
+        ``period`` is the telemetry period the Welcome gives (default: heartbeat_interval).
         """
         life = self.lifecycle
         node = self.model.nodes.get(hello.node_name)
@@ -60,6 +64,13 @@ class AgentService:
                 )
             node = NodeState(name=hello.node_name, token_hash=hash_token(hello.token))
             self.model.nodes[node.name] = node
+        elif not node.token_hash:
+            if not self.config.open_registration:
+                raise AuthError(
+                    f"node {hello.node_name!r} has no join token; an admin issues one with "
+                    f"`gadmin node add {hello.node_name} --rotate-token`"
+                )
+            node.token_hash = hash_token(hello.token)  # open registration: its first token
         elif node.token_hash and not hmac.compare_digest(node.token_hash, hash_token(hello.token)):
             raise AuthError(
                 f"wrong join token for node {hello.node_name!r}; use the token that `gadmin node "
@@ -110,21 +121,30 @@ class AgentService:
         welcome: Orders = [
             (
                 node.name,
-                Welcome(self.config.heartbeat_interval, tuple(keep), self.config.node_grace),
+                Welcome(
+                    self.config.heartbeat_interval,
+                    tuple(keep),
+                    self.config.node_grace,
+                    period or self.config.heartbeat_interval,
+                    keepalive_interval(self.config),
+                ),
             )
         ]
         log.info("node %s connected with %d GPU(s)", node.name, node.gpu_count)
         return welcome + orders
 
-    def heartbeat(self, node_name: str, session: int, beat: Heartbeat) -> bool:
-        """Record telemetry and engine health; True when schedulability changed."""
+    def heartbeat(
+        self, node_name: str, session: int, beat: Heartbeat, received: float | None = None
+    ) -> bool:
+        """Record telemetry and engine health as of ``received`` (when the heartbeat arrived;
+        default now); True when schedulability changed."""
         node = self.model.nodes.get(node_name)
         if node is None or node.session != session:
             return False
         before = node.schedulable
         node.telemetry = beat.gpus
-        node.telemetry_time = self.clock()
-        node.last_heartbeat = node.telemetry_time
+        node.telemetry_time = self.clock() if received is None else received
+        node.last_heartbeat = max(node.last_heartbeat or 0.0, node.telemetry_time)
         node.engine_healthy = beat.engine_healthy
         node.engine_error = beat.engine_error
         node.attempts = beat.attempts
@@ -240,14 +260,31 @@ class AgentService:
         events.extend(life.attempt_ended(job, final, why, orders))
         return events
 
+    def next_timeout(self) -> float | None:
+        """Seconds until the first connected node would have been silent for longer than
+        ``node_timeout`` (judged from receipt stamps); None when no node is connected."""
+        due: float | None = None
+        for node in self.model.nodes.values():
+            if node.connected and node.last_heartbeat:
+                seen = self.liveness.seen(node.name, node.session) or 0.0
+                last = max(seen, node.last_heartbeat)
+                due = last if due is None else min(due, last)
+        return None if due is None else due + self.config.node_timeout - self.clock()
+
     def lost_nodes(self) -> Orders:
-        """Mark nodes whose heartbeats stopped DOWN; end the attempts of nodes DOWN past the
-        grace period as NODE_FAIL (requeued when allowed)."""
+        """Mark nodes whose streams went silent DOWN; end the attempts of nodes DOWN past the
+        grace period as NODE_FAIL (requeued when allowed). Silence is judged from receipt
+        stamps (``Liveness``), so telemetry still waiting for the core thread keeps its node
+        alive."""
         now = self.clock()
         orders: Orders = []
         changed: list[JobRecord] = []
         events: list[JobEvent] = []
         for node in self.model.nodes.values():
+            if node.connected:
+                seen = self.liveness.seen(node.name, node.session)
+                if seen is not None and seen > (node.last_heartbeat or 0.0):
+                    node.last_heartbeat = seen
             if (
                 node.connected
                 and node.last_heartbeat

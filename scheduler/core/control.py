@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core.access import hold_kind
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.lookup import CancelResult, JobLookup
@@ -23,37 +25,44 @@ class ControlService:
         self.lifecycle = lifecycle
 
     def control(
-        self, action: str, display_ids: Sequence[str], user: str
+        self, action: str, display_ids: Sequence[str], user: str, admin: bool = False
     ) -> tuple[list[CancelResult], Orders]:
-        """Apply ``action`` to each id; a result per id says whether it applied and why not."""
+        """Apply ``action`` to each id; a result per id says whether it applied and why not.
+        A hold by an ``admin`` of another user's job is an admin hold (``access.hold_kind``)."""
         handlers = {"hold": self._hold, "release": self._release, "requeue": self._requeue}
         handler = handlers.get(action)
         if handler is None:
             raise UserError(f"action: {action!r} is not one of {', '.join(ACTIONS)}")
         if not display_ids:
             raise UserError(f"ids: name at least one job to {action}")
+        who = Principal(user, admin)
         return self.lookup.act_on(
-            display_ids, lambda job, events, orders: handler(job, user, events, orders)
+            display_ids, lambda job, events, orders: handler(job, who, events, orders)
         )
 
-    def _hold(self, job: JobRecord, user: str, events: list[JobEvent], orders: Orders) -> str:
+    def _hold(self, job: JobRecord, who: Principal, events: list[JobEvent], orders: Orders) -> str:
         if job.state is not JobState.PENDING:
             return f"is {job.state.value}; only pending jobs can be held"
         if job.held:
             return "is already held"
-        job.held = "user"
-        events.append(self.lifecycle.note(job, HistoryKind.INFO, f"held by {user}"))
+        job.held = hold_kind(who, job)
+        by = f"an admin ({who.user})" if job.held == "admin" else who.user
+        events.append(self.lifecycle.note(job, HistoryKind.INFO, f"held by {by}"))
         return ""
 
-    def _release(self, job: JobRecord, user: str, events: list[JobEvent], orders: Orders) -> str:
+    def _release(
+        self, job: JobRecord, who: Principal, events: list[JobEvent], orders: Orders
+    ) -> str:
         if not job.held:
             return "is not held"
         job.held = ""
-        events.append(self.lifecycle.note(job, HistoryKind.INFO, f"released by {user}"))
+        events.append(self.lifecycle.note(job, HistoryKind.INFO, f"released by {who.user}"))
         return ""
 
-    def _requeue(self, job: JobRecord, user: str, events: list[JobEvent], orders: Orders) -> str:
-        why = f"requeued by {user}"
+    def _requeue(
+        self, job: JobRecord, who: Principal, events: list[JobEvent], orders: Orders
+    ) -> str:
+        why = f"requeued by {who.user}"
         if job.state in (JobState.CONFIGURING, JobState.RUNNING):
             event, kills = self.lifecycle.stop(job, JobState.PENDING, why)
             events.append(event)

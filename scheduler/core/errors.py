@@ -12,7 +12,12 @@ class NotFound(Exception):
 
 
 class AuthError(Exception):
-    """An agent that may not join (UNAUTHENTICATED)."""
+    """A caller without valid credentials: no or a wrong token (UNAUTHENTICATED)."""
+
+
+class AccessDenied(Exception):
+    """A known caller asking for what they may not do; the message says why
+    (PERMISSION_DENIED)."""
 
 
 class Conflict(Exception):

@@ -177,19 +177,23 @@ class JobService:
             dataclasses.replace(base_record(spec, "probe", 0.0, 0.0), id=-1), blocked=None
         )
         views = self.snapshots
-        capable = [n for n in nodes.values() if node_matches(probe, views.node_view(n))]
-        if len(capable) < spec.nodes:
-            largest = max(
-                nodes.values(),
-                key=lambda n: (n.gpu_count, n.inventory.cpus, n.inventory.memory),
-            )
-            raise UserError(
-                f"{src}: resources: asks for {spec.nodes} node(s) with {spec.gpus} GPU(s)"
-                f"{' of type ' + spec.gpu_type if spec.gpu_type else ''}"
-                f"{' and labels ' + str(dict(spec.node_selector)) if spec.node_selector else ''}"
-                f" each, but only {len(capable)} registered node(s) could ever hold that "
-                f"(the largest, {largest.name}, has {largest.gpu_count} GPU(s))"
-            )
+        capable = 0  # stops at the first spec.nodes nodes that could hold it
+        for node in nodes.values():
+            if node_matches(probe, views.node_view(node)):
+                capable += 1
+                if capable >= spec.nodes:
+                    return
+        largest = max(
+            nodes.values(),
+            key=lambda n: (n.gpu_count, n.inventory.cpus, n.inventory.memory),
+        )
+        raise UserError(
+            f"{src}: resources: asks for {spec.nodes} node(s) with {spec.gpus} GPU(s)"
+            f"{' of type ' + spec.gpu_type if spec.gpu_type else ''}"
+            f"{' and labels ' + str(dict(spec.node_selector)) if spec.node_selector else ''}"
+            f" each, but only {capable} registered node(s) could ever hold that "
+            f"(the largest, {largest.name}, has {largest.gpu_count} GPU(s))"
+        )
 
     def _check_pending_limits(
         self, items: Sequence[SubmitItem], bases: Sequence[JobRecord], counts: Sequence[int]

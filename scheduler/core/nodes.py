@@ -6,21 +6,47 @@ made the change (shown by ``ginfo``), not checked.
 
 from __future__ import annotations
 
+import bisect
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from rota.scheduler.cluster.model import AdminState, JobEvent, JobRecord, NodeState
-from rota.scheduler.cluster.status import NodeStatus, node_status
+from rota.scheduler.cluster.status import NodeStatus, free_gpus, node_status
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
 from rota.scheduler.core.gpus import GpuHealth
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
+from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token, new_token
 from rota.states import ACTIVE_STATES, JobState
 
 log = logging.getLogger("rota.scheduler")
+DEFAULT_NODE_PAGE = 500  # nodes per ListNodes page when none is asked for
+MAX_NODE_PAGE = 1000  # ~2.6 KiB per 8-GPU node: a page stays well under gRPC's 4 MiB
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSummary:
+    """Counts over every node: nodes per displayed state, GPUs in all, free, unhealthy."""
+
+    nodes: int = 0
+    states: dict[str, int] = field(default_factory=dict)
+    gpus_total: int = 0
+    gpus_free: int = 0
+    gpus_unhealthy: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NodePage:
+    """One page of nodes in name order (copies with their status), the token of the next
+    page ("" on the last) and the summary when asked for."""
+
+    nodes: list[tuple[NodeState, NodeStatus]]
+    next_page_token: str
+    summary: NodeSummary | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,24 +157,70 @@ class NodeService:
         log.info("node %s removed by %s", name, user)
         return RemoveResult(tuple(requeued), tuple(failed)), orders
 
-    def show_all(self) -> list[tuple[NodeState, NodeStatus]]:
-        """Copies of every node with its displayed status, in name order."""
-        active = [j for j in self.model.jobs.values() if j.state.active]
-        return [self._shown(n, active) for n in sorted(self.model.nodes.values(), key=_name)]
+    def page(
+        self, page_size: int, page_token: str, summary: bool, summary_only: bool = False
+    ) -> NodePage:
+        """Nodes after ``page_token`` (the last name of the previous page) in name order,
+        ``page_size`` of them (0: DEFAULT_NODE_PAGE; at most MAX_NODE_PAGE); with
+        ``summary``, counts over all nodes; with ``summary_only``, no nodes."""
+        if not 0 <= page_size <= MAX_NODE_PAGE:
+            raise UserError(f"page_size: {page_size} must be 0 to {MAX_NODE_PAGE} (0: default)")
+        if not page_token.isprintable():
+            raise UserError(f"page_token: {page_token!r} is not a token from a previous page")
+        by_node = self._active_by_node()
+        counted = self._summary(by_node) if summary or summary_only else None
+        if summary_only:
+            return NodePage([], "", counted)
+        names = sorted(self.model.nodes)
+        start = bisect.bisect_right(names, page_token) if page_token else 0
+        chosen = names[start : start + (page_size or DEFAULT_NODE_PAGE)]
+        stale_after = self._stale_after()  # once: it counts every node
+        shown = [self._shown(self.model.nodes[n], by_node.get(n, ()), stale_after) for n in chosen]
+        more = start + len(chosen) < len(names)
+        return NodePage(shown, chosen[-1] if more and chosen else "", counted)
+
+    def _active_by_node(self) -> dict[str, list[JobRecord]]:
+        by_node: dict[str, list[JobRecord]] = {}
+        for job in self.model.jobs.values():
+            if job.state.active:
+                for name in job.node_names:
+                    by_node.setdefault(name, []).append(job)
+        return by_node
+
+    def _summary(self, by_node: dict[str, list[JobRecord]]) -> NodeSummary:
+        now = self.clock()
+        stale_after = self._stale_after()
+        states: Counter[str] = Counter()
+        total = free = unhealthy = 0
+        for node in self.model.nodes.values():
+            status = node_status(node, by_node.get(node.name, ()), now, stale_after)
+            status = replace(status, gpus=self.gpus.display(node, status.holders))
+            states[status.state] += 1
+            total += node.gpu_count
+            free += free_gpus(node, status) if status.state in ("IDLE", "MIXED") else 0
+            unhealthy += sum(1 for g in status.gpus.values() if g.state == "unhealthy")
+        return NodeSummary(len(self.model.nodes), dict(states), total, free, unhealthy)
 
     def show(self, name: str) -> tuple[NodeState, NodeStatus]:
         """A copy of node ``name`` with its displayed status; NotFound when unknown."""
         node = self._node(name)
-        return self._shown(node, [j for j in self.model.jobs.values() if j.state.active])
+        active = [j for j in self.model.jobs.values() if j.state.active]
+        return self._shown(node, active, self._stale_after())
 
     def sessions(self) -> dict[str, int]:
         """Node name -> id of the stream the model counts as live (0: none)."""
         return {name: node.session for name, node in self.model.nodes.items()}
 
-    def _shown(self, node: NodeState, active: list[JobRecord]) -> tuple[NodeState, NodeStatus]:
-        stale_after = 3 * self.config.heartbeat_interval
+    def _shown(
+        self, node: NodeState, active: Sequence[JobRecord], stale_after: float
+    ) -> tuple[NodeState, NodeStatus]:
         status = node_status(node, active, self.clock(), stale_after)
         return replace(node), replace(status, gpus=self.gpus.display(node, status.holders))
+
+    def _stale_after(self) -> float:
+        """Telemetry older than three periods (as now given to agents) is shown stale."""
+        connected = sum(1 for n in self.model.nodes.values() if n.connected)
+        return 3 * telemetry_period(self.config, connected)
 
     def _node(self, name: str) -> NodeState:
         node = self.model.nodes.get(name)

@@ -13,22 +13,26 @@ from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
 from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Lifecycle
+from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
+from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
+from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
 from rota.scheduler.store.reservations import ReservationStore
 from rota.scheduler.store.store import Store
+from rota.scheduler.store.users import UserStore
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
     """The scheduler's services over one model. Not thread-safe: one thread (the engine's
-    core thread) calls them all."""
+    core thread) calls them all, except ``liveness``, which the event loop stamps."""
 
     config: SchedulerConfig
     model: ClusterModel
@@ -41,9 +45,12 @@ class Services:
     control: ControlService
     planner: Planner
     reservations: ReservationService
+    users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
+    notifications: NotificationService  # job-end webhooks queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
+    liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
 
 
 def build_services(
@@ -64,6 +71,7 @@ def build_services(
     lifecycle = Lifecycle(model, usage, config, clock)
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
+    liveness = Liveness(clock)
     reservations = ReservationService(model, ReservationStore(store), clock, booking_rules(config))
     snapshots = SnapshotBuilder(
         model, lookup, gpus, usage, config, pconfig, clock, reservations=reservations.views
@@ -85,13 +93,16 @@ def build_services(
             clock,
             reservations=reservations.check_job,
         ),
-        agents=AgentService(model, lifecycle, config, clock),
+        agents=AgentService(model, lifecycle, liveness, config, clock),
         nodes=NodeService(model, lifecycle, gpus, config, clock),
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock, window_end=reservations.window_end),
         reservations=reservations,
+        users=UsersService(UserStore(store.engine), clock),
         meter=meter,
         accounting=AccountingService(model, meter, config, clock),
+        notifications=NotificationService(store, config, clock),
         policy=policy,
+        liveness=liveness,
     )

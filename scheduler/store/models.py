@@ -145,3 +145,15 @@ class JobUsageRow(Base):
     samples: Mapped[int] = mapped_column(Integer, default=0)  # one per GPU per heartbeat
     memory_peak: Mapped[int] = mapped_column(BigInteger, default=0)  # bytes, on one GPU
     memory_total: Mapped[int] = mapped_column(BigInteger, default=0)  # that GPU's memory
+
+
+class NotificationRow(Base):
+    """A job-end webhook still to deliver: written in the transaction that ends the job, so a
+    notification is never lost to a crash; deleted once delivered or given up."""
+
+    __tablename__ = "notifications"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[float] = mapped_column(Float, index=True)  # due; a claim moves it on

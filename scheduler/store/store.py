@@ -39,6 +39,7 @@ from sqlalchemy.sql.selectable import TableValuedAlias
 from sqlalchemy.types import BigInteger
 
 from rota.gpus import GpuInfo, GpuLink
+from rota.jobends import notice_wanted
 from rota.jobspec import JobSpec, Mount
 from rota.messages import Inventory
 from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, JobUsage
@@ -59,6 +60,7 @@ from rota.scheduler.store.models import (
     JobRow,
     JobUsageRow,
     NodeRow,
+    NotificationRow,
     SubmitRequestRow,
 )
 from rota.states import TERMINAL_STATES, JobState
@@ -82,6 +84,7 @@ def spec_from_json(data: dict[str, Any]) -> JobSpec:
     values = {k: v for k, v in data.items() if k in known}
     values["command"] = tuple(values.get("command", ()))
     values["mounts"] = tuple(Mount(**m) for m in values.get("mounts", ()))
+    values["notify_on"] = tuple(values.get("notify_on", ()))
     return JobSpec(**values)
 
 
@@ -346,6 +349,38 @@ class JobQuery:
         return match
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Notice:
+    """A job-end webhook due: the ended job, where to post, how many tries failed so far."""
+
+    job: JobRecord
+    url: str
+    tries: int
+
+
+def _add_notices(conn: Connection, notices: list[dict[str, Any]]) -> None:
+    """Queue webhooks of jobs that ended; one already queued for a job stays as it is."""
+    n = NotificationRow.__table__.c
+    queued = set(
+        conn.execute(select(n.job_id).where(n.job_id.in_([x["job_id"] for x in notices]))).scalars()
+    )
+    fresh = [x for x in notices if x["job_id"] not in queued]
+    if fresh:
+        conn.execute(insert(NotificationRow.__table__), fresh)
+
+
+def _event_row(ev: JobEvent) -> dict[str, Any]:
+    return {
+        "job_id": ev.job_id,
+        "time": ev.time,
+        "attempt": ev.attempt,
+        "kind": ev.kind.value,
+        "old_state": ev.old_state,
+        "new_state": ev.new_state,
+        "reason": ev.reason,
+    }
+
+
 class DuplicateRequest(Exception):
     """A client request id was stored by another writer between the check and the insert."""
 
@@ -449,20 +484,17 @@ class Store:
 
     def save(self, jobs: Iterable[JobRecord], events: Iterable[JobEvent] = ()) -> None:
         """Write the mutable fields of these jobs and append events, in one transaction
-        (one UPDATE and one INSERT statement, each executed for many rows)."""
+        (one UPDATE and one INSERT statement, each executed for many rows). A job saved as
+        ended whose ``notify`` wants that end gets its webhook queued in the same transaction
+        (once: a job ends once)."""
+        jobs = list(jobs)
         params = [_mutable(j) for j in jobs]
-        rows = [
-            {
-                "job_id": ev.job_id,
-                "time": ev.time,
-                "attempt": ev.attempt,
-                "kind": ev.kind.value,
-                "old_state": ev.old_state,
-                "new_state": ev.new_state,
-                "reason": ev.reason,
-            }
-            for ev in events
+        notices = [
+            {"job_id": j.id, "url": j.spec.notify_url, "tries": 0, "next_at": j.end_time or 0.0}
+            for j in jobs
+            if notice_wanted(j.spec.notify_url, j.spec.notify_on, j.state)
         ]
+        rows = [_event_row(ev) for ev in events]
         if not params and not rows:
             return
         with self.engine.begin() as conn:
@@ -470,6 +502,8 @@ class Store:
                 conn.execute(_UPDATE_JOB, params)
             if rows:
                 conn.execute(insert(_EVENTS), rows)
+            if notices:
+                _add_notices(conn, notices)
 
     def _select(self, stmt: Any) -> list[JobRecord]:
         with self.engine.connect() as conn:
@@ -568,6 +602,55 @@ class Store:
             for r in rows
         ]
 
+    # -------------------------------------------------------------- notifications
+
+    def claim_notices(self, now: float, lease: float, limit: int) -> list[Notice]:
+        """Up to ``limit`` webhooks due at ``now``, each with its job; each is leased (not due
+        again) for ``lease`` seconds, so one whose result is lost to a crash is tried again."""
+        n = NotificationRow.__table__.c
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                select(n.job_id, n.url, n.tries)
+                .where(n.next_at <= now)
+                .order_by(n.next_at)
+                .limit(limit)
+            ).all()
+            if not rows:
+                return []
+            ids = [r.job_id for r in rows]
+            conn.execute(
+                update(NotificationRow.__table__)
+                .where(n.job_id.in_(ids))
+                .values(next_at=now + lease)
+            )
+            jobs = {
+                j.id: j
+                for j in _records(
+                    conn, conn.execute(select(_JOBS).where(_JOBS.c.id.in_(ids))).all()
+                )
+            }
+        return [Notice(jobs[r.job_id], r.url, r.tries) for r in rows if r.job_id in jobs]
+
+    def notice_done(self, job_id: int, event: JobEvent) -> None:
+        """A webhook was delivered or given up: forget it and record ``event``."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(NotificationRow.__table__).where(
+                    NotificationRow.__table__.c.job_id == job_id
+                )
+            )
+            conn.execute(insert(_EVENTS), [_event_row(event)])
+
+    def notice_retry(self, job_id: int, tries: int, next_at: float, event: JobEvent) -> None:
+        """A webhook failed: try it again at ``next_at`` and record ``event``."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(NotificationRow.__table__)
+                .where(NotificationRow.__table__.c.job_id == job_id)
+                .values(tries=tries, next_at=next_at)
+            )
+            conn.execute(insert(_EVENTS), [_event_row(event)])
+
     # -------------------------------------------------------------- accounting
 
     def save_usage(self, usages: Iterable[JobUsage]) -> None:
@@ -648,6 +731,7 @@ class Store:
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 session.execute(delete(JobUsageRow).where(JobUsageRow.job_id.in_(chunk)))
+                session.execute(delete(NotificationRow).where(NotificationRow.job_id.in_(chunk)))
                 session.execute(delete(JobEventRow).where(JobEventRow.job_id.in_(chunk)))
                 session.execute(delete(JobRow).where(JobRow.id.in_(chunk)))
             if ids:  # an array's spec goes with its last task

@@ -12,6 +12,7 @@ from types import TracebackType
 
 import grpc
 
+from rota.scheduler.api.auth import AuthInterceptor
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core.services import Services, build_services
@@ -20,6 +21,7 @@ from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
+from tests.support.tokens import aio_channel
 
 
 class AgentStream:
@@ -59,7 +61,8 @@ class AgentStream:
 
 
 class InProcessScheduler:
-    """``async with InProcessScheduler(tmp_path) as sched:`` serves on ``sched.address``."""
+    """``async with InProcessScheduler(tmp_path) as sched:`` serves on ``sched.address``; the
+    stubs speak as the admin user "admin" (``admin_token``); ``user_channel`` makes others."""
 
     def __init__(self, root: Path, **config: object) -> None:
         self.config = SchedulerConfig(**config)  # type: ignore[arg-type]
@@ -70,18 +73,20 @@ class InProcessScheduler:
             time.time,
             make_policy("first-fit", policy_config(self.config)),
         )
+        self.admin_token = self.services.users.add("admin", admin=True)[1]
         self.address = ""
         self._agents: list[AgentStream] = []
+        self._channels: list[grpc.aio.Channel] = []
 
     async def __aenter__(self) -> InProcessScheduler:
         self.engine = Engine(self.services)
-        self.server = grpc.aio.server()
+        self.server = grpc.aio.server(interceptors=[AuthInterceptor(self.engine, time.time)])
         add_servicers(self.server, self.engine)
         port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
         self.engine.start()
         self.address = f"127.0.0.1:{port}"
-        self.channel = grpc.aio.insecure_channel(self.address)
+        self.channel = aio_channel(self.address, self.admin_token)
         self.jobs = pb_grpc.JobServiceStub(self.channel)
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
@@ -97,10 +102,18 @@ class InProcessScheduler:
     ) -> None:
         for agent in self._agents:
             await agent.close()
-        await self.channel.close()
+        for channel in [self.channel, *self._channels]:
+            await channel.close()
         await self.server.stop(grace=None)
         await self.engine.stop()
         self.store.close()
+
+    def user_channel(self, name: str, admin: bool = False, **fields: object) -> grpc.aio.Channel:
+        """A channel speaking as a new user ``name`` (closed with the scheduler)."""
+        token = self.services.users.add(name, admin, **fields)[1]  # type: ignore[arg-type]
+        channel = aio_channel(self.address, token)
+        self._channels.append(channel)
+        return channel
 
     async def agent(self, name: str, token: str, gpus: int = 2) -> AgentStream:
         """Connect an agent that reports ``gpus`` GPUs and wait for its Welcome."""

@@ -903,6 +903,295 @@ class AgentService:
             _registered_method=True)
 
 
+class UserServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.AddUser = channel.unary_unary(
+                '/rota.v1.UserService/AddUser',
+                request_serializer=rota_dot_v1_dot_rota__pb2.AddUserRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.UserTokenResponse.FromString,
+                _registered_method=True)
+        self.ListUsers = channel.unary_unary(
+                '/rota.v1.UserService/ListUsers',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ListUsersRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ListUsersResponse.FromString,
+                _registered_method=True)
+        self.RevokeUser = channel.unary_unary(
+                '/rota.v1.UserService/RevokeUser',
+                request_serializer=rota_dot_v1_dot_rota__pb2.UserNameRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.User.FromString,
+                _registered_method=True)
+        self.NewToken = channel.unary_unary(
+                '/rota.v1.UserService/NewToken',
+                request_serializer=rota_dot_v1_dot_rota__pb2.UserNameRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.UserTokenResponse.FromString,
+                _registered_method=True)
+        self.ListAudit = channel.unary_unary(
+                '/rota.v1.UserService/ListAudit',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ListAuditRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ListAuditResponse.FromString,
+                _registered_method=True)
+        self.WhoAmI = channel.unary_unary(
+                '/rota.v1.UserService/WhoAmI',
+                request_serializer=rota_dot_v1_dot_rota__pb2.WhoAmIRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.User.FromString,
+                _registered_method=True)
+
+
+class UserServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def AddUser(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListUsers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeUser(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NewToken(self, request, context):
+        """A new token for the user (also un-revokes); the old one stops working at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAudit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WhoAmI(self, request, context):
+        """The caller's own user (the one service RPC every user may call): `gqueue --me`, gacct.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_UserServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'AddUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddUser,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.AddUserRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.UserTokenResponse.SerializeToString,
+            ),
+            'ListUsers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsers,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ListUsersRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ListUsersResponse.SerializeToString,
+            ),
+            'RevokeUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeUser,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.UserNameRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.User.SerializeToString,
+            ),
+            'NewToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.NewToken,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.UserNameRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.UserTokenResponse.SerializeToString,
+            ),
+            'ListAudit': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAudit,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ListAuditRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ListAuditResponse.SerializeToString,
+            ),
+            'WhoAmI': grpc.unary_unary_rpc_method_handler(
+                    servicer.WhoAmI,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.WhoAmIRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.User.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rota.v1.UserService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rota.v1.UserService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class UserService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def AddUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.UserService/AddUser',
+            rota_dot_v1_dot_rota__pb2.AddUserRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.UserTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUsers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.UserService/ListUsers',
+            rota_dot_v1_dot_rota__pb2.ListUsersRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ListUsersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.UserService/RevokeUser',
+            rota_dot_v1_dot_rota__pb2.UserNameRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.User.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NewToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.UserService/NewToken',
+            rota_dot_v1_dot_rota__pb2.UserNameRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.UserTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAudit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.UserService/ListAudit',
+            rota_dot_v1_dot_rota__pb2.ListAuditRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ListAuditResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WhoAmI(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.UserService/WhoAmI',
+            rota_dot_v1_dot_rota__pb2.WhoAmIRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.User.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class ReservationServiceStub:
     """Missing associated documentation comment in .proto file."""
 

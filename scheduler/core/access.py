@@ -1,0 +1,116 @@
+"""Who may do what: one function per action, called by every path that performs it.
+
+Each ``may_*`` returns "" when the principal may, else the reason (one line, naming the job,
+field or rule), which the caller raises as ``AccessDenied`` (PERMISSION_DENIED) or
+``UserError`` for a field. Like SLURM with PrivateData: everyone sees the queue and the nodes,
+only the owner or an admin sees a job's environment, mounts and output, and acts on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+
+from rota.jobspec import JobSpec
+from rota.scheduler.cluster.model import JobRecord
+from rota.scheduler.cluster.users import Principal
+
+ACTIONS = ("cancel", "hold", "release", "requeue")
+
+
+def owns(principal: Principal, job: JobRecord) -> bool:
+    """The owner or an admin: who may see a job's private parts and act on it."""
+    return principal.admin or job.user == principal.user
+
+
+def may_see_private(principal: Principal, job: JobRecord) -> bool:
+    """Environment and mounts of ``job`` are shown to its owner and admins only."""
+    return owns(principal, job)
+
+
+def may_act(principal: Principal, job: JobRecord, action: str) -> str:
+    """Cancel, hold, release or requeue ``job``. A job held by an admin (``held == "admin"``)
+    is released by an admin only."""
+    if not owns(principal, job):
+        return (
+            f"job {job.display_id} belongs to {job.user}; only its owner or an admin may "
+            f"{action} it"
+        )
+    if action == "release" and job.held == "admin" and not principal.admin:
+        return f"job {job.display_id} is held by an admin; only an admin may release it"
+    return ""
+
+
+def hold_kind(principal: Principal, job: JobRecord) -> str:
+    """What a hold by ``principal`` is: "admin" when an admin holds another user's job (only
+    an admin releases it, SLURM's JobHeldAdmin), else "user"."""
+    return "admin" if principal.admin and job.user != principal.user else "user"
+
+
+def may_read_logs(principal: Principal, job: JobRecord) -> str:
+    if owns(principal, job):
+        return ""
+    return f"job {job.display_id} belongs to {job.user}; only its owner or an admin may read its output"
+
+
+def may_administer(principal: Principal, what: str) -> str:
+    """Nodes, GPUs, users, tokens and the audit log: admins only."""
+    if principal.admin:
+        return ""
+    return f"{what} is for admins only; {principal.user} is not an admin"
+
+
+def job_account(principal: Principal, spec: JobSpec) -> str:
+    """A job's account: ``account:`` of its file, else the user's default account, else the
+    user's name."""
+    return spec.account or principal.account
+
+
+def may_submit(principal: Principal, spec: JobSpec, user_qos: Collection[str]) -> tuple[str, str]:
+    """("", "") when a job with this spec (its account already resolved) may be submitted, else
+    (field, why). Admins may use any account, priority and QoS; others only their accounts,
+    no priority above 0, and a QoS in ``user_qos`` (or none)."""
+    if principal.admin:
+        return "", ""
+    if spec.account not in principal.allowed_accounts:
+        return "account", (
+            f"{principal.user} is not a member of account {spec.account!r} "
+            f"(theirs: {', '.join(principal.allowed_accounts)})"
+        )
+    if spec.priority > 0:
+        return "priority", f"{spec.priority} is above 0; only admins may raise a job's priority"
+    if spec.qos and spec.qos not in user_qos:
+        allowed = ", ".join(sorted(user_qos)) or "none"
+        return (
+            "qos",
+            f"{spec.qos!r} is not allowed for users (scheduler setting user_qos: {allowed})",
+        )
+    return "", ""
+
+
+def private_view(principal: Principal, job: JobRecord) -> JobRecord:
+    """``job`` as ``principal`` may see it: another user's job without its environment, mounts
+    and webhook URL (which may hold secrets, private paths and tokens)."""
+    if may_see_private(principal, job):
+        return job
+    hidden = dataclasses.replace(job.spec, env={}, mounts=(), notify_url="")
+    return dataclasses.replace(job, spec=hidden)
+
+
+def may_report(node: str, job: JobRecord | None, attempt: int) -> str:
+    """A node's token speaks for its node only: "" when ``node`` may report on ``attempt`` of
+    ``job``, else why not. Reports on ended or unknown jobs and on earlier attempts are
+    harmless (they only get an acknowledgement); a report on the current or a later attempt of
+    a live job that does not run on ``node`` is refused."""
+    if job is None or job.state.terminal or attempt < job.attempt:
+        return ""
+    if attempt == job.attempt and node in job.node_names:
+        return ""
+    return f"node {node} reported on job {job.display_id} attempt {attempt}, which it does not run"
+
+
+def may_send_logs(node: str, asked_of: str) -> str:
+    """Log data answers a request made of one node; only that node may answer it."""
+    if node == asked_of:
+        return ""
+    return f"node {node} sent output for a request made of node {asked_of}"

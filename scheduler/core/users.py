@@ -1,0 +1,164 @@
+"""Users, their tokens and the audit log.
+
+A token is 32 random bytes (URL-safe text), shown once; only its SHA-256 is stored. Accepted
+tokens are kept in memory (hash -> principal) so ``authenticate`` answers from any thread
+without the store; every change goes through this service on the core thread and updates that
+map. A token not in the map is looked up in the store once (``load``, core thread), so a user
+made by ``rota admin-token`` while the scheduler runs is accepted at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+from collections.abc import Callable, Sequence
+
+from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
+from rota.scheduler.core.errors import AlreadyExists, NotFound, UserError
+from rota.scheduler.core.tokens import hash_token, new_token
+from rota.scheduler.store.users import UserStore
+from rota.validate import SpecError, check_name
+
+_SELECTOR = 16  # hex digits of a token's hash that find it in memory
+MAX_AUDIT = 10_000  # entries one ListAudit answers with at most
+
+
+class UsersService:
+    """Adds, lists and revokes users, issues tokens, authenticates, keeps the audit log."""
+
+    def __init__(self, store: UserStore, clock: Callable[[], float]) -> None:
+        self.store = store
+        self.clock = clock
+        # hash prefix -> (full hash, principal): the prefix finds, compare_digest decides
+        self._accepted: dict[str, tuple[str, Principal]] = {}
+        self.refresh()
+
+    # ------------------------------------------------------------ authentication
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal of ``token`` if it is current (any thread; memory only)."""
+        digest = hash_token(token)
+        known = self._accepted.get(digest[:_SELECTOR])
+        if known is None or not hmac.compare_digest(known[0], digest):
+            return None
+        return known[1]
+
+    def refresh(self) -> None:
+        """Accept exactly the current tokens of the store (core thread; the engine's tick), so
+        a token replaced or revoked by another process (``rota admin-token``) stops working."""
+        self._accepted = {}
+        for user in self.store.users():
+            if user.token_hash and not user.revoked:
+                self._accept(user)
+
+    def _accept(self, user: UserRecord) -> None:
+        self._accepted[user.token_hash[:_SELECTOR]] = (user.token_hash, user.principal())
+
+    def _forget(self, user: UserRecord) -> None:
+        self._accepted.pop(user.token_hash[:_SELECTOR], None)
+
+    def load(self, token: str) -> Principal | None:
+        """``authenticate``, asking the store when memory does not know the token (core
+        thread)."""
+        found = self.authenticate(token)
+        if found is not None:
+            return found
+        user = self.store.by_token_hash(hash_token(token))
+        if user is None or user.revoked:
+            return None
+        self._accept(user)
+        return user.principal()
+
+    # ------------------------------------------------------------ users
+
+    def add(
+        self,
+        name: str,
+        admin: bool = False,
+        accounts: Sequence[str] = (),
+        default_account: str = "",
+        uid: int | None = None,
+        gid: int | None = None,
+    ) -> tuple[UserRecord, str]:
+        """Create a user; returns it and its token (shown once). AlreadyExists when it
+        exists."""
+        name = name.strip()
+        try:
+            check_name("name", name)
+            for i, account in enumerate(accounts):
+                check_name(f"accounts[{i}]", account)
+            if default_account:
+                check_name("default_account", default_account)
+        except SpecError as exc:
+            raise UserError(str(exc)) from None
+        if not name:
+            raise UserError("name: a user name is required")
+        if default_account and accounts and default_account not in accounts:
+            raise UserError(
+                f"default_account: {default_account!r} is not one of the user's accounts "
+                f"({', '.join(accounts)})"
+            )
+        if (uid is None) != (gid is None):
+            raise UserError("uid, gid: give both or neither")
+        if uid is not None and gid is not None and (uid < 0 or gid < 0):
+            raise UserError("uid, gid: must be >= 0")
+        if self.store.user(name) is not None:
+            raise AlreadyExists(f"user {name} exists; `gadmin user token {name}` gives a new token")
+        token = new_token()
+        user = UserRecord(
+            name=name,
+            admin=admin,
+            accounts=tuple(dict.fromkeys(accounts)),
+            default_account=default_account,
+            uid=uid,
+            gid=gid,
+            token_hash=hash_token(token),
+            created=self.clock(),
+        )
+        self.store.save(user)
+        self._accept(user)
+        return user, token
+
+    def all(self) -> list[UserRecord]:
+        return self.store.users()
+
+    def revoke(self, name: str) -> UserRecord:
+        """The user's token stops working at once; NotFound for an unknown user."""
+        user = self.get(name)
+        self._forget(user)
+        revoked = dataclasses.replace(user, revoked=True)
+        self.store.save(revoked)
+        return revoked
+
+    def new_token(self, name: str) -> tuple[UserRecord, str]:
+        """A new token for ``name`` (un-revoking them); the old token stops working."""
+        user = self.get(name)
+        token = new_token()
+        self._forget(user)
+        renewed = dataclasses.replace(user, token_hash=hash_token(token), revoked=False)
+        self.store.save(renewed)
+        self._accept(renewed)
+        return renewed, token
+
+    def bootstrap_admin(self, name: str) -> str:
+        """Make ``name`` an admin (creating the user if needed) with a new token; returns the
+        token. For ``rota admin-token`` and ``rota up`` on the scheduler host."""
+        if self.store.user(name) is None:
+            return self.add(name, admin=True)[1]
+        self.store.save(dataclasses.replace(self.get(name), admin=True))
+        return self.new_token(name)[1]
+
+    def get(self, name: str) -> UserRecord:
+        """The stored user; NotFound names an unknown one."""
+        user = self.store.user(name.strip())
+        if user is None:
+            raise NotFound(f"user {name} does not exist (gadmin user list)")
+        return user
+
+    # ------------------------------------------------------------ audit
+
+    def record(self, entry: AuditEntry) -> None:
+        self.store.record(entry)
+
+    def audit(self, since: float = 0.0, limit: int = 0) -> list[AuditEntry]:
+        return self.store.audit(since, min(limit or 1000, MAX_AUDIT))
