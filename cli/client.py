@@ -378,41 +378,39 @@ class Client:
 
     # ------------------------------------------------------------ reservations
 
-    def create_reservation(self, user: str, **fields: Any) -> Any:
-        """Create a reservation (``rota.v1.CreateReservationRequest`` fields)."""
-        request = pb.CreateReservationRequest(user=user, **fields)
+    def create_reservation(self, **fields: Any) -> Any:
+        """Create a reservation (``rota.v1.CreateReservationRequest`` fields) as the token's
+        user."""
+        request = pb.CreateReservationRequest(**fields)
         return self.call(self.reservations.CreateReservation, request)
 
-    def list_reservations(self, user: str) -> list[Any]:
+    def list_reservations(self) -> list[Any]:
         """Open and upcoming reservations (``rota.v1.Reservation``), earliest first."""
-        request = pb.ListReservationsRequest(user=user)
+        request = pb.ListReservationsRequest()
         return list(self.call(self.reservations.ListReservations, request).reservations)
 
-    def get_reservation(self, name: str, user: str) -> Any:
-        request = pb.GetReservationRequest(name=name, user=user)
+    def get_reservation(self, name: str) -> Any:
+        request = pb.GetReservationRequest(name=name)
         return self.call(self.reservations.GetReservation, request)
 
-    def update_reservation(self, name: str, user: str, given: list[str], **fields: Any) -> Any:
+    def update_reservation(self, name: str, given: list[str], **fields: Any) -> Any:
         """Change the fields named in ``given`` (``rota.v1.CreateReservationRequest`` names)."""
         request = pb.UpdateReservationRequest(
-            name=name, changes=pb.CreateReservationRequest(**fields), fields=given, user=user
+            name=name, changes=pb.CreateReservationRequest(**fields), fields=given
         )
         return self.call(self.reservations.UpdateReservation, request)
 
-    def import_reservations(
-        self, user: str, rows: list[dict[str, Any]], dry_run: bool, skip_bad: bool
-    ) -> Any:
+    def import_reservations(self, rows: list[dict[str, Any]], dry_run: bool, skip_bad: bool) -> Any:
         """Create bookings in order (``rota.v1.ImportReservationsResponse``)."""
         request = pb.ImportReservationsRequest(
-            rows=[pb.CreateReservationRequest(user=user, **row) for row in rows],
+            rows=[pb.CreateReservationRequest(**row) for row in rows],
             dry_run=dry_run,
             skip_bad=skip_bad,
-            user=user,
         )
         return self.call(self.reservations.ImportReservations, request)
 
-    def delete_reservation(self, name: str, user: str) -> Any:
-        request = pb.DeleteReservationRequest(name=name, user=user)
+    def delete_reservation(self, name: str) -> Any:
+        request = pb.DeleteReservationRequest(name=name)
         return self.call(self.reservations.DeleteReservation, request)
 
     # ------------------------------------------------------------ accounting

@@ -98,18 +98,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rota.cli.client import CliError, as_dict, connect, current_user
+    from rota.cli.client import CliError, as_dict, connect
 
-    user = current_user()
     if args.command == "create":
         fields = _create_fields(args)
     if args.command == "update":
         given, fields = _update_fields(args)
     if args.command == "import":
-        return _import(args, user)
+        return _import(args)
     with connect(args.scheduler, args.ca) as client:
         if args.command == "update":
-            r = client.update_reservation(args.name, user, given, **fields)
+            r = client.update_reservation(args.name, given, **fields)
             if args.json:
                 print(json.dumps(as_dict(r), indent=2))
             else:
@@ -119,31 +118,31 @@ def _run(args: argparse.Namespace) -> int:
             _calendar(args, client)
             return 0
         if args.command == "export":
-            _export(args, client, user)
+            _export(args, client)
             return 0
         if args.command == "create":
-            r = client.create_reservation(user, **fields)
+            r = client.create_reservation(**fields)
             if args.json:
                 print(json.dumps(as_dict(r), indent=2))
             else:
                 print(f"reservation {r.name} created: {_gpus(r)}, {_window(r)}")
             return 0
         if args.command == "list":
-            found = client.list_reservations(user)
+            found = client.list_reservations()
             if args.json:
                 print(json.dumps([as_dict(r) for r in found], indent=2))
             else:
                 _table(found)
             return 0
         if args.command == "show":
-            r = client.get_reservation(args.name, user)
+            r = client.get_reservation(args.name)
             if args.json:
                 print(json.dumps(as_dict(r), indent=2))
             else:
                 _show(r)
             return 0
         if args.command == "delete":
-            client.delete_reservation(args.name, user)
+            client.delete_reservation(args.name)
             print(f"reservation {args.name} deleted")
             return 0
     raise CliError(f"unknown command {args.command}", 2)
@@ -228,7 +227,7 @@ def _calendar(args: argparse.Namespace, client: Any) -> None:
     import time
 
     from rota.cli.calendar_view import Booking, Running, render
-    from rota.cli.client import CliError, current_user
+    from rota.cli.client import CliError
     from rota.cli.style import colour_enabled
     from rota.when import parse_when
 
@@ -248,7 +247,7 @@ def _calendar(args: argparse.Namespace, client: Any) -> None:
             frozenset((g.node, i) for g in r.gpus for i in g.indices),
             tuple(r.flags),
         )
-        for r in client.list_reservations(current_user())
+        for r in client.list_reservations()
     ]
     running = [
         Running(
@@ -265,12 +264,12 @@ def _calendar(args: argparse.Namespace, client: Any) -> None:
     )
 
 
-def _export(args: argparse.Namespace, client: Any, user: str) -> None:
+def _export(args: argparse.Namespace, client: Any) -> None:
     import socket
 
     from rota.cli.bookings import to_ics
 
-    data = to_ics(client.list_reservations(user), socket.gethostname())
+    data = to_ics(client.list_reservations(), socket.gethostname())
     if args.output == "-":
         sys.stdout.write(data.decode())
     else:
@@ -279,7 +278,7 @@ def _export(args: argparse.Namespace, client: Any, user: str) -> None:
         print(f"wrote {args.output}")
 
 
-def _import(args: argparse.Namespace, user: str) -> int:
+def _import(args: argparse.Namespace) -> int:
     """Check every row of the sheet, then create all of them, or none when a row is bad
     (unless --skip-bad); the report names each row by its line."""
     from rota.cli.bookings import read_sheet
@@ -294,7 +293,7 @@ def _import(args: argparse.Namespace, user: str) -> int:
     bad_parse = len(good) < len(rows)
     dry = args.dry_run or (bad_parse and not args.skip_bad)
     with connect(args.scheduler, args.ca) as client:
-        reply = client.import_reservations(user, [r.fields for r in good], dry, args.skip_bad)
+        reply = client.import_reservations([r.fields for r in good], dry, args.skip_bad)
     for r, error in zip(good, reply.errors, strict=True):
         r.error = error
     refused = [r for r in rows if r.error]

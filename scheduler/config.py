@@ -58,11 +58,9 @@ class LimitSettings(Settings):
 
 
 class ReservationSettings(Settings):
-    """Who may book GPUs and how much (docs/reservations.md). Admins book for anyone; other
-    users for themselves and their accounts, within the caps; unset caps: no cap."""
+    """How much users who are not admins may book (README, reservations); unset caps: no cap.
+    Who may book for whom follows the users' admin flag and accounts (docs/security.md)."""
 
-    admins: Names = ("root",)
-    user_accounts: dict[str, Names] = Field(default_factory=dict)  # user -> accounts
     max_gpus: Count | None = None  # GPUs of one booking
     max_hours: PositiveNumber | None = None  # hours of one window
     max_hours_per_week: PositiveNumber | None = None  # a user's window hours in 7 days
@@ -247,11 +245,9 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
 
 
 def booking_rules(config: SchedulerConfig) -> BookingRules:
-    """Who may book reservations, and the caps, from the (already checked) settings."""
+    """The caps on users' reservations, from the (already checked) settings."""
     r = config.reservations
     return BookingRules(
-        admins=frozenset(r.admins),
-        user_accounts={user: frozenset(a) for user, a in r.user_accounts.items()},
         max_gpus=r.max_gpus,
         max_hours=r.max_hours,
         max_hours_per_week=r.max_hours_per_week,

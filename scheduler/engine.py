@@ -486,8 +486,10 @@ class Engine:
 
     # ------------------------------------------------------------ reservations
 
-    async def create_reservation(self, request: ReservationRequest, user: str) -> Reservation:
-        r = await self._core(self.services.reservations.create, request, user)
+    async def create_reservation(
+        self, request: ReservationRequest, principal: Principal
+    ) -> Reservation:
+        r = await self._core(self.services.reservations.create, request, principal)
         self._reservations_changed()
         return r
 
@@ -506,26 +508,26 @@ class Engine:
         return service.get(name), service.jobs_of(name)
 
     async def update_reservation(
-        self, name: str, request: ReservationRequest, given: Sequence[str], user: str
+        self, name: str, request: ReservationRequest, given: Sequence[str], principal: Principal
     ) -> Reservation:
         service = self.services.reservations
-        r = await self._core(service.update, name, request, tuple(given), user)
+        r = await self._core(service.update, name, request, tuple(given), principal)
         self._reservations_changed()
         return r
 
     async def import_reservations(
-        self, rows: list[ReservationRequest], user: str, dry_run: bool, skip_bad: bool
+        self, rows: list[ReservationRequest], principal: Principal, dry_run: bool, skip_bad: bool
     ) -> tuple[list[str | None], bool]:
         service = self.services.reservations
-        errors, created = await self._core(service.import_many, rows, user, dry_run, skip_bad)
+        errors, created = await self._core(service.import_many, rows, principal, dry_run, skip_bad)
         if created:
             self._reservations_changed()
         return errors, created
 
-    async def delete_reservation(self, name: str, user: str) -> Reservation:
+    async def delete_reservation(self, name: str, principal: Principal) -> Reservation:
         """Delete a reservation without running jobs; its pending jobs then wait with
         ``ReservationDeleted``."""
-        r = await self._core(self.services.reservations.delete, name, user)
+        r = await self._core(self.services.reservations.delete, name, principal)
         self._reservations_changed()
         return r
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rota.messages import LaunchOrder
+from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import AlreadyExists, Conflict, UserError
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.policy import reasons
@@ -15,6 +16,7 @@ from rota.states import JobState
 from tests.support.core import Harness
 
 HOUR = 3600.0
+ROOT = Principal("root", admin=True)
 
 
 @pytest.fixture
@@ -29,7 +31,7 @@ def book(h: Harness, name: str = "lab", start: float = 0.0, hours: float = 2.0, 
     at = h.clock.now + start
     fields = {"users": ("ann",), **kw}
     request = ReservationRequest(name, at, at + hours * HOUR, **fields)  # type: ignore[arg-type]
-    return h.s.reservations.create(request, "root")
+    return h.s.reservations.create(request, ROOT)
 
 
 def test_nodes_book_every_gpu_and_gpus_pick_the_fewest_nodes(h: Harness) -> None:
@@ -105,7 +107,7 @@ def test_a_reservations_job_is_launched_with_the_window_as_its_time_limit(h: Har
     assert launch.time_limit == pytest.approx(45 * 60)
     assert h.state(job) is JobState.CONFIGURING
     with pytest.raises(Conflict, match=f"running jobs \\({job}\\)"):
-        h.s.reservations.delete("lab", "root")
+        h.s.reservations.delete("lab", ROOT)
 
 
 def test_pending_jobs_of_a_deleted_reservation_are_held(h: Harness) -> None:
@@ -113,7 +115,7 @@ def test_pending_jobs_of_a_deleted_reservation_are_held(h: Harness) -> None:
     job = h.submit(gpus=1, reservation="lab")
     h.schedule()
     assert h.s.jobs.get(job)[0].reason == reasons.RESERVATION
-    h.s.reservations.delete("lab", "root")
+    h.s.reservations.delete("lab", ROOT)
     h.schedule()
     assert h.s.jobs.get(job)[0].reason == reasons.RESERVATION_DELETED
 

@@ -9,42 +9,43 @@ import sys
 from tests.cluster import TEST_IMAGE, Cluster, wait_for
 
 
-def _as(cluster: Cluster, user: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run a user command as ``user`` (the CLI sends the OS user it runs as)."""
+def _as(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a user command as the user of ``token`` (``cluster.add_user``)."""
     module = args[0]
     return subprocess.run(
         [sys.executable, "-m", f"rota.cli.{module}", *args[1:]],
-        env={**cluster.env, "LOGNAME": user, "USER": user},
+        env={**cluster.env, "ROTA_TOKEN": token},
         capture_output=True,
         text=True,
         timeout=120,
     )
 
 
-def _submit(cluster: Cluster, user: str, *flags: str) -> str:
+def _submit(cluster: Cluster, token: str, user: str, *flags: str) -> str:
     path = cluster.write_job(
         f"{user}.yaml",
         f"image: {TEST_IMAGE}\ncommand: [sh, -c, 'sleep 120']\nresources: {{gpus: 2}}\n",
     )
-    out = _as(cluster, user, "gsub", "--parsable", *flags, str(path))
+    out = _as(cluster, token, "gsub", "--parsable", *flags, str(path))
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
 def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> None:
     cluster.start_scheduler()
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
     cluster.start_agent("n1", gpus=4)
     node = cluster.node_name("n1")
     made = _as(
-        cluster, "alice", "greserve", "create", "--name", "lab", "--start", "now",
+        cluster, alice, "greserve", "create", "--name", "lab", "--start", "now",
         "--duration", "2h", "--nodes", node, "--users", "alice", "--no-lend",
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
-    shown = json.loads(_as(cluster, "alice", "greserve", "show", "lab", "--json").stdout)
+    shown = json.loads(_as(cluster, alice, "greserve", "show", "lab", "--json").stdout)
     assert shown["gpus"] == [{"node": node, "indices": [0, 1, 2, 3]}]
 
-    other = _submit(cluster, "bob")
-    mine = _submit(cluster, "alice", "--reservation", "lab")
+    other = _submit(cluster, bob, "bob")
+    mine = _submit(cluster, alice, "alice", "--reservation", "lab")
     job = cluster.wait_state(mine, "RUNNING")
     assert job["reservation"] == "lab" and job["nodes"] == [node]
     wait_for(
@@ -58,11 +59,11 @@ def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> N
     why = cluster.cli("gqueue", "--explain", other, check=True).stdout
     assert "reservation:     lab (until " in why
 
-    refused = _as(cluster, "bob", "gsub", "--reservation", "lab", str(cluster.root / "bob.yaml"))
+    refused = _as(cluster, bob, "gsub", "--reservation", "lab", str(cluster.root / "bob.yaml"))
     assert refused.returncode != 0 and "reservation 'lab' allows users alice" in refused.stderr
 
     overlap = _as(
-        cluster, "bob", "greserve", "create", "--name", "late", "--start", "now+1h",
+        cluster, bob, "greserve", "create", "--name", "late", "--start", "now+1h",
         "--duration", "2h", "--nodes", node, "--users", "bob",
     )  # fmt: skip
     assert overlap.returncode != 0 and "reserved by lab" in overlap.stderr

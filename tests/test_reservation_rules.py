@@ -8,13 +8,20 @@ from pathlib import Path
 import pytest
 
 from rota.messages import LaunchOrder
-from rota.scheduler.core.errors import Conflict, UserError
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core.errors import AccessDenied, Conflict, UserError
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.states import JobState
 from tests.support.core import Harness
 
 HOUR = 3600.0
 DAY = 24 * HOUR
+ROOT = Principal("root", admin=True)
+PEOPLE = {
+    "root": ROOT,
+    "ann": Principal("ann", accounts=("ann", "vision")),
+    "bob": Principal("bob"),
+}
 
 
 def harness(tmp_path: Path, **config: object) -> Harness:
@@ -36,19 +43,21 @@ def request(h: Harness, name: str, start: float = 0.0, hours: float = 2.0, **kw:
 
 
 def book(h: Harness, name: str, by: str = "root", **kw: object):
-    return h.s.reservations.create(request(h, name, **kw), by)  # type: ignore[arg-type]
+    return h.s.reservations.create(request(h, name, **kw), PEOPLE[by])  # type: ignore[arg-type]
 
 
 def test_users_book_for_themselves_and_their_accounts_admins_for_anyone(tmp_path: Path) -> None:
-    h = harness(tmp_path, reservations={"user_accounts": {"ann": ["vision"]}})
-    with pytest.raises(Conflict, match="users: you may book only for yourself \\(bob\\)"):
+    h = harness(tmp_path)
+    with pytest.raises(AccessDenied, match="users: bob may book only for themselves, not ann"):
         book(h, "x", by="bob", nodes=("n1",), users=("ann",))
-    with pytest.raises(Conflict, match="accounts: you may book only for your accounts"):
+    with pytest.raises(
+        AccessDenied, match=r"accounts: bob may book only for their accounts \(bob\)"
+    ):
         book(h, "x", by="bob", nodes=("n1",), users=(), accounts=("vision",))
     book(h, "mine", by="ann", nodes=("n2",), users=(), accounts=("vision",))
     book(h, "theirs", by="root", nodes=("n1",), users=("bob",))
-    with pytest.raises(Conflict, match="made by root; only they and admins"):
-        h.s.reservations.delete("theirs", "bob")
+    with pytest.raises(AccessDenied, match="made by root; only they and admins"):
+        h.s.reservations.delete("theirs", PEOPLE["bob"])
     assert [r.name for r in h.s.reservations.all()] == ["mine", "theirs"]
 
 
@@ -83,15 +92,15 @@ def test_update_changes_only_what_is_given_and_checks_overlaps(h: Harness) -> No
     book(h, "next", nodes=("n1",), start=3 * HOUR)
     later = h.clock.now + 4 * HOUR
     with pytest.raises(Conflict, match="reserved by next"):
-        h.s.reservations.update("lab", request(h, "lab", hours=4), ["end"], "root")
+        h.s.reservations.update("lab", request(h, "lab", hours=4), ["end"], ROOT)
     r = h.s.reservations.update("lab", ReservationRequest("lab", 0, 0, users=("bob",)),
-                                ["users"], "root")  # fmt: skip
+                                ["users"], ROOT)  # fmt: skip
     assert r.users == ("bob",) and r.gpus == {"n1": (0, 1, 2, 3)}
     moved = h.s.reservations.update("lab", ReservationRequest("lab", 0, 0, gpus=2),
-                                    ["gpus"], "root")  # fmt: skip
+                                    ["gpus"], ROOT)  # fmt: skip
     assert moved.gpus == {"n1": (0, 1)}
     with pytest.raises(UserError, match="name: cannot be updated"):
-        h.s.reservations.update("lab", ReservationRequest("x", 0, later), ["name"], "root")
+        h.s.reservations.update("lab", ReservationRequest("x", 0, later), ["name"], ROOT)
 
 
 def test_update_keeps_the_gpus_of_a_reservation_with_running_jobs(h: Harness) -> None:
@@ -99,11 +108,10 @@ def test_update_keeps_the_gpus_of_a_reservation_with_running_jobs(h: Harness) ->
     h.submit(gpus=1, reservation="lab")
     h.schedule()
     with pytest.raises(Conflict, match="has running jobs"):
-        h.s.reservations.update("lab", ReservationRequest("lab", 0, 0, gpus=1), ["gpus"], "root")
+        h.s.reservations.update("lab", ReservationRequest("lab", 0, 0, gpus=1), ["gpus"], ROOT)
     end = h.clock.now + 5 * HOUR
     assert (
-        h.s.reservations.update("lab", ReservationRequest("lab", 0, end), ["end"], "root").end
-        == end
+        h.s.reservations.update("lab", ReservationRequest("lab", 0, end), ["end"], ROOT).end == end
     )
 
 
@@ -172,9 +180,16 @@ def test_show_reports_owner_used_lent_and_idle_gpu_time(h: Harness) -> None:
 def test_import_creates_nothing_when_a_row_conflicts_unless_skip_bad(h: Harness) -> None:
     rows = [request(h, "a", nodes=("n1",)), request(h, "b", nodes=("n1",), start=HOUR),
             request(h, "c", nodes=("n2",))]  # fmt: skip
-    errors, created = h.s.reservations.import_many(rows, "root", False, False)
+    errors, created = h.s.reservations.import_many(rows, ROOT, False, False)
     assert not created and errors[0] is None and errors[2] is None
     assert errors[1] is not None and "reserved by a" in errors[1]
     assert h.s.reservations.all() == []
-    errors, created = h.s.reservations.import_many(rows, "root", False, True)
+    errors, created = h.s.reservations.import_many(rows, ROOT, False, True)
     assert created and [r.name for r in h.s.reservations.all()] == ["a", "c"]
+
+
+def test_an_import_with_a_row_for_someone_else_is_refused_whole(h: Harness) -> None:
+    rows = [request(h, "own", nodes=("n1",), users=("bob",)), request(h, "x", nodes=("n2",))]
+    with pytest.raises(AccessDenied, match="booking x: users: bob may book only for themselves"):
+        h.s.reservations.import_many(rows, PEOPLE["bob"], False, True)
+    assert h.s.reservations.all() == []

@@ -15,7 +15,8 @@ from rota.v1 import rota_pb2_grpc as pb_grpc
 
 
 class ReservationServicer(pb_grpc.ReservationServiceServicer):
-    """Bookings of GPUs; who may book for whom is decided by the service (``may_book``)."""
+    """Bookings of GPUs, made as the caller (the token's user); who may book for whom:
+    ``core.access.may_book``, caps: ``core.booking``."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -24,7 +25,7 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     async def CreateReservation(
         self, request: pb.CreateReservationRequest, context: Any
     ) -> pb.Reservation:
-        r = await self.engine.create_reservation(request_from_pb(request), caller().user)
+        r = await self.engine.create_reservation(request_from_pb(request), caller())
         return reservation_to_pb(r, ())
 
     @unary
@@ -53,7 +54,7 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     ) -> pb.ImportReservationsResponse:
         rows = [request_from_pb(row) for row in request.rows]
         errors, created = await self.engine.import_reservations(
-            rows, caller().user, request.dry_run, request.skip_bad
+            rows, caller(), request.dry_run, request.skip_bad
         )
         return pb.ImportReservationsResponse(errors=[e or "" for e in errors], created=created)
 
@@ -63,16 +64,14 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     ) -> pb.Reservation:
         changes = request_from_pb(request.changes)
         fields = [f.strip() for f in request.fields if f.strip()]
-        r = await self.engine.update_reservation(
-            request.name.strip(), changes, fields, caller().user
-        )
+        r = await self.engine.update_reservation(request.name.strip(), changes, fields, caller())
         return reservation_to_pb(r, ())
 
     @unary
     async def DeleteReservation(
         self, request: pb.DeleteReservationRequest, context: Any
     ) -> pb.DeleteReservationResponse:
-        r = await self.engine.delete_reservation(request.name, caller().user)
+        r = await self.engine.delete_reservation(request.name, caller())
         return pb.DeleteReservationResponse(name=r.name)
 
 

@@ -22,8 +22,16 @@ from rota.scheduler.cluster.reservation import (
     PURGE_COMP,
     Reservation,
 )
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core import access
 from rota.scheduler.core.booking import BookingRules
-from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
+from rota.scheduler.core.errors import (
+    AccessDenied,
+    AlreadyExists,
+    Conflict,
+    NotFound,
+    UserError,
+)
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.policy.snapshot import ReservationView
 from rota.scheduler.store.reservations import ReservationStore
@@ -83,16 +91,16 @@ class ReservationService:
         self.model = model
         self.store = store
         self.clock = clock
-        self.rules = rules  # the one place that says who may book what
+        self.rules = rules  # caps on users' bookings (who may book for whom: core.access)
         self.live: dict[str, Reservation] = {r.name: r for r in store.current(clock())}
         self._views: tuple[ReservationView, ...] | None = None
         self._prune(clock())  # recurring ones that ended while the scheduler was down move on
 
     # ---------------------------------------------------------------- RPCs
 
-    def create(self, request: ReservationRequest, principal: str) -> Reservation:
-        """Validate, resolve the GPUs, check the principal's rights and caps, and store a
-        reservation; errors change nothing."""
+    def create(self, request: ReservationRequest, principal: Principal) -> Reservation:
+        """Validate, resolve the GPUs, check the principal's rights (AccessDenied) and caps
+        (Conflict naming the cap), and store a reservation; errors change nothing."""
         now = self.clock()
         self._prune(now)
         if request.name in self.live or self.store.exists(request.name):
@@ -105,16 +113,16 @@ class ReservationService:
         return r
 
     def update(
-        self, name: str, request: ReservationRequest, given: Iterable[str], principal: str
+        self, name: str, request: ReservationRequest, given: Iterable[str], principal: Principal
     ) -> Reservation:
         """Change the fields named in ``given`` to ``request``'s values; the rest stay. The
         GPUs are chosen again only when a GPU field is given. A reservation with running jobs
         keeps its start and its GPUs. Errors change nothing."""
         now = self.clock()
         old = self.get(name)
-        refusal = self.rules.may_change(principal, old)
-        if refusal is not None:
-            raise Conflict(refusal)
+        refusal = access.may_change_reservation(principal, name, old.created_by)
+        if refusal:
+            raise AccessDenied(refusal)
         fields = set(given)
         unknown = sorted(fields - UPDATABLE)
         if unknown:
@@ -156,13 +164,23 @@ class ReservationService:
         return r
 
     def import_many(
-        self, requests: list[ReservationRequest], principal: str, dry_run: bool, skip_bad: bool
+        self,
+        requests: list[ReservationRequest],
+        principal: Principal,
+        dry_run: bool,
+        skip_bad: bool,
     ) -> tuple[list[str | None], bool]:
         """Create ``requests`` in order, each checked against the others before it: the refusal
         of each (None: fine) and whether anything was stored. Nothing is stored on
-        ``dry_run``, or when some request is refused and not ``skip_bad``."""
+        ``dry_run``, or when some request is refused and not ``skip_bad``. A row the principal
+        may not book (for other users or accounts) refuses the whole import (AccessDenied
+        naming the booking): that is a matter of rights, not of a bad row."""
         now = self.clock()
         self._prune(now)
+        for request in requests:
+            refusal = access.may_book(principal, request.users, request.accounts)
+            if refusal:
+                raise AccessDenied(f"booking {request.name}: {refusal}")
         refusals: list[str | None] = []
         made: list[Reservation] = []
         try:
@@ -192,13 +210,16 @@ class ReservationService:
     def _resolve(
         self,
         request: ReservationRequest,
-        principal: str,
+        principal: Principal,
         now: float,
         exclude: str,
         gpus: dict[str, tuple[int, ...]] | None,
     ) -> Reservation:
         """The reservation ``request`` describes, checked against the others (all but
         ``exclude``), running jobs and ``principal``'s rights; ``gpus`` keeps those GPUs."""
+        refusal = access.may_book(principal, request.users, request.accounts)
+        if refusal:
+            raise AccessDenied(refusal)
         flags = _flags(request.flags)
         _check_request(request, now, gpus is not None)
         period = next((PERIODS[f] for f in flags if f in PERIODS), 0.0)
@@ -223,21 +244,22 @@ class ReservationService:
             accounts=request.accounts,
             flags=flags,
             lend=request.lend,
-            created_by=principal,
+            created_by=principal.user,
         )
-        others = [o for o in self.live.values() if o.name != request.name]
-        refusal = self.rules.may_book(principal, r, now, others)
-        if refusal is not None:
-            raise Conflict(refusal)
+        if not principal.admin:
+            others = [o for o in self.live.values() if o.name != request.name]
+            over = self.rules.over_cap(principal.user, r, now, others)
+            if over:
+                raise Conflict(over)
         return r
 
-    def delete(self, name: str, principal: str) -> Reservation:
+    def delete(self, name: str, principal: Principal) -> Reservation:
         """Remove a reservation that no running job belongs to; its pending jobs then wait
         with ``ReservationDeleted``."""
         r = self.get(name)
-        refusal = self.rules.may_change(principal, r)
-        if refusal is not None:
-            raise Conflict(refusal)
+        refusal = access.may_change_reservation(principal, name, r.created_by)
+        if refusal:
+            raise AccessDenied(refusal)
         jobs = self.jobs_of(name)
         if jobs:
             ids = ", ".join(jobs[:10])

@@ -1047,7 +1047,7 @@ class Reservation(_message.Message):
     def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ...) -> None: ...
 
 class CreateReservationRequest(_message.Message):
-    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend", "user")
+    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend")
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
@@ -1059,7 +1059,6 @@ class CreateReservationRequest(_message.Message):
     ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
     NO_LEND_FIELD_NUMBER: _ClassVar[int]
-    USER_FIELD_NUMBER: _ClassVar[int]
     name: str
     start: float
     end: float
@@ -1071,14 +1070,11 @@ class CreateReservationRequest(_message.Message):
     accounts: _containers.RepeatedScalarFieldContainer[str]
     flags: _containers.RepeatedScalarFieldContainer[str]
     no_lend: bool
-    user: str
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ..., user: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ...) -> None: ...
 
 class ListReservationsRequest(_message.Message):
-    __slots__ = ("user",)
-    USER_FIELD_NUMBER: _ClassVar[int]
-    user: str
-    def __init__(self, user: _Optional[str] = ...) -> None: ...
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class ListReservationsResponse(_message.Message):
     __slots__ = ("reservations",)
@@ -1087,20 +1083,16 @@ class ListReservationsResponse(_message.Message):
     def __init__(self, reservations: _Optional[_Iterable[_Union[Reservation, _Mapping]]] = ...) -> None: ...
 
 class GetReservationRequest(_message.Message):
-    __slots__ = ("name", "user")
+    __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]
-    USER_FIELD_NUMBER: _ClassVar[int]
     name: str
-    user: str
-    def __init__(self, name: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class DeleteReservationRequest(_message.Message):
-    __slots__ = ("name", "user")
+    __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]
-    USER_FIELD_NUMBER: _ClassVar[int]
     name: str
-    user: str
-    def __init__(self, name: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class DeleteReservationResponse(_message.Message):
     __slots__ = ("name",)
@@ -1109,28 +1101,24 @@ class DeleteReservationResponse(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class UpdateReservationRequest(_message.Message):
-    __slots__ = ("name", "changes", "fields", "user")
+    __slots__ = ("name", "changes", "fields")
     NAME_FIELD_NUMBER: _ClassVar[int]
     CHANGES_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
-    USER_FIELD_NUMBER: _ClassVar[int]
     name: str
     changes: CreateReservationRequest
     fields: _containers.RepeatedScalarFieldContainer[str]
-    user: str
-    def __init__(self, name: _Optional[str] = ..., changes: _Optional[_Union[CreateReservationRequest, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ..., user: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., changes: _Optional[_Union[CreateReservationRequest, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ImportReservationsRequest(_message.Message):
-    __slots__ = ("rows", "dry_run", "skip_bad", "user")
+    __slots__ = ("rows", "dry_run", "skip_bad")
     ROWS_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     SKIP_BAD_FIELD_NUMBER: _ClassVar[int]
-    USER_FIELD_NUMBER: _ClassVar[int]
     rows: _containers.RepeatedCompositeFieldContainer[CreateReservationRequest]
     dry_run: bool
     skip_bad: bool
-    user: str
-    def __init__(self, rows: _Optional[_Iterable[_Union[CreateReservationRequest, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., skip_bad: _Optional[bool] = ..., user: _Optional[str] = ...) -> None: ...
+    def __init__(self, rows: _Optional[_Iterable[_Union[CreateReservationRequest, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., skip_bad: _Optional[bool] = ...) -> None: ...
 
 class ImportReservationsResponse(_message.Message):
     __slots__ = ("errors", "created")
