@@ -117,7 +117,30 @@ def test_pending_jobs_of_a_deleted_reservation_are_held(h: Harness) -> None:
     assert h.s.jobs.get(job)[0].reason == reasons.RESERVATION
     h.s.reservations.delete("lab", ROOT)
     h.schedule()
-    assert h.s.jobs.get(job)[0].reason == reasons.RESERVATION_DELETED
+    record = h.s.jobs.get(job)[0]
+    assert record.reason == reasons.RESERVATION_DELETED and record.held
+    h.restart()
+    assert h.s.jobs.get(job)[0].held, "the hold is stored"
+    h.connect("n1", gpus=4)
+    book(h, "lab", nodes=("n1",))
+    h.s.control.control("release", [job], "ann")
+    h.schedule()
+    assert h.state(job) is JobState.CONFIGURING, "released into the new reservation"
+
+
+def test_pending_jobs_of_a_reservation_that_ended_while_down_are_held(h: Harness) -> None:
+    book(h, "lab", nodes=("n2",), hours=1)
+    h.submit(gpus=2, reservation="lab")
+    h.schedule()
+    late = h.submit(gpus=2, reservation="lab")  # waits: the first holds the GPUs
+    h.schedule()
+    assert h.s.jobs.get(late)[0].reason == reasons.RESOURCES
+    h.clock.now += 2 * HOUR
+    h.restart()
+    record = h.s.jobs.get(late)[0]
+    assert record.held and record.state is JobState.PENDING
+    h.schedule()
+    assert h.s.jobs.get(late)[0].reason == reasons.RESERVATION_DELETED
 
 
 def test_submitting_to_a_reservation_checks_name_and_who(h: Harness) -> None:

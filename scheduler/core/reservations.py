@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from rota.scheduler.cluster.model import RESERVATION_HOLD, HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.reservation import (
     FLAGS,
     IGNORE_JOBS,
@@ -95,6 +96,7 @@ class ReservationService:
         self.live: dict[str, Reservation] = {r.name: r for r in store.current(clock())}
         self._views: tuple[ReservationView, ...] | None = None
         self._prune(clock())  # recurring ones that ended while the scheduler was down move on
+        self._hold_orphans(None)  # pending jobs of those that ended meanwhile
 
     # ---------------------------------------------------------------- RPCs
 
@@ -266,6 +268,7 @@ class ReservationService:
             raise Conflict(f"reservation {name!r} has running jobs ({ids}); cancel them first")
         self.store.delete(name)
         del self.live[name]
+        self._hold_orphans({name}, "was deleted")
         self._changed()
         return r
 
@@ -385,15 +388,42 @@ class ReservationService:
 
     def _prune(self, now: float) -> None:
         changed = False
+        ended: set[str] = set()
         for name, r in list(self.live.items()):
             if r.advance(now):
                 self.store.save(r)
                 changed = True
             elif r.end <= now:
                 del self.live[name]
-                changed = True
-        if changed:
+                ended.add(name)
+        if ended:
+            self._hold_orphans(ended, "has ended")
+        if changed or ended:
             self._changed()
+
+    def _hold_orphans(self, names: set[str] | None, what: str = "is gone") -> None:
+        """Hold the pending jobs that name a reservation of ``names`` (None: any reservation
+        not open or upcoming), as SLURM does: reason ``ReservationDeleted`` until released
+        (once a reservation of that name exists again) or cancelled."""
+        held: list[JobRecord] = []
+        events: list[JobEvent] = []
+        now = self.clock()
+        for job in self.model.jobs.values():
+            name = job.spec.reservation
+            if job.state is not JobState.PENDING or not name or job.held:
+                continue
+            if name in self.live if names is None else name not in names:
+                continue
+            job.held = RESERVATION_HOLD
+            held.append(job)
+            text = (
+                f"held: reservation {name} {what}; cancel it, or release it once a "
+                "reservation of that name exists again"
+            )
+            state = job.state.value
+            events.append(JobEvent(job.id, now, job.attempt, state, state, text, HistoryKind.INFO))
+        if held:
+            self.model.commit(held, events)
 
     def _changed(self) -> None:
         self._views = None

@@ -28,7 +28,10 @@ DESCRIPTIONS = {
     HELD_USER: "it is held; `gcontrol release ID` lets it start",
     HELD_ADMIN: "an administrator holds it",
     RESERVATION: "the reservation it names has not started yet",
-    RESERVATION_DELETED: "the reservation it names was deleted or has ended; cancel it",
+    RESERVATION_DELETED: (
+        "the reservation it names was deleted or has ended; it is held: cancel it, or release "
+        "it once a reservation of that name exists again"
+    ),
     REQ_NODE_NOT_AVAIL: "the GPUs it could use are reserved for others",
     QOS_MAX_GRES_PER_USER: "starting it would exceed the user's GPU limit (limits.max_gpus_per_user)",
     QOS_MAX_GRES_PER_ACCOUNT: (
