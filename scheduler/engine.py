@@ -45,7 +45,7 @@ from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import NodePage, RemoveResult
 from rota.scheduler.core.notifications import Delivery
-from rota.scheduler.core.reservations import ReservationRequest, Usage
+from rota.scheduler.core.reservations import NodeBookings, ReservationRequest, Usage
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
 from rota.scheduler.intake import Beat, ReceivedBeat, TelemetryBuffer
@@ -432,6 +432,10 @@ class Engine:
         ``summary`` counts over all nodes."""
         nodes = self.services.nodes
         return await self._core(nodes.page, page_size, page_token, summary, summary_only)
+
+    async def node_bookings(self, names: list[str]) -> dict[str, NodeBookings]:
+        """Reservations on these nodes now and next (``ginfo``)."""
+        return await self._core(self.services.reservations.on_nodes, names)
 
     async def get_node(self, name: str) -> tuple[NodeState, NodeStatus]:
         return await self._core(self.services.nodes.show, name)

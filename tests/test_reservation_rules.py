@@ -193,3 +193,20 @@ def test_an_import_with_a_row_for_someone_else_is_refused_whole(h: Harness) -> N
     with pytest.raises(AccessDenied, match="booking x: users: bob may book only for themselves"):
         h.s.reservations.import_many(rows, PEOPLE["bob"], False, True)
     assert h.s.reservations.all() == []
+
+
+def test_nodes_show_gpus_reserved_now_and_next_and_maintenance(h: Harness) -> None:
+    book(h, "lab", nodes=("n1",), gpus=2, hours=1)
+    book(h, "exp", nodes=("n2",), start=3 * HOUR)
+    book(h, "fix", nodes=("n2",), flags=("MAINT",), users=("root",), hours=1)
+    shown = h.s.reservations.on_nodes(["n1", "n2"])
+    assert (shown["n1"].gpus_now, shown["n1"].names_now, shown["n1"].maintenance) == (
+        2,
+        ("lab",),
+        False,
+    )
+    assert shown["n1"].next_start == 0.0
+    n2 = shown["n2"]
+    assert n2.maintenance and n2.gpus_now == 2 and n2.names_now == ("fix",)
+    assert (n2.gpus_next, n2.names_next, n2.next_start) == (2, ("exp",), h.clock.now + 3 * HOUR)
+    assert h.s.reservations.on_nodes(["n3"]) == {}

@@ -8,7 +8,7 @@ from typing import Any
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
 from rota.scheduler.cluster.reservation import Reservation
-from rota.scheduler.core.reservations import ReservationRequest
+from rota.scheduler.core.reservations import NodeBookings, ReservationRequest
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -105,3 +105,15 @@ def reservation_to_pb(r: Reservation, running: Sequence[str]) -> pb.Reservation:
         created_at=r.created_at,
         running_jobs=list(running),
     )
+
+
+def add_bookings(msg: pb.Node, booked: NodeBookings | None) -> None:
+    """Fill a node's reservation fields (none when ``booked`` is None)."""
+    if booked is None:
+        return
+    msg.gpus_reserved = booked.gpus_now
+    msg.reserved_by.extend(booked.names_now)
+    msg.maintenance = booked.maintenance
+    msg.gpus_reserved_next = booked.gpus_next
+    msg.reserved_next_by.extend(booked.names_next)
+    msg.reserved_next_start = booked.next_start

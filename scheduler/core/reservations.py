@@ -79,6 +79,19 @@ class Usage:
         return max(0.0, self.booked - self.owners - self.lent)
 
 
+@dataclass(frozen=True, slots=True)
+class NodeBookings:
+    """What ``ginfo`` shows of a node's reservations: GPUs reserved now (and by which), whether
+    a MAINT window is open on it, and its next window that opens later."""
+
+    gpus_now: int = 0
+    names_now: tuple[str, ...] = ()
+    maintenance: bool = False
+    gpus_next: int = 0
+    names_next: tuple[str, ...] = ()
+    next_start: float = 0.0  # 0: no later window within four weeks
+
+
 class ReservationService:
     """Open and upcoming reservations by name, as committed. Not thread-safe."""
 
@@ -321,6 +334,41 @@ class ReservationService:
             if r.start <= at < r.end:
                 for node, idx in r.gpus.items():
                     out[node] = out.get(node, 0) + len(idx)
+        return out
+
+    def on_nodes(self, names: Iterable[str]) -> dict[str, NodeBookings]:
+        """The bookings of the nodes ``names`` that have any, now and next (windows up to
+        four weeks ahead)."""
+        now = self.clock()
+        wanted = set(names)
+        now_gpus: dict[str, int] = {}
+        now_names: dict[str, list[str]] = {}
+        maint: set[str] = set()
+        later: dict[str, list[tuple[float, str, int]]] = {}
+        for r in sorted(self.live.values(), key=lambda r: r.name):
+            for start, end in r.windows(now, now + RECURRING_HORIZON):
+                for node, idx in r.gpus.items():
+                    if node not in wanted:
+                        continue
+                    if start <= now < end:
+                        now_gpus[node] = now_gpus.get(node, 0) + len(idx)
+                        now_names.setdefault(node, []).append(r.name)
+                        if MAINT in r.flags:
+                            maint.add(node)
+                    elif start > now:
+                        later.setdefault(node, []).append((start, r.name, len(idx)))
+        out: dict[str, NodeBookings] = {}
+        for node in set(now_gpus) | set(later):
+            first = min((t for t, _, _ in later.get(node, ())), default=0.0)
+            nxt = [(n, k) for t, n, k in later.get(node, ()) if t == first]
+            out[node] = NodeBookings(
+                gpus_now=now_gpus.get(node, 0),
+                names_now=tuple(now_names.get(node, ())),
+                maintenance=node in maint,
+                gpus_next=sum(k for _, k in nxt),
+                names_next=tuple(n for n, _ in nxt),
+                next_start=first,
+            )
         return out
 
     def jobs_of(self, name: str) -> list[str]:

@@ -539,7 +539,7 @@ class GpuStatus(_message.Message):
     def __init__(self, info: _Optional[_Union[GpuInfo, _Mapping]] = ..., telemetry: _Optional[_Union[GpuTelemetry, _Mapping]] = ..., stale: _Optional[bool] = ..., sampled_at: _Optional[float] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., job_id: _Optional[str] = ..., marked_by: _Optional[str] = ..., marked_time: _Optional[float] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("name", "state", "reason", "reason_by", "reason_time", "inventory", "gpus", "gpus_total", "gpus_free", "last_heartbeat", "address", "engine_healthy", "engine_error", "labels")
+    __slots__ = ("name", "state", "reason", "reason_by", "reason_time", "inventory", "gpus", "gpus_total", "gpus_free", "last_heartbeat", "address", "engine_healthy", "engine_error", "labels", "gpus_reserved", "reserved_by", "maintenance", "gpus_reserved_next", "reserved_next_by", "reserved_next_start")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -561,6 +561,12 @@ class Node(_message.Message):
     ENGINE_HEALTHY_FIELD_NUMBER: _ClassVar[int]
     ENGINE_ERROR_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_BY_FIELD_NUMBER: _ClassVar[int]
+    MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_RESERVED_NEXT_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_NEXT_BY_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_NEXT_START_FIELD_NUMBER: _ClassVar[int]
     name: str
     state: str
     reason: str
@@ -575,7 +581,13 @@ class Node(_message.Message):
     engine_healthy: bool
     engine_error: str
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    gpus_reserved: int
+    reserved_by: _containers.RepeatedScalarFieldContainer[str]
+    maintenance: bool
+    gpus_reserved_next: int
+    reserved_next_by: _containers.RepeatedScalarFieldContainer[str]
+    reserved_next_start: float
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpus_reserved: _Optional[int] = ..., reserved_by: _Optional[_Iterable[str]] = ..., maintenance: _Optional[bool] = ..., gpus_reserved_next: _Optional[int] = ..., reserved_next_by: _Optional[_Iterable[str]] = ..., reserved_next_start: _Optional[float] = ...) -> None: ...
 
 class ListNodesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "summary", "summary_only")
