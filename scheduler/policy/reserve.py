@@ -25,6 +25,11 @@ Reasons: a job naming an unknown (deleted or ended) reservation waits with
 (and one not allowed by it the same); a job of pass 2 left waiting for resources that would
 fit the GPUs free now if reserved ones counted (or whose constraints only reserved GPUs
 meet) waits with ``ReqNodeNotAvail``. A MAINT reservation blocks everyone but the jobs naming it.
+
+Estimated starts (``gqueue --start``) follow the windows: a job waiting for its reservation
+starts at its window's start; a ``ReqNodeNotAvail`` job the wrapped policy gave no estimate at
+the first window end or running job's end after which it fits outside every window for its
+whole time limit (a lower bound: the queue ahead of it is not counted).
 """
 
 from __future__ import annotations
@@ -194,6 +199,7 @@ class _Pass:
         self._gap_passes(general)
         self._lend_pass(general, waiting_owners)
         self._mark_reserved(general)
+        self._estimate(general)
         return Plan(tuple(self.placements), tuple(self.preempted), self.why, self.est)
 
     # ---------------------------------------------------------------- sub-passes
@@ -363,6 +369,51 @@ class _Pass:
                 continue
             if _fits_free(job, self.snapshot.nodes, held):
                 self.why[job.id] = reasons.REQ_NODE_NOT_AVAIL
+
+    def _estimate(self, general: list[PendingJob]) -> None:
+        """Estimated starts that follow the windows (``gqueue --start``): a job waiting for
+        its reservation starts at its window; a general job that only reserved GPUs could hold
+        (``ReqNodeNotAvail``, no estimate from the wrapped policy) at the first window edge or
+        running job's end after which it fits outside every window for its whole time limit
+        (the queue ahead of it not counted)."""
+        for job in self.snapshot.pending:
+            r = self.by_name.get(job.reservation) if job.reservation else None
+            if (
+                r is not None
+                and r.start > self.now
+                and self.why.get(job.id) == reasons.RESERVATION
+                and r.allows(job.user, job.account)
+            ):
+                self.est[job.id] = r.start
+        blocked = [
+            j
+            for j in general
+            if self.why.get(j.id) == reasons.REQ_NODE_NOT_AVAIL and j.id not in self.est
+        ]
+        if not blocked:
+            return
+        held = [
+            (
+                job.start_time + job.time_limit,
+                {(a.node, g) for a in job.allocations for g in a.gpu_indices},
+            )
+            for job in self.running
+            if job.id not in self.preempted
+        ]
+        windows = [(r.start, r.end, r.cells()) for r in self.snapshot.reservations]
+        edges = sorted(
+            {t for t, _ in held if t > self.now} | {e for s, e, _ in windows if e > self.now}
+        )
+        for job in blocked:
+            limit = self.cfg.limit_of(job.time_limit)
+            for t in edges:
+                busy = {c for end, cells in held if end > t for c in cells}
+                for start, end, cells in windows:
+                    if start < t + limit and t < end:
+                        busy |= cells
+                if _fits_free(job, self.snapshot.nodes, busy):
+                    self.est[job.id] = t
+                    break
 
 
 def _free_until(

@@ -240,3 +240,19 @@ def test_a_job_too_big_for_its_reservation_preempts_no_borrower():
     plan = decide(r, pending=[make_job(1, 4, reservation="lab-a")], running=[borrower])
     assert plan.preemptions == ()
     assert plan.reasons[1] == reasons.BAD_CONSTRAINTS
+
+
+def test_estimates_follow_the_windows():
+    """gqueue --start: a job waiting for its window starts at it; a job only reserved GPUs
+    could hold starts when the window ends, or after a later window when its time limit would
+    run into one."""
+    r = resv(start=NOW + HOUR, end=NOW + 2 * HOUR)
+    plan = decide(r, pending=[make_job(1, 1, reservation="lab-a")])
+    assert plan.est_start[1] == NOW + HOUR
+    now_open = resv(end=NOW + 2 * HOUR)
+    plan = decide(now_open, pending=[make_job(2, 6, user="bob", time_limit=HOUR)])
+    assert plan.reasons[2] == reasons.REQ_NODE_NOT_AVAIL
+    assert plan.est_start[2] == NOW + 2 * HOUR
+    later = resv("lab-b", start=NOW + 3 * HOUR, end=NOW + 5 * HOUR)
+    plan = decide(now_open, later, pending=[make_job(3, 6, user="bob", time_limit=2 * HOUR)])
+    assert plan.est_start[3] == NOW + 5 * HOUR, "two hours from the first end meet lab-b"
