@@ -158,6 +158,7 @@ class Client:
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
+        self.reservations = pb_grpc.ReservationServiceStub(self.channel)
         self.users = pb_grpc.UserServiceStub(self.channel)
         self.accounting = pb_grpc.AccountingServiceStub(self.channel)
         self._me = ""  # whoami(), once asked
@@ -374,6 +375,43 @@ class Client:
     def list_audit(self, since: float, limit: int) -> list[Any]:
         request = pb.ListAuditRequest(since=since, limit=limit)
         return list(self.call(self.users.ListAudit, request).entries)
+
+    # ------------------------------------------------------------ reservations
+
+    def create_reservation(self, **fields: Any) -> Any:
+        """Create a reservation (``rota.v1.CreateReservationRequest`` fields) as the token's
+        user."""
+        request = pb.CreateReservationRequest(**fields)
+        return self.call(self.reservations.CreateReservation, request)
+
+    def list_reservations(self) -> list[Any]:
+        """Open and upcoming reservations (``rota.v1.Reservation``), earliest first."""
+        request = pb.ListReservationsRequest()
+        return list(self.call(self.reservations.ListReservations, request).reservations)
+
+    def get_reservation(self, name: str) -> Any:
+        request = pb.GetReservationRequest(name=name)
+        return self.call(self.reservations.GetReservation, request)
+
+    def update_reservation(self, name: str, given: list[str], **fields: Any) -> Any:
+        """Change the fields named in ``given`` (``rota.v1.CreateReservationRequest`` names)."""
+        request = pb.UpdateReservationRequest(
+            name=name, changes=pb.CreateReservationRequest(**fields), fields=given
+        )
+        return self.call(self.reservations.UpdateReservation, request)
+
+    def import_reservations(self, rows: list[dict[str, Any]], dry_run: bool, skip_bad: bool) -> Any:
+        """Create bookings in order (``rota.v1.ImportReservationsResponse``)."""
+        request = pb.ImportReservationsRequest(
+            rows=[pb.CreateReservationRequest(**row) for row in rows],
+            dry_run=dry_run,
+            skip_bad=skip_bad,
+        )
+        return self.call(self.reservations.ImportReservations, request)
+
+    def delete_reservation(self, name: str) -> Any:
+        request = pb.DeleteReservationRequest(name=name)
+        return self.call(self.reservations.DeleteReservation, request)
 
     # ------------------------------------------------------------ accounting
 

@@ -1,4 +1,5 @@
-"""ginfo: nodes with their state and GPUs free/total; ``-G`` or ``-N NODE`` shows every GPU."""
+"""ginfo: nodes with their state (MAINT in a maintenance window), GPUs free/total and reserved now
+and next; ``-G`` or ``-N NODE`` shows every GPU."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,18 +64,37 @@ def _info(args: argparse.Namespace) -> int:
         rows.append(
             (
                 n.name,
-                n.state,
+                _state(n),
                 f"{n.gpus_free}/{n.gpus_total}",
                 gpu_type,
                 f"{n.inventory.cpus:.0f}",
                 format_size(n.inventory.memory),
+                reserved(n),
                 reason,
             )
         )
-    print(
-        table(["NODE", "STATE", "GPUS(FREE/TOTAL)", "GPU_TYPE", "CPUS", "MEMORY", "REASON"], rows)
-    )
+    header = ["NODE", "STATE", "GPUS(FREE/TOTAL)", "GPU_TYPE", "CPUS", "MEMORY", "RESERVED"]
+    print(table([*header, "REASON"], rows))
     return 0
+
+
+def _state(n: Any) -> str:
+    """The node's state; MAINT while a maintenance reservation is open on it (``+MAINT`` when
+    it is not idle, e.g. jobs run there under IGNORE_JOBS)."""
+    if not n.maintenance:
+        return str(n.state)
+    return "MAINT" if n.state == "IDLE" else f"{n.state}+MAINT"
+
+
+def reserved(n: Any) -> str:
+    """GPUs reserved now and in the next window: ``4 now (lab); 2 at Mon 09:00 (exp)``."""
+    parts = []
+    if n.gpus_reserved:
+        parts.append(f"{n.gpus_reserved} now ({','.join(n.reserved_by)})")
+    if n.reserved_next_start:
+        at = time.strftime("%a %H:%M", time.localtime(n.reserved_next_start))
+        parts.append(f"{n.gpus_reserved_next} at {at} ({','.join(n.reserved_next_by)})")
+    return "; ".join(parts) or "-"
 
 
 def _summary(summary: object, as_json: bool) -> int:

@@ -77,6 +77,10 @@ def node_detail(n: Any) -> str:
     ]
     if inv.note:
         lines.append(f"Note: {inv.note}")
+    if n.gpus_reserved or n.reserved_next_start:
+        from rota.cli.ginfo import reserved
+
+        lines.append(f"Reserved: {reserved(n)}" + (" (maintenance)" if n.maintenance else ""))
     if not n.gpus:
         return "\n".join(lines)
     ident = [

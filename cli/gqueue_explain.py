@@ -38,6 +38,7 @@ def _as_dict(reply: Any, state: str) -> dict[str, Any]:
         reason_detail=reply.reason_detail or None,
         estimated_start=iso(reply.estimated_start),
         order_by=reply.order_by,
+        reservation=reply.reservation or None,
         factors=[
             {
                 "name": f.name,
@@ -68,6 +69,10 @@ def render(data: dict[str, Any]) -> str:
         f"job {data['id']} is PENDING (policy {data['policy']})",
         f"  reason:          {why}",
         f"  estimated start: {data['estimated_start'] or 'unknown'}",
+    ]
+    if data.get("reservation"):
+        lines.append(f"  reservation:     {data['reservation']}")
+    lines += [
         f"  rank:            {data['rank']} of {data['pending_jobs']} pending job(s), "
         f"by {data['order_by']}",
     ]

@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--hold", action="store_true", help="submit held (release with gcontrol release)"
     )
     p.add_argument("-d", "--dependency", help="SLURM dependency, e.g. afterok:12:13")
+    p.add_argument(
+        "--reservation", help="run in this reservation (greserve list); overrides the file's"
+    )
     p.add_argument("--test-only", action="store_true", help="validate and say when it would start")
     p.add_argument(
         "--dry-run",
@@ -75,9 +78,9 @@ def load_jobs(
     files: list[str], hold: bool = False, dependency: str = "", **flags: Any
 ) -> list[Loaded]:
     """Read, translate (batch scripts) and validate every file, applying ``--hold``,
-    ``--dependency`` and the job-file fields of ``flags`` (``output``, ``error``, ``notify``);
-    raise CliError(code 2) naming the file and the field or directive. Relative output
-    patterns are made absolute from the current directory (as sbatch does)."""
+    ``--dependency`` and the job-file fields of ``flags`` (``output``, ``error``, ``notify``,
+    ``reservation``); raise CliError(code 2) naming the file and the field or directive. Relative
+    output patterns are made absolute from the current directory (as sbatch does)."""
     import yaml
 
     from rota.cli.client import CliError
@@ -136,7 +139,12 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     if args.notify or args.notify_on:
         notify = {"url": args.notify or "", "on": (args.notify_on or "").split(",")}
         notify["on"] = [w.strip() for w in notify["on"] if w.strip()]
-    return {"output": args.output, "error": args.error, "notify": notify}
+    return {
+        "output": args.output,
+        "error": args.error,
+        "notify": notify,
+        "reservation": args.reservation,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

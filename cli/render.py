@@ -67,4 +67,5 @@ def job_json(job: Any, state_name: str) -> dict[str, Any]:
         "time_limit": int(job.time_limit),
         "num_nodes": max(len(job.nodes), job.spec.nodes or 1),
         "estimated_start": iso(job.estimated_start),
+        "reservation": job.spec.reservation or None,
     }

@@ -16,6 +16,7 @@ from sqlalchemy.exc import ArgumentError
 
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.private import private_dir, private_file
+from rota.scheduler.core.booking import BookingRules
 from rota.scheduler.policy import POLICIES
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
 from rota.settings import (
@@ -56,6 +57,16 @@ class LimitSettings(Settings):
     max_pending_per_account: Count | None = None
 
 
+class ReservationSettings(Settings):
+    """How much users who are not admins may book (README, reservations); unset caps: no cap.
+    Who may book for whom follows the users' admin flag and accounts (docs/security.md)."""
+
+    max_gpus: Count | None = None  # GPUs of one booking
+    max_hours: PositiveNumber | None = None  # hours of one window
+    max_hours_per_week: PositiveNumber | None = None  # a user's window hours in 7 days
+    max_days_ahead: PositiveNumber | None = None  # how far ahead a window may start
+
+
 class SchedulerConfig(Settings):
     """Everything the daemon reads at start-up. Durations are seconds, sizes bytes."""
 
@@ -85,6 +96,7 @@ class SchedulerConfig(Settings):
     # policy (docs/policy.md "Configuration")
     weights: WeightSettings = WeightSettings()  # merged over the defaults
     limits: LimitSettings = LimitSettings()
+    reservations: ReservationSettings = ReservationSettings()
     account_shares: dict[str, PositiveNumber] = Field(default_factory=dict)
     qos_levels: dict[str, Fraction] = Field(default_factory=dict)  # merged over the defaults
     default_share: PositiveNumber = 1.0  # fair share of accounts not in account_shares
@@ -229,6 +241,17 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
         backfill_max_job_test=config.backfill_max_job_test,
         default_share=config.default_share,
         preemption=config.preemption,
+    )
+
+
+def booking_rules(config: SchedulerConfig) -> BookingRules:
+    """The caps on users' reservations, from the (already checked) settings."""
+    r = config.reservations
+    return BookingRules(
+        max_gpus=r.max_gpus,
+        max_hours=r.max_hours,
+        max_hours_per_week=r.max_hours_per_week,
+        max_days_ahead=r.max_days_ahead,
     )
 
 

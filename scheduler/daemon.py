@@ -31,6 +31,7 @@ from rota.scheduler.http import HttpServer, Response, Route
 from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from rota.scheduler.notifier import HttpPoster, Notifier
 from rota.scheduler.policy import make_policy
+from rota.scheduler.reservation_clock import ReservationClock
 from rota.scheduler.store.store import Store
 from rota.scheduler.web.dashboard import dashboard_routes
 from rota.scheduler.web.identity import EngineTokens
@@ -62,7 +63,13 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     database_url = config.resolved_database_url()
     store = Store(database_url)
     metrics = SchedulerMetrics()
-    engine = Engine(build_services(store, config, time.time, policy), observer=metrics)
+    ticker = AsyncIOScheduler()
+    clock = ReservationClock(ticker)
+    engine = Engine(
+        build_services(store, config, time.time, policy),
+        observer=metrics,
+        on_reservations=clock.changed,
+    )
     # the first interceptor is the outermost: refused and invalid requests are counted too;
     # authentication comes before validation, so nothing is said to a caller without a token
     interceptors = [
@@ -81,11 +88,11 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         raise ListenError(f"cannot listen on {config.listen} (address in use or invalid)")
     await server.start()
     engine.start()
-    ticker = AsyncIOScheduler()
     ticker.add_job(
         engine.tick, "interval", seconds=config.tick_interval, max_instances=1, coalesce=True
     )
     ticker.start()
+    await clock.start(engine.reservation_edges)
     notifier = Notifier(
         engine.claim_notifications,
         engine.notification_result,

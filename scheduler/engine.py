@@ -34,6 +34,7 @@ from rota.messages import (
 )
 from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
+from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core import access
@@ -44,6 +45,7 @@ from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.nodes import NodePage, RemoveResult
 from rota.scheduler.core.notifications import Delivery
+from rota.scheduler.core.reservations import NodeBookings, ReservationRequest, Usage
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
 from rota.scheduler.intake import Beat, ReceivedBeat, TelemetryBuffer
@@ -80,9 +82,15 @@ class PassObserver(Protocol):
 class Engine:
     """Async orchestration over the services, used by the servicers and the periodic tick."""
 
-    def __init__(self, services: Services, observer: PassObserver | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        observer: PassObserver | None = None,
+        on_reservations: Callable[[], None] | None = None,
+    ) -> None:
         self.services = services
         self.observer = observer
+        self.on_reservations = on_reservations  # told after a reservation changed (the clock)
         self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
         self._large = LargeSubmissions(services.jobs, self._core)
@@ -211,6 +219,7 @@ class Engine:
         services = self.services
         orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
         services.accounting.tick()
+        services.reservations.housekeeping()
         services.users.refresh()
         return orders
 
@@ -424,6 +433,10 @@ class Engine:
         nodes = self.services.nodes
         return await self._core(nodes.page, page_size, page_token, summary, summary_only)
 
+    async def node_bookings(self, names: list[str]) -> dict[str, NodeBookings]:
+        """Reservations on these nodes now and next (``ginfo``)."""
+        return await self._core(self.services.reservations.on_nodes, names)
+
     async def get_node(self, name: str) -> tuple[NodeState, NodeStatus]:
         return await self._core(self.services.nodes.show, name)
 
@@ -474,6 +487,68 @@ class Engine:
         message = await self._core(self.services.gpus.drain, node, index, user, reason)
         self.request_pass()
         return message
+
+    # ------------------------------------------------------------ reservations
+
+    async def create_reservation(
+        self, request: ReservationRequest, principal: Principal
+    ) -> Reservation:
+        r = await self._core(self.services.reservations.create, request, principal)
+        self._reservations_changed()
+        return r
+
+    async def list_reservations(self) -> list[tuple[Reservation, list[str]]]:
+        return await self._core(self._list_reservations)
+
+    def _list_reservations(self) -> list[tuple[Reservation, list[str]]]:
+        service = self.services.reservations
+        return [(r, service.jobs_of(r.name)) for r in service.all()]
+
+    async def get_reservation(self, name: str) -> tuple[Reservation, list[str]]:
+        return await self._core(self._get_reservation, name)
+
+    def _get_reservation(self, name: str) -> tuple[Reservation, list[str]]:
+        service = self.services.reservations
+        return service.get(name), service.jobs_of(name)
+
+    async def update_reservation(
+        self, name: str, request: ReservationRequest, given: Sequence[str], principal: Principal
+    ) -> Reservation:
+        service = self.services.reservations
+        r = await self._core(service.update, name, request, tuple(given), principal)
+        self._reservations_changed()
+        return r
+
+    async def import_reservations(
+        self, rows: list[ReservationRequest], principal: Principal, dry_run: bool, skip_bad: bool
+    ) -> tuple[list[str | None], bool]:
+        service = self.services.reservations
+        errors, created = await self._core(service.import_many, rows, principal, dry_run, skip_bad)
+        if created:
+            self._reservations_changed()
+        return errors, created
+
+    async def delete_reservation(self, name: str, principal: Principal) -> Reservation:
+        """Delete a reservation without running jobs; its pending jobs then wait with
+        ``ReservationDeleted``."""
+        r = await self._core(self.services.reservations.delete, name, principal)
+        self._reservations_changed()
+        return r
+
+    async def reservation_usage(self, name: str) -> Usage:
+        return await self._core(self.services.reservations.usage, name)
+
+    async def reservation_edges(self) -> list[float]:
+        """Housekeeping at a window's start or end (recurring ones move on, PURGE_COMP ones
+        go), then a pass; returns the future starts and ends for the clock."""
+        edges = await self._core(self.services.reservations.edges)
+        self.request_pass()
+        return edges
+
+    def _reservations_changed(self) -> None:
+        self.request_pass()
+        if self.on_reservations is not None:
+            self.on_reservations()
 
     # ------------------------------------------------------------ users, tokens, audit
 

@@ -49,7 +49,7 @@ class _ModelCollector(Collector):
                 "allocated": n.allocated,
                 "idle": idle,
                 "unhealthy": n.unhealthy,
-                "reserved": 0,
+                "reserved": n.reserved,
             }
             for kind, family in per_node.items():
                 family.add_metric([n.node], values[kind])

@@ -27,6 +27,7 @@ class NodeSample:
     gpus: int
     allocated: int
     unhealthy: int
+    reserved: int = 0  # GPUs of an open reservation now
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +60,21 @@ def sample(services: Services) -> ClusterSample:
         if job.state.active:
             for alloc in job.allocation:
                 held.setdefault(alloc.node, set()).update(alloc.gpus)
+    reserved = services.reservations.reserved_now()
     nodes: list[NodeSample] = []
     gpus: list[GpuSample] = []
     for name in sorted(model.nodes):
         node = model.nodes[name]
         marks = services.gpus.marks.get(name) or {}
         nodes.append(
-            NodeSample(name, node.connected, node.gpu_count, len(held.get(name, ())), len(marks))
+            NodeSample(
+                name,
+                node.connected,
+                node.gpu_count,
+                len(held.get(name, ())),
+                len(marks),
+                reserved.get(name, 0),
+            )
         )
         totals = {g.index: g.memory_total for g in node.inventory.gpus}
         gpus.extend(

@@ -61,7 +61,7 @@ def finished_to_pb(row: FinishedJob) -> pb.FinishedJob:
         gpus=row.gpus,
         gpu_hours=row.gpu_hours,
         nodes=job.node_names,
-        reservation="",
+        reservation=job.spec.reservation,
         gpu_utilization=usage.mean_utilization,
         gpu_memory_peak=usage.memory_peak,
         gpu_memory_total=usage.memory_total,

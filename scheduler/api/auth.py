@@ -54,6 +54,8 @@ READ_ONLY = {
     WHO_AM_I,
     "/rota.v1.AccountingService/ListFinished",
     "/rota.v1.AccountingService/Summary",
+    "/rota.v1.ReservationService/ListReservations",
+    "/rota.v1.ReservationService/GetReservation",
 }
 REFUSED = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
 _TARGET_FIELDS = ("ids", "id", "name", "node", "index", "action", "reason")

@@ -141,6 +141,7 @@ def explanation_to_pb(
     msg.reason_detail = reasons.describe(reason)
     msg.estimated_start = why.est_start or 0.0
     msg.order_by = why.order_by
+    msg.reservation = why.reservation
     return msg
 
 

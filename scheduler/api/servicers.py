@@ -20,6 +20,7 @@ from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
 from rota.scheduler.api.peers import node_certificate_problem
+from rota.scheduler.api.reservations import ReservationServicer, add_bookings
 from rota.scheduler.api.users import UserServicer
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
@@ -136,13 +137,19 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
             nodes=[convert.node_to_pb(n, s) for n, s in page.nodes],
             next_page_token=page.next_page_token,
         )
+        if reply.nodes:
+            booked = await self.engine.node_bookings([n.name for n in reply.nodes])
+            for msg in reply.nodes:
+                add_bookings(msg, booked.get(msg.name))
         if page.summary is not None:
             reply.summary.CopyFrom(convert.node_summary_to_pb(page.summary))
         return reply
 
     @unary
     async def GetNode(self, request: pb.GetNodeRequest, context: Any) -> pb.Node:
-        return convert.node_to_pb(*await self.engine.get_node(request.name))
+        msg = convert.node_to_pb(*await self.engine.get_node(request.name))
+        add_bookings(msg, (await self.engine.node_bookings([msg.name])).get(msg.name))
+        return msg
 
 
 class AgentServicer(pb_grpc.AgentServiceServicer):
@@ -212,5 +219,6 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_GpuServiceServicer_to_server(GpuServicer(engine), server)
     pb_grpc.add_NodeServiceServicer_to_server(NodeServicer(engine), server)
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)
+    pb_grpc.add_ReservationServiceServicer_to_server(ReservationServicer(engine), server)
     pb_grpc.add_UserServiceServicer_to_server(UserServicer(engine), server)
     pb_grpc.add_AccountingServiceServicer_to_server(AccountingServicer(engine), server)

@@ -13,6 +13,9 @@ from rota.jobspec import JobSpec
 from rota.messages import GpuTelemetry, Inventory, RunningAttempt
 from rota.states import JobState
 
+# JobRecord.held of a pending job whose reservation was deleted or ended (ReservationDeleted)
+RESERVATION_HOLD = "reservation"
+
 
 @dataclass(slots=True)
 class NodeAlloc:
@@ -44,7 +47,7 @@ class JobRecord:
     attempt: int = 0
     start_time: float | None = None
     end_time: float | None = None
-    held: str = ""
+    held: str = ""  # "": not held; "user", "admin" or RESERVATION_HOLD: who holds it
     array_job_id: int | None = None
     array_task_id: int | None = None
     allocation: list[NodeAlloc] = field(default_factory=list)

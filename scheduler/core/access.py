@@ -97,6 +97,36 @@ def private_view(principal: Principal, job: JobRecord) -> JobRecord:
     return dataclasses.replace(job, spec=hidden)
 
 
+def may_book(principal: Principal, users: Collection[str], accounts: Collection[str]) -> str:
+    """Book a reservation for ``users`` and ``accounts``: admins for anyone, others for
+    themselves and their allowed accounts only (caps aside: ``core.booking``)."""
+    if principal.admin:
+        return ""
+    strangers = [u for u in users if u != principal.user]
+    if strangers:
+        return (
+            f"users: {principal.user} may book only for themselves, not "
+            f"{', '.join(strangers)} (admins book for anyone)"
+        )
+    foreign = [a for a in accounts if a not in principal.allowed_accounts]
+    if foreign:
+        return (
+            f"accounts: {principal.user} may book only for their accounts "
+            f"({', '.join(principal.allowed_accounts)}), not {', '.join(foreign)}"
+        )
+    return ""
+
+
+def may_change_reservation(principal: Principal, name: str, created_by: str) -> str:
+    """Change or delete reservation ``name``: the user who made it, or an admin."""
+    if principal.admin or created_by == principal.user:
+        return ""
+    return (
+        f"reservation {name!r} was made by {created_by or 'someone else'}; only they and "
+        "admins may change or delete it"
+    )
+
+
 def may_report(node: str, job: JobRecord | None, attempt: int) -> str:
     """A node's token speaks for its node only: "" when ``node`` may report on ``attempt`` of
     ``job``, else why not. Reports on ended or unknown jobs and on earlier attempts are

@@ -72,9 +72,13 @@ class JobService:
         config: SchedulerConfig,
         policy_config: PolicyConfig,
         clock: Callable[[], float],
+        reservations: Callable[[str, str, str], str | None] = (
+            lambda name, user, account: f"unknown reservation {name!r}"
+        ),
     ) -> None:
         self.model = model
         self.lookup = lookup
+        self.reservations = reservations  # why a job may not name a reservation (None: may)
         self.lifecycle = lifecycle
         self.snapshots = snapshots
         self.dry_run_policy = dry_run_policy  # on this thread; shares nothing with passes
@@ -116,6 +120,7 @@ class JobService:
         new_items = [i for i in items if i.client_request_id not in known]
         for item in new_items:
             self._check_fits_cluster(item)
+            self._check_reservation(item, user)
         now = self.clock()
         limit = self.config.default_time_limit
         bases = [base_record(i.spec, user, now, limit) for i in new_items]
@@ -143,6 +148,13 @@ class JobService:
         reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
         return SubmitResult(item.client_request_id, (), reason=reason)
 
+    def _check_reservation(self, item: SubmitItem, user: str) -> None:
+        spec = item.spec
+        if spec.reservation:
+            refusal = self.reservations(spec.reservation, user, spec.account or user)
+            if refusal is not None:
+                raise UserError(f"{item.source or 'job'}: reservation: {refusal}")
+
     def _check_fits_cluster(self, item: SubmitItem) -> None:
         spec, src = item.spec, item.source or "job"
         if not spec.image.strip():
@@ -156,8 +168,6 @@ class JobService:
                 f"{src}: time_limit: {spec.time_limit:.0f}s exceeds the maximum of "
                 f"{self.config.max_time_limit:.0f}s"
             )
-        if spec.reservation:
-            raise UserError(f"{src}: reservation: unknown reservation {spec.reservation!r}")
         if spec.dependency:
             self._check_dependency_targets(src, spec.dependency)
         nodes = self.model.nodes

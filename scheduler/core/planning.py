@@ -21,11 +21,13 @@ class Planner:
         lifecycle: Lifecycle,
         snapshots: SnapshotBuilder,
         clock: Callable[[], float],
+        window_end: Callable[[str, float], float | None] = lambda name, now: None,
     ) -> None:
         self.model = model
         self.lifecycle = lifecycle
         self.snapshots = snapshots
         self.clock = clock
+        self.window_end = window_end  # end of an open reservation's window, by name
 
     def snapshot(self) -> Snapshot:
         """The cluster as the next pass sees it (O(changed jobs + nodes))."""
@@ -59,6 +61,7 @@ class Planner:
                 allocs[0].port = life.master_port(job.id, allocs[0].node)
             job.attempt += 1
             job.allocation = allocs
+            self._fit_window(job)
             job.reason = ""
             job.warning = ""  # a new attempt starts without the old one's warnings
             job.exit_code = None
@@ -92,6 +95,16 @@ class Planner:
         if changed or events or waiting:
             self.model.bump()
         return orders
+
+    def _fit_window(self, job: JobRecord) -> None:
+        """Cut the time limit of a job in a reservation so that it ends (TIMEOUT) with the
+        window."""
+        if not job.spec.reservation:
+            return
+        now = self.clock()
+        end = self.window_end(job.spec.reservation, now)
+        if end is not None and now + job.time_limit > end:
+            job.time_limit = max(end - now, 1.0)
 
     def _check_placement(
         self, allocations: Sequence[Allocation], used: dict[str, set[int]]

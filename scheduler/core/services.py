@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, booking_rules
 from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.control import ControlService
@@ -19,10 +19,12 @@ from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
 from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.planning import Planner
+from rota.scheduler.core.reservations import ReservationService
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
+from rota.scheduler.store.reservations import ReservationStore
 from rota.scheduler.store.store import Store
 from rota.scheduler.store.users import UserStore
 
@@ -42,6 +44,7 @@ class Services:
     gpus: GpuHealth
     control: ControlService
     planner: Planner
+    reservations: ReservationService
     users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
@@ -65,11 +68,15 @@ def build_services(
         model.jobs.values(),
         now,
     )
-    lifecycle = Lifecycle(model, usage, config, clock)
+    users = UsersService(UserStore(store.engine), clock)
+    lifecycle = Lifecycle(model, usage, config, clock, users.ids_of)
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
     liveness = Liveness(clock)
-    snapshots = SnapshotBuilder(model, lookup, gpus, usage, config, pconfig, clock)
+    reservations = ReservationService(model, ReservationStore(store), clock, booking_rules(config))
+    snapshots = SnapshotBuilder(
+        model, lookup, gpus, usage, config, pconfig, clock, reservations=reservations.views
+    )
     meter = UsageMeter(model)
     return Services(
         config=config,
@@ -85,13 +92,15 @@ def build_services(
             config,
             pconfig,
             clock,
+            reservations=reservations.check_job,
         ),
         agents=AgentService(model, lifecycle, liveness, config, clock),
         nodes=NodeService(model, lifecycle, gpus, config, clock),
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle),
-        planner=Planner(model, lifecycle, snapshots, clock),
-        users=UsersService(UserStore(store.engine), clock),
+        planner=Planner(model, lifecycle, snapshots, clock, window_end=reservations.window_end),
+        reservations=reservations,
+        users=users,
         meter=meter,
         accounting=AccountingService(model, meter, config, clock),
         notifications=NotificationService(store, config, clock),

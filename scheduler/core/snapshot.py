@@ -17,7 +17,7 @@ from typing import Protocol
 
 from rota.jobspec import JobSpec, parse_array, parse_dependency
 from rota.messages import GpuTelemetry, Inventory
-from rota.scheduler.cluster.model import JobRecord, NodeState
+from rota.scheduler.cluster.model import RESERVATION_HOLD, JobRecord, NodeState
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
@@ -30,6 +30,7 @@ from rota.scheduler.policy.snapshot import (
     GpuView,
     NodeView,
     PendingJob,
+    ReservationView,
     RunningJob,
     Snapshot,
 )
@@ -70,8 +71,10 @@ class SnapshotBuilder:
         config: SchedulerConfig,
         policy_config: PolicyConfig,
         clock: Callable[[], float],
+        reservations: Callable[[float], tuple[ReservationView, ...]] = lambda now: (),
     ) -> None:
         self.model = model
+        self.reservations = reservations
         self.lookup = lookup
         self.gpus = gpus
         self.usage = usage
@@ -102,6 +105,8 @@ class SnapshotBuilder:
             version=self.model.version,
             usage=self._published_usage(now),
             config=self.policy_config,
+            reservations=self.reservations(now),
+            names_reservation=bool(kept.named) or any(p.reservation for p in probes),
         )
 
     def forget(self) -> None:
@@ -235,6 +240,7 @@ class SnapshotBuilder:
             default_limit=spec.time_limit <= 0,
             array_job_id=job.array_job_id,
             array_task_limit=array_task_limit(spec.array) if spec.array else 0,
+            reservation=spec.reservation,
         )
 
     def running_view(self, job: JobRecord, now: float) -> RunningJob:
@@ -251,6 +257,7 @@ class SnapshotBuilder:
             exclusive=job.spec.exclusive,
             array_job_id=job.array_job_id,
             stopping=job.state is JobState.COMPLETING or bool(job.stop_state),
+            reservation=job.spec.reservation,
         )
 
     def _preemptible(self, spec: JobSpec) -> bool:
@@ -268,7 +275,8 @@ class SnapshotBuilder:
     def blocked(self, job: JobRecord, now: float) -> str | None:
         """Why ``job`` may not start whatever the resources (held, begin time, dependency)."""
         if job.held:
-            return reasons.HELD_ADMIN if job.held == "admin" else reasons.HELD_USER
+            kinds = {"admin": reasons.HELD_ADMIN, RESERVATION_HOLD: reasons.RESERVATION_DELETED}
+            return kinds.get(job.held, reasons.HELD_USER)
         if job.spec.begin_time and job.spec.begin_time > now:
             return reasons.BEGIN_TIME
         if job.spec.dependency:

@@ -39,6 +39,7 @@ class JobViews:
         self.targets: dict[str, tuple[int, ...]] = {}  # dependency display id -> job ids
         self.ended: dict[int, JobState] = {}  # states of ended dependency targets
         self.reasons: dict[int, str] = {}  # as last applied
+        self.named: set[int] = set()  # pending jobs that name a reservation
 
     def touch(self, ids: Iterable[int]) -> None:
         """Mark jobs changed: their views are rebuilt and their next reason written."""
@@ -53,10 +54,15 @@ class JobViews:
         self.pending[job_id] = view
         self.keys[job_id] = key
         self.pending_tuple = None
+        if view.reservation:
+            self.named.add(job_id)
+        else:
+            self.named.discard(job_id)
 
     def keep_running(self, job_id: int, key: tuple[object, ...], view: RunningJob) -> None:
         if self.pending.pop(job_id, None) is not None:
             self.pending_tuple = None
+        self.named.discard(job_id)
         self.running[job_id] = view
         self.keys[job_id] = key
         self.running_tuple = None
@@ -68,6 +74,7 @@ class JobViews:
         if self.running.pop(job_id, None) is not None:
             self.running_tuple = None
         self.keys.pop(job_id, None)
+        self.named.discard(job_id)
         self.volatile.discard(job_id)
         self.reasons.pop(job_id, None)
 

@@ -15,6 +15,7 @@ from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.fifo import FifoBackfillPolicy, FifoPolicy
 from rota.scheduler.policy.first_fit import FirstFitPolicy
 from rota.scheduler.policy.multifactor import RotaPolicy
+from rota.scheduler.policy.reserve import ReservationGate
 from rota.scheduler.policy.sjf_oracle import SjfOraclePolicy
 
 POLICIES: dict[str, Callable[[PolicyConfig], Policy]] = {
@@ -30,10 +31,12 @@ __all__ = ["DEFAULT_POLICY", "POLICIES", "Policy", "make_policy"]
 
 
 def make_policy(name: str, config: PolicyConfig | None = None) -> Policy:
-    """A new policy ``name`` with ``config`` (default: ``PolicyConfig()``) and empty caches;
-    ValueError lists the known names."""
+    """A new policy ``name`` with ``config`` (default: ``PolicyConfig()``) and empty caches,
+    gated by the snapshot's reservations (``reserve.ReservationGate``); ValueError lists the
+    known names."""
     try:
         build = POLICIES[name]
     except KeyError:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
-    return build(config if config is not None else PolicyConfig())
+    cfg = config if config is not None else PolicyConfig()
+    return ReservationGate(build(cfg), lambda: build(cfg))

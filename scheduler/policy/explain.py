@@ -17,7 +17,8 @@ class Explanation:
     their sum; policies that order by something else (``order_by`` says what) have none, so
     both are empty (0) there. ``rank`` is the job's 1-based place in the policy's order.
     ``reason`` is None and ``starts_now`` True when this pass would start it; ``est_start``
-    is the estimated start when the pass computed one.
+    is the estimated start when the pass computed one. ``reservation`` names the
+    reservation that holds the job, and its window, in words ("" when none).
     """
 
     job_id: int
@@ -29,3 +30,4 @@ class Explanation:
     reason: str | None
     est_start: float | None
     order_by: str
+    reservation: str = ""

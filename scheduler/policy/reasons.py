@@ -7,7 +7,9 @@ DEPENDENCY_NEVER_SATISFIED = "DependencyNeverSatisfied"
 BEGIN_TIME = "BeginTime"
 HELD_USER = "JobHeldUser"
 HELD_ADMIN = "JobHeldAdmin"
-RESERVATION = "Reservation"
+RESERVATION = "Reservation"  # the reservation it names has not started yet
+RESERVATION_DELETED = "ReservationDeleted"  # the reservation it names was deleted or ended
+REQ_NODE_NOT_AVAIL = "ReqNodeNotAvail"  # the GPUs it could use are reserved for others
 QOS_MAX_GRES_PER_USER = "QOSMaxGRESPerUser"
 QOS_MAX_GRES_PER_ACCOUNT = "QOSMaxGRESPerAccount"
 ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
@@ -25,7 +27,12 @@ DESCRIPTIONS = {
     BEGIN_TIME: "its begin time has not come yet",
     HELD_USER: "it is held; `gcontrol release ID` lets it start",
     HELD_ADMIN: "an administrator holds it",
-    RESERVATION: "the GPUs it could use are reserved",
+    RESERVATION: "the reservation it names has not started yet",
+    RESERVATION_DELETED: (
+        "the reservation it names was deleted or has ended; it is held: cancel it, or release "
+        "it once a reservation of that name exists again"
+    ),
+    REQ_NODE_NOT_AVAIL: "the GPUs it could use are reserved for others",
     QOS_MAX_GRES_PER_USER: "starting it would exceed the user's GPU limit (limits.max_gpus_per_user)",
     QOS_MAX_GRES_PER_ACCOUNT: (
         "starting it would exceed the account's GPU limit (limits.max_gpus_per_account)"

@@ -73,6 +73,7 @@ class RunningJob:
     array_job_id: int | None = None
     stopping: bool = False
     true_duration: float | None = None
+    reservation: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +86,8 @@ class PendingJob:
     True when the user gave none and the service filled in the default (the policy then trusts
     history more than the limit). Array tasks carry ``array_job_id`` and the ``%`` limit in
     ``array_task_limit`` (0: none). ``true_duration`` is set only by the simulator, for the
-    ``sjf-oracle`` policy; production leaves it None.
+    ``sjf-oracle`` policy; production leaves it None. ``reservation`` is the reservation the
+    job names ("" for none).
     """
 
     id: int
@@ -109,6 +111,41 @@ class PendingJob:
     array_job_id: int | None = None
     array_task_limit: int = 0
     true_duration: float | None = None
+    reservation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationView:
+    """A reservation the pass must honour: GPUs of nodes booked over ``[start, end)``.
+
+    ``gpus`` maps node name -> reserved host GPU indices. Jobs naming the reservation whose
+    user is in ``users`` or account in ``accounts`` may run on those GPUs during the window.
+    ``maint``: nobody else runs there and nothing is lent; ``lend``: idle GPUs may run
+    preemptible jobs of anyone while the window is open; ``flex``: its jobs may also start
+    before the window and on other GPUs, and are not ended at the window's end.
+    """
+
+    name: str
+    start: float
+    end: float
+    gpus: Mapping[str, tuple[int, ...]]
+    users: frozenset[str] = frozenset()
+    accounts: frozenset[str] = frozenset()
+    maint: bool = False
+    lend: bool = True
+    flex: bool = False
+
+    def active(self, now: float) -> bool:
+        """Whether the window is open at ``now``."""
+        return self.start <= now < self.end
+
+    def allows(self, user: str, account: str) -> bool:
+        """Whether a job of ``user`` / ``account`` may use the reservation."""
+        return user in self.users or account in self.accounts
+
+    def cells(self) -> frozenset[tuple[str, int]]:
+        """Every reserved (node, GPU index)."""
+        return frozenset((node, g) for node, idx in self.gpus.items() for g in idx)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +172,10 @@ class Snapshot:
     ``config`` holds weights, limits and backfill depth. ``full_reasons`` False lets a policy
     stop examining jobs once nothing more can start (the simulator, which reads no reasons);
     reasons and estimates then cover only the jobs examined. ``delta`` (optional) tells how
-    ``pending`` changed since an earlier snapshot (see ``PendingDelta``).
+    ``pending`` changed since an earlier snapshot (see ``PendingDelta``). ``reservations``
+    are the reservations whose window is open or ahead (``reserve.ReservationGate``);
+    ``names_reservation`` says whether some pending job names a reservation (None: unknown, the
+    policy looks).
     """
 
     now: float
@@ -147,6 +187,8 @@ class Snapshot:
     config: PolicyConfig = field(default_factory=PolicyConfig)
     full_reasons: bool = True
     delta: PendingDelta | None = None
+    reservations: tuple[ReservationView, ...] = ()
+    names_reservation: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -115,6 +115,24 @@ class GpuMarkRow(Base):
     reason: Mapped[str] = mapped_column(String(512), default="")
     since: Mapped[float] = mapped_column(Float)
     marked_by: Mapped[str] = mapped_column(String(64), default="")
+
+
+class ReservationRow(Base):
+    """A reservation: GPUs of nodes booked for users or accounts over a window. ``gpus`` is
+    ``{node: [indices]}``; ``flags``, ``users`` and ``accounts`` are lists."""
+
+    __tablename__ = "reservations"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    start: Mapped[float] = mapped_column(Float)
+    end: Mapped[float] = mapped_column(Float, index=True)
+    gpus: Mapped[dict[str, Any]] = mapped_column(JSON)
+    users: Mapped[list[str]] = mapped_column(JSON)
+    accounts: Mapped[list[str]] = mapped_column(JSON)
+    flags: Mapped[list[str]] = mapped_column(JSON)
+    lend: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_by: Mapped[str] = mapped_column(String(64), default="")
+    created_at: Mapped[float] = mapped_column(Float, default=0.0)
 
 
 class JobUsageRow(Base):

@@ -398,7 +398,7 @@ class PriorityFactor(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., weight: _Optional[float] = ..., contribution: _Optional[float] = ...) -> None: ...
 
 class ExplainJobResponse(_message.Message):
-    __slots__ = ("job", "pending", "policy", "priority", "factors", "rank", "pending_jobs", "starts_now", "reason", "reason_detail", "estimated_start", "order_by")
+    __slots__ = ("job", "pending", "policy", "priority", "factors", "rank", "pending_jobs", "starts_now", "reason", "reason_detail", "estimated_start", "order_by", "reservation")
     JOB_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
@@ -411,6 +411,7 @@ class ExplainJobResponse(_message.Message):
     REASON_DETAIL_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_FIELD_NUMBER: _ClassVar[int]
     job: Job
     pending: bool
     policy: str
@@ -423,7 +424,8 @@ class ExplainJobResponse(_message.Message):
     reason_detail: str
     estimated_start: float
     order_by: str
-    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., pending: _Optional[bool] = ..., policy: _Optional[str] = ..., priority: _Optional[float] = ..., factors: _Optional[_Iterable[_Union[PriorityFactor, _Mapping]]] = ..., rank: _Optional[int] = ..., pending_jobs: _Optional[int] = ..., starts_now: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_detail: _Optional[str] = ..., estimated_start: _Optional[float] = ..., order_by: _Optional[str] = ...) -> None: ...
+    reservation: str
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., pending: _Optional[bool] = ..., policy: _Optional[str] = ..., priority: _Optional[float] = ..., factors: _Optional[_Iterable[_Union[PriorityFactor, _Mapping]]] = ..., rank: _Optional[int] = ..., pending_jobs: _Optional[int] = ..., starts_now: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_detail: _Optional[str] = ..., estimated_start: _Optional[float] = ..., order_by: _Optional[str] = ..., reservation: _Optional[str] = ...) -> None: ...
 
 class GpuInfo(_message.Message):
     __slots__ = ("index", "uuid", "name", "memory_total", "pci_bus_id", "compute_capability")
@@ -537,7 +539,7 @@ class GpuStatus(_message.Message):
     def __init__(self, info: _Optional[_Union[GpuInfo, _Mapping]] = ..., telemetry: _Optional[_Union[GpuTelemetry, _Mapping]] = ..., stale: _Optional[bool] = ..., sampled_at: _Optional[float] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., job_id: _Optional[str] = ..., marked_by: _Optional[str] = ..., marked_time: _Optional[float] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("name", "state", "reason", "reason_by", "reason_time", "inventory", "gpus", "gpus_total", "gpus_free", "last_heartbeat", "address", "engine_healthy", "engine_error", "labels")
+    __slots__ = ("name", "state", "reason", "reason_by", "reason_time", "inventory", "gpus", "gpus_total", "gpus_free", "last_heartbeat", "address", "engine_healthy", "engine_error", "labels", "gpus_reserved", "reserved_by", "maintenance", "gpus_reserved_next", "reserved_next_by", "reserved_next_start")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -559,6 +561,12 @@ class Node(_message.Message):
     ENGINE_HEALTHY_FIELD_NUMBER: _ClassVar[int]
     ENGINE_ERROR_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_BY_FIELD_NUMBER: _ClassVar[int]
+    MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_RESERVED_NEXT_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_NEXT_BY_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_NEXT_START_FIELD_NUMBER: _ClassVar[int]
     name: str
     state: str
     reason: str
@@ -573,7 +581,13 @@ class Node(_message.Message):
     engine_healthy: bool
     engine_error: str
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    gpus_reserved: int
+    reserved_by: _containers.RepeatedScalarFieldContainer[str]
+    maintenance: bool
+    gpus_reserved_next: int
+    reserved_next_by: _containers.RepeatedScalarFieldContainer[str]
+    reserved_next_start: float
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpus_reserved: _Optional[int] = ..., reserved_by: _Optional[_Iterable[str]] = ..., maintenance: _Optional[bool] = ..., gpus_reserved_next: _Optional[int] = ..., reserved_next_by: _Optional[_Iterable[str]] = ..., reserved_next_start: _Optional[float] = ...) -> None: ...
 
 class ListNodesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "summary", "summary_only")
@@ -1003,6 +1017,128 @@ class ListAuditResponse(_message.Message):
 class WhoAmIRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ReservedGpus(_message.Message):
+    __slots__ = ("node", "indices")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    indices: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, node: _Optional[str] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Reservation(_message.Message):
+    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs", "booked_gpu_seconds", "owner_gpu_seconds", "lent_gpu_seconds")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    LEND_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    BOOKED_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    OWNER_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LENT_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    start: float
+    end: float
+    gpus: _containers.RepeatedCompositeFieldContainer[ReservedGpus]
+    users: _containers.RepeatedScalarFieldContainer[str]
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    flags: _containers.RepeatedScalarFieldContainer[str]
+    lend: bool
+    created_by: str
+    created_at: float
+    running_jobs: _containers.RepeatedScalarFieldContainer[str]
+    booked_gpu_seconds: float
+    owner_gpu_seconds: float
+    lent_gpu_seconds: float
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ...) -> None: ...
+
+class CreateReservationRequest(_message.Message):
+    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    NO_LEND_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    start: float
+    end: float
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    gpus: int
+    gpu_type: str
+    gpus_per_node: int
+    users: _containers.RepeatedScalarFieldContainer[str]
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    flags: _containers.RepeatedScalarFieldContainer[str]
+    no_lend: bool
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ...) -> None: ...
+
+class ListReservationsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListReservationsResponse(_message.Message):
+    __slots__ = ("reservations",)
+    RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
+    reservations: _containers.RepeatedCompositeFieldContainer[Reservation]
+    def __init__(self, reservations: _Optional[_Iterable[_Union[Reservation, _Mapping]]] = ...) -> None: ...
+
+class GetReservationRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteReservationRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteReservationResponse(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class UpdateReservationRequest(_message.Message):
+    __slots__ = ("name", "changes", "fields")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    changes: CreateReservationRequest
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., changes: _Optional[_Union[CreateReservationRequest, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ImportReservationsRequest(_message.Message):
+    __slots__ = ("rows", "dry_run", "skip_bad")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    SKIP_BAD_FIELD_NUMBER: _ClassVar[int]
+    rows: _containers.RepeatedCompositeFieldContainer[CreateReservationRequest]
+    dry_run: bool
+    skip_bad: bool
+    def __init__(self, rows: _Optional[_Iterable[_Union[CreateReservationRequest, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., skip_bad: _Optional[bool] = ...) -> None: ...
+
+class ImportReservationsResponse(_message.Message):
+    __slots__ = ("errors", "created")
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    created: bool
+    def __init__(self, errors: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
 
 class AccountingFilter(_message.Message):
     __slots__ = ("ids", "users", "accounts", "states", "start", "end", "user", "limit")

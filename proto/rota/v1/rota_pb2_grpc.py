@@ -1192,6 +1192,293 @@ class UserService:
             _registered_method=True)
 
 
+class ReservationServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.CreateReservation = channel.unary_unary(
+                '/rota.v1.ReservationService/CreateReservation',
+                request_serializer=rota_dot_v1_dot_rota__pb2.CreateReservationRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.Reservation.FromString,
+                _registered_method=True)
+        self.ListReservations = channel.unary_unary(
+                '/rota.v1.ReservationService/ListReservations',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ListReservationsRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ListReservationsResponse.FromString,
+                _registered_method=True)
+        self.GetReservation = channel.unary_unary(
+                '/rota.v1.ReservationService/GetReservation',
+                request_serializer=rota_dot_v1_dot_rota__pb2.GetReservationRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.Reservation.FromString,
+                _registered_method=True)
+        self.DeleteReservation = channel.unary_unary(
+                '/rota.v1.ReservationService/DeleteReservation',
+                request_serializer=rota_dot_v1_dot_rota__pb2.DeleteReservationRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.DeleteReservationResponse.FromString,
+                _registered_method=True)
+        self.UpdateReservation = channel.unary_unary(
+                '/rota.v1.ReservationService/UpdateReservation',
+                request_serializer=rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.Reservation.FromString,
+                _registered_method=True)
+        self.ImportReservations = channel.unary_unary(
+                '/rota.v1.ReservationService/ImportReservations',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ImportReservationsRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ImportReservationsResponse.FromString,
+                _registered_method=True)
+
+
+class ReservationServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def CreateReservation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListReservations(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetReservation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteReservation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateReservation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportReservations(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ReservationServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'CreateReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateReservation,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.CreateReservationRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.Reservation.SerializeToString,
+            ),
+            'ListReservations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListReservations,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ListReservationsRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ListReservationsResponse.SerializeToString,
+            ),
+            'GetReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReservation,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.GetReservationRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.Reservation.SerializeToString,
+            ),
+            'DeleteReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteReservation,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.DeleteReservationRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.DeleteReservationResponse.SerializeToString,
+            ),
+            'UpdateReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateReservation,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.Reservation.SerializeToString,
+            ),
+            'ImportReservations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportReservations,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ImportReservationsRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ImportReservationsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rota.v1.ReservationService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rota.v1.ReservationService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class ReservationService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def CreateReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.ReservationService/CreateReservation',
+            rota_dot_v1_dot_rota__pb2.CreateReservationRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.Reservation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListReservations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.ReservationService/ListReservations',
+            rota_dot_v1_dot_rota__pb2.ListReservationsRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ListReservationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.ReservationService/GetReservation',
+            rota_dot_v1_dot_rota__pb2.GetReservationRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.Reservation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.ReservationService/DeleteReservation',
+            rota_dot_v1_dot_rota__pb2.DeleteReservationRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.DeleteReservationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.ReservationService/UpdateReservation',
+            rota_dot_v1_dot_rota__pb2.UpdateReservationRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.Reservation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportReservations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.ReservationService/ImportReservations',
+            rota_dot_v1_dot_rota__pb2.ImportReservationsRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ImportReservationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class AccountingServiceStub:
     """Missing associated documentation comment in .proto file."""
 

@@ -1,0 +1,119 @@
+"""ReservationService servicer (grpc.aio): create, list, show and delete reservations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rota.scheduler.api.auth import caller
+from rota.scheduler.api.errors import unary
+from rota.scheduler.cluster.reservation import Reservation
+from rota.scheduler.core.reservations import NodeBookings, ReservationRequest
+from rota.scheduler.engine import Engine
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
+
+
+class ReservationServicer(pb_grpc.ReservationServiceServicer):
+    """Bookings of GPUs, made as the caller (the token's user); who may book for whom:
+    ``core.access.may_book``, caps: ``core.booking``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @unary
+    async def CreateReservation(
+        self, request: pb.CreateReservationRequest, context: Any
+    ) -> pb.Reservation:
+        r = await self.engine.create_reservation(request_from_pb(request), caller())
+        return reservation_to_pb(r, ())
+
+    @unary
+    async def ListReservations(
+        self, request: pb.ListReservationsRequest, context: Any
+    ) -> pb.ListReservationsResponse:
+        found = await self.engine.list_reservations()
+        return pb.ListReservationsResponse(
+            reservations=[reservation_to_pb(r, jobs) for r, jobs in found]
+        )
+
+    @unary
+    async def GetReservation(
+        self, request: pb.GetReservationRequest, context: Any
+    ) -> pb.Reservation:
+        msg = reservation_to_pb(*await self.engine.get_reservation(request.name))
+        usage = await self.engine.reservation_usage(request.name)
+        msg.booked_gpu_seconds = usage.booked
+        msg.owner_gpu_seconds = usage.owners
+        msg.lent_gpu_seconds = usage.lent
+        return msg
+
+    @unary
+    async def ImportReservations(
+        self, request: pb.ImportReservationsRequest, context: Any
+    ) -> pb.ImportReservationsResponse:
+        rows = [request_from_pb(row) for row in request.rows]
+        errors, created = await self.engine.import_reservations(
+            rows, caller(), request.dry_run, request.skip_bad
+        )
+        return pb.ImportReservationsResponse(errors=[e or "" for e in errors], created=created)
+
+    @unary
+    async def UpdateReservation(
+        self, request: pb.UpdateReservationRequest, context: Any
+    ) -> pb.Reservation:
+        changes = request_from_pb(request.changes)
+        fields = [f.strip() for f in request.fields if f.strip()]
+        r = await self.engine.update_reservation(request.name.strip(), changes, fields, caller())
+        return reservation_to_pb(r, ())
+
+    @unary
+    async def DeleteReservation(
+        self, request: pb.DeleteReservationRequest, context: Any
+    ) -> pb.DeleteReservationResponse:
+        r = await self.engine.delete_reservation(request.name, caller())
+        return pb.DeleteReservationResponse(name=r.name)
+
+
+def request_from_pb(msg: pb.CreateReservationRequest) -> ReservationRequest:
+    return ReservationRequest(
+        name=msg.name.strip(),
+        start=msg.start,
+        end=msg.end,
+        nodes=tuple(n.strip() for n in msg.nodes if n.strip()),
+        gpus=msg.gpus,
+        gpu_type=msg.gpu_type.strip(),
+        gpus_per_node=msg.gpus_per_node,
+        users=tuple(u.strip() for u in msg.users if u.strip()),
+        accounts=tuple(a.strip() for a in msg.accounts if a.strip()),
+        flags=tuple(msg.flags),
+        lend=not msg.no_lend,
+    )
+
+
+def reservation_to_pb(r: Reservation, running: Sequence[str]) -> pb.Reservation:
+    return pb.Reservation(
+        name=r.name,
+        start=r.start,
+        end=r.end,
+        gpus=[pb.ReservedGpus(node=n, indices=list(idx)) for n, idx in sorted(r.gpus.items())],
+        users=list(r.users),
+        accounts=list(r.accounts),
+        flags=list(r.flags),
+        lend=r.lend,
+        created_by=r.created_by,
+        created_at=r.created_at,
+        running_jobs=list(running),
+    )
+
+
+def add_bookings(msg: pb.Node, booked: NodeBookings | None) -> None:
+    """Fill a node's reservation fields (none when ``booked`` is None)."""
+    if booked is None:
+        return
+    msg.gpus_reserved = booked.gpus_now
+    msg.reserved_by.extend(booked.names_now)
+    msg.maintenance = booked.maintenance
+    msg.gpus_reserved_next = booked.gpus_next
+    msg.reserved_next_by.extend(booked.names_next)
+    msg.reserved_next_start = booked.next_start

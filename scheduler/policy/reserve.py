@@ -1,0 +1,464 @@
+"""Reservations: a gate around any policy that keeps booked GPUs for the jobs that booked them.
+
+``ReservationGate`` wraps a policy. Without reservations in the snapshot and without pending
+jobs naming one it hands the snapshot to the wrapped policy unchanged. Otherwise a pass is a
+sequence of sub-passes, each on the same snapshot with some GPUs made not allocatable and the
+placements of the sub-passes before it added as running jobs:
+
+1. per open reservation (by name): the jobs naming it that it allows, on its GPUs only, their
+   time limits clipped to the window's end (the daemon launches them with that limit, so the
+   job ends with TIMEOUT at the window's end). FLEX: no clipping, and its jobs still waiting
+   join pass 2, as do its jobs before its window. When such a job waits for resources while
+   jobs that do not belong to the reservation (borrowers) hold its GPUs, the borrowers are
+   preempted, most recently started first, until the waiting jobs' GPUs are covered.
+2. everyone else (the wrapped policy, whose caches stay warm): every GPU of an open or
+   upcoming reservation is hidden.
+3. short jobs before upcoming windows: for each upcoming start T (earliest first), the jobs
+   still waiting for resources whose time limit ends after the previous start and by T, on
+   the reserved GPUs free until T (only those: the GPUs pass 2 kept for its blocked jobs stay
+   untouched). A job never starts on reserved GPUs if its time limit reaches into a window.
+4. lending: preemptible jobs still waiting for resources, on the idle GPUs of open,
+   lending, non-MAINT reservations that have no job of their own waiting.
+
+Reasons: a job naming an unknown (deleted or ended) reservation waits with
+``ReservationDeleted``, one naming a reservation that is not open yet with ``Reservation``
+(and one not allowed by it the same); a job of pass 2 left waiting for resources that would
+fit the GPUs free now if reserved ones counted (or whose constraints only reserved GPUs
+meet) waits with ``ReqNodeNotAvail``. A MAINT reservation blocks everyone but the jobs naming it.
+
+Estimated starts (``gqueue --start``) follow the windows: a job waiting for its reservation
+starts at its window's start; a ``ReqNodeNotAvail`` job the wrapped policy gave no estimate at
+the first window end or running job's end after which it fits outside every window for its
+whole time limit (a lower bound: the queue ahead of it is not counted).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from operator import attrgetter
+
+from rota.scheduler.policy import reasons
+from rota.scheduler.policy.base import Policy
+from rota.scheduler.policy.config import PolicyConfig
+from rota.scheduler.policy.explain import Explanation
+from rota.scheduler.policy.fit import gpu_ok, node_matches
+from rota.scheduler.policy.snapshot import (
+    GpuView,
+    NodeView,
+    PendingJob,
+    Placement,
+    Plan,
+    ReservationView,
+    RunningJob,
+    Snapshot,
+)
+
+Cell = tuple[str, int]  # (node name, GPU index)
+_WAITING = frozenset(
+    {reasons.RESOURCES, reasons.PRIORITY, reasons.BAD_CONSTRAINTS, reasons.NODE_DOWN}
+)
+_RESERVATION = attrgetter("reservation")
+
+
+class ReservationGate:
+    """A ``Policy`` that honours ``Snapshot.reservations`` around the policy it wraps.
+
+    ``side`` builds a fresh instance of the wrapped policy for the small sub-passes, so that
+    the wrapped instance's caches follow only the main pass.
+    """
+
+    def __init__(self, inner: Policy, side: Callable[[], Policy]) -> None:
+        self.inner = inner
+        self._side = side
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def config(self) -> PolicyConfig:
+        return self.inner.config
+
+    @property
+    def reads_true_durations(self) -> bool:
+        return self.inner.reads_true_durations
+
+    def order(self, snapshot: Snapshot) -> list[PendingJob]:
+        return self.inner.order(snapshot)
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        if not _gated(snapshot):
+            return self.inner.decide(snapshot)
+        return _Pass(snapshot, self.inner, self._side).run()
+
+    def explain(self, snapshot: Snapshot, job_id: int) -> Explanation:
+        base = self.inner.explain(snapshot, job_id)
+        if not _gated(snapshot):
+            return base
+        plan = self.decide(snapshot)
+        starts = any(p.job_id == job_id for p in plan.placements)
+        job = next(j for j in snapshot.pending if j.id == job_id)
+        reason = None if starts else plan.reasons.get(job_id)
+        return dataclasses.replace(
+            base,
+            starts_now=starts,
+            reason=reason,
+            est_start=plan.est_start.get(job_id),
+            reservation=blocking(snapshot, job, reason),
+        )
+
+
+def _gated(snapshot: Snapshot) -> bool:
+    """Whether reservations concern this pass."""
+    if snapshot.reservations:
+        return True
+    named = snapshot.names_reservation
+    return any(map(_RESERVATION, snapshot.pending)) if named is None else named
+
+
+def blocking(snapshot: Snapshot, job: PendingJob, reason: str | None) -> str:
+    """The reservation a waiting job is held by, in words ("" when none)."""
+    by_name = {r.name: r for r in snapshot.reservations}
+    if job.reservation:
+        r = by_name.get(job.reservation)
+        if r is None:
+            return f"{job.reservation} (deleted or ended)"
+        if reason == reasons.RESERVATION and not r.allows(job.user, job.account):
+            return f"{r.name} (does not allow user {job.user} or account {job.account})"
+        return f"{r.name} ({_when(r.start)} to {_when(r.end)})"
+    if reason != reasons.REQ_NODE_NOT_AVAIL:
+        return ""
+    now = snapshot.now
+    held = [r for r in snapshot.reservations if r.active(now) or r.start > now]
+    return ", ".join(
+        f"{r.name} ({'until ' + _when(r.end) if r.active(now) else 'from ' + _when(r.start)})"
+        for r in sorted(held, key=lambda r: r.start)
+    )
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+class _Pass:
+    """One gated pass (see the module docstring)."""
+
+    def __init__(self, snapshot: Snapshot, inner: Policy, side: Callable[[], Policy]) -> None:
+        self.snapshot = snapshot
+        self.inner = inner
+        self.side = side
+        self.now = snapshot.now
+        self.cfg = snapshot.config
+        self.by_name = {r.name: r for r in snapshot.reservations}
+        self.active = sorted(
+            (r for r in snapshot.reservations if r.active(self.now)), key=lambda r: r.name
+        )
+        self.upcoming = sorted(
+            (r for r in snapshot.reservations if r.start > self.now), key=lambda r: r.start
+        )
+        self.running: list[RunningJob] = list(snapshot.running)
+        self.placements: list[Placement] = []
+        self.preempted: list[int] = []
+        self.why: dict[int, str] = {}
+        self.est: dict[int, float] = {}
+        self.maint_cells: set[Cell] = set()
+        for r in self.active:
+            if r.maint:
+                self.maint_cells |= r.cells()
+
+    def run(self) -> Plan:
+        own: dict[str, list[PendingJob]] = {r.name: [] for r in self.active}
+        general: list[PendingJob] = []
+        for job in self.snapshot.pending:
+            if not job.reservation:
+                general.append(job)
+                continue
+            if job.blocked is not None:
+                self.why[job.id] = job.blocked
+                continue
+            r = self.by_name.get(job.reservation)
+            if r is None:
+                self.why[job.id] = reasons.RESERVATION_DELETED
+            elif not r.allows(job.user, job.account):
+                self.why[job.id] = reasons.RESERVATION
+            elif r.active(self.now):
+                own[r.name].append(job if r.flex else _clip(job, r.end - self.now, self.cfg))
+            elif r.flex:
+                general.append(job)  # FLEX: may start before the window, on other GPUs
+            else:
+                self.why[job.id] = reasons.RESERVATION
+        waiting_owners: set[str] = set()
+        for r in self.active:
+            if own[r.name] and self._own_pass(r, own[r.name]):
+                waiting_owners.add(r.name)
+            if r.flex:  # FLEX: jobs its GPUs cannot start now may spill onto other GPUs
+                general.extend(j for j in own[r.name] if self.why.get(j.id) in _WAITING)
+        self._general_pass(general)
+        self._gap_passes(general)
+        self._lend_pass(general, waiting_owners)
+        self._mark_reserved(general)
+        self._estimate(general)
+        return Plan(tuple(self.placements), tuple(self.preempted), self.why, self.est)
+
+    # ---------------------------------------------------------------- sub-passes
+
+    def _sub(self, policy: Policy, jobs: list[PendingJob], usable: Callable[[Cell], bool]) -> Plan:
+        """Decide ``jobs`` on the GPUs ``usable`` keeps; record placements and reasons."""
+        snap = dataclasses.replace(
+            self.snapshot,
+            nodes=tuple(_mask(n, usable) for n in self.snapshot.nodes),
+            pending=tuple(jobs),
+            running=tuple(self.running),
+            delta=None,
+            reservations=(),
+        )
+        plan = policy.decide(snap)
+        self._record(plan, jobs)
+        return plan
+
+    def _record(self, plan: Plan, jobs: Iterable[PendingJob]) -> None:
+        by_id = {j.id: j for j in jobs}
+        for p in plan.placements:
+            job = by_id[p.job_id]
+            self.placements.append(p)
+            self.why.pop(job.id, None)
+            self.est.pop(job.id, None)
+            self.running.append(
+                RunningJob(
+                    id=job.id,
+                    user=job.user,
+                    account=job.account,
+                    allocations=p.allocations,
+                    start_time=self.now,
+                    time_limit=self.cfg.limit_of(job.time_limit),
+                    priority=job.priority,
+                    preemptible=job.preemptible,
+                    qos=job.qos,
+                    exclusive=job.exclusive,
+                    array_job_id=job.array_job_id,
+                    reservation=job.reservation,
+                )
+            )
+        self.preempted.extend(p for p in plan.preemptions if p not in self.preempted)
+        placed = {p.job_id for p in plan.placements}
+        for job_id, reason in plan.reasons.items():
+            if job_id not in placed:
+                self.why[job_id] = reason
+        for job_id, start in plan.est_start.items():
+            if job_id not in placed:
+                self.est[job_id] = start
+
+    def _own_pass(self, r: ReservationView, jobs: list[PendingJob]) -> bool:
+        """The reservation's own jobs on its GPUs; True when some wait for resources that the
+        reservation has (after the borrowers that stand in their way were told to stop)."""
+        cells = r.cells()
+        if not r.maint:
+            cells = frozenset(c for c in cells if c not in self.maint_cells)
+        self._sub(self.side(), jobs, cells.__contains__)
+        widths = sorted((len(idx) for idx in r.gpus.values()), reverse=True)
+        waiting = []
+        for job in jobs:
+            if self.why.get(job.id) not in _WAITING:
+                continue
+            if len(widths) < job.nodes or widths[job.nodes - 1] < job.gpus:
+                self.why[job.id] = reasons.BAD_CONSTRAINTS  # larger than the reservation
+            elif self.why[job.id] in (reasons.RESOURCES, reasons.PRIORITY):
+                waiting.append(job)
+        if not waiting:
+            return False
+        need = sum(j.gpus * j.nodes for j in waiting) - self._idle(cells)
+        borrowers = sorted(
+            (
+                job
+                for job in self.running
+                if job.reservation != r.name
+                and job.preemptible
+                and not job.stopping
+                and job.id not in self.preempted
+                and any((a.node, g) in cells for a in job.allocations for g in a.gpu_indices)
+            ),
+            key=lambda job: -job.start_time,
+        )
+        for job in borrowers:
+            if need <= 0:
+                break
+            self.preempted.append(job.id)
+            need -= sum((a.node, g) in cells for a in job.allocations for g in a.gpu_indices)
+        return True
+
+    def _general_pass(self, jobs: list[PendingJob]) -> None:
+        hidden = self._hidden()
+        self._sub(self.inner, jobs, lambda c: c not in hidden)
+
+    def _gap_passes(self, general: list[PendingJob]) -> None:
+        if not self.upcoming:
+            return
+        until: dict[Cell, float] = {}
+        for r in self.upcoming:
+            for cell in r.cells():
+                until.setdefault(cell, r.start)
+        open_cells = set(self.maint_cells)
+        for r in self.active:
+            open_cells |= r.cells()
+        previous = self.now
+        for start in sorted({r.start for r in self.upcoming}):
+            jobs = [
+                j
+                for j in general
+                if self.why.get(j.id) in _WAITING
+                and previous < self.now + self.cfg.limit_of(j.time_limit) <= start
+            ]
+            if jobs:
+                self._sub(self.side(), jobs, _free_until(start, open_cells, until))
+            previous = start
+
+    def _lend_pass(self, general: list[PendingJob], waiting_owners: set[str]) -> None:
+        lent: set[Cell] = set()
+        for r in self.active:
+            if r.lend and not r.maint and r.name not in waiting_owners:
+                lent |= r.cells()
+        lent -= self.maint_cells
+        jobs = [j for j in general if j.preemptible and self.why.get(j.id) in _WAITING]
+        if lent and jobs:
+            self._sub(self.side(), jobs, lent.__contains__)
+
+    # ---------------------------------------------------------------- reasons
+
+    def _hidden(self) -> set[Cell]:
+        hidden = set(self.maint_cells)
+        for r in (*self.active, *self.upcoming):
+            hidden |= r.cells()
+        return hidden
+
+    def _idle(self, cells: frozenset[Cell]) -> int:
+        held = self._held()
+        allocatable = {
+            (n.name, g.index)
+            for n in self.snapshot.nodes
+            if n.schedulable
+            for g in n.gpus
+            if g.allocatable
+        }
+        return sum(1 for c in cells if c in allocatable and c not in held)
+
+    def _held(self) -> set[Cell]:
+        return {
+            (a.node, g)
+            for job in self.running
+            if job.id not in self.preempted
+            for a in job.allocations
+            for g in a.gpu_indices
+        }
+
+    def _mark_reserved(self, general: list[PendingJob]) -> None:
+        """``ReqNodeNotAvail`` for general jobs the hidden GPUs could hold."""
+        hidden = self._hidden()
+        if not hidden:
+            return
+        held = self._held()
+        for job in general:
+            reason = self.why.get(job.id)
+            if reason not in _WAITING:
+                continue
+            if reason in (reasons.BAD_CONSTRAINTS, reasons.NODE_DOWN):
+                capable = sum(node_matches(job, n) for n in self.snapshot.nodes if n.schedulable)
+                if capable >= job.nodes:
+                    self.why[job.id] = reasons.REQ_NODE_NOT_AVAIL
+                continue
+            if _fits_free(job, self.snapshot.nodes, held):
+                self.why[job.id] = reasons.REQ_NODE_NOT_AVAIL
+
+    def _estimate(self, general: list[PendingJob]) -> None:
+        """Estimated starts that follow the windows (``gqueue --start``): a job waiting for
+        its reservation starts at its window; a general job that only reserved GPUs could hold
+        (``ReqNodeNotAvail``, no estimate from the wrapped policy) at the first window edge or
+        running job's end after which it fits outside every window for its whole time limit
+        (the queue ahead of it not counted)."""
+        for job in self.snapshot.pending:
+            r = self.by_name.get(job.reservation) if job.reservation else None
+            if (
+                r is not None
+                and r.start > self.now
+                and self.why.get(job.id) == reasons.RESERVATION
+                and r.allows(job.user, job.account)
+            ):
+                self.est[job.id] = r.start
+        blocked = [
+            j
+            for j in general
+            if self.why.get(j.id) == reasons.REQ_NODE_NOT_AVAIL and j.id not in self.est
+        ]
+        if not blocked:
+            return
+        held = [
+            (
+                job.start_time + job.time_limit,
+                {(a.node, g) for a in job.allocations for g in a.gpu_indices},
+            )
+            for job in self.running
+            if job.id not in self.preempted
+        ]
+        windows = [(r.start, r.end, r.cells()) for r in self.snapshot.reservations]
+        edges = sorted(
+            {t for t, _ in held if t > self.now} | {e for s, e, _ in windows if e > self.now}
+        )
+        for job in blocked:
+            limit = self.cfg.limit_of(job.time_limit)
+            for t in edges:
+                busy = {c for end, cells in held if end > t for c in cells}
+                for start, end, cells in windows:
+                    if start < t + limit and t < end:
+                        busy |= cells
+                if _fits_free(job, self.snapshot.nodes, busy):
+                    self.est[job.id] = t
+                    break
+
+
+def _free_until(
+    start: float, closed: set[Cell], until: dict[Cell, float]
+) -> Callable[[Cell], bool]:
+    """GPUs of upcoming windows that are free until ``start`` (none of ``closed``)."""
+    return lambda c: c not in closed and until.get(c, -1.0) >= start
+
+
+def _fits_free(job: PendingJob, nodes: Iterable[NodeView], held: set[Cell]) -> bool:
+    """Whether ``job``'s GPUs are free now on enough nodes, reserved GPUs counted."""
+    count = 0
+    for node in nodes:
+        if not node.schedulable or not node_matches(job, node):
+            continue
+        free = sum(
+            1
+            for g in node.gpus
+            if g.allocatable
+            and (node.name, g.index) not in held
+            and gpu_ok(job, g.name, g.memory_total)
+        )
+        count += free >= job.gpus
+    return count >= job.nodes
+
+
+def _clip(job: PendingJob, left: float, cfg: PolicyConfig) -> PendingJob:
+    """The job with its time limit cut to the ``left`` seconds of its window."""
+    limit = cfg.limit_of(job.time_limit)
+    return job if limit <= left else dataclasses.replace(job, time_limit=left)
+
+
+def _mask(node: NodeView, usable: Callable[[Cell], bool]) -> NodeView:
+    """``node`` with the GPUs ``usable`` rejects made not allocatable (the same object when
+    none is)."""
+    name = node.name
+    if all(usable((name, g.index)) or not g.allocatable for g in node.gpus):
+        return node
+    return dataclasses.replace(
+        node,
+        gpus=tuple(
+            g if not g.allocatable or usable((name, g.index)) else _closed(g) for g in node.gpus
+        ),
+    )
+
+
+def _closed(gpu: GpuView) -> GpuView:
+    return dataclasses.replace(gpu, allocatable=False)

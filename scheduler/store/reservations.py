@@ -1,0 +1,70 @@
+"""Stored reservations (one transaction per method; the scheduler's core thread only)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import sessionmaker
+
+from rota.scheduler.cluster.reservation import Reservation
+from rota.scheduler.store.models import ReservationRow
+from rota.scheduler.store.store import Store
+
+
+class ReservationStore:
+    """Reservations in the scheduler's database (the table is created with the store's)."""
+
+    def __init__(self, store: Store) -> None:
+        self._sessions = sessionmaker(store.engine, expire_on_commit=False)
+
+    def current(self, now: float) -> list[Reservation]:
+        """Every reservation whose window has not ended at ``now``, earliest first."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(ReservationRow)
+                .where(ReservationRow.end > now)
+                .order_by(ReservationRow.start, ReservationRow.name)
+            )
+            return [_record(r) for r in rows]
+
+    def exists(self, name: str) -> bool:
+        with self._sessions() as session:
+            return session.get(ReservationRow, name) is not None
+
+    def save(self, r: Reservation) -> None:
+        """Insert or replace ``r``."""
+        with self._sessions() as session, session.begin():
+            session.merge(
+                ReservationRow(
+                    name=r.name,
+                    start=r.start,
+                    end=r.end,
+                    gpus={node: list(idx) for node, idx in r.gpus.items()},
+                    users=list(r.users),
+                    accounts=list(r.accounts),
+                    flags=list(r.flags),
+                    lend=r.lend,
+                    created_by=r.created_by,
+                    created_at=r.created_at,
+                )
+            )
+
+    def delete(self, name: str) -> None:
+        with self._sessions() as session, session.begin():
+            row = session.get(ReservationRow, name)
+            if row is not None:
+                session.delete(row)
+
+
+def _record(row: ReservationRow) -> Reservation:
+    return Reservation(
+        name=row.name,
+        start=row.start,
+        end=row.end,
+        gpus={node: tuple(idx) for node, idx in row.gpus.items()},
+        users=tuple(row.users),
+        accounts=tuple(row.accounts),
+        flags=tuple(row.flags),
+        lend=bool(row.lend),
+        created_by=row.created_by,
+        created_at=row.created_at,
+    )

@@ -1,0 +1,69 @@
+"""greserve's files and drawings: the calendar, the iCalendar export, the CSV booking sheet."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import icalendar
+import pytest
+
+from rota.cli.bookings import read_sheet, to_ics
+from rota.cli.calendar_view import Booking, Running, render
+from rota.v1 import rota_pb2 as pb
+
+T0 = datetime(2026, 11, 23, 0, 0, tzinfo=UTC).timestamp()
+HOUR = 3600.0
+
+
+def _calendar(colour: bool) -> str:
+    gpus = [("gpu03", 0), ("gpu03", 1)]
+    bookings = [Booking("lab", T0 + 9 * HOUR, T0 + 17 * HOUR, frozenset({("gpu03", 0)}))]
+    running = [Running("7", T0, T0 + 2 * HOUR, frozenset({("gpu03", 1)}))]
+    return render(gpus, bookings, running, T0, 1, T0 + 12 * HOUR, colour)
+
+
+def test_the_calendar_draws_bookings_jobs_and_now_in_plain_text_off_a_tty() -> None:
+    text = _calendar(colour=False)
+    rows = {line.split()[0]: line.split(" ", 1)[1] for line in text.splitlines()[1:3]}
+    assert rows["gpu03:0"] == "." * 18 + "A" * 6 + "|" + "A" * 9 + "." * 14
+    assert rows["gpu03:1"] == "#" * 4 + "." * 20 + "|" + "." * 23
+    assert "A lab" in text and "\x1b[" not in text
+
+
+def test_the_calendar_is_coloured_on_a_tty() -> None:
+    assert "\x1b[" in _calendar(colour=True)
+
+
+def test_the_ics_export_parses_and_recurs_for_daily() -> None:
+    r = pb.Reservation(
+        name="standup", start=T0 + 9 * HOUR, end=T0 + 10 * HOUR, users=["ann"],
+        gpus=[pb.ReservedGpus(node="gpu03", indices=[0, 1])], flags=["DAILY"],
+    )  # fmt: skip
+    cal = icalendar.Calendar.from_ical(to_ics([r], "lab"))
+    (event,) = cal.walk("VEVENT")
+    assert str(event["uid"]) == "standup@lab"
+    assert event.decoded("dtstart") == datetime.fromtimestamp(T0 + 9 * HOUR, UTC)
+    assert event["rrule"]["FREQ"] == ["DAILY"]
+    assert "2 GPU(s) for ann" in str(event["summary"])
+
+
+def test_the_sheet_reads_rows_and_names_the_bad_column() -> None:
+    now = datetime(2026, 11, 23, 8, 0).astimezone()
+    text = (
+        "who,node,gpus,start,end,name\n"
+        "alice bob,gpu03,all,2026-11-23T09:00,2026-11-27T18:00,lab-a\n"
+        "account:vision,gpu01,2,2026-11-24T09:00,2026-11-24T12:00,\n"
+        "carol,gpu02,two,2026-11-24T09:00,2026-11-24T12:00,\n"
+        "dave,gpu02,1,someday,2026-11-24T12:00,\n"
+    )
+    a, b, c, d = read_sheet(text, now)
+    assert a.fields["users"] == ["alice", "bob"] and a.fields["gpus"] == 0
+    assert a.fields["nodes"] == ["gpu03"] and a.fields["name"] == "lab-a"
+    assert b.fields["accounts"] == ["vision"] and b.fields["name"] == "gpu01-vision-20261124"
+    assert (c.line, c.error) == (4, "gpus: 'two' is not a positive count or 'all'")
+    assert d.line == 5 and d.error.startswith("start:")
+
+
+def test_a_sheet_without_the_columns_is_refused() -> None:
+    with pytest.raises(ValueError, match="header: missing column"):
+        read_sheet("user,node\nann,gpu01\n", datetime.now().astimezone())
