@@ -8,12 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -34,6 +37,10 @@ class Reply:
 
     def json(self) -> Any:
         return json.loads(self.body)
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
 
 
 class Browserless:
@@ -279,3 +286,116 @@ def test_with_tls_the_port_serves_https_and_the_cookie_is_secure(tmp_path: Path)
                 await http.stop()
 
     asyncio.run(main())
+
+
+def test_booking_follows_greserve_rules_and_only_the_maker_cancels(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        await registered(sched, "n1", 4)
+        ann, bob = await user(sched, "ann"), await user(sched, "bob")
+        root = (await sched.engine.add_user("root", True, (), "", None, None))[1]
+        web, other, admin = client(), client(), client()
+        ann_csrf = {"X-CSRF-Token": (await web.login(ann))["csrf"]}
+        bob_csrf = {"X-CSRF-Token": (await other.login(bob))["csrf"]}
+        root_csrf = {"X-CSRF-Token": (await admin.login(root))["csrf"]}
+        now = time.time()
+        window = {"start": iso(now + 3600), "end": iso(now + 3 * 3600)}
+
+        made = await web.call(
+            "POST",
+            "/api/v1/reservations",
+            {"name": "ann-a", "gpus": {"n1": [1, 2]}, **window},
+            ann_csrf,
+        )
+        assert made.status == 201, made.body
+        booked = made.json()
+        assert booked["gpus"] == {"n1": [1, 2]} and booked["users"] == ["ann"]
+        assert booked["created_by"] == "ann" and booked["may_delete"] and booked["mine"]
+        async with aio_channel(sched.address, ann) as channel:
+            listed = await pb_grpc.ReservationServiceStub(channel).ListReservations(
+                pb.ListReservationsRequest()
+            )
+        assert [(r.name, [tuple(g.indices) for g in r.gpus]) for r in listed.reservations] == [
+            ("ann-a", [(1, 2)])
+        ]
+
+        # the same checks and refusals as greserve create
+        clash = await other.call(
+            "POST",
+            "/api/v1/reservations",
+            {"name": "bob-a", "gpus": {"n1": [2, 3]}, **window},
+            bob_csrf,
+        )
+        assert clash.status == 409 and "reserved by ann-a" in clash.json()["error"]
+        for_ann = await other.call(
+            "POST",
+            "/api/v1/reservations",
+            {"name": "bob-b", "gpus": {"n1": [3]}, "users": ["ann"], **window},
+            bob_csrf,
+        )
+        assert for_ann.status == 403 and "only for themselves" in for_ann.json()["error"]
+        no_gpu = await other.call(
+            "POST",
+            "/api/v1/reservations",
+            {"name": "bob-c", "gpus": {"n1": [9]}, **window},
+            bob_csrf,
+        )
+        assert no_gpu.status == 400 and no_gpu.json()["error"].startswith("gpus: node n1 has no")
+        later = await other.call("GET", "/api/v1/reservations?start=" + quote(window["start"]))
+        [seen] = later.json()["reservations"]
+        assert seen["name"] == "ann-a" and not seen["mine"] and not seen["may_delete"]
+        assert seen["windows"] == [[booked["start"], booked["end"]]]
+
+        refused = await other.call("DELETE", "/api/v1/reservations/ann-a", headers=bob_csrf)
+        assert refused.status == 403 and "made by ann" in refused.json()["error"]
+        maint = await admin.call(
+            "POST",
+            "/api/v1/reservations",
+            {"name": "fix-n1", "gpus": {"n1": []}, "users": ["root"], "flags": ["MAINT"], **window},
+            root_csrf,
+        )
+        assert maint.status == 201 and maint.json()["gpus"] == {"n1": [0, 1, 2, 3]}
+        assert (await web.call("DELETE", "/api/v1/reservations/ann-a")).status == 403  # CSRF
+        gone = await web.call("DELETE", "/api/v1/reservations/ann-a", headers=ann_csrf)
+        assert gone.status == 200
+        assert (await admin.call("DELETE", "/api/v1/reservations/fix-n1", headers=root_csrf)).ok
+        assert (await web.call("GET", "/api/v1/reservations")).json()["reservations"] == []
+
+        audited = [
+            (e.user, e.action, e.target, e.allowed)
+            for e in await sched.engine.audit(0, 1000)
+            if e.action.startswith("web ") and e.user in ("root", "bob")
+        ]
+        assert audited == [
+            ("bob", "web POST /api/v1/reservations", "name=bob-b", False),
+            ("bob", "web DELETE /api/v1/reservations/{name}", "name=ann-a", False),
+            ("root", "web POST /api/v1/reservations", "name=fix-n1", True),
+            ("root", "web DELETE /api/v1/reservations/{name}", "name=fix-n1", True),
+        ]
+
+    run(test, tmp_path)
+
+
+def test_the_overview_counts_gpus_of_open_windows_as_reserved(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        await registered(sched, "n1", 4)
+        await registered(sched, "n2", 2)
+        ann = await user(sched, "ann")
+        web = client()
+        csrf = {"X-CSRF-Token": (await web.login(ann))["csrf"]}
+        now = time.time()
+        for name, start in (("now", now - 60), ("later", now + 7200)):
+            body = {
+                "name": name,
+                "gpus": {"n1": [0, 1, 2] if name == "now" else [3]},
+                "start": iso(start),
+                "end": iso(start + 3600),
+            }
+            assert (await web.call("POST", "/api/v1/reservations", body, csrf)).status == 201
+        nodes = (await web.call("GET", "/api/v1/nodes")).json()["nodes"]
+        assert [(n["name"], n["gpus_reserved"]) for n in nodes] == [("n1", 3), ("n2", 0)]
+
+    run(test, tmp_path)
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from rota.scheduler.cluster.model import RESERVATION_HOLD, HistoryKind, JobEvent, JobRecord
@@ -50,7 +50,9 @@ class ReservationRequest:
 
     GPUs come from ``nodes`` (every GPU of each) or ``gpus`` (a count, chosen among GPUs free
     of other reservations in the window, optionally of ``gpu_type`` and ``gpus_per_node`` per
-    node); with both, the count is chosen among the GPUs of those nodes.
+    node); with both, the count is chosen among the GPUs of those nodes. ``gpu_ids`` (node ->
+    host GPU indices, as the dashboard's timeline selects them) books exactly those GPUs and
+    takes the place of the other GPU fields.
     """
 
     name: str
@@ -64,6 +66,7 @@ class ReservationRequest:
     accounts: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
     lend: bool = True
+    gpu_ids: Mapping[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,8 @@ class ReservationService:
         self._prune(now)
         if request.name in self.live or self.store.exists(request.name):
             raise AlreadyExists(f"name: a reservation named {request.name!r} exists already")
-        r = self._resolve(request, principal, now, exclude="", gpus=None)
+        exact = self._known_gpus(request.gpu_ids) if request.gpu_ids else None
+        r = self._resolve(request, principal, now, exclude="", gpus=exact)
         r.created_at = now
         self.store.save(r)
         self.live[r.name] = r
@@ -497,6 +501,26 @@ class ReservationService:
         clash = sorted({busy[(n, g)] for n, idx in gpus.items() for g in idx if (n, g) in busy})
         if clash:
             raise Conflict(f"start/end: its GPUs are reserved by {', '.join(clash)} then")
+
+    def _known_gpus(self, gpu_ids: Mapping[str, Iterable[int]]) -> dict[str, tuple[int, ...]]:
+        """``gpu_ids`` once every node and GPU index in it exists (UserError naming the
+        first that does not)."""
+        gpus: dict[str, tuple[int, ...]] = {}
+        for name, indices in sorted(gpu_ids.items()):
+            node = self.model.nodes.get(name)
+            if node is None:
+                known = ", ".join(sorted(self.model.nodes)) or "none"
+                raise UserError(f"gpus: unknown node {name!r} (registered: {known})")
+            have = sorted(g.index for g in node.inventory.gpus)
+            wanted = tuple(sorted(set(indices)))
+            missing = [i for i in wanted if i not in have]
+            if missing or not wanted:
+                raise UserError(
+                    f"gpus: node {name} has no GPU {missing[0] if missing else '(none given)'} "
+                    f"(its GPUs: {', '.join(map(str, have)) or 'none reported'})"
+                )
+            gpus[name] = wanted
+        return gpus
 
     def _whole_nodes(
         self, names: Iterable[str], busy: dict[tuple[str, int], str]

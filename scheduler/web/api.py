@@ -35,6 +35,7 @@ from rota.scheduler.core.errors import (
 )
 from rota.scheduler.core.jobs import JobListing
 from rota.scheduler.core.nodes import MAX_NODE_PAGE
+from rota.scheduler.core.reservations import NodeBookings
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
@@ -117,17 +118,23 @@ class Api:
             ("GET", f"{v1}/accounting/efficiency", self.efficiency),
         )
         return [Route("POST", f"{v1}/login", self.login)] + [
-            Route(method, pattern, self._guard(f"web {method} {pattern}", handler))
-            for method, pattern, handler in guarded
+            self.route(method, pattern, handler) for method, pattern, handler in guarded
         ]
+
+    def route(self, method: str, pattern: str, handler: ApiHandler) -> Route:
+        """``handler`` at ``method pattern`` behind this API's caller and CSRF checks, its
+        refusals audited as ``web METHOD PATTERN``."""
+        return Route(method, pattern, self._guard(f"web {method} {pattern}", handler))
 
     # ------------------------------------------------------------ authentication
 
     def _guard(self, action: str, handler: ApiHandler) -> Callable[[Request], Awaitable[Response]]:
         """``handler`` behind the caller check, the CSRF check for changes, and the mapping
         of domain errors to statuses. A refusal (401, 403) is recorded in the audit log as
-        ``action``, as gRPC's refusals are; a request with no credentials at all (a page
-        opened before logging in) is not."""
+        ``action``, as gRPC's refusals are, and so is an admin's change (a booking, a
+        cancellation; not a logout); a request with no credentials at all (a page opened
+        before logging in) is not."""
+        changes = action.split()[1] not in ("GET", "HEAD") and not action.endswith("/logout")
 
         async def guarded(request: Request) -> Response:
             who: Principal | None = None
@@ -138,17 +145,20 @@ class Api:
                     sent = request.headers.get(CSRF_HEADER, "")
                     if not self.sessions.csrf_ok(caller.session, sent):
                         raise Refused(403, f"missing or wrong {CSRF_HEADER} header")
-                return await handler(request, caller)
+                response = await handler(request, caller)
+                if changes and who.admin and response.status < 400:
+                    await self._record(request, action, who, "", "")
+                return response
             except Refused as exc:
-                await self._refused(request, action, who, exc.status, str(exc))
+                await self._record(request, action, who, _code(exc.status), str(exc))
                 return error(exc.status, str(exc))
             except ApiError as exc:
                 return error(exc.status, str(exc))
             except AuthError as exc:
-                await self._refused(request, action, None, 401, str(exc))
+                await self._record(request, action, None, _code(401), str(exc))
                 return error(401, str(exc))
             except AccessDenied as exc:
-                await self._refused(request, action, who, 403, str(exc))
+                await self._record(request, action, who, _code(403), str(exc))
                 return error(403, str(exc))
             except UserError as exc:
                 return error(400, str(exc))
@@ -159,21 +169,20 @@ class Api:
 
         return guarded
 
-    async def _refused(
-        self, request: Request, action: str, who: Principal | None, status: int, why: str
+    async def _record(
+        self, request: Request, action: str, who: Principal | None, code: str, why: str
     ) -> None:
-        """Record a refused request: who (empty without a current token), what, which target,
-        from where, and why (``UNAUTHENTICATED: ...`` or ``PERMISSION_DENIED: ...`` as
-        gRPC's entries read)."""
-        code = "UNAUTHENTICATED" if status == 401 else "PERMISSION_DENIED"
+        """Record a request in the audit log: who (empty without a current token), what,
+        which target, from where; a refusal with its ``code`` (``UNAUTHENTICATED``,
+        ``PERMISSION_DENIED``) and why, as gRPC's entries read; "" for an allowed change."""
         entry = AuditEntry(
             time=self.clock(),
             user=who.user if who is not None else "",
             action=action,
-            target=" ".join(f"{k}={v}" for k, v in sorted(request.params.items()))[:1024],
+            target=_target(request),
             peer=request.peer,
-            allowed=False,
-            detail=f"{code}: {why}",
+            allowed=not code,
+            detail=f"{code}: {why}" if code else why,
         )
         try:
             await self.engine.record(entry)
@@ -207,7 +216,7 @@ class Api:
         who = await self.tokens(token)
         if who is None:
             why = "token: not a current rota token"
-            await self._refused(request, f"web POST {request.path}", None, 401, why)
+            await self._record(request, f"web POST {request.path}", None, _code(401), why)
             return error(401, why)
         session_id, session = self.sessions.open(token)
         cookie = f"{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
@@ -230,10 +239,14 @@ class Api:
         shown = await self._all_nodes()
         active = await self._all_jobs(JobListing(), caller.who)
         users = {j.display_id: j.user for j in active}
+        booked = await self.engine.node_bookings([node.name for node, _status in shown])
         return reply(
             {
                 "time": views.iso(time.time()),
-                "nodes": [views.node_json(node, status, users) for node, status in shown],
+                "nodes": [
+                    views.node_json(node, status, users, _reserved(booked.get(node.name)))
+                    for node, status in shown
+                ],
             }
         )
 
@@ -340,6 +353,25 @@ class Api:
         return reply({"jobs": [r for r in listed if r["flags"]]})
 
 
+def _target(request: Request) -> str:
+    """What a request names, for the audit log: the route's parts (``id=7``), or the ``name``
+    of a JSON body (a booking's)."""
+    named = dict(request.params)
+    if not named and request.body:
+        try:
+            body = json.loads(request.body)
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("name"), str):
+            named["name"] = body["name"]
+    return " ".join(f"{k}={v}" for k, v in sorted(named.items()))[:1024]
+
+
+def _code(status: int) -> str:
+    """The gRPC status name an HTTP refusal is recorded as."""
+    return "UNAUTHENTICATED" if status == 401 else "PERMISSION_DENIED"
+
+
 def _who(who: Principal, session: Session | None) -> dict[str, Any]:
     return {
         "user": who.user,
@@ -372,18 +404,25 @@ def _float(query: dict[str, str], name: str, default: float) -> float:
 
 
 def _time(query: dict[str, str], name: str) -> float:
-    """``name`` as ISO 8601 (a date, or a date and time; UTC unless it says otherwise), or
-    0 when absent."""
+    """``name`` of the query as ``parse_iso`` reads it, or 0 when absent."""
     text = query.get(name, "").strip()
-    if not text:
-        return 0.0
+    return parse_iso(text, name) if text else 0.0
+
+
+def parse_iso(text: str, name: str) -> float:
+    """``text`` as ISO 8601 (a date, or a date and time; UTC unless it says otherwise) in Unix
+    seconds; UserError naming ``name`` when it is not."""
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise UserError(f"{name}: {text!r} is not an ISO 8601 date or time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
+
+
+def _reserved(bookings: NodeBookings | None) -> int:
+    return bookings.gpus_now if bookings is not None else 0
 
 
 def _private(who: Principal) -> str:

@@ -1,5 +1,5 @@
 """The routes the HTTP port serves for people: the dashboard's page and files at ``/`` and its
-JSON API at ``/api/v1``."""
+JSON API at ``/api/v1`` (reservations included)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Route
 from rota.scheduler.web.api import Api
+from rota.scheduler.web.bookings import Bookings
 from rota.scheduler.web.files import Files
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.sessions import Sessions
@@ -15,4 +16,5 @@ from rota.scheduler.web.sessions import Sessions
 
 def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
     """Page, files and API; ``secure``: the port serves TLS (the cookie is marked Secure)."""
-    return Files().routes() + Api(engine, tokens, Sessions(time.time), secure, time.time).routes()
+    api = Api(engine, tokens, Sessions(time.time), secure, time.time)
+    return Files().routes() + api.routes() + Bookings(engine).routes(api)

@@ -4,14 +4,16 @@ the keys of ``gqueue --json`` and a few more."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from rota.efficiency import efficiency_flags
 from rota.scheduler.cluster.accounting import FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
+from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.cluster.users import Principal
 
 Json = dict[str, Any]
 
@@ -63,9 +65,10 @@ def event_json(event: JobEvent) -> Json:
     }
 
 
-def node_json(node: NodeState, status: NodeStatus, users: Mapping[str, str]) -> Json:
+def node_json(node: NodeState, status: NodeStatus, users: Mapping[str, str], reserved: int) -> Json:
     """A node with GPU counts and one object per GPU (the heat map's cells). ``users`` maps
-    the display id of each job holding a GPU to its user."""
+    the display id of each job holding a GPU to its user; ``reserved``: GPUs of open
+    reservation windows on it."""
     gpus = [_gpu_json(node, status, g.index, users) for g in node.inventory.gpus]
     return {
         "name": node.name,
@@ -82,6 +85,7 @@ def node_json(node: NodeState, status: NodeStatus, users: Mapping[str, str]) -> 
         "gpus_free": sum(1 for g in gpus if g["state"] == "idle"),
         "gpus_allocated": sum(1 for g in gpus if g["state"] == "allocated"),
         "gpus_unhealthy": sum(1 for g in gpus if g["state"] == "unhealthy"),
+        "gpus_reserved": reserved,
         "gpus": gpus,
     }
 
@@ -144,4 +148,30 @@ def total_json(total: UsageTotal) -> Json:
         "jobs": total.jobs,
         "gpu_hours": total.gpu_hours,
         "gpu_utilization": total.mean_utilization if total.samples else None,
+    }
+
+
+def reservation_json(
+    r: Reservation,
+    running: Sequence[str],
+    windows: Sequence[tuple[float, float]],
+    who: Principal,
+) -> Json:
+    """A booking as ``greserve list --json`` shows it, with its ``windows`` in the period
+    asked about (a DAILY or WEEKLY one has several), whether it is the viewer's (``mine``:
+    they made it or may use it) and whether they may cancel it."""
+    return {
+        "name": r.name,
+        "start": iso(r.start),
+        "end": iso(r.end),
+        "windows": [[iso(s), iso(e)] for s, e in windows],
+        "gpus": {node: list(idx) for node, idx in sorted(r.gpus.items())},
+        "users": list(r.users),
+        "accounts": list(r.accounts),
+        "flags": list(r.flags),
+        "lend": r.lend,
+        "created_by": r.created_by,
+        "running_jobs": list(running),
+        "mine": r.created_by == who.user or who.user in r.users,
+        "may_delete": who.admin or r.created_by == who.user,
     }

@@ -387,13 +387,15 @@ async function renderTimeline() {
     const track = el("div", { class: "tl-track", "data-node": r.node, "data-index": r.index });
     for (const v of reservations) {
       if (!(v.gpus[r.node] || []).includes(r.index)) continue;
-      const s = Date.parse(v.start);
-      const e = Date.parse(v.end);
-      if (e <= from || s >= to) continue;
       const cls = "tl-bar resv" + (v.mine ? " mine" : "") + (v.flags.includes("MAINT") ? " maint" : "");
-      track.append(
-        el("div", { class: cls, "data-resv": v.name, style: `left:${x(s)}%;width:${x(e) - x(s)}%`, title: `${v.name} (${v.created_by}) ${when(v.start)} – ${when(v.end)}` }, v.name),
-      );
+      for (const [ws, we] of v.windows) {
+        const s = Date.parse(ws);
+        const e = Date.parse(we);
+        if (e <= from || s >= to) continue;
+        track.append(
+          el("div", { class: cls, "data-resv": v.name, style: `left:${x(s)}%;width:${x(e) - x(s)}%`, title: `${v.name} (${v.created_by}) ${when(ws)} – ${when(we)}` }, v.name),
+        );
+      }
     }
     for (const j of jobs) {
       if (!j.start_time || !(j.gpu_ids[r.node] || []).includes(r.index)) continue;

@@ -1,0 +1,120 @@
+"""The reservation timeline's routes: bookings over a period, book GPUs, cancel a booking.
+
+Booking and cancelling go through the engine's reservation service exactly as ``greserve
+create`` and ``greserve delete`` do: the same validation, rights, caps, conflict checks and
+refusal text. The timeline adds only picking GPUs by hand: the GPUs selected are booked as
+given (``ReservationRequest.gpu_ids``), a node named with no indices is booked whole. A booking
+is for its maker unless an admin names other users.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core.errors import UserError
+from rota.scheduler.core.reservations import ReservationRequest
+from rota.scheduler.engine import Engine
+from rota.scheduler.http import Request, Response, Route
+from rota.scheduler.web import views
+from rota.scheduler.web.api import Api, Caller, parse_iso, reply
+
+
+class Bookings:
+    """``GET/POST /api/v1/reservations``, ``DELETE /api/v1/reservations/{name}``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def routes(self, api: Api) -> list[Route]:
+        """The routes, behind ``api``'s caller and CSRF checks."""
+        v1 = "/api/v1/reservations"
+        return [
+            api.route("GET", v1, self.list),
+            api.route("POST", v1, self.create),
+            api.route("DELETE", v1 + "/{name}", self.delete),
+        ]
+
+    async def list(self, request: Request, caller: Caller) -> Response:
+        """Open and upcoming reservations with a window in ``start``..``end`` (default: all),
+        each with its windows there."""
+        query = request.query
+        start = parse_iso(query["start"], "start") if query.get("start") else time.time()
+        end = parse_iso(query["end"], "end") if query.get("end") else 0.0
+        if end and end < start:
+            raise UserError("end: must not be before start")
+        shown = []
+        for r, running in await self.engine.list_reservations():
+            windows = r.windows(start, end) if end else [(r.start, r.end)]
+            if windows:
+                shown.append(views.reservation_json(r, running, windows, caller.who))
+        return reply({"time": views.iso(time.time()), "reservations": shown})
+
+    async def create(self, request: Request, caller: Caller) -> Response:
+        """Book (201 with the reservation); refusals as ``greserve create``'s."""
+        booking = booking_request(_object(request.body), caller.who)
+        r = await self.engine.create_reservation(booking, caller.who)
+        return reply(views.reservation_json(r, (), [(r.start, r.end)], caller.who), 201)
+
+    async def delete(self, request: Request, caller: Caller) -> Response:
+        """Cancel a booking: its maker or an admin (403 otherwise), none of its jobs running."""
+        await self.engine.delete_reservation(request.params["name"], caller.who)
+        return reply({})
+
+
+def booking_request(body: dict[str, Any], who: Principal) -> ReservationRequest:
+    """The request a timeline booking makes (see docs/web.md); fields are checked here for
+    their JSON types, the rest by the reservation service."""
+    gpus = body.get("gpus", {})
+    if not isinstance(gpus, dict) or not gpus:
+        raise UserError('gpus: pick GPUs as {"node": [index, ...]} ([] for the whole node)')
+    whole: list[str] = []
+    exact: dict[str, tuple[int, ...]] = {}
+    for node, indices in gpus.items():
+        if not isinstance(indices, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in indices
+        ):
+            raise UserError(f"gpus: {node}: must be a list of GPU indices (>= 0)")
+        if indices:
+            exact[str(node)] = tuple(sorted(set(indices)))
+        else:
+            whole.append(str(node))
+    if whole and exact:
+        raise UserError("gpus: pick GPUs by index on every node, or whole nodes only")
+    return ReservationRequest(
+        name=_text(body, "name"),
+        start=parse_iso(_text(body, "start"), "start"),
+        end=parse_iso(_text(body, "end"), "end"),
+        nodes=tuple(whole),
+        gpu_ids=exact,
+        users=_names(body, "users") or (() if _names(body, "accounts") else (who.user,)),
+        accounts=_names(body, "accounts"),
+        flags=_names(body, "flags"),
+        lend=body.get("lend", True) is not False,
+    )
+
+
+def _object(body: bytes) -> dict[str, Any]:
+    try:
+        found = json.loads(body or b"{}")
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        raise UserError("body: must be a JSON object (see docs/web.md)")
+    return found
+
+
+def _text(body: dict[str, Any], name: str) -> str:
+    value = body.get(name, "")
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"{name}: required, a string")
+    return value.strip()
+
+
+def _names(body: dict[str, Any], name: str) -> tuple[str, ...]:
+    value = body.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UserError(f"{name}: must be a list of names")
+    return tuple(v.strip() for v in value if v.strip())
