@@ -1,7 +1,9 @@
 """The dashboard in a real browser (headless chromium) against a real scheduler and agent on
 the fake NVML library: log in, see the node and its GPUs, watch a submitted job appear, run,
-show its output and finish; another user cannot read that output. Screenshots go to the test's
-directory (and, with ROTA_DOCS_SCREENSHOTS=1, the overview into docs/img for the README)."""
+show its output and finish; book GPUs by dragging on the timeline and find the booking in
+`greserve list`; another user cannot read that output, and their booking of the same GPUs is
+refused with greserve's reason. Screenshots go to the test's directory (and, with
+ROTA_DOCS_SCREENSHOTS=1, the overview and the timeline into docs/img for the README)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -55,6 +58,48 @@ def log_in(drv: WebDriver, base: str, token: str) -> None:
 def log_out(drv: WebDriver) -> None:
     drv.find_element(By.ID, "logout").click()
     wait_until(drv, "#login-token")
+
+
+def drag_rows(drv: WebDriver, node: str, first: int, last: int, start: float, end: float) -> None:
+    """Drag on the timeline from GPU ``first`` at ``start`` (a fraction of the view's width)
+    to GPU ``last`` at ``end``. Offsets are taken from the grid element, which the page keeps
+    while it redraws the rows inside it on every poll."""
+    grid = wait_until(drv, f'#timeline .tl-track[data-node="{node}"][data-index="{last}"]')
+    grid = drv.find_element(By.ID, "timeline")
+    box = drv.execute_script(
+        """const [grid, node, a, b] = arguments;
+        const g = grid.getBoundingClientRect();
+        const row = (i) => grid.querySelector(
+          `.tl-track[data-node="${node}"][data-index="${i}"]`).getBoundingClientRect();
+        const ra = row(a), rb = row(b);
+        return {gx: g.left + g.width / 2, gy: g.top + g.height / 2, left: ra.left,
+          width: ra.width, ya: ra.top + ra.height / 2, yb: rb.top + rb.height / 2};""",
+        grid,
+        node,
+        first,
+        last,
+    )
+
+    def at(frac: float, y: float) -> tuple[int, int]:
+        return int(box["left"] + frac * box["width"] - box["gx"]), int(y - box["gy"])
+
+    chain = ActionChains(drv)
+    chain.move_to_element_with_offset(grid, *at(start, box["ya"])).click_and_hold()
+    chain.move_to_element_with_offset(grid, *at((start + end) / 2, box["yb"]))
+    chain.move_to_element_with_offset(grid, *at(end, box["yb"])).release().perform()
+
+
+def book_by_dragging(drv: WebDriver, base: str, node: str, name: str, expect: str) -> str:
+    """Drag over GPUs 1-2 from about 10 to 14 hours into the day view, name the booking and
+    press Book; the result line once it shows ``expect``."""
+    drv.get(base + "/#timeline")
+    drag_rows(drv, node, 1, 2, 0.5, 0.65)
+    assert wait_until(drv, "#book-gpus").get_attribute("value") == f"{node}:1,2"
+    field = drv.find_element(By.ID, "book-name")
+    field.clear()
+    field.send_keys(name)
+    drv.find_element(By.ID, "book-submit").click()
+    return wait_text(drv, "#book-result", expect)
 
 
 def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
@@ -115,10 +160,27 @@ def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
     browser.get(base + "/#queue")
     wait_text(browser, f'#ended-table tr[data-job="{job_id}"]', "COMPLETED")
 
+    assert book_by_dragging(browser, base, node, "ann-sweep", "booked") == "booked ann-sweep"
+    wait_text(browser, '#timeline .tl-bar.resv.mine[data-resv="ann-sweep"]', "ann-sweep")
+    cells = wait_cells(browser, "#resv-table tbody tr", "ann-sweep")
+    assert cells[1] == "ann" and cells[4] == f"{node}:1,2", cells
+    screenshot(browser, tmp_path, "timeline", for_docs=True)
+    listed = as_user(gc.c, ann, "greserve", "list")
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("ann-sweep"))
+    assert f"{node}:1,2" in row, listed.stdout
+
     log_out(browser)
     log_in(browser, base, bob)
     browser.get(f"{base}/#job/{job_id}")
     wait_text(browser, "#job-log-state", "only ann or an admin")
     assert browser.find_element(By.ID, "job-log").text == ""
     screenshot(browser, tmp_path, "private-log")
-    assert len(list(tmp_path.glob("*.png"))) == 4
+
+    refused = book_by_dragging(browser, base, node, "bob-sweep", "reserved by")
+    assert refused == "start/end: its GPUs are reserved by ann-sweep then", refused
+    assert "bad" in (browser.find_element(By.ID, "book-result").get_attribute("class") or "")
+    cells = wait_cells(browser, "#resv-table tbody tr", "ann-sweep")
+    assert cells[-1] == "", "no Cancel button on another user's booking"
+    screenshot(browser, tmp_path, "refused-booking")
+    assert len(list(tmp_path.glob("*.png"))) == 6

@@ -513,6 +513,8 @@ function parseGpus(text) {
 async function book(event) {
   event.preventDefault();
   const out = $("#book-result");
+  out.className = "";
+  out.textContent = "";
   const body = {
     name: $("#book-name").value.trim(),
     gpus: parseGpus($("#book-gpus").value),
