@@ -64,7 +64,7 @@ def drag_rows(drv: WebDriver, node: str, first: int, last: int, start: float, en
     """Drag on the timeline from GPU ``first`` at ``start`` (a fraction of the view's width)
     to GPU ``last`` at ``end``. Offsets are taken from the grid element, which the page keeps
     while it redraws the rows inside it on every poll."""
-    grid = wait_until(drv, f'#timeline .tl-track[data-node="{node}"][data-index="{last}"]')
+    wait_until(drv, f'#timeline .tl-track[data-node="{node}"][data-index="{last}"]')
     grid = drv.find_element(By.ID, "timeline")
     box = drv.execute_script(
         """const [grid, node, a, b] = arguments;
