@@ -160,6 +160,7 @@ class _Pass:
         )
         self.running: list[RunningJob] = list(snapshot.running)
         self.placements: list[Placement] = []
+        self.placed: set[int] = set()
         self.preempted: list[int] = []
         self.why: dict[int, str] = {}
         self.est: dict[int, float] = {}
@@ -194,7 +195,7 @@ class _Pass:
             if own[r.name] and self._own_pass(r, own[r.name]):
                 waiting_owners.add(r.name)
             if r.flex:  # FLEX: jobs its GPUs cannot start now may spill onto other GPUs
-                general.extend(j for j in own[r.name] if self.why.get(j.id) in _WAITING)
+                general.extend(j for j in own[r.name] if self._waits(j))
         self._general_pass(general)
         self._gap_passes(general)
         self._lend_pass(general, waiting_owners)
@@ -223,6 +224,7 @@ class _Pass:
         for p in plan.placements:
             job = by_id[p.job_id]
             self.placements.append(p)
+            self.placed.add(job.id)
             self.why.pop(job.id, None)
             self.est.pop(job.id, None)
             self.running.append(
@@ -260,7 +262,7 @@ class _Pass:
         widths = sorted((len(idx) for idx in r.gpus.values()), reverse=True)
         waiting = []
         for job in jobs:
-            if self.why.get(job.id) not in _WAITING:
+            if not self._waits(job):
                 continue
             if len(widths) < job.nodes or widths[job.nodes - 1] < job.gpus:
                 self.why[job.id] = reasons.BAD_CONSTRAINTS  # larger than the reservation
@@ -307,8 +309,7 @@ class _Pass:
             jobs = [
                 j
                 for j in general
-                if self.why.get(j.id) in _WAITING
-                and previous < self.now + self.cfg.limit_of(j.time_limit) <= start
+                if self._waits(j) and previous < self.now + self.cfg.limit_of(j.time_limit) <= start
             ]
             if jobs:
                 self._sub(self.side(), jobs, _free_until(start, open_cells, until))
@@ -320,11 +321,18 @@ class _Pass:
             if r.lend and not r.maint and r.name not in waiting_owners:
                 lent |= r.cells()
         lent -= self.maint_cells
-        jobs = [j for j in general if j.preemptible and self.why.get(j.id) in _WAITING]
+        jobs = [j for j in general if j.preemptible and self._waits(j)]
         if lent and jobs:
             self._sub(self.side(), jobs, lent.__contains__)
 
     # ---------------------------------------------------------------- reasons
+
+    def _waits(self, job: PendingJob) -> bool:
+        """Whether ``job`` is unplaced and waits for resources; a job a pass left without a
+        reason (``Snapshot.full_reasons`` False: the policy stopped early) waits too."""
+        if job.id in self.placed:
+            return False
+        return self.why.get(job.id, reasons.RESOURCES) in _WAITING
 
     def _hidden(self) -> set[Cell]:
         hidden = set(self.maint_cells)
