@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 
 from tests.cluster import TEST_IMAGE, Cluster, wait_for
 
@@ -196,3 +197,70 @@ def test_maint_blocks_everyone_and_its_nodes_show_maintenance(cluster: Cluster) 
     assert line.split()[1] == "MAINT" and "now (" in line
     cluster.cli("greserve", "delete", "fix", check=True)
     cluster.wait_state(mine, "RUNNING")
+
+
+def _submit_text(cluster: Cluster, token: str, name: str, text: str, *flags: str) -> str:
+    path = cluster.write_job(f"{name}.yaml", f"image: {TEST_IMAGE}\n{text}")
+    out = _as(cluster, token, "gsub", "--parsable", *flags, str(path))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_a_borrower_is_preempted_when_the_owner_submits(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
+    cluster.start_agent("n1", gpus=2)
+    node = cluster.node_name("n1")
+    cluster.cli(
+        "greserve", "create", "--name", "lab", "--start", "now", "--duration", "2h",
+        "--nodes", node, "--users", "alice", check=True,
+    )  # fmt: skip
+    borrower = _submit_text(
+        cluster, bob, "sweep",
+        "command: [sh, -c, 'trap \"echo got SIGTERM; exit 0\" TERM; sleep 300 & wait']\n"
+        "resources: {gpus: 2}\npreemptible: true\n",
+    )  # fmt: skip
+    lent = cluster.wait_state(borrower, "RUNNING")
+    assert lent["nodes"] == [node], "idle reserved GPUs are lent to a preemptible job"
+    wait_for(lambda: cluster.job(borrower)["attempt"] == 1, 10, what="first attempt")
+    owner = _submit_text(
+        cluster, alice, "train", "command: [sh, -c, 'sleep 60']\nresources: {gpus: 2}\n",
+        "--reservation", "lab",
+    )  # fmt: skip
+    started = cluster.wait_state(owner, "RUNNING", timeout=60)
+    grace = 10.0  # kill_grace: SIGTERM, then SIGKILL
+    waited = datetime.fromisoformat(started["start_time"]) - datetime.fromisoformat(
+        started["submit_time"]
+    )
+    assert waited.total_seconds() <= grace + 5, "the owner's job starts within the grace"
+    wait_for(
+        lambda: (j := cluster.job(borrower))["state"] == "PENDING" and j["attempt"] >= 1,
+        30,
+        what="the borrower requeued",
+    )
+    assert "got SIGTERM" in cluster.cli("glogs", "--attempt", "1", borrower, check=True).stdout
+    shown = cluster.cli("gcontrol", "show", "job", borrower, check=True).stdout
+    assert "PREEMPTED -> PENDING" in shown
+
+
+def test_a_long_job_is_not_backfilled_into_an_upcoming_window_but_a_short_one_is(
+    cluster: Cluster,
+) -> None:
+    cluster.start_scheduler()
+    bob, carol = cluster.add_user("bob"), cluster.add_user("carol")
+    cluster.start_agent("n1", gpus=2)
+    node = cluster.node_name("n1")
+    cluster.cli(
+        "greserve", "create", "--name", "later", "--start", "now+30m", "--duration", "1h",
+        "--nodes", node, "--users", "alice", check=True,
+    )  # fmt: skip
+    body = "command: [sh, -c, 'sleep 30']\nresources: {gpus: 2}\n"
+    long = _submit_text(cluster, bob, "long", body + "time_limit: 2h\n")
+    wait_for(
+        lambda: cluster.job(long)["reason"] == "ReqNodeNotAvail", 30, what="the long job waits"
+    )
+    short = _submit_text(cluster, carol, "short", body + "time_limit: 10m\n")
+    cluster.wait_state(short, "RUNNING")
+    assert cluster.job(long)["state"] == "PENDING"
+    start = cluster.cli("gqueue", "--start", check=True).stdout
+    assert long in start and "N/A" not in next(x for x in start.splitlines() if long in x)

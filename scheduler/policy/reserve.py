@@ -27,9 +27,10 @@ fit the GPUs free now if reserved ones counted (or whose constraints only reserv
 meet) waits with ``ReqNodeNotAvail``. A MAINT reservation blocks everyone but the jobs naming it.
 
 Estimated starts (``gqueue --start``) follow the windows: a job waiting for its reservation
-starts at its window's start; a ``ReqNodeNotAvail`` job the wrapped policy gave no estimate at
-the first window end or running job's end after which it fits outside every window for its
-whole time limit (a lower bound: the queue ahead of it is not counted).
+starts at its window's start; a job the wrapped policy gave no estimate that waits with
+``ReqNodeNotAvail`` or that only reserved GPUs could ever hold, at the first window end or
+running job's end after which it fits outside every window for its whole time limit (a lower
+bound: the queue ahead of it is not counted).
 """
 
 from __future__ import annotations
@@ -380,10 +381,10 @@ class _Pass:
 
     def _estimate(self, general: list[PendingJob]) -> None:
         """Estimated starts that follow the windows (``gqueue --start``): a job waiting for
-        its reservation starts at its window; a general job that only reserved GPUs could hold
-        (``ReqNodeNotAvail``, no estimate from the wrapped policy) at the first window edge or
-        running job's end after which it fits outside every window for its whole time limit
-        (the queue ahead of it not counted)."""
+        its reservation starts at its window; a general job without an estimate from the
+        wrapped policy that waits with ``ReqNodeNotAvail`` or that only reserved GPUs could
+        ever hold at the first window edge or running job's end after which it fits outside
+        every window for its whole time limit (the queue ahead of it not counted)."""
         for job in self.snapshot.pending:
             r = self.by_name.get(job.reservation) if job.reservation else None
             if (
@@ -393,10 +394,20 @@ class _Pass:
                 and r.allows(job.user, job.account)
             ):
                 self.est[job.id] = r.start
+        hidden = self._hidden()
+        nodes = self.snapshot.nodes
         blocked = [
             j
             for j in general
-            if self.why.get(j.id) == reasons.REQ_NODE_NOT_AVAIL and j.id not in self.est
+            if j.id not in self.est
+            and (
+                self.why.get(j.id) == reasons.REQ_NODE_NOT_AVAIL
+                or (  # waits, and only reserved GPUs could ever hold it
+                    self._waits(j)
+                    and _fits_free(j, nodes, set())
+                    and not _fits_free(j, nodes, hidden)
+                )
+            )
         ]
         if not blocked:
             return
