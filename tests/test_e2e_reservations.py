@@ -59,6 +59,11 @@ def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> N
         what="the other user's job waits with ReqNodeNotAvail",
     )
     assert cluster.job(other)["reservation"] is None
+    listed = cluster.cli("gqueue", check=True).stdout.splitlines()
+    assert "RESERVATION" in listed[0].split()
+    assert next(x for x in listed if x.split()[0] == mine).split()[-2] == "lab"
+    custom = cluster.cli("gqueue", "-o", "%i %v", "--noheader", check=True).stdout.split()
+    assert custom[custom.index(mine) + 1] == "lab"
     why = cluster.cli("gqueue", "--explain", other, check=True).stdout
     assert "reservation:     lab (until " in why
 
