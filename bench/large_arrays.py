@@ -33,8 +33,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-import grpc
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rota.jobspec import JobSpec
@@ -45,6 +43,7 @@ from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster, wait_for
 from tests.support.core import Harness
 from tests.support.fake_agent import FakeAgent
+from tests.support.tokens import channel as token_channel
 
 T = TypeVar("T")
 JOB = "name: arr\nimage: busybox\ncommand: [sleep, '60']\nresources: {{gpus: 1}}\narray: 0-{last}\n"
@@ -161,7 +160,7 @@ def big(tasks: int) -> None:
         # the array-size limit (max_array_size, default 10,000) raised to let it through
         cluster, agent = _start(Path(tmp), f"max_array_size: {max(tasks, 10_000)}")
         try:
-            channel = grpc.insecure_channel(cluster.address)
+            channel = token_channel(cluster.address, cluster.token)
             jobs = pb_grpc.JobServiceStub(channel)
             nodes = pb_grpc.NodeServiceStub(channel)
             spec = pb.JobSpec(

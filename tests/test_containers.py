@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pwd
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 from rota.agent.runtime.policy import ContainerPolicy
@@ -35,6 +37,29 @@ def test_a_job_runs_unprivileged_without_capabilities(cluster: Cluster) -> None:
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     db = cluster.root / "sched.db"
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
+
+
+def test_a_job_runs_as_the_uid_and_gid_its_user_was_given(cluster: Cluster) -> None:
+    cluster.start_scheduler("--open-registration")
+    cluster.start_agent("n1", 1)
+    made = cluster.cli(
+        "gadmin", "user", "add", "carol", "--uid", "4321", "--gid", "4322", "--parsable"
+    )
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    path = cluster.write_job("ids.yaml", _job("id -u; id -g"))
+    env = {**cluster.env, "ROTA_TOKEN": token}
+    out = subprocess.run(
+        [sys.executable, "-m", "rota.cli.gsub", "--parsable", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    job = out.stdout.strip().splitlines()[0]
+    assert cluster.wait_state(job, "COMPLETED", "FAILED")["state"] == "COMPLETED"
+    assert cluster.job(job)["user"] == "carol"
+    assert cluster.cli("glogs", job, check=True).stdout.split() == ["4321", "4322"]
 
 
 def test_system_paths_and_the_docker_socket_are_never_mounted(cluster: Cluster) -> None:

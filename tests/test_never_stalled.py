@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -52,8 +53,11 @@ def test_a_10000_task_array_does_not_delay_list_nodes_or_drop_agent_streams(
         assert len(submitted.job_ids) == 10_000
         during = [end - sent for sent, end in samples if sent < span["end"] and end > span["start"]]
         assert during, "no ListNodes overlapped the submission"
-        # A held core made ListNodes wait for the whole submission (~40 s at 100,000 tasks);
-        # the bound is loose for loaded machines: bench/large_arrays.py measures the figure.
+        # A held core made every ListNodes wait for the whole submission (~40 s at 100,000
+        # tasks). The typical answer stays within 100 ms; the slowest gets slack for a loaded
+        # machine (bench/large_arrays.py measures the figures).
+        typical = statistics.median(during)
+        assert typical <= 0.1, f"ListNodes took {typical * 1000:.0f} ms (median) meanwhile"
         assert max(during) <= 1.0, f"ListNodes took {max(during) * 1000:.0f} ms meanwhile"
         time.sleep(1.0)  # the pass that follows, and a few more heartbeats
         assert not agent.dropped, agent.dropped

@@ -28,11 +28,14 @@ class Lifecycle:
         usage: UsageBook,
         config: SchedulerConfig,
         clock: Callable[[], float],
+        ids_of: Callable[[str], tuple[int, int] | None],
     ) -> None:
+        """``ids_of``: the (uid, gid) an admin set for a user (``gadmin user --uid --gid``)."""
         self.model = model
         self.usage = usage
         self.config = config
         self.clock = clock
+        self.ids_of = ids_of
 
     def transition(self, job: JobRecord, new: JobState, why: str) -> JobEvent:
         old = job.state
@@ -125,6 +128,8 @@ class Lifecycle:
                 ROTA_NNODES=str(len(nodes)),
                 ROTA_GPUS_PER_NODE=str(job.spec.gpus),
             )
+        ids = self.ids_of(job.user)
+        uid, gid = ids if ids is not None else (None, None)
         orders: Orders = []
         for rank, alloc in enumerate(job.allocation):
             node_env = dict(env)
@@ -146,6 +151,8 @@ class Lifecycle:
                         time_limit=job.time_limit,
                         host_network=gang,
                         user=job.user,
+                        uid=uid,
+                        gid=gid,
                     ),
                 )
             )

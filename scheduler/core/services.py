@@ -68,7 +68,8 @@ def build_services(
         model.jobs.values(),
         now,
     )
-    lifecycle = Lifecycle(model, usage, config, clock)
+    users = UsersService(UserStore(store.engine), clock)
+    lifecycle = Lifecycle(model, usage, config, clock, users.ids_of)
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
     liveness = Liveness(clock)
@@ -99,7 +100,7 @@ def build_services(
         control=ControlService(model, lookup, lifecycle),
         planner=Planner(model, lifecycle, snapshots, clock, window_end=reservations.window_end),
         reservations=reservations,
-        users=UsersService(UserStore(store.engine), clock),
+        users=users,
         meter=meter,
         accounting=AccountingService(model, meter, config, clock),
         notifications=NotificationService(store, config, clock),

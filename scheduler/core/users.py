@@ -31,6 +31,7 @@ class UsersService:
         self.clock = clock
         # hash prefix -> (full hash, principal): the prefix finds, compare_digest decides
         self._accepted: dict[str, tuple[str, Principal]] = {}
+        self._ids: dict[str, tuple[int, int]] = {}  # user -> (uid, gid) set by `gadmin user`
         self.refresh()
 
     # ------------------------------------------------------------ authentication
@@ -47,12 +48,20 @@ class UsersService:
         """Accept exactly the current tokens of the store (core thread; the engine's tick), so
         a token replaced or revoked by another process (``rota admin-token``) stops working."""
         self._accepted = {}
+        self._ids = {}
         for user in self.store.users():
             if user.token_hash and not user.revoked:
                 self._accept(user)
 
+    def ids_of(self, name: str) -> tuple[int, int] | None:
+        """The (uid, gid) a job of user ``name`` runs as, when an admin set them (memory
+        only); None lets the node decide (its passwd entry, else its default)."""
+        return self._ids.get(name)
+
     def _accept(self, user: UserRecord) -> None:
         self._accepted[user.token_hash[:_SELECTOR]] = (user.token_hash, user.principal())
+        if user.uid is not None and user.gid is not None:
+            self._ids[user.name] = (user.uid, user.gid)
 
     def _forget(self, user: UserRecord) -> None:
         self._accepted.pop(user.token_hash[:_SELECTOR], None)
