@@ -190,10 +190,10 @@ def simulate(
                 if rec.start < 0:
                     rec.start = now
                 window = by_name.get(job.reservation)
-                clip = window is not None and not window.flex and window.start <= now < window.end
-                left = window.end - now if window is not None and clip else rec.full_run
-                rec.run_time = min(rec.full_run, left)
-                limit = min(job.time_limit, left)
+                limit = job.time_limit
+                if window is not None and not window.flex and window.start <= now < window.end:
+                    limit = min(limit, window.end - now)  # killed at the window's end
+                rec.run_time = min(rec.full_run, limit)
                 gpus = sum(len(a.gpu_indices) for a in placement.allocations)
                 free -= gpus
                 preemptible += job.preemptible

@@ -110,3 +110,24 @@ def test_the_cli_reports_what_the_bookings_cost(tmp_path, capsys):
     bad = bookings(tmp_path, "lab,0,10,7,alice,,,,")
     assert main([str(trace), *cluster, "--reservations", str(bad)]) == 1
     assert "bookings.csv:2: nodes" in capsys.readouterr().err
+
+
+def test_running_jobs_keep_their_limit_outside_a_window_and_get_the_window_inside(tmp_path):
+    seen: dict[int, float] = {}
+    policy = make_policy("fifo-backfill")
+    decide = policy.decide
+
+    def watch(snapshot):
+        seen.update((r.id, r.time_limit) for r in snapshot.running)
+        return decide(snapshot)
+
+    policy.decide = watch  # type: ignore[method-assign]
+    jobs = [
+        TraceJob(1, 0.0, HOUR, 1, "bob", "physics", 2 * HOUR),
+        TraceJob(2, 0.0, HOUR, 2, "alice", "vision", 5 * HOUR, reservation="lab"),
+        TraceJob(3, 60.0, HOUR, 4, "carol", "physics", HOUR),  # a pass while both run
+    ]
+    booked = read_bookings(bookings(tmp_path, "lab,0,10800,0,alice,,2,,"), 1, 4)
+    simulate(jobs, policy, nodes=1, gpus_per_node=4, reservations=booked)
+    assert seen[1] == 2 * HOUR, "the limit, not the run time the simulator knows"
+    assert seen[2] == 3 * HOUR, "cut to the window's end"
