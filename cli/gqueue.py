@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--format",
         help="squeue-style columns, e.g. '%%.10i %%.9j %%.8u %%.2t %%.10M %%.10l %%.6D %%R' "
-        "(letters: i j u a t T M l D b R N r V S; %%.N right-aligns in N, %%N left-aligns)",
+        "(letters: i j u a t T M l D b R N r V S v; %%.N right-aligns in N, %%N left-aligns)",
     )
     p.add_argument("--noheader", action="store_true", help="no header and no summary line")
     p.add_argument(

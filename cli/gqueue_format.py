@@ -84,6 +84,7 @@ LETTERS: dict[str, Letter] = {
     "r": Letter("REASON", lambda j, _: j["reason"] or "None"),
     "V": Letter("SUBMIT_TIME", lambda j, _: j["submit_time"] or "N/A"),
     "S": Letter("START_TIME", lambda j, _: j["start_time"] or j["estimated_start"] or "N/A"),
+    "v": Letter("RESERVATION", lambda j, _: j.get("reservation") or "(null)"),
 }
 _FIELD = re.compile(r"%(?P<right>\.)?(?P<width>\d+)?(?P<letter>.)?")
 
@@ -198,8 +199,13 @@ RIGHT = ("JOBID", "TIME", "GPUS", "NODES")
 
 
 def default_rows(jobs: Iterable[Job], now: float) -> tuple[list[str], list[list[str]]]:
-    """gqueue's usual columns: JOBID USER NAME ST TIME GPUS NODES NODELIST(REASON)."""
-    letters = [LETTERS[c] for c in DEFAULT_COLUMNS]
+    """gqueue's usual columns: JOBID USER NAME ST TIME GPUS NODES NODELIST(REASON), and
+    RESERVATION before the last when some job shown runs in one."""
+    jobs = list(jobs)
+    columns = DEFAULT_COLUMNS
+    if any(j.get("reservation") for j in jobs):
+        columns = columns[:-1] + "v" + columns[-1]
+    letters = [LETTERS[c] for c in columns]
     rows = [
         [str(x.value(j, now))[:20] if x.header == "NAME" else str(x.value(j, now)) for x in letters]
         for j in jobs

@@ -27,9 +27,10 @@ fit the GPUs free now if reserved ones counted (or whose constraints only reserv
 meet) waits with ``ReqNodeNotAvail``. A MAINT reservation blocks everyone but the jobs naming it.
 
 Estimated starts (``gqueue --start``) follow the windows: a job waiting for its reservation
-starts at its window's start; a ``ReqNodeNotAvail`` job the wrapped policy gave no estimate at
-the first window end or running job's end after which it fits outside every window for its
-whole time limit (a lower bound: the queue ahead of it is not counted).
+starts at its window's start; a job the wrapped policy gave no estimate that waits with
+``ReqNodeNotAvail`` or that only reserved GPUs could ever hold, at the first window end or
+running job's end after which it fits outside every window for its whole time limit (a lower
+bound: the queue ahead of it is not counted).
 """
 
 from __future__ import annotations
@@ -160,6 +161,7 @@ class _Pass:
         )
         self.running: list[RunningJob] = list(snapshot.running)
         self.placements: list[Placement] = []
+        self.placed: set[int] = set()
         self.preempted: list[int] = []
         self.why: dict[int, str] = {}
         self.est: dict[int, float] = {}
@@ -194,7 +196,7 @@ class _Pass:
             if own[r.name] and self._own_pass(r, own[r.name]):
                 waiting_owners.add(r.name)
             if r.flex:  # FLEX: jobs its GPUs cannot start now may spill onto other GPUs
-                general.extend(j for j in own[r.name] if self.why.get(j.id) in _WAITING)
+                general.extend(j for j in own[r.name] if self._waits(j))
         self._general_pass(general)
         self._gap_passes(general)
         self._lend_pass(general, waiting_owners)
@@ -223,6 +225,7 @@ class _Pass:
         for p in plan.placements:
             job = by_id[p.job_id]
             self.placements.append(p)
+            self.placed.add(job.id)
             self.why.pop(job.id, None)
             self.est.pop(job.id, None)
             self.running.append(
@@ -260,7 +263,7 @@ class _Pass:
         widths = sorted((len(idx) for idx in r.gpus.values()), reverse=True)
         waiting = []
         for job in jobs:
-            if self.why.get(job.id) not in _WAITING:
+            if not self._waits(job):
                 continue
             if len(widths) < job.nodes or widths[job.nodes - 1] < job.gpus:
                 self.why[job.id] = reasons.BAD_CONSTRAINTS  # larger than the reservation
@@ -307,8 +310,7 @@ class _Pass:
             jobs = [
                 j
                 for j in general
-                if self.why.get(j.id) in _WAITING
-                and previous < self.now + self.cfg.limit_of(j.time_limit) <= start
+                if self._waits(j) and previous < self.now + self.cfg.limit_of(j.time_limit) <= start
             ]
             if jobs:
                 self._sub(self.side(), jobs, _free_until(start, open_cells, until))
@@ -320,11 +322,18 @@ class _Pass:
             if r.lend and not r.maint and r.name not in waiting_owners:
                 lent |= r.cells()
         lent -= self.maint_cells
-        jobs = [j for j in general if j.preemptible and self.why.get(j.id) in _WAITING]
+        jobs = [j for j in general if j.preemptible and self._waits(j)]
         if lent and jobs:
             self._sub(self.side(), jobs, lent.__contains__)
 
     # ---------------------------------------------------------------- reasons
+
+    def _waits(self, job: PendingJob) -> bool:
+        """Whether ``job`` is unplaced and waits for resources; a job a pass left without a
+        reason (``Snapshot.full_reasons`` False: the policy stopped early) waits too."""
+        if job.id in self.placed:
+            return False
+        return self.why.get(job.id, reasons.RESOURCES) in _WAITING
 
     def _hidden(self) -> set[Cell]:
         hidden = set(self.maint_cells)
@@ -372,10 +381,10 @@ class _Pass:
 
     def _estimate(self, general: list[PendingJob]) -> None:
         """Estimated starts that follow the windows (``gqueue --start``): a job waiting for
-        its reservation starts at its window; a general job that only reserved GPUs could hold
-        (``ReqNodeNotAvail``, no estimate from the wrapped policy) at the first window edge or
-        running job's end after which it fits outside every window for its whole time limit
-        (the queue ahead of it not counted)."""
+        its reservation starts at its window; a general job without an estimate from the
+        wrapped policy that waits with ``ReqNodeNotAvail`` or that only reserved GPUs could
+        ever hold at the first window edge or running job's end after which it fits outside
+        every window for its whole time limit (the queue ahead of it not counted)."""
         for job in self.snapshot.pending:
             r = self.by_name.get(job.reservation) if job.reservation else None
             if (
@@ -385,10 +394,20 @@ class _Pass:
                 and r.allows(job.user, job.account)
             ):
                 self.est[job.id] = r.start
+        hidden = self._hidden()
+        nodes = self.snapshot.nodes
         blocked = [
             j
             for j in general
-            if self.why.get(j.id) == reasons.REQ_NODE_NOT_AVAIL and j.id not in self.est
+            if j.id not in self.est
+            and (
+                self.why.get(j.id) == reasons.REQ_NODE_NOT_AVAIL
+                or (  # waits, and only reserved GPUs could ever hold it
+                    self._waits(j)
+                    and _fits_free(j, nodes, set())
+                    and not _fits_free(j, nodes, hidden)
+                )
+            )
         ]
         if not blocked:
             return

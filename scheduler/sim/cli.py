@@ -1,4 +1,5 @@
-"""``rota simulate TRACE.csv --nodes N --gpus-per-node G [--policy NAME] [--config FILE] ...``."""
+"""``rota simulate TRACE.csv --nodes N --gpus-per-node G [--policy NAME] [--config FILE]
+[--reservations FILE] ...``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rota.scheduler.config import load_config, policy_config
 from rota.scheduler.policy import DEFAULT_POLICY, POLICIES, make_policy
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.sim import report
+from rota.scheduler.sim.bookings import read_bookings
 from rota.scheduler.sim.engine import simulate
 from rota.scheduler.sim.metrics import summarise
 from rota.scheduler.sim.trace import TraceError, derive_limits, read_trace
@@ -35,6 +37,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="scheduler YAML (as for `rota scheduler --config`): policy and its settings",
     )
+    p.add_argument(
+        "--reservations",
+        metavar="FILE",
+        help="CSV of bookings the policy honours (docs/simulator.md, 'Reservations')",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the derived time limits")
     p.add_argument("--json", metavar="OUT", help="write the summary figures as JSON")
     p.add_argument(
@@ -48,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run one simulation, print its figures and write the outputs asked for.
 
-    Exit code 0, 1 (unreadable trace) or 2 (usage, bad config file, --csv file of another kind).
+    Exit code 0, 1 (unreadable trace or reservations file) or 2 (usage, bad config file, --csv file of another kind).
     """
     parser = _parser()
     try:
@@ -71,17 +78,27 @@ def main(argv: list[str]) -> int:
             return 2
     try:
         jobs = derive_limits(read_trace(args.trace, args.limit_jobs), args.seed)
+        booked = (
+            read_bookings(args.reservations, args.nodes, args.gpus_per_node)
+            if args.reservations
+            else []
+        )
     except (OSError, TraceError) as exc:
         print(f"rota simulate: {exc}", file=sys.stderr)
         return 1
     began = time.perf_counter()
     result = simulate(
-        jobs, make_policy(policy, config), nodes=args.nodes, gpus_per_node=args.gpus_per_node
+        jobs,
+        make_policy(policy, config),
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        reservations=booked,
     )
     figures: dict[str, object] = {
         "trace": args.trace,
         "policy": policy,
         "config": args.config,
+        "reservations": args.reservations,
         "nodes": args.nodes,
         "gpus_per_node": args.gpus_per_node,
         "seed": args.seed,

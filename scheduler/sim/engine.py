@@ -10,13 +10,24 @@ job that preempted it. Usage for fair share is fed into a ``UsageLedger`` at eve
 end, and republished to the policy every ``config.priority_period``, as the daemon does.
 Job objects are kept between snapshots and every snapshot carries a ``PendingDelta`` against
 the previous one, so policies update their cached queue order in O(change).
+
+Reservations (``bookings.read_bookings``) are seen by the policy as the daemon's passes see
+them (``Snapshot.reservations``, honoured by the ``ReservationGate`` that ``make_policy``
+wraps every policy in); their window starts and ends are events too, recurring windows move
+on at their end, and a job in a reservation is killed at its window's end (not FLEX), as the
+daemon launches it with a clipped limit. Recurring windows stop producing events four weeks
+after the last job event. The result counts the booked GPU-time and how much of it ran jobs of
+the reservation (owners) and other jobs (lent).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.policy import Policy
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.snapshot import (
@@ -30,7 +41,8 @@ from rota.scheduler.policy.snapshot import (
 from rota.scheduler.policy.usage import UsageLedger
 from rota.scheduler.sim.trace import TraceJob
 
-_END, _ARRIVE = 0, 1  # ends first at one instant, so freed GPUs are seen by arrivals
+_END, _EDGE, _ARRIVE = 0, 1, 2  # ends first at one instant, so freed GPUs are seen by arrivals
+HORIZON = 28 * 86_400.0  # recurring windows make events this long after the last job event
 
 
 @dataclass(slots=True)
@@ -38,7 +50,8 @@ class JobRecord:
     """What happened to one trace job."""
 
     job: TraceJob
-    run_time: float  # how long the last attempt ran (capped by the time limit)
+    run_time: float  # how long the last attempt ran (capped by the time limit and window)
+    full_run: float = 0.0  # how long an attempt runs outside a window (capped by the limit)
     start: float = -1.0
     end: float = -1.0
     timed_out: bool = False
@@ -55,6 +68,9 @@ class SimResult:
     passes: int
     preemptions: int
     unfinished: list[int] = field(default_factory=list)
+    booked_gpu_seconds: float = 0.0  # reserved GPUs x window time, up to the last end
+    owner_gpu_seconds: float = 0.0  # of that, run by the reservations' own jobs
+    lent_gpu_seconds: float = 0.0  # ... and by other jobs
 
 
 def simulate(
@@ -63,12 +79,13 @@ def simulate(
     *,
     nodes: int,
     gpus_per_node: int,
+    reservations: Sequence[Reservation] = (),
 ) -> SimResult:
     """Run ``jobs`` (with derived limits) through ``policy`` on ``nodes`` x ``gpus_per_node``.
 
     Snapshots carry the policy's config. Jobs get their ``true_duration`` when the policy
     reads it (``sjf-oracle``). Jobs that need more nodes than the cluster has are never placed
-    and are listed in ``unfinished``.
+    and are listed in ``unfinished``. ``reservations`` are not changed.
     """
     cfg = policy.config
     oracle = policy.reads_true_durations
@@ -80,8 +97,16 @@ def simulate(
     events: list[tuple[float, int, int, int]] = []  # (time, kind, job id, attempt)
     for job in jobs:
         limit = cfg.limit_of(job.time_limit or 0.0)
-        records[job.id] = JobRecord(job, min(job.duration, limit))
+        run = min(job.duration, limit)
+        records[job.id] = JobRecord(job, run, run)
         heapq.heappush(events, (job.submit_time, _ARRIVE, job.id, 0))
+    booked = [dataclasses.replace(r, view=None) for r in reservations]  # moved on as time goes
+    by_name = {r.name: r for r in booked}
+    for i, r in enumerate(booked):
+        heapq.heappush(events, (r.start, _EDGE, i, 0))
+    last_job_event = 0.0
+    spent = _Spent(tuple(reservations))
+    named = any(j.reservation for j in jobs)  # else the gate need not scan the queue
     pending: dict[int, PendingJob] = {}
     running: dict[int, RunningJob] = {}
     ledger = UsageLedger(cfg.usage_half_life)
@@ -102,6 +127,7 @@ def simulate(
         preemptible -= run.preemptible
         ledger.stop(run.user, run.account, gpus, now)
         records[job_id].gpu_seconds += gpus * (now - run.start_time)
+        spent.add(run, now)
         return run
 
     while events:
@@ -109,6 +135,15 @@ def simulate(
         freed = False
         while events and events[0][0] == now:
             _, kind, job_id, attempt = heapq.heappop(events)
+            if kind == _EDGE:
+                r = booked[job_id]
+                r.advance(now)
+                edge = r.start if r.start > now else r.end
+                if edge > now and (not r.period or edge <= last_job_event + HORIZON):
+                    heapq.heappush(events, (edge, _EDGE, job_id, 0))
+                freed = True  # a window opened or closed: a pass may start jobs
+                continue
+            last_job_event = now
             rec = records[job_id]
             if kind == _ARRIVE:
                 pending[job_id] = job_view = _pending(rec, gpus_per_node, cfg, oracle)
@@ -125,6 +160,7 @@ def simulate(
             freed = True
         if not pending or not (freed or free > 0 or preemptible):
             continue
+        views = tuple(r.policy_view() for r in booked if r.end > now)
         if now - published >= cfg.priority_period:
             usage, published = ledger.view(now), now
         while True:
@@ -139,6 +175,8 @@ def simulate(
                 config=cfg,
                 full_reasons=False,
                 delta=PendingDelta(version - 1, tuple(removed), tuple(added)),
+                reservations=views,
+                names_reservation=None if named else False,
             )
             added.clear()
             removed.clear()
@@ -151,6 +189,11 @@ def simulate(
                 rec.attempts += 1
                 if rec.start < 0:
                     rec.start = now
+                window = by_name.get(job.reservation)
+                limit = job.time_limit
+                if window is not None and not window.flex and window.start <= now < window.end:
+                    limit = min(limit, window.end - now)  # killed at the window's end
+                rec.run_time = min(rec.full_run, limit)
                 gpus = sum(len(a.gpu_indices) for a in placement.allocations)
                 free -= gpus
                 preemptible += job.preemptible
@@ -160,9 +203,10 @@ def simulate(
                     account=job.account,
                     allocations=placement.allocations,
                     start_time=now,
-                    time_limit=job.time_limit,
+                    time_limit=limit,
                     preemptible=job.preemptible,
                     true_duration=rec.run_time if oracle else None,
+                    reservation=job.reservation,
                 )
                 ledger.start(job.user, job.account, gpus, now)
                 heapq.heappush(events, (now + rec.run_time, _END, job.id, rec.attempts))
@@ -174,9 +218,49 @@ def simulate(
             if not plan.preemptions:
                 break
     unfinished = [i for i, r in records.items() if r.end < 0]
+    until = max((r.end for r in records.values()), default=0.0)
     return SimResult(
-        [records[j.id] for j in jobs], nodes * gpus_per_node, passes, preemptions, unfinished
+        [records[j.id] for j in jobs],
+        nodes * gpus_per_node,
+        passes,
+        preemptions,
+        unfinished,
+        booked_gpu_seconds=spent.booked(until),
+        owner_gpu_seconds=spent.owners,
+        lent_gpu_seconds=spent.lent,
     )
+
+
+class _Spent:
+    """GPU-time of reservation windows, and who ran on the reserved GPUs during them."""
+
+    def __init__(self, reservations: tuple[Reservation, ...]) -> None:
+        self.reservations = reservations  # as given: their windows from the first one on
+        self.owners = 0.0
+        self.lent = 0.0
+
+    def add(self, run: RunningJob, now: float) -> None:
+        """Count the time ``run`` held reserved GPUs inside their windows, up to ``now``."""
+        for r in self.reservations:
+            cells = r.cells()
+            held = sum((a.node, g) in cells for a in run.allocations for g in a.gpu_indices)
+            if not held:
+                continue
+            inside = sum(
+                min(end, now) - max(start, run.start_time)
+                for start, end in r.windows(run.start_time, now)
+            )
+            if run.reservation == r.name:
+                self.owners += held * inside
+            else:
+                self.lent += held * inside
+
+    def booked(self, until: float) -> float:
+        return sum(
+            r.gpu_count() * (min(end, until) - start)
+            for r in self.reservations
+            for start, end in r.windows(0.0, until)
+        )
 
 
 def _pending(rec: JobRecord, gpus_per_node: int, cfg: PolicyConfig, oracle: bool) -> PendingJob:
@@ -191,5 +275,6 @@ def _pending(rec: JobRecord, gpus_per_node: int, cfg: PolicyConfig, oracle: bool
         gpus=-(-job.gpus // width),
         nodes=width,
         default_limit=job.time_limit is None,
-        true_duration=rec.run_time if oracle else None,
+        true_duration=rec.full_run if oracle else None,
+        reservation=job.reservation,
     )

@@ -5,6 +5,8 @@
 - GPU utilisation: GPU-seconds run (all attempts) / (cluster GPUs x makespan).
 - Jain's fairness across accounts: over x_a = mean of (run time / JCT) of account a's jobs
   (1 = never waited); (sum x)^2 / (n sum x^2), 1 = equal treatment.
+- Reservations (``--reservations``): GPU-hours booked up to the last end, and the shares of
+  them run by the reservations' own jobs and lent to others (the rest sat idle).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ FIELDS = (
     "preemptions",
     "unfinished",
     "passes",
+    "reserved_gpu_hours",
+    "reserved_owner_share",
+    "reserved_lent_share",
 )
 
 
@@ -43,6 +48,7 @@ def summarise(result: SimResult) -> dict[str, float]:
     means = [sum(v) / len(v) for v in per_account.values()]
     squares = sum(x * x for x in means)
     gpu_seconds = sum(r.gpu_seconds for r in result.records)
+    booked = result.booked_gpu_seconds
     return {
         "jobs": float(len(result.records)),
         "avg_jct": _mean(jct),
@@ -57,6 +63,9 @@ def summarise(result: SimResult) -> dict[str, float]:
         "preemptions": float(result.preemptions),
         "unfinished": float(len(result.unfinished)),
         "passes": float(result.passes),
+        "reserved_gpu_hours": booked / 3600.0,
+        "reserved_owner_share": result.owner_gpu_seconds / booked if booked else 0.0,
+        "reserved_lent_share": result.lent_gpu_seconds / booked if booked else 0.0,
     }
 
 

@@ -15,7 +15,16 @@ from pathlib import Path
 from rota.scheduler.sim.engine import SimResult
 from rota.scheduler.sim.metrics import FIELDS
 
-RUN_FIELDS = ("trace", "policy", "config", "nodes", "gpus_per_node", "seed", "default_time_limit")
+RUN_FIELDS = (
+    "trace",
+    "policy",
+    "config",
+    "reservations",
+    "nodes",
+    "gpus_per_node",
+    "seed",
+    "default_time_limit",
+)
 COLUMNS = (*RUN_FIELDS, *FIELDS, "wall_seconds")
 JOB_COLUMNS = ("id", "account", "user", "gpus", "submit", "start", "end", "run_time", "timed_out")
 
@@ -28,7 +37,8 @@ def print_figures(figures: Mapping[str, object]) -> None:
 
 
 def write_json(path: str, figures: Mapping[str, object]) -> None:
-    """``figures`` as one JSON object (``config`` is null when no file was given)."""
+    """``figures`` as one JSON object (``config``, ``reservations`` null when no file was
+    given)."""
     with open(path, "w") as out:
         json.dump(dict(figures), out, indent=2)
 
@@ -49,7 +59,8 @@ def check_summary_csv(path: str) -> None:
 
 def append_summary_csv(path: str, figures: Mapping[str, object]) -> None:
     """Append ``figures`` as one row of ``COLUMNS``, after the header when ``path`` is new or
-    empty (``check_summary_csv`` first). A missing ``config`` is an empty cell."""
+    empty (``check_summary_csv`` first). A missing ``config`` or ``reservations`` is an empty
+    cell."""
     target = Path(path)
     new = not target.exists() or target.stat().st_size == 0
     with open(target, "a", newline="") as out:

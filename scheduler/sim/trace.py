@@ -4,8 +4,9 @@
 (``YYYY-MM-DD HH:MM:SS``, UTC), ``duration`` run seconds, ``cluster`` is read as the account
 and the user (the trace names no users).
 
-**Generic** (``submit_time,duration,gpus,user,account[,time_limit]``): times in seconds (any
-origin), ``gpus`` in total; an empty or missing ``time_limit`` means "none given".
+**Generic** (``submit_time,duration,gpus,user,account[,time_limit][,reservation]``): times in
+seconds (any origin), ``gpus`` in total; an empty or missing ``time_limit`` means "none given";
+``reservation`` names a booking of ``--reservations`` the job runs in (empty: none).
 
 Jobs wider than a node become gangs of ``ceil(gpus / gpus_per_node)`` nodes with an equal
 share per node. Time limits missing from the trace are derived by ``derive_limits``.
@@ -38,6 +39,7 @@ class TraceJob:
     user: str
     account: str
     time_limit: float | None = None
+    reservation: str = ""
 
 
 class TraceError(ValueError):
@@ -89,6 +91,7 @@ def _generic(row: dict[str, str]) -> TraceJob:
         row["user"],
         row["account"],
         float(limit) if limit else None,
+        (row.get("reservation") or "").strip(),
     )
 
 
