@@ -88,3 +88,31 @@ def test_a_users_booking_over_a_cap_is_refused_naming_it(tmp_path: Path) -> None
         ]
 
     run(test, tmp_path, reservations={"max_hours": 4})
+
+
+def test_maint_and_ignore_jobs_are_for_admins_only(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler) -> None:
+        await with_node(sched)
+        bob = pb_grpc.ReservationServiceStub(sched.user_channel("bob"))
+        for flag in ("MAINT", "ignore_jobs"):
+            code, details = await refused(bob.CreateReservation(booking("x", flags=[flag])))
+            assert code is DENIED
+            assert f"flags: {flag.upper()} is for admins only; bob is not an admin" in details
+        mine = await bob.CreateReservation(booking("mine", flags=["FLEX"]))
+        code, details = await refused(
+            bob.UpdateReservation(
+                pb.UpdateReservationRequest(
+                    name="mine",
+                    changes=pb.CreateReservationRequest(flags=["MAINT"]),
+                    fields=["flags"],
+                )
+            )
+        )
+        assert code is DENIED and "MAINT is for admins only" in details
+        listed = await bob.ListReservations(pb.ListReservationsRequest())
+        assert [(r.name, list(r.flags)) for r in listed.reservations] == [(mine.name, ["FLEX"])]
+        admin = pb_grpc.ReservationServiceStub(sched.channel)
+        made = await admin.CreateReservation(booking("fw", after=3, flags=["MAINT"]))
+        assert list(made.flags) == ["MAINT"]
+
+    run(test, tmp_path)

@@ -13,6 +13,7 @@ from collections.abc import Collection
 
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import JobRecord
+from rota.scheduler.cluster.reservation import IGNORE_JOBS, MAINT
 from rota.scheduler.cluster.users import Principal
 
 ACTIONS = ("cancel", "hold", "release", "requeue")
@@ -97,11 +98,25 @@ def private_view(principal: Principal, job: JobRecord) -> JobRecord:
     return dataclasses.replace(job, spec=hidden)
 
 
-def may_book(principal: Principal, users: Collection[str], accounts: Collection[str]) -> str:
+ADMIN_FLAGS = frozenset({MAINT, IGNORE_JOBS})
+"""Reservation flags only admins may set."""
+
+
+def may_book(
+    principal: Principal,
+    users: Collection[str],
+    accounts: Collection[str],
+    flags: Collection[str] = (),
+) -> str:
     """Book a reservation for ``users`` and ``accounts``: admins for anyone, others for
-    themselves and their allowed accounts only (caps aside: ``core.booking``)."""
+    themselves and their allowed accounts only (caps aside: ``core.booking``). The flags that
+    reach beyond a booking's own GPUs' free time (MAINT blocks everyone, IGNORE_JOBS books over
+    running jobs) are for admins only."""
     if principal.admin:
         return ""
+    reserved = sorted({f.upper() for f in flags} & ADMIN_FLAGS)
+    if reserved:
+        return f"flags: {', '.join(reserved)} is for admins only; {principal.user} is not an admin"
     strangers = [u for u in users if u != principal.user]
     if strangers:
         return (

@@ -197,7 +197,7 @@ class ReservationService:
         now = self.clock()
         self._prune(now)
         for request in requests:
-            refusal = access.may_book(principal, request.users, request.accounts)
+            refusal = access.may_book(principal, request.users, request.accounts, request.flags)
             if refusal:
                 raise AccessDenied(f"booking {request.name}: {refusal}")
         refusals: list[str | None] = []
@@ -236,7 +236,7 @@ class ReservationService:
     ) -> Reservation:
         """The reservation ``request`` describes, checked against the others (all but
         ``exclude``), running jobs and ``principal``'s rights; ``gpus`` keeps those GPUs."""
-        refusal = access.may_book(principal, request.users, request.accounts)
+        refusal = access.may_book(principal, request.users, request.accounts, request.flags)
         if refusal:
             raise AccessDenied(refusal)
         flags = _flags(request.flags)
