@@ -13,7 +13,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -296,12 +296,14 @@ class Client:
 
     # ------------------------------------------------------------ nodes and GPUs
 
-    def list_nodes(self) -> list[Any]:
-        """Every node (``rota.v1.Node``), page after page, in name order."""
+    def list_nodes(self, states: Sequence[str] = ()) -> list[Any]:
+        """Every node (``rota.v1.Node``), or those in ``states``, page after page, in name
+        order."""
         nodes: list[Any] = []
         token = ""
         while True:
-            page = self.call(self.nodes.ListNodes, pb.ListNodesRequest(page_token=token))
+            request = pb.ListNodesRequest(page_token=token, states=list(states))
+            page = self.call(self.nodes.ListNodes, request)
             nodes.extend(page.nodes)
             token = page.next_page_token
             if not token:

@@ -1,5 +1,7 @@
 """ginfo: nodes with their state (MAINT in a maintenance window), GPUs free/total and reserved now
-and next; ``-G`` or ``-N NODE`` shows every GPU."""
+and next; ``-G`` or ``-N NODE`` shows every GPU. On a cluster of more than one page of nodes
+(500) it prints the summary unless ``--all`` or ``-t STATES`` asks for the nodes, as ``sinfo``
+summarises rather than listing thousands of lines."""
 
 from __future__ import annotations
 
@@ -9,12 +11,27 @@ import sys
 import time
 from typing import Any
 
+SUMMARISE_ABOVE = 500  # nodes: one ListNodes page; beyond it ginfo prints the summary
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ginfo", description="Show rota nodes and GPUs.")
     p.add_argument("-G", "--gpus", action="store_true", help="one line per GPU")
     p.add_argument("-N", "--node", help="only this node, one line per GPU")
     p.add_argument("-s", "--summary", action="store_true", help="only counts: nodes by state, GPUs")
+    p.add_argument(
+        "-a",
+        "--all",
+        action="store_true",
+        help="list every node, however many (default: up to 500)",
+    )
+    p.add_argument(
+        "-t",
+        "--states",
+        type=_states,
+        default=[],
+        help="only nodes in these states, comma-separated (IDLE,MIXED,ALLOCATED,DRAINING,DRAINED,DOWN)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
@@ -36,7 +53,17 @@ def _info(args: argparse.Namespace) -> int:
     with connect(args.scheduler, args.ca) as client:
         if args.summary and not args.node:
             return _summary(client.node_summary(), args.json)
-        nodes = [client.get_node(args.node)] if args.node else client.list_nodes()
+        listed = args.node or args.all or args.states or args.gpus or args.json
+        if not listed:
+            summary = client.node_summary()
+            if summary.nodes > SUMMARISE_ABOVE:
+                _summary(summary, False)
+                print(
+                    f"{summary.nodes} nodes: `ginfo --all` lists every one, "
+                    "`ginfo -t DOWN,DRAINED` those in some states, `ginfo -N NODE` one"
+                )
+                return 0
+        nodes = [client.get_node(args.node)] if args.node else client.list_nodes(args.states)
     if args.json:
         print(json.dumps([as_dict(n) for n in nodes], indent=2))
         return 0
@@ -76,6 +103,11 @@ def _info(args: argparse.Namespace) -> int:
     header = ["NODE", "STATE", "GPUS(FREE/TOTAL)", "GPU_TYPE", "CPUS", "MEMORY", "RESERVED"]
     print(table([*header, "REASON"], rows))
     return 0
+
+
+def _states(text: str) -> list[str]:
+    """``-t``'s comma-separated states, upper-cased; the scheduler checks them."""
+    return [s.strip().upper() for s in text.split(",") if s.strip()]
 
 
 def _state(n: Any) -> str:

@@ -426,12 +426,17 @@ class Engine:
     # ------------------------------------------------------------ NodeService, GpuHealth
 
     async def list_nodes(
-        self, page_size: int, page_token: str, summary: bool, summary_only: bool
+        self,
+        page_size: int,
+        page_token: str,
+        summary: bool,
+        summary_only: bool,
+        states: tuple[str, ...] = (),
     ) -> NodePage:
-        """A page of nodes (copies with their displayed status) in name order, and with
-        ``summary`` counts over all nodes."""
+        """A page of nodes (copies with their displayed status) in name order, only those in
+        ``states`` when given, and with ``summary`` counts over all nodes."""
         nodes = self.services.nodes
-        return await self._core(nodes.page, page_size, page_token, summary, summary_only)
+        return await self._core(nodes.page, page_size, page_token, summary, summary_only, states)
 
     async def node_bookings(self, names: list[str]) -> dict[str, NodeBookings]:
         """Reservations on these nodes now and next (``ginfo``)."""

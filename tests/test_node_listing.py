@@ -48,3 +48,31 @@ def test_page_size_beyond_the_limit_is_refused_by_name(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     with pytest.raises(UserError, match="page_size: 5000 must be 0 to 1000"):
         h.s.nodes.page(5000, "", summary=False)
+
+
+def test_a_state_filter_pages_over_matching_nodes_and_unhealthy_gpus_are_counted(
+    tmp_path: Path,
+) -> None:
+    h = Harness(tmp_path)
+    for i in range(6):
+        h.connect(f"n{i}", gpus=2)
+    for name in ("n1", "n3", "n4"):
+        h.s.model.nodes[name].connected = False
+    h.s.gpus.drain("n0", 1, "root", "fan noise")
+
+    names: list[str] = []
+    token = ""
+    while True:
+        page = h.s.nodes.page(2, token, summary=False, states=("DOWN",))
+        names += [node.name for node, _ in page.nodes]
+        token = page.next_page_token
+        if not token:
+            break
+    assert names == ["n1", "n3", "n4"]
+    idle = h.s.nodes.page(0, "", summary=True, states=("IDLE", "MIXED"))
+    assert [node.name for node, _ in idle.nodes] == ["n0", "n2", "n5"]
+    assert idle.summary is not None and idle.summary.nodes == 6, "the summary counts all"
+    assert idle.summary.gpus_unhealthy == 1
+    assert idle.summary.gpus_free == 1 + 2 + 2  # n0's other GPU; the down nodes offer none
+    with pytest.raises(UserError, match=r"states: 'ON FIRE', 'down' unknown; one of IDLE"):
+        h.s.nodes.page(0, "", summary=False, states=("IDLE", "down", "ON FIRE"))

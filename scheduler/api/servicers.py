@@ -131,7 +131,11 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
     @unary
     async def ListNodes(self, request: pb.ListNodesRequest, context: Any) -> pb.ListNodesResponse:
         page = await self.engine.list_nodes(
-            request.page_size, request.page_token, request.summary, request.summary_only
+            request.page_size,
+            request.page_token,
+            request.summary,
+            request.summary_only,
+            tuple(request.states),
         )
         reply = pb.ListNodesResponse(
             nodes=[convert.node_to_pb(n, s) for n, s in page.nodes],

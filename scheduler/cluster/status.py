@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from rota.scheduler.cluster.gpus import GpuDisplay
 from rota.scheduler.cluster.model import AdminState, JobRecord, NodeState
 
+NODE_STATES = ("IDLE", "MIXED", "ALLOCATED", "DRAINING", "DRAINED", "DOWN")
+"""Every state ``node_status`` gives, in ``ginfo``'s order."""
+
 
 @dataclass(frozen=True, slots=True)
 class NodeStatus:

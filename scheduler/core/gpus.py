@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from rota.scheduler.cluster.gpus import (
     AUTO,
@@ -178,6 +178,16 @@ class GpuHealth:
             }
             self._blocked[node] = found
         return found
+
+    def counts(self, node: NodeState, held: Collection[int]) -> tuple[int, int]:
+        """(free, unhealthy) GPUs of ``node`` as ``display`` would count them, without building
+        the displays (the node summary walks every node): free is held by no job (``held``:
+        indices) and allocatable; unhealthy is marked or reporting an NVML error."""
+        failing = {t.index for t in node.telemetry if t.error}
+        unhealthy = failing | (self.marks.get(node.name) or {}).keys()
+        out = self.blocked(node.name) | unhealthy
+        free = sum(1 for g in node.inventory.gpus if g.index not in held and g.index not in out)
+        return free, len(unhealthy)
 
     def display(self, node: NodeState, holders: dict[int, str]) -> dict[int, GpuDisplay]:
         """What ``ginfo`` shows for every GPU of ``node`` (``holders``: index -> job id)."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 import bisect
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from rota.scheduler.cluster.model import AdminState, JobEvent, JobRecord, NodeState
-from rota.scheduler.cluster.status import NodeStatus, free_gpus, node_status
+from rota.scheduler.cluster.status import NODE_STATES, NodeStatus, node_status
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
 from rota.scheduler.core.gpus import GpuHealth
@@ -158,26 +158,52 @@ class NodeService:
         return RemoveResult(tuple(requeued), tuple(failed)), orders
 
     def page(
-        self, page_size: int, page_token: str, summary: bool, summary_only: bool = False
+        self,
+        page_size: int,
+        page_token: str,
+        summary: bool,
+        summary_only: bool = False,
+        states: Collection[str] = (),
     ) -> NodePage:
         """Nodes after ``page_token`` (the last name of the previous page) in name order,
-        ``page_size`` of them (0: DEFAULT_NODE_PAGE; at most MAX_NODE_PAGE); with
-        ``summary``, counts over all nodes; with ``summary_only``, no nodes."""
+        ``page_size`` of them (0: DEFAULT_NODE_PAGE; at most MAX_NODE_PAGE), only those whose
+        state is one of ``states`` when given; with ``summary``, counts over all nodes; with
+        ``summary_only``, no nodes."""
         if not 0 <= page_size <= MAX_NODE_PAGE:
             raise UserError(f"page_size: {page_size} must be 0 to {MAX_NODE_PAGE} (0: default)")
         if not page_token.isprintable():
             raise UserError(f"page_token: {page_token!r} is not a token from a previous page")
+        unknown = sorted(set(states) - set(NODE_STATES))
+        if unknown:
+            raise UserError(
+                f"states: {', '.join(map(repr, unknown))} unknown; one of {', '.join(NODE_STATES)}"
+            )
         by_node = self._active_by_node()
         counted = self._summary(by_node) if summary or summary_only else None
         if summary_only:
             return NodePage([], "", counted)
         names = sorted(self.model.nodes)
         start = bisect.bisect_right(names, page_token) if page_token else 0
-        chosen = names[start : start + (page_size or DEFAULT_NODE_PAGE)]
+        size = page_size or DEFAULT_NODE_PAGE
         stale_after = self._stale_after()  # once: it counts every node
-        shown = [self._shown(self.model.nodes[n], by_node.get(n, ()), stale_after) for n in chosen]
-        more = start + len(chosen) < len(names)
-        return NodePage(shown, chosen[-1] if more and chosen else "", counted)
+        shown: list[tuple[NodeState, NodeStatus]] = []
+        last = start
+        for last in range(start, len(names)):
+            if len(shown) == size:
+                break
+            node = self.model.nodes[names[last]]
+            if states and self._state(node, by_node, stale_after) not in states:
+                continue
+            shown.append(self._shown(node, by_node.get(node.name, ()), stale_after))
+        else:
+            last = len(names)
+        more = last < len(names)
+        return NodePage(shown, shown[-1][0].name if more and shown else "", counted)
+
+    def _state(
+        self, node: NodeState, by_node: Mapping[str, list[JobRecord]], stale_after: float
+    ) -> str:
+        return node_status(node, by_node.get(node.name, ()), self.clock(), stale_after).state
 
     def _active_by_node(self) -> dict[str, list[JobRecord]]:
         by_node: dict[str, list[JobRecord]] = {}
@@ -194,11 +220,11 @@ class NodeService:
         total = free = unhealthy = 0
         for node in self.model.nodes.values():
             status = node_status(node, by_node.get(node.name, ()), now, stale_after)
-            status = replace(status, gpus=self.gpus.display(node, status.holders))
             states[status.state] += 1
             total += node.gpu_count
-            free += free_gpus(node, status) if status.state in ("IDLE", "MIXED") else 0
-            unhealthy += sum(1 for g in status.gpus.values() if g.state == "unhealthy")
+            node_free, node_unhealthy = self.gpus.counts(node, status.holders)
+            free += node_free if status.state in ("IDLE", "MIXED") else 0
+            unhealthy += node_unhealthy
         return NodeSummary(len(self.model.nodes), dict(states), total, free, unhealthy)
 
     def show(self, name: str) -> tuple[NodeState, NodeStatus]:

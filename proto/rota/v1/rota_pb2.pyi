@@ -590,16 +590,18 @@ class Node(_message.Message):
     def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpus_reserved: _Optional[int] = ..., reserved_by: _Optional[_Iterable[str]] = ..., maintenance: _Optional[bool] = ..., gpus_reserved_next: _Optional[int] = ..., reserved_next_by: _Optional[_Iterable[str]] = ..., reserved_next_start: _Optional[float] = ...) -> None: ...
 
 class ListNodesRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "summary", "summary_only")
+    __slots__ = ("page_size", "page_token", "summary", "summary_only", "states")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_ONLY_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     summary: bool
     summary_only: bool
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., summary: _Optional[bool] = ..., summary_only: _Optional[bool] = ...) -> None: ...
+    states: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., summary: _Optional[bool] = ..., summary_only: _Optional[bool] = ..., states: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeSummary(_message.Message):
     __slots__ = ("nodes", "states", "gpus_total", "gpus_free", "gpus_unhealthy")
