@@ -7,7 +7,8 @@ servicers on 127.0.0.1) and admits NODES 8-GPU nodes through the engine's own he
 heartbeat steps, with the inventory and telemetry the load generator's nodes send
 (bench/loadgen/protocol.py); no agent streams are open, so the listing is measured alone. Then,
 RUNS times each: one ``ListNodes`` page (default size and the largest), the summary alone,
-``GetNode``; and the whole process of ``ginfo``, ``ginfo -s`` and ``ginfo -N NODE``. Prints
+``GetNode``; and the whole process of ``ginfo`` (the summary at this size), ``ginfo -s``,
+``ginfo -t DOWN`` (ten nodes are DOWN), ``ginfo -N NODE`` and ``ginfo --all``. Prints
 medians and maxima, and the largest reply in bytes (gRPC's default limit is 4 MiB).
 """
 
@@ -90,6 +91,8 @@ def main(count: int, runs: int) -> None:
         engine = Engine(services)
         began = time.perf_counter()
         admit(engine, count)
+        for i in range(0, count, max(1, count // 10)):  # ten nodes DOWN for ``ginfo -t DOWN``
+            services.model.nodes[f"sim-{i:05d}"].connected = False
         print(f"{count} nodes admitted in {time.perf_counter() - began:.1f} s", flush=True)
         ready, stop, port = threading.Event(), threading.Event(), []
         thread = threading.Thread(target=serve, args=(engine, ready, port, stop), daemon=True)
@@ -119,7 +122,14 @@ def main(count: int, runs: int) -> None:
                 line("GetNode", times)
             env = {**os.environ, "ROTA_SCHEDULER": address}
             cli = [sys.executable, "-m", "rota.cli.ginfo", "--scheduler", address]
-            for label, extra in (("ginfo", []), ("ginfo -s", ["-s"]), ("ginfo -N", ["-N", last])):
+            commands = (
+                ("ginfo (the summary above 500 nodes)", []),
+                ("ginfo -s", ["-s"]),
+                ("ginfo -t DOWN", ["-t", "DOWN"]),
+                ("ginfo -N", ["-N", last]),
+                ("ginfo --all", ["--all"]),
+            )
+            for label, extra in commands:
                 out: list[int] = []
 
                 def run(extra: list[str] = extra, out: list[int] = out) -> None:

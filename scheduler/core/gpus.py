@@ -183,9 +183,13 @@ class GpuHealth:
         """(free, unhealthy) GPUs of ``node`` as ``display`` would count them, without building
         the displays (the node summary walks every node): free is held by no job (``held``:
         indices) and allocatable; unhealthy is marked or reporting an NVML error."""
-        failing = {t.index for t in node.telemetry if t.error}
-        unhealthy = failing | (self.marks.get(node.name) or {}).keys()
-        out = self.blocked(node.name) | unhealthy
+        marked = self.marks.get(node.name) or {}
+        out = self.blocked(node.name)  # marked, dirty or busy
+        failing = [t.index for t in node.telemetry if t.error]
+        if not (held or out or failing):  # most nodes: nothing to subtract
+            return node.gpu_count, 0
+        unhealthy = marked.keys() | failing
+        out = out | unhealthy
         free = sum(1 for g in node.inventory.gpus if g.index not in held and g.index not in out)
         return free, len(unhealthy)
 
