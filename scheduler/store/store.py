@@ -68,10 +68,15 @@ from rota.states import TERMINAL_STATES, JobState
 _TERMINAL = [s.value for s in TERMINAL_STATES]
 
 
+_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JobSpec))
+
+
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
-    """A JSON-safe dict of a JobSpec."""
-    data = dataclasses.asdict(spec)
+    """A JSON-safe dict of a JobSpec (field by field: ``dataclasses.asdict``'s deep copies were
+    half the cost of storing a submission)."""
+    data = {name: getattr(spec, name) for name in _SPEC_FIELDS}
     data["command"] = list(spec.command)
+    data["notify_on"] = list(spec.notify_on)
     data["mounts"] = [dataclasses.asdict(m) for m in spec.mounts]
     data["node_selector"] = dict(spec.node_selector)
     data["env"] = dict(spec.env)
@@ -253,12 +258,19 @@ def _submitted(job_id: int, job: JobRecord, why: str) -> dict[str, Any]:
     }
 
 
-def _insert_job(conn: Connection, job: JobRecord, user: str) -> JobRecord:
-    """Insert one job with its spec and its submission event; returns it with its id."""
-    stmt = insert(_JOBS).values(spec=spec_to_json(job.spec), **_job_values(job))
-    job_id = conn.execute(stmt.returning(_JOBS.c.id)).scalar_one()
-    conn.execute(insert(_EVENTS).values(_submitted(job_id, job, f"submitted by {user}")))
-    return dataclasses.replace(job, id=job_id)
+def _insert_jobs(conn: Connection, jobs: Sequence[JobRecord], user: str) -> list[JobRecord]:
+    """Insert single jobs with their specs and submission events, each table in one statement
+    executed for many rows (ids returned in order); returns them with their ids."""
+    if not jobs:
+        return []
+    rows = [{"spec": spec_to_json(job.spec), **_job_values(job)} for job in jobs]
+    stmt = insert(_JOBS).returning(_JOBS.c.id, sort_by_parameter_order=True)
+    ids = conn.execute(stmt, rows).scalars().all()
+    why = f"submitted by {user}"
+    conn.execute(
+        insert(_EVENTS), [_submitted(i, job, why) for i, job in zip(ids, jobs, strict=True)]
+    )
+    return [dataclasses.replace(job, id=i) for i, job in zip(ids, jobs, strict=True)]
 
 
 def _insert_array(conn: Connection, tasks: Sequence[JobRecord], user: str) -> list[JobRecord]:
@@ -453,22 +465,24 @@ class Store:
         request_ids: Sequence[str],
         user: str,
     ) -> list[list[JobRecord]]:
-        out: list[list[JobRecord]] = []
         with self.engine.begin() as conn:
-            for group, request_id in zip(jobs, request_ids, strict=True):
+            out: list[list[JobRecord]] = []
+            singles: list[JobRecord] = []  # consecutive single jobs, stored together
+            for group in jobs:
                 if len(group) == 1 and group[0].array_task_id is None:
-                    stored = [_insert_job(conn, group[0], user)]
-                else:
-                    stored = _insert_array(conn, group, user)
-                if request_id:
-                    conn.execute(
-                        insert(SubmitRequestRow.__table__).values(
-                            request_id=request_id,
-                            user=user,
-                            job_ids=[j.display_id for j in stored],
-                        )
-                    )
-                out.append(stored)
+                    singles.append(group[0])
+                    continue
+                out.extend([job] for job in _insert_jobs(conn, singles, user))
+                singles = []
+                out.append(_insert_array(conn, group, user))
+            out.extend([job] for job in _insert_jobs(conn, singles, user))
+            requests = [
+                {"request_id": r, "user": user, "job_ids": [j.display_id for j in stored]}
+                for r, stored in zip(request_ids, out, strict=True)
+                if r
+            ]
+            if requests:
+                conn.execute(insert(SubmitRequestRow.__table__), requests)
         return out
 
     def known_requests(self, request_ids: Iterable[str]) -> dict[str, list[str]]:
