@@ -137,10 +137,8 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
             request.summary_only,
             tuple(request.states),
         )
-        reply = pb.ListNodesResponse(
-            nodes=[convert.node_to_pb(n, s) for n, s in page.nodes],
-            next_page_token=page.next_page_token,
-        )
+        nodes = await asyncio.to_thread(convert.nodes_to_pb, page.nodes)  # the loop keeps serving
+        reply = pb.ListNodesResponse(nodes=nodes, next_page_token=page.next_page_token)
         if reply.nodes:
             booked = await self.engine.node_bookings([n.name for n in reply.nodes])
             for msg in reply.nodes:
