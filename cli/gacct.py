@@ -211,7 +211,7 @@ def _emit(rows: Sequence[dict[str, Any]], headers: Sequence[str], args: argparse
                 ]
             )
     else:
-        right = {"EXIT", "ELAPSED", "GPUS", "GPU_HOURS", "GPU_UTIL", "JOBS"}
+        right = ["EXIT", "ELAPSED", "GPUS", "GPU_HOURS", "GPU_UTIL", "JOBS"]
         print(
             table(
                 list(headers), [_cells(r) if "id" in r else list(r.values()) for r in rows], right

@@ -5,6 +5,7 @@ that import generated code."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rota.jobspec import JobSpec
 from rota.messages import (
@@ -46,7 +47,7 @@ _STATE_TO_PB = {s: pb.JobState.Value(s.value) for s in JobState}
 _PB_TO_STATE = {v: k for k, v in _STATE_TO_PB.items()}
 
 
-def state_to_pb(state: JobState) -> int:
+def state_to_pb(state: JobState) -> Any:  # pb.JobState.ValueType (the stubs are skipped)
     return _STATE_TO_PB[state]
 
 

@@ -43,8 +43,8 @@ class Planner:
         if plan.placements:
             self.snapshots.sync(self.clock())
             for running in self.snapshots.running():
-                for alloc in running.allocations:
-                    used.setdefault(alloc.node, set()).update(alloc.gpu_indices)
+                for held in running.allocations:
+                    used.setdefault(held.node, set()).update(held.gpu_indices)
         orders: Orders = []
         changed: list[JobRecord] = []
         events: list[JobEvent] = []

@@ -202,8 +202,9 @@ def _resumable(
     kept = cache.run
     if kept is None or queue is None or todo is not queue.jobs or max_job_test:
         return None
+    assert isinstance(kept, _Loop)
     old = kept.snapshot
-    assert isinstance(old, Snapshot) and isinstance(kept, _Loop)
+    assert isinstance(old, Snapshot)
     if not (
         snapshot.full_reasons
         and snapshot.now == old.now

@@ -284,11 +284,11 @@ class _Pass:
             ),
             key=lambda job: -job.start_time,
         )
-        for job in borrowers:
+        for borrower in borrowers:
             if need <= 0:
                 break
-            self.preempted.append(job.id)
-            need -= sum((a.node, g) in cells for a in job.allocations for g in a.gpu_indices)
+            self.preempted.append(borrower.id)
+            need -= sum((a.node, g) in cells for a in borrower.allocations for g in a.gpu_indices)
         return True
 
     def _general_pass(self, jobs: list[PendingJob]) -> None:

@@ -95,11 +95,10 @@ def simulate(
     )
     records: dict[int, JobRecord] = {}
     events: list[tuple[float, int, int, int]] = []  # (time, kind, job id, attempt)
-    for job in jobs:
-        limit = cfg.limit_of(job.time_limit or 0.0)
-        run = min(job.duration, limit)
-        records[job.id] = JobRecord(job, run, run)
-        heapq.heappush(events, (job.submit_time, _ARRIVE, job.id, 0))
+    for traced in jobs:
+        run_time = min(traced.duration, cfg.limit_of(traced.time_limit or 0.0))
+        records[traced.id] = JobRecord(traced, run_time, run_time)
+        heapq.heappush(events, (traced.submit_time, _ARRIVE, traced.id, 0))
     booked = [dataclasses.replace(r, view=None) for r in reservations]  # moved on as time goes
     by_name = {r.name: r for r in booked}
     for i, r in enumerate(booked):
@@ -151,11 +150,15 @@ def simulate(
                 continue
             if attempt != rec.attempts or job_id not in running:
                 continue  # an attempt that was preempted
-            run = stop(job_id, now)
+            ended = stop(job_id, now)
             rec.end = now
             rec.timed_out = rec.run_time < rec.job.duration
             ledger.finish(
-                run.user, run.account, rec.run_time, run.time_limit, rec.job.time_limit is not None
+                ended.user,
+                ended.account,
+                rec.run_time,
+                ended.time_limit,
+                rec.job.time_limit is not None,
             )
             freed = True
         if not pending or not (freed or free > 0 or preemptible):

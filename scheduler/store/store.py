@@ -15,9 +15,10 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
+    Table,
     and_,
     bindparam,
     create_engine,
@@ -35,6 +36,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TableValuedAlias
 from sqlalchemy.types import BigInteger
 
@@ -125,10 +127,14 @@ def _alloc_from_json(data: Any) -> list[NodeAlloc]:
     ]
 
 
-_JOBS = JobRow.__table__
-_EVENTS = JobEventRow.__table__
-_ARRAYS = ArrayRow.__table__
-_NODES = NodeRow.__table__
+# The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause).
+_JOBS = cast(Table, JobRow.__table__)
+_EVENTS = cast(Table, JobEventRow.__table__)
+_ARRAYS = cast(Table, ArrayRow.__table__)
+_NODES = cast(Table, NodeRow.__table__)
+_NOTICES = cast(Table, NotificationRow.__table__)
+_REQUESTS = cast(Table, SubmitRequestRow.__table__)
+_USAGE = cast(Table, JobUsageRow.__table__)
 _BATCH = 5_000  # rows per statement in bulk reads (keeps IN lists short)
 
 
@@ -373,13 +379,13 @@ class Notice:
 
 def _add_notices(conn: Connection, notices: list[dict[str, Any]]) -> None:
     """Queue webhooks of jobs that ended; one already queued for a job stays as it is."""
-    n = NotificationRow.__table__.c
+    n = _NOTICES.c
     queued = set(
         conn.execute(select(n.job_id).where(n.job_id.in_([x["job_id"] for x in notices]))).scalars()
     )
     fresh = [x for x in notices if x["job_id"] not in queued]
     if fresh:
-        conn.execute(insert(NotificationRow.__table__), fresh)
+        conn.execute(insert(_NOTICES), fresh)
 
 
 def _event_row(ev: JobEvent) -> dict[str, Any]:
@@ -483,7 +489,7 @@ class Store:
                 if r
             ]
             if requests:
-                conn.execute(insert(SubmitRequestRow.__table__), requests)
+                conn.execute(insert(_REQUESTS), requests)
         return out
 
     def known_requests(self, request_ids: Iterable[str]) -> dict[str, list[str]]:
@@ -548,7 +554,7 @@ class Store:
         if query.states:
             stmt = stmt.where(c.state.in_([s.value for s in query.states]))
         if query.ids or query.array_ids:
-            in_arrays = c.array_job_id.in_(query.array_ids)
+            in_arrays: ColumnElement[bool] = c.array_job_id.in_(query.array_ids)
             if query.task_ids:
                 in_arrays = and_(in_arrays, c.array_task_id.in_(query.task_ids))
             stmt = stmt.where(or_(c.id.in_(query.ids), in_arrays))
@@ -592,7 +598,8 @@ class Store:
                 select(JobRow.array_job_id, JobRow.id).where(JobRow.array_job_id.in_(id_list))
             )
             for array_id, row_id in rows:
-                out.setdefault(array_id, []).append(row_id)
+                if array_id is not None:  # the query asks for arrays' rows only
+                    out.setdefault(array_id, []).append(row_id)
         return out
 
     def events(self, job_id: int) -> list[JobEvent]:
@@ -622,7 +629,7 @@ class Store:
     def claim_notices(self, now: float, lease: float, limit: int) -> list[Notice]:
         """Up to ``limit`` webhooks due at ``now``, each with its job; each is leased (not due
         again) for ``lease`` seconds, so one whose result is lost to a crash is tried again."""
-        n = NotificationRow.__table__.c
+        n = _NOTICES.c
         with self.engine.begin() as conn:
             rows = conn.execute(
                 select(n.job_id, n.url, n.tries)
@@ -633,11 +640,7 @@ class Store:
             if not rows:
                 return []
             ids = [r.job_id for r in rows]
-            conn.execute(
-                update(NotificationRow.__table__)
-                .where(n.job_id.in_(ids))
-                .values(next_at=now + lease)
-            )
+            conn.execute(update(_NOTICES).where(n.job_id.in_(ids)).values(next_at=now + lease))
             jobs = {
                 j.id: j
                 for j in _records(
@@ -649,19 +652,15 @@ class Store:
     def notice_done(self, job_id: int, event: JobEvent) -> None:
         """A webhook was delivered or given up: forget it and record ``event``."""
         with self.engine.begin() as conn:
-            conn.execute(
-                delete(NotificationRow.__table__).where(
-                    NotificationRow.__table__.c.job_id == job_id
-                )
-            )
+            conn.execute(delete(_NOTICES).where(_NOTICES.c.job_id == job_id))
             conn.execute(insert(_EVENTS), [_event_row(event)])
 
     def notice_retry(self, job_id: int, tries: int, next_at: float, event: JobEvent) -> None:
         """A webhook failed: try it again at ``next_at`` and record ``event``."""
         with self.engine.begin() as conn:
             conn.execute(
-                update(NotificationRow.__table__)
-                .where(NotificationRow.__table__.c.job_id == job_id)
+                update(_NOTICES)
+                .where(_NOTICES.c.job_id == job_id)
                 .values(tries=tries, next_at=next_at)
             )
             conn.execute(insert(_EVENTS), [_event_row(event)])
@@ -685,7 +684,7 @@ class Store:
     def finished_jobs(self, query: AccountingQuery) -> list[FinishedJob]:
         """Jobs in a terminal state matching ``query``, most recent end first, each with its
         NVML figures (zero samples when none were recorded)."""
-        usage = JobUsageRow.__table__.c
+        usage = _USAGE.c
         stmt = (
             select(
                 _JOBS,
@@ -695,7 +694,7 @@ class Store:
                 usage.memory_total,
                 usage.job_id.label("usage_job"),
             )
-            .outerjoin(JobUsageRow.__table__, usage.job_id == _JOBS.c.id)
+            .outerjoin(_USAGE, usage.job_id == _JOBS.c.id)
             .where(JobRow.state.in_([s.value for s in query.states] or _TERMINAL))
             .order_by(JobRow.end_time.desc(), JobRow.id.desc())
         )

@@ -6,7 +6,20 @@ method is one transaction. Like ``Store`` it is used from one thread at a time.
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, BigInteger, Boolean, Float, Index, Integer, String, Text, select
+from typing import cast
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    select,
+)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
 
@@ -64,7 +77,8 @@ class UserStore:
     """Reads and writes users and audit entries."""
 
     def __init__(self, engine: Engine) -> None:
-        Base.metadata.create_all(engine, tables=[UserRow.__table__, AuditRow.__table__])
+        tables = [cast(Table, UserRow.__table__), cast(Table, AuditRow.__table__)]
+        Base.metadata.create_all(engine, tables=tables)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def users(self) -> list[UserRecord]:
