@@ -76,3 +76,14 @@ def test_a_state_filter_pages_over_matching_nodes_and_unhealthy_gpus_are_counted
     assert idle.summary.gpus_free == 1 + 2 + 2  # n0's other GPU; the down nodes offer none
     with pytest.raises(UserError, match=r"states: 'ON FIRE', 'down' unknown; one of IDLE"):
         h.s.nodes.page(0, "", summary=False, states=("IDLE", "down", "ON FIRE"))
+
+
+def test_many_unknown_states_are_named_briefly(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    junk = tuple(f"S{i}" * 100 for i in range(1000))
+    with pytest.raises(UserError) as refused:
+        h.s.nodes.page(0, "", summary=False, states=junk)
+    message = str(refused.value)
+    assert message.startswith("states: 'S0S0") and ", ...] unknown" not in message
+    assert message.count("'") == 10 and ", ... unknown; one of IDLE" in message
+    assert len(message) < 400

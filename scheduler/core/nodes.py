@@ -175,9 +175,8 @@ class NodeService:
             raise UserError(f"page_token: {page_token!r} is not a token from a previous page")
         unknown = sorted(set(states) - set(NODE_STATES))
         if unknown:
-            raise UserError(
-                f"states: {', '.join(map(repr, unknown))} unknown; one of {', '.join(NODE_STATES)}"
-            )
+            named = ", ".join(repr(s[:40]) for s in unknown[:5]) + (", ..." if unknown[5:] else "")
+            raise UserError(f"states: {named} unknown; one of {', '.join(NODE_STATES)}")
         by_node = self._active_by_node()
         counted = self._summary(by_node) if summary or summary_only else None
         if summary_only:
