@@ -51,9 +51,11 @@ def test_agent_sigkill_and_restart_adopts_jobs_with_real_exit_codes(cluster: Clu
     cluster.kill("agent-n1", signal.SIGKILL)
     (out / "go-away").touch()  # ends while the agent is dead
     wait_for(lambda: "7" in _exit_codes(cluster, away), 10, what="a job ending while away")
+    # start_agent's "node up" may still see the old stream, which the scheduler has not yet
+    # found broken: wait for the new agent to adopt the containers it finds.
     cluster.start_agent("n1", 4)
+    wait_for(lambda: "adopted running job" in cluster.log("agent-n1"), 20, what="the jobs adopted")
     (out / "go").touch()
-    assert "adopted running job" in cluster.log("agent-n1")
     results = {
         job: cluster.wait_state(job, "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", timeout=40)
         for job in jobs
