@@ -25,13 +25,9 @@ def _as(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess
 
 
 def _submit(cluster: Cluster, token: str, user: str, *flags: str) -> str:
-    path = cluster.write_job(
-        f"{user}.yaml",
-        f"image: {TEST_IMAGE}\ncommand: [sh, -c, 'sleep 120']\nresources: {{gpus: 2}}\n",
-    )
-    out = _as(cluster, token, "gsub", "--parsable", *flags, str(path))
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
+    """A 2-GPU job of ``user`` that sleeps 120 s; its id."""
+    text = "command: [sh, -c, 'sleep 120']\nresources: {gpus: 2}\n"
+    return _submit_text(cluster, token, user, text, *flags)
 
 
 def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> None:
