@@ -167,7 +167,7 @@ async def _start_http(
 
 async def _scrape(engine: Engine, metrics: SchedulerMetrics) -> Response:
     cluster = await engine.metrics_sample()
-    return Response(200, metrics.render(cluster), CONTENT_TYPE)
+    return Response(200, await asyncio.to_thread(metrics.render, cluster), CONTENT_TYPE)
 
 
 def _add_port(server: grpc.aio.Server, config: SchedulerConfig) -> int:

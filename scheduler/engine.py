@@ -58,6 +58,7 @@ log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
 WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
 TELEMETRY_BATCH_DELAY = 0.05  # seconds heartbeats gather before one core-thread hop
+EVENTS_PER_HOP = 100  # job events applied (and stored in one transaction) per core-thread hop
 BEHIND_LOG_INTERVAL = 10.0  # seconds between "behind on telemetry" warnings
 LIVENESS_MIN_WAIT = 0.05  # seconds: the liveness check never spins
 
@@ -703,10 +704,13 @@ class Engine:
             self._events_task = asyncio.create_task(self._apply_events())
 
     async def _apply_events(self) -> None:
-        """Apply queued job events, all that waited in one core-thread hop, until none waits."""
+        """Apply queued job events, up to ``EVENTS_PER_HOP`` of those waiting in one core-thread
+        hop (requests queued for the core thread meanwhile get their turn between hops), until
+        none waits."""
         try:
             while self._events:
-                batch, self._events = self._events, []
+                batch = self._events[:EVENTS_PER_HOP]
+                del self._events[:EVENTS_PER_HOP]
                 orders, wanted = await self._core(self.events_step, batch)
                 self.dispatch(orders)
                 if wanted:
@@ -721,19 +725,25 @@ class Engine:
         services = self.services
         orders: Orders = []
         wanted = False
-        for session, event in batch:
-            try:
-                job = services.model.jobs.get(event.job_id)
-                refused = access.may_report(session.node, job, event.attempt)
-                if refused:
-                    target = f"job={event.job_id}"
-                    services.users.record(self._refusal(session, "job_event", target, refused))
-                    orders.append((session.node, EventAck(event.job_id, event.attempt)))
-                    continue
-                orders += services.agents.event(session.node, session.id, event)
-            except Exception:
-                log.exception("applying %s of job %d failed", event.kind, event.job_id)
-            wanted = wanted or event.kind != "STARTED"
+        try:
+            with services.model.together():  # one transaction for the batch, then the acks
+                for session, event in batch:
+                    try:
+                        job = services.model.jobs.get(event.job_id)
+                        refused = access.may_report(session.node, job, event.attempt)
+                        if refused:
+                            target = f"job={event.job_id}"
+                            record = self._refusal(session, "job_event", target, refused)
+                            services.users.record(record)
+                            orders.append((session.node, EventAck(event.job_id, event.attempt)))
+                            continue
+                        orders += services.agents.event(session.node, session.id, event)
+                    except Exception:
+                        log.exception("applying %s of job %d failed", event.kind, event.job_id)
+                    wanted = wanted or event.kind != "STARTED"
+        except Exception:
+            log.exception("storing %d job event(s) failed; none is acknowledged", len(batch))
+            return [], True
         return orders, wanted
 
     def agent_log_data(self, session: AgentSession, data: LogData) -> None:

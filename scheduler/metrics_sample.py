@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from rota.gpus import GpuInfo
+from rota.messages import GpuTelemetry
 from rota.scheduler.core.services import Services
 from rota.states import JobState
 
@@ -28,6 +31,8 @@ class NodeSample:
     allocated: int
     unhealthy: int
     reserved: int = 0  # GPUs of an open reservation now
+    inventory: tuple[GpuInfo, ...] = ()  # the model's own (immutable) tuples: no copy
+    telemetry: tuple[GpuTelemetry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +52,28 @@ class ClusterSample:
 
     jobs: dict[str, int] = field(default_factory=dict)  # every non-final state -> count
     nodes: tuple[NodeSample, ...] = ()
-    gpus: tuple[GpuSample, ...] = ()
     telemetry: TelemetrySample = TelemetrySample()
+
+    def gpus(self) -> Iterator[GpuSample]:
+        """Each GPU's latest telemetry (GPUs whose reading failed are left out), node by node;
+        built when asked, off the core thread, from the tuples the sample holds."""
+        for node in self.nodes:
+            totals = {g.index: g.memory_total for g in node.inventory}
+            for t in node.telemetry:
+                if not t.error:
+                    yield GpuSample(
+                        node.node,
+                        t.index,
+                        t.uuid,
+                        t.utilization,
+                        t.memory_used,
+                        totals.get(t.index, 0),
+                        t.temperature,
+                    )
 
 
 def sample(services: Services) -> ClusterSample:
-    """Read the model (call on the core thread)."""
+    """Read the model (call on the core thread): O(jobs + nodes), no per-GPU work."""
     model = services.model
     jobs = Tally(j.state.value for j in model.jobs.values())
     held: dict[str, set[int]] = {}
@@ -62,7 +83,6 @@ def sample(services: Services) -> ClusterSample:
                 held.setdefault(alloc.node, set()).update(alloc.gpus)
     reserved = services.reservations.reserved_now()
     nodes: list[NodeSample] = []
-    gpus: list[GpuSample] = []
     for name in sorted(model.nodes):
         node = model.nodes[name]
         marks = services.gpus.marks.get(name) or {}
@@ -74,21 +94,9 @@ def sample(services: Services) -> ClusterSample:
                 len(held.get(name, ())),
                 len(marks),
                 reserved.get(name, 0),
+                node.inventory.gpus,
+                node.telemetry,
             )
-        )
-        totals = {g.index: g.memory_total for g in node.inventory.gpus}
-        gpus.extend(
-            GpuSample(
-                name,
-                t.index,
-                t.uuid,
-                t.utilization,
-                t.memory_used,
-                totals.get(t.index, 0),
-                t.temperature,
-            )
-            for t in node.telemetry
-            if not t.error
         )
     live = {s.value: 0 for s in JobState if not s.terminal} | dict(jobs)
-    return ClusterSample(live, tuple(nodes), tuple(gpus))
+    return ClusterSample(live, tuple(nodes))

@@ -65,7 +65,8 @@ class ProcessMeter:
 
 class UnaryProbes:
     """Calls ListNodes, GetJob and ListJobs (one job by id) one after the other, every
-    ``interval`` seconds, on their own channel, and keeps each call's latency."""
+    ``interval`` seconds, on their own channel, and keeps each call's latency and when it
+    began (seconds since ``run`` started), so a report can say when the slowest happened."""
 
     def __init__(self, address: str, token: str, job_id: str, interval: float) -> None:
         self.address = address
@@ -73,6 +74,7 @@ class UnaryProbes:
         self.job_id = job_id
         self.interval = interval
         self.latency: dict[str, list[float]] = {"ListNodes": [], "GetJob": [], "ListJobs": []}
+        self.began: dict[str, list[float]] = {name: [] for name in self.latency}
         self.errors: dict[str, int] = dict.fromkeys(self.latency, 0)
         self.list_nodes_bytes = 0
 
@@ -89,6 +91,7 @@ class UnaryProbes:
                     pb.ListJobsRequest(ids=[self.job_id], all_states=True), timeout=30
                 ),
             }
+            started = time.monotonic()
             while True:
                 began = time.monotonic()
                 for name, call in calls.items():
@@ -99,16 +102,23 @@ class UnaryProbes:
                         self.errors[name] += 1
                         continue
                     self.latency[name].append(time.monotonic() - t0)
+                    self.began[name].append(t0 - started)
                     if name == "ListNodes":
                         self.list_nodes_bytes = reply.ByteSize()
                 await asyncio.sleep(max(0.0, self.interval - (time.monotonic() - began)))
 
     def report(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            name: {**quantiles(v), "errors": self.errors[name]} for name, v in self.latency.items()
+            name: {**quantiles(v), "errors": self.errors[name], "slowest": self._slowest(name)}
+            for name, v in self.latency.items()
         }
         out["ListNodes"]["reply_mib"] = round(self.list_nodes_bytes / 2**20, 2)
         return out
+
+    def _slowest(self, name: str, count: int = 3) -> list[tuple[float, float]]:
+        """The ``count`` slowest calls as (seconds into the run when it began, milliseconds)."""
+        calls = sorted(zip(self.latency[name], self.began[name], strict=True), reverse=True)[:count]
+        return [(round(at, 1), round(1000 * took, 1)) for took, at in calls]
 
 
 async def time_ginfo(env: Mapping[str, str]) -> float | None:

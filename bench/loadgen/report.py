@@ -56,7 +56,8 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     for name, q in s["unary"].items():
         extra = f", reply {q['reply_mib']} MiB" if "reply_mib" in q else ""
         errors = f", {q['errors']} errors" if q["errors"] else ""
-        out.append((name, _ms(q) + extra + errors))
+        slowest = ", ".join(f"{ms:.0f} ms at {at:.0f} s" for at, ms in q.get("slowest", []))
+        out.append((name, _ms(q) + extra + errors + (f"; slowest {slowest}" if slowest else "")))
     g = s["ginfo"]
     out.append(("ginfo whole process", _ms(g) + (f", {g['failed']} failed" if g["failed"] else "")))
     j = s["jobs"]

@@ -3,12 +3,14 @@
 It mirrors committed database rows (it is loaded from them at start-up) and only the core thread
 touches it. Every change to a job is committed through ``commit``, which records the job as
 changed; the snapshot builder takes those ids (``take_changed``) to rebuild only their views.
+Inside ``together()`` commits are gathered and written in one transaction when the block ends.
 ``version`` goes up with every change a scheduling pass could see.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.store.store import Store
@@ -27,12 +29,34 @@ class ClusterModel:
         self.version = 0
         self.starts: dict[int, float] = {}  # estimated starts of the last applied plan
         self._changed: set[int] = set(self.jobs)
+        self._gathered: tuple[dict[int, JobRecord], list[JobEvent]] | None = None
 
     def commit(self, jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> None:
-        """Store changed jobs and their events in one transaction and mark them changed."""
-        self.store.save(jobs, events)
+        """Store changed jobs and their events in one transaction and mark them changed
+        (inside ``together()``: when the block ends)."""
+        if self._gathered is None:
+            self.store.save(jobs, events)
+        else:
+            self._gathered[0].update((j.id, j) for j in jobs)
+            self._gathered[1].extend(events)
         self.touch(j.id for j in jobs)
         self.touch(e.job_id for e in events)
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """Gather the block's commits into one transaction, written when it ends (each job
+        once, as it is then; events in order). If the block or the write raises, the error
+        propagates and, when the block raised, nothing gathered is written."""
+        if self._gathered is not None:  # already inside a block: it writes everything
+            yield
+            return
+        gathered: tuple[dict[int, JobRecord], list[JobEvent]] = ({}, [])
+        self._gathered = gathered
+        try:
+            yield
+        finally:
+            self._gathered = None
+        self.store.save(gathered[0].values(), gathered[1])
 
     def touch(self, ids: Iterable[int]) -> None:
         """Mark jobs changed (their snapshot views are rebuilt)."""

@@ -198,7 +198,7 @@ _UPDATE_REASON = (
     .where(_JOBS.c.id == bindparam("b_id"), _JOBS.c.state == JobState.PENDING.value)
     .values(reason=bindparam("b_reason"))
 )
-_REASON_CHUNK = 1_000
+_ROW_CHUNK = 1_000  # rows per statement where a write covers many jobs
 
 
 def _mutable(job: JobRecord) -> dict[str, Any]:
@@ -426,14 +426,14 @@ class Store:
         self.engine.dispose()
 
     def write_reasons(self, reasons: Sequence[tuple[int, str]]) -> None:
-        """Store why pending jobs wait, later and off the caller's thread, ``_REASON_CHUNK``
+        """Store why pending jobs wait, later and off the caller's thread, ``_ROW_CHUNK``
         rows per transaction (so a plan with 100,000 new reasons holds no thread or write
         lock for long). A job that is no longer PENDING keeps its row as it is. Reasons are
         recomputed by every pass, so one lost to a crash is rebuilt by the next."""
-        for start in range(0, len(reasons), _REASON_CHUNK):
+        for start in range(0, len(reasons), _ROW_CHUNK):
             chunk = [
                 {"b_id": job_id, "b_reason": why[:512]}
-                for job_id, why in reasons[start : start + _REASON_CHUNK]
+                for job_id, why in reasons[start : start + _ROW_CHUNK]
             ]
             self._reason_writer.submit(self._write_reasons, chunk)
 
@@ -668,18 +668,26 @@ class Store:
     # -------------------------------------------------------------- accounting
 
     def save_usage(self, usages: Iterable[JobUsage]) -> None:
-        """Insert or replace the NVML figures of these jobs, in one transaction."""
-        with self._session() as session, session.begin():
-            for u in usages:
-                session.merge(
-                    JobUsageRow(
-                        job_id=u.job_id,
-                        util_sum=u.util_sum,
-                        samples=u.samples,
-                        memory_peak=u.memory_peak,
-                        memory_total=u.memory_total,
-                    )
-                )
+        """Insert or replace the NVML figures of these jobs, in one transaction (a DELETE and
+        an INSERT per ``_ROW_CHUNK`` jobs, not a statement per job)."""
+        rows = {
+            u.job_id: {
+                "job_id": u.job_id,
+                "util_sum": u.util_sum,
+                "samples": u.samples,
+                "memory_peak": u.memory_peak,
+                "memory_total": u.memory_total,
+            }
+            for u in usages
+        }
+        if not rows:
+            return
+        ids = list(rows)
+        with self.engine.begin() as conn:
+            for start in range(0, len(ids), _ROW_CHUNK):
+                chunk = ids[start : start + _ROW_CHUNK]
+                conn.execute(delete(_USAGE).where(_USAGE.c.job_id.in_(chunk)))
+                conn.execute(insert(_USAGE), [rows[i] for i in chunk])
 
     def finished_jobs(self, query: AccountingQuery) -> list[FinishedJob]:
         """Jobs in a terminal state matching ``query``, most recent end first, each with its
