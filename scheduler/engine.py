@@ -5,7 +5,9 @@ that touches the cluster model and the store); ``decide`` and ``explain`` run on
 thread; the event loop only routes orders and log data to and from agent streams. Services
 commit before they return orders, so an order never goes out for an uncommitted change.
 Submitting, listing and heartbeats never wait for a pass: only the short apply step queues
-behind them on the core thread.
+behind them on the core thread. Requests from users go before queued background work
+(telemetry, job events, passes, ticks, hellos; scheduler/core_thread.py), and background work
+runs in bounded hops, so a request waits for at most one such hop.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from rota.scheduler.core.notifications import Delivery
 from rota.scheduler.core.reservations import NodeBookings, ReservationRequest, Usage
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import task_count
+from rota.scheduler.core_thread import CoreThread
 from rota.scheduler.intake import Beat, ReceivedBeat, TelemetryBuffer
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
 from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
@@ -58,7 +61,9 @@ log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
 WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
 TELEMETRY_BATCH_DELAY = 0.05  # seconds heartbeats gather before one core-thread hop
-EVENTS_PER_HOP = 100  # job events applied (and stored in one transaction) per core-thread hop
+TELEMETRY_PER_HOP = 100  # heartbeats decoded and applied per core-thread hop (~0.2 ms each)
+EVENTS_PER_HOP = 50  # job events applied (and stored in one transaction) per core-thread hop
+NODES_PER_HOP = 100  # nodes of a ListNodes page built per core-thread hop (~0.1-0.2 ms each)
 BEHIND_LOG_INTERVAL = 10.0  # seconds between "behind on telemetry" warnings
 LIVENESS_MIN_WAIT = 0.05  # seconds: the liveness check never spins
 
@@ -92,7 +97,7 @@ class Engine:
         self.services = services
         self.observer = observer
         self.on_reservations = on_reservations  # told after a reservation changed (the clock)
-        self._core_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-core")
+        self._core_thread = CoreThread()
         self._policy_pool = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
         self._large = LargeSubmissions(services.jobs, self._core)
         self._cancels = LargeCancels(services.jobs, self._core, self.dispatch)
@@ -120,9 +125,14 @@ class Engine:
         return self._telemetry.superseded
 
     async def _core(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn`` on the core thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._core_pool, functools.partial(fn, *args))
+        """Run ``fn`` on the core thread as a request: before queued background work."""
+        return await asyncio.wrap_future(self._core_thread.submit(functools.partial(fn, *args)))
+
+    async def _background(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` on the core thread as background work (telemetry, job events, passes,
+        ticks, agents' hellos): in order among itself, after queued requests."""
+        call = functools.partial(fn, *args)
+        return await asyncio.wrap_future(self._core_thread.submit(call, background=True))
 
     async def _policy(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn`` on the policy thread (pure: it reads only the snapshot it is given)."""
@@ -142,9 +152,9 @@ class Engine:
         config = self.services.config
         while not self._stopping:
             try:
-                due = await self._core(self.services.agents.next_timeout)
+                due = await self._background(self.services.agents.next_timeout)
                 if due is not None and due < 0:
-                    orders = await self._core(self.services.agents.lost_nodes)
+                    orders = await self._background(self.services.agents.lost_nodes)
                     self.dispatch(orders)
                     await self._close_stale_sessions()
                     self.request_pass()
@@ -174,9 +184,9 @@ class Engine:
         """Snapshot (core thread), decide (policy thread), apply (core thread), send orders."""
         began = time.monotonic()
         planner = self.services.planner
-        snapshot = await self._core(planner.snapshot)
+        snapshot = await self._background(planner.snapshot)
         plan = await self._policy(self.services.policy.decide, snapshot)
-        orders, waits = await self._core(self._apply, plan, snapshot.version)
+        orders, waits = await self._background(self._apply, plan, snapshot.version)
         self.passes += 1
         self.dispatch(orders)
         if self.observer is not None:
@@ -204,14 +214,14 @@ class Engine:
                 await task
         for session in list(self._sessions.values()):
             session.outbox.put_nowait(None)
-        self._core_pool.shutdown(wait=True)
+        self._core_thread.shutdown()
         self._policy_pool.shutdown(wait=True)
         self._large.shutdown()
 
     async def tick(self) -> None:
         """Periodic housekeeping (APScheduler calls this): lost nodes and idle jobs, stale
         streams, then a pass."""
-        self.dispatch(await self._core(self.tick_step))
+        self.dispatch(await self._background(self.tick_step))
         await self._close_stale_sessions()
         self.request_pass()
 
@@ -229,7 +239,7 @@ class Engine:
         or the node was removed): a frozen agent that wakes up must say hello again and be
         reconciled, not carry on over its old stream."""
         before = list(self._sessions.values())  # newer sessions are checked next tick
-        live = await self._core(self.services.nodes.sessions)
+        live = await self._background(self.services.nodes.sessions)
         for session in before:
             if self._sessions.get(session.node) is session and live.get(session.node) != session.id:
                 log.warning("closing the stale stream of node %s", session.node)
@@ -414,15 +424,15 @@ class Engine:
 
     async def claim_notifications(self, limit: int) -> list[Delivery]:
         """Up to ``limit`` job-end webhooks due now (the notifier posts them)."""
-        return await self._core(self.services.notifications.claim, limit)
+        return await self._background(self.services.notifications.claim, limit)
 
     async def notification_result(self, delivery: Delivery, status: int, error: str) -> None:
         """Record how a post went: delivered, or failed (retried later or given up)."""
         notifications = self.services.notifications
         if error:
-            await self._core(notifications.failed, delivery, error)
+            await self._background(notifications.failed, delivery, error)
         else:
-            await self._core(notifications.delivered, delivery, status)
+            await self._background(notifications.delivered, delivery, status)
 
     # ------------------------------------------------------------ NodeService, GpuHealth
 
@@ -435,9 +445,20 @@ class Engine:
         states: tuple[str, ...] = (),
     ) -> NodePage:
         """A page of nodes (copies with their displayed status) in name order, only those in
-        ``states`` when given, and with ``summary`` counts over all nodes."""
+        ``states`` when given, and with ``summary`` counts over all nodes. Built
+        ``NODES_PER_HOP`` nodes per core-thread hop, so a large page never holds the core
+        thread for long; each node is as it was in its hop."""
         nodes = self.services.nodes
-        return await self._core(nodes.page, page_size, page_token, summary, summary_only, states)
+        want = nodes.page_size(page_size)
+        first = await self._core(
+            nodes.page, min(want, NODES_PER_HOP), page_token, summary, summary_only, states
+        )
+        shown, page = list(first.nodes), first
+        while page.next_page_token and len(shown) < want:
+            hop = min(want - len(shown), NODES_PER_HOP)
+            page = await self._core(nodes.page, hop, page.next_page_token, False, False, states)
+            shown += page.nodes
+        return replace(first, nodes=shown, next_page_token=page.next_page_token)
 
     async def node_bookings(self, names: list[str]) -> dict[str, NodeBookings]:
         """Reservations on these nodes now and next (``ginfo``)."""
@@ -606,7 +627,7 @@ class Engine:
         joined = len(self._sessions) + (hello.node_name not in self._sessions)
         period = telemetry_period(self.services.config, joined)
         try:
-            orders = await self._core(self.hello_step, hello, session.id, period)
+            orders = await self._background(self.hello_step, hello, session.id, period)
         except AuthError as exc:
             await self._refuse_agent(session, "hello", "", str(exc))
             raise
@@ -649,12 +670,16 @@ class Engine:
         return Pong(time.time(), telemetry_period(self.services.config, len(self._sessions)))
 
     async def _apply_telemetry(self) -> None:
-        """Apply buffered telemetry, one core-thread hop per batch, until none waits."""
+        """Apply buffered telemetry, one core-thread hop per batch of at most
+        ``TELEMETRY_PER_HOP`` heartbeats (a request queued for the core thread meanwhile waits
+        for one such hop, not for a backlog), until none waits."""
         try:
             while len(self._telemetry) and not self._stopping:  # telemetry dies with us
-                await asyncio.sleep(TELEMETRY_BATCH_DELAY)
+                if len(self._telemetry) < TELEMETRY_PER_HOP:
+                    await asyncio.sleep(TELEMETRY_BATCH_DELAY)
+                batch = self._telemetry.take(TELEMETRY_PER_HOP)
                 try:
-                    if await self._core(self.telemetry_step, self._telemetry.take()):
+                    if await self._background(self.telemetry_step, batch):
                         self.request_pass()
                 except Exception:
                     log.exception("applying telemetry failed; it was dropped")
@@ -711,7 +736,7 @@ class Engine:
             while self._events:
                 batch = self._events[:EVENTS_PER_HOP]
                 del self._events[:EVENTS_PER_HOP]
-                orders, wanted = await self._core(self.events_step, batch)
+                orders, wanted = await self._background(self.events_step, batch)
                 self.dispatch(orders)
                 if wanted:
                     self.request_pass()
@@ -783,7 +808,7 @@ class Engine:
         if self._sessions.get(session.node) is session:
             del self._sessions[session.node]
             self._fail_log_streams(session.node)
-        await self._core(self.services.agents.disconnected, session.node, session.id)
+        await self._background(self.services.agents.disconnected, session.node, session.id)
         self.request_pass()
 
     def _fail_log_streams(self, node: str) -> None:

@@ -1,14 +1,15 @@
 """Agent telemetry waiting for the core thread: received on the event loop, applied in batches.
 
 A heartbeat is stamped (liveness) and answered (pong) the moment it arrives; its telemetry
-waits here, still in its wire form, until the next core-thread hop decodes and applies
-everything buffered at once. Only the latest heartbeat of each node is kept: one that arrives
+waits here, still in its wire form, until a core-thread hop decodes and applies it with the
+others buffered (a bounded number per hop, oldest first). Only the latest heartbeat of each node is kept: one that arrives
 while its node's previous one still waits replaces it, never decoded, which happens only when
 the core thread falls behind, and is counted.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -50,8 +51,14 @@ class TelemetryBuffer:
             self.superseded += 1
         return replaced
 
-    def take(self) -> list[ReceivedBeat]:
-        """Everything buffered, in arrival order; the buffer is left empty."""
-        batch = list(self._waiting.values())
-        self._waiting.clear()
+    def take(self, limit: int) -> list[ReceivedBeat]:
+        """The ``limit`` oldest buffered (all when fewer), in arrival order; they leave the
+        buffer."""
+        if len(self._waiting) <= limit:
+            batch = list(self._waiting.values())
+            self._waiting.clear()
+            return batch
+        batch = list(itertools.islice(self._waiting.values(), limit))
+        for beat in batch:
+            del self._waiting[beat.node]
         return batch

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rota.messages import GpuTelemetry, Heartbeat, Hello, Pong, Welcome
-from rota.scheduler.engine import AgentSession
+from rota.scheduler.engine import TELEMETRY_PER_HOP, AgentSession
 from rota.scheduler.metrics import SchedulerMetrics
 from tests.support.core import Harness, inventory
 
@@ -79,6 +79,39 @@ def test_a_core_that_falls_behind_sheds_old_telemetry_and_says_so(
     with caplog.at_level(logging.WARNING, logger="rota.scheduler"):
         asyncio.run(scenario())
     assert "scheduler behind on telemetry" in caplog.text
+
+
+def test_a_telemetry_backlog_is_applied_in_bounded_hops_oldest_first(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    names = [f"n{i:03d}" for i in range(TELEMETRY_PER_HOP * 2 + 10)]
+    for name in names:
+        h.connect(name)
+    nodes = h.s.model.nodes
+
+    async def scenario() -> None:
+        gate, blocked = busy_core(h)
+        for name in names:
+            session = AgentSession(name, h.sessions[name])
+            h.engine.agent_heartbeat(session, Heartbeat(gpus=(GpuTelemetry(0, utilization=7),)))
+        await asyncio.sleep(0.1)  # the first hop now waits for the core thread
+
+        def applied() -> list[str]:
+            return [n for n in names if nodes[n].telemetry]
+
+        request = asyncio.ensure_future(h.engine._core(applied))
+        background = asyncio.ensure_future(h.engine._background(applied))
+        await asyncio.sleep(0.05)
+        gate.set()
+        await blocked
+        assert await request == []  # a request goes before background work
+        # background work queued behind the backlog ran after one bounded hop: the oldest
+        assert await background == names[:TELEMETRY_PER_HOP]
+        while h.engine._telemetry_task is not None:
+            await asyncio.sleep(0.01)
+        assert all(nodes[n].telemetry[0].utilization == 7 for n in names)
+        assert h.engine.telemetry_dropped == 0
+
+    asyncio.run(scenario())
 
 
 def test_telemetry_period_stretches_with_the_node_count_and_keepalives_keep_the_timeout(

@@ -50,7 +50,7 @@ def acks(sessions: set[AgentSession]) -> set[int]:
     return out
 
 
-def test_a_burst_of_job_ends_leaves_the_core_thread_to_others_between_batches(
+def test_a_burst_of_job_ends_is_applied_in_batches_after_requests(
     tmp_path: Path,
 ) -> None:
     h = Harness(tmp_path)
@@ -62,11 +62,18 @@ def test_a_burst_of_job_ends_leaves_the_core_thread_to_others_between_batches(
             h.engine.agent_event(session, exited(job_id))
         await asyncio.sleep(0.05)  # the first batch now waits for the core thread
         live = h.s.model.jobs  # ended jobs leave the live model
-        ended_when_asked = h.engine._core(lambda: sum(i not in live for i in jobs))
+
+        def ended() -> int:
+            return sum(i not in live for i in jobs)
+
+        request = asyncio.ensure_future(h.engine._core(ended))
+        background = asyncio.ensure_future(h.engine._background(ended))
+        await asyncio.sleep(0.05)  # both now wait, behind the first batch in arrival order
         gate.set()
         await blocked
-        # a request queued behind the burst ran after its first batch, not after all of it
-        assert await ended_when_asked == EVENTS_PER_HOP
+        assert await request == 0  # a request goes before background work
+        # background work queued behind the burst ran after its first batch, not all of it
+        assert await background == EVENTS_PER_HOP
         while h.engine._events_task is not None:
             await asyncio.sleep(0.01)
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from rota.scheduler.api import convert
 from rota.scheduler.core.errors import UserError
+from rota.scheduler.engine import NODES_PER_HOP
 from tests.support.core import Harness
+from tests.test_heartbeats import busy_core
 
 
 def test_pages_cover_every_node_once_in_name_order_and_the_summary_counts_all(
@@ -87,3 +91,61 @@ def test_many_unknown_states_are_named_briefly(tmp_path: Path) -> None:
     assert message.startswith("states: 'S0S0") and ", ...] unknown" not in message
     assert message.count("'") == 10 and ", ... unknown; one of IDLE" in message
     assert len(message) < 400
+
+
+def test_a_large_page_is_built_in_hops_that_let_other_requests_in(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    count = NODES_PER_HOP * 4 + 30  # under the default page of 500
+    names = [f"n{i:04d}" for i in range(count)]
+    for name in names:
+        h.connect(name, gpus=1)
+    for name in names[::3]:
+        h.s.model.nodes[name].connected = False  # DOWN: a third of them
+
+    async def scenario() -> None:
+        gate, blocked = busy_core(h)
+        listing = asyncio.ensure_future(h.engine.list_nodes(0, "", True, False))
+        await asyncio.sleep(0.05)  # its first hop waits for the core thread
+        shown_when_asked = asyncio.ensure_future(h.engine._core(lambda: hops.count))
+        await asyncio.sleep(0.05)
+        gate.set()
+        await blocked
+        # the request queued behind the listing ran after its first hop, not after all
+        assert await shown_when_asked == 1
+        page = await listing
+        assert [node.name for node, _ in page.nodes] == names and page.next_page_token == ""
+        assert page.summary is not None and page.summary.states["DOWN"] == len(names[::3])
+        down = await h.engine.list_nodes(NODES_PER_HOP + 5, "", False, False, ("DOWN",))
+        assert [node.name for node, _ in down.nodes] == names[::3][: NODES_PER_HOP + 5]
+        assert down.next_page_token == names[::3][NODES_PER_HOP + 4]
+
+    class Hops:
+        count = 0
+
+    hops = Hops()
+    page = h.s.nodes.page
+
+    def counted(*args: object, **kwargs: object) -> object:
+        hops.count += 1
+        return page(*args, **kwargs)  # type: ignore[arg-type]
+
+    h.s.nodes.page = counted  # type: ignore[method-assign]
+    asyncio.run(scenario())
+    assert hops.count == 5 + 2  # the default page in five hops, the DOWN page in two
+
+
+def test_a_listed_node_shows_its_new_inventory_after_a_new_hello(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.connect("n1", gpus=2)
+    parts = convert.NodeParts()  # what the servicer keeps across listings
+
+    def listed() -> list[str]:
+        (shown,) = h.s.nodes.page(0, "", summary=False).nodes
+        msg = convert.node_to_pb(*shown, parts)
+        assert [g.uuid for g in msg.inventory.gpus] == [g.info.uuid for g in msg.gpus]
+        return [g.info.uuid for g in msg.gpus]
+
+    assert listed() == ["GPU-0", "GPU-1"]
+    assert listed() == ["GPU-0", "GPU-1"]
+    h.connect("n1", gpus=4)  # the agent came back with more GPUs
+    assert listed() == ["GPU-0", "GPU-1", "GPU-2", "GPU-3"]

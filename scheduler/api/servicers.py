@@ -128,6 +128,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
 class NodeServicer(pb_grpc.NodeServiceServicer):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._parts = convert.NodeParts()  # nodes' static message parts, across listings
 
     @unary
     async def ListNodes(self, request: pb.ListNodesRequest, context: Any) -> pb.ListNodesResponse:
@@ -138,10 +139,10 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
             request.summary_only,
             tuple(request.states),
         )
-        if len(page.nodes) > INLINE_NODES:  # ~0.35 ms a node: the loop keeps serving meanwhile
-            nodes = await asyncio.to_thread(convert.nodes_to_pb, page.nodes)
+        if len(page.nodes) > INLINE_NODES:  # ~0.1 ms a node: the loop keeps serving meanwhile
+            nodes = await asyncio.to_thread(convert.nodes_to_pb, page.nodes, self._parts)
         else:  # a thread hop would cost more than it saves when the core thread holds the GIL
-            nodes = convert.nodes_to_pb(page.nodes)
+            nodes = convert.nodes_to_pb(page.nodes, self._parts)
         reply = pb.ListNodesResponse(nodes=nodes, next_page_token=page.next_page_token)
         if reply.nodes:
             booked = await self.engine.node_bookings([n.name for n in reply.nodes])
@@ -153,7 +154,7 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
 
     @unary
     async def GetNode(self, request: pb.GetNodeRequest, context: Any) -> pb.Node:
-        msg = convert.node_to_pb(*await self.engine.get_node(request.name))
+        msg = convert.node_to_pb(*await self.engine.get_node(request.name), self._parts)
         add_bookings(msg, (await self.engine.node_bookings([msg.name])).get(msg.name))
         return msg
 

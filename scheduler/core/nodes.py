@@ -169,8 +169,7 @@ class NodeService:
         ``page_size`` of them (0: DEFAULT_NODE_PAGE; at most MAX_NODE_PAGE), only those whose
         state is one of ``states`` when given; with ``summary``, counts over all nodes; with
         ``summary_only``, no nodes."""
-        if not 0 <= page_size <= MAX_NODE_PAGE:
-            raise UserError(f"page_size: {page_size} must be 0 to {MAX_NODE_PAGE} (0: default)")
+        size = self.page_size(page_size)
         if not page_token.isprintable():
             raise UserError(f"page_token: {page_token!r} is not a token from a previous page")
         unknown = sorted(set(states) - set(NODE_STATES))
@@ -183,7 +182,6 @@ class NodeService:
             return NodePage([], "", counted)
         names = sorted(self.model.nodes)
         start = bisect.bisect_right(names, page_token) if page_token else 0
-        size = page_size or DEFAULT_NODE_PAGE
         stale_after = self._stale_after()  # once: it counts every node
         shown: list[tuple[NodeState, NodeStatus]] = []
         last = start
@@ -198,6 +196,14 @@ class NodeService:
             last = len(names)
         more = last < len(names)
         return NodePage(shown, shown[-1][0].name if more and shown else "", counted)
+
+    @staticmethod
+    def page_size(asked: int) -> int:
+        """The nodes a page of ``asked`` holds (0: DEFAULT_NODE_PAGE); UserError beyond
+        MAX_NODE_PAGE."""
+        if not 0 <= asked <= MAX_NODE_PAGE:
+            raise UserError(f"page_size: {asked} must be 0 to {MAX_NODE_PAGE} (0: default)")
+        return asked or DEFAULT_NODE_PAGE
 
     def _state(
         self, node: NodeState, by_node: Mapping[str, list[JobRecord]], stale_after: float

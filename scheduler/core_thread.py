@@ -1,0 +1,77 @@
+"""The core thread: the one thread that touches the cluster model, with two queues.
+
+Calls run one at a time. Requests (what users and admins asked for: a job's state, a listing,
+a submission) go before background work (telemetry, job events, scheduling passes, ticks), so
+a request waits for the call in progress, not for a backlog of background work; background
+work keeps its order among itself. While background work waits, at most ``burst`` requests run
+in a row before one background call: a flood of requests slows background work down, never
+stops it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_Item = tuple["Future[Any]", Callable[[], Any]]
+
+
+class CoreThread:
+    """A single worker thread with a request queue and a background queue."""
+
+    def __init__(self, name: str = "rota-core", burst: int = 4) -> None:
+        self._burst = burst
+        self._ready = threading.Condition()
+        self._requests: deque[_Item] = deque()
+        self._background: deque[_Item] = deque()
+        self._in_a_row = 0  # requests run since background work last ran
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[[], T], background: bool = False) -> Future[T]:
+        """Queue ``fn``; its future holds the result or the exception. RuntimeError once
+        ``shutdown`` was called."""
+        future: Future[T] = Future()
+        with self._ready:
+            if self._closed:
+                raise RuntimeError("the core thread is shut down")
+            (self._background if background else self._requests).append((future, fn))
+            self._ready.notify()
+        return future
+
+    def shutdown(self) -> None:
+        """Run what is queued, then stop the thread and wait for it."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify()
+        self._thread.join()
+
+    def _next(self) -> _Item | None:
+        with self._ready:
+            while not self._requests and not self._background:
+                if self._closed:
+                    return None
+                self._ready.wait()
+            if self._requests and (not self._background or self._in_a_row < self._burst):
+                self._in_a_row += 1
+                return self._requests.popleft()
+            self._in_a_row = 0
+            return self._background.popleft()
+
+    def _work(self) -> None:
+        while (item := self._next()) is not None:
+            future, fn = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn()
+            except BaseException as exc:  # handed to the caller, as an executor would
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
