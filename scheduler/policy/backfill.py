@@ -148,6 +148,8 @@ def run_pass(
     continues the pass over every job behind it. The plan equals a fresh pass's.
     """
     todo = ordered if isinstance(ordered, list) else list(ordered)
+    if not todo:  # nothing to place: no cluster state to build (O(nodes)) for an empty plan
+        return Plan()
     args = (duration, running_end, backfill, preemption, max_job_test, queue)
     if cache is None:
         state = ClusterState(snapshot.nodes, snapshot.running, snapshot.now, running_end)
