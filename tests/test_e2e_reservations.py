@@ -30,7 +30,9 @@ def _submit(cluster: Cluster, token: str, user: str, *flags: str) -> str:
     return _submit_text(cluster, token, user, text, *flags)
 
 
-def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> None:
+def _alices_lab(cluster: Cluster) -> tuple[str, str, str]:
+    """A scheduler, users alice and bob, a 4-GPU node, and alice's reservation ``lab`` of the
+    whole node for 2 h from now, lending nothing; alice's and bob's tokens and the node."""
     cluster.start_scheduler()
     alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
     cluster.start_agent("n1", gpus=4)
@@ -40,6 +42,11 @@ def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> N
         "--duration", "2h", "--nodes", node, "--users", "alice", "--no-lend",
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
+    return alice, bob, node
+
+
+def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> None:
+    alice, bob, node = _alices_lab(cluster)
     shown = json.loads(_as(cluster, alice, "greserve", "show", "lab", "--json").stdout)
     assert shown["gpus"] == [{"node": node, "indices": [0, 1, 2, 3]}]
 
@@ -108,15 +115,7 @@ def test_a_booking_sheet_is_imported_drawn_and_exported(cluster: Cluster) -> Non
 
 
 def test_a_scheduler_killed_mid_window_keeps_the_reservation(cluster: Cluster) -> None:
-    cluster.start_scheduler()
-    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
-    cluster.start_agent("n1", gpus=4)
-    node = cluster.node_name("n1")
-    made = _as(
-        cluster, alice, "greserve", "create", "--name", "lab", "--start", "now",
-        "--duration", "2h", "--nodes", node, "--users", "alice", "--no-lend",
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr
+    alice, bob, node = _alices_lab(cluster)
     before = json.loads(cluster.cli("greserve", "show", "lab", "--json", check=True).stdout)
     mine = _submit(cluster, alice, "alice", "--reservation", "lab")
     cluster.wait_state(mine, "RUNNING")
