@@ -39,6 +39,7 @@ from rota.tls import TLSFileError, http_ssl_context, is_loopback, server_credent
 
 log = logging.getLogger("rota.scheduler")
 
+PENDING_CALLS = 20_000  # new calls gRPC holds before it refuses some (twice that: all)
 SERVER_OPTIONS = [
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 10_000),
@@ -46,6 +47,11 @@ SERVER_OPTIONS = [
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.max_receive_message_length", 4 * 2**20),  # requests; agents send logs in 64 KiB
     ("grpc.max_send_message_length", 64 * 2**20),  # large job lists and log chunks
+    # Calls that arrived but that the event loop has not taken up yet. gRPC's defaults (1,000,
+    # then refused at random up to 3,000) turn every agent redialling at once after a restart
+    # into refused hellos and yet more redials; a hello waiting its turn costs a few KiB.
+    ("grpc.server.max_pending_requests", PENDING_CALLS),
+    ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
 ]
 NOTIFY_WORKERS = 16  # webhooks posted at once
 NOTIFY_POLL = 0.5  # seconds between looks for due webhooks

@@ -55,7 +55,6 @@ from rota.scheduler.intake import Beat, ReceivedBeat, TelemetryBuffer
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
 from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
 from rota.scheduler.policy.explain import Explanation
-from rota.scheduler.policy.snapshot import Plan
 
 log = logging.getLogger("rota.scheduler")
 T = TypeVar("T")
@@ -64,6 +63,7 @@ TELEMETRY_BATCH_DELAY = 0.05  # seconds heartbeats gather before one core-thread
 TELEMETRY_PER_HOP = 100  # heartbeats decoded and applied per core-thread hop (~0.2 ms each)
 EVENTS_PER_HOP = 50  # job events applied (and stored in one transaction) per core-thread hop
 NODES_PER_HOP = 100  # nodes of a ListNodes page built per core-thread hop (~0.1-0.2 ms each)
+PLACEMENTS_PER_HOP = 100  # placements of a plan committed per core-thread hop
 BEHIND_LOG_INTERVAL = 10.0  # seconds between "behind on telemetry" warnings
 LIVENESS_MIN_WAIT = 0.05  # seconds: the liveness check never spins
 
@@ -181,20 +181,33 @@ class Engine:
                 log.exception("scheduling pass failed; retrying on the next trigger")
 
     async def run_pass(self) -> None:
-        """Snapshot (core thread), decide (policy thread), apply (core thread), send orders."""
+        """Snapshot (core thread), decide (policy thread), apply (core thread, at most
+        ``PLACEMENTS_PER_HOP`` placements per hop, the plan's remainder last), send orders."""
         began = time.monotonic()
         planner = self.services.planner
         snapshot = await self._background(planner.snapshot)
         plan = await self._policy(self.services.policy.decide, snapshot)
-        orders, waits = await self._background(self._apply, plan, snapshot.version)
+        waits: list[float] = []
+        rest = plan.placements
+        while len(rest) > PLACEMENTS_PER_HOP:
+            part, rest = rest[:PLACEMENTS_PER_HOP], rest[PLACEMENTS_PER_HOP:]
+            orders, waited = await self._background(self._launching, planner.place, part)
+            waits += waited
+            self.dispatch(orders)
+        last = replace(plan, placements=rest)
+        orders, waited = await self._background(
+            self._launching, planner.apply, last, snapshot.version
+        )
+        waits += waited
         self.passes += 1
         self.dispatch(orders)
         if self.observer is not None:
             self.observer.pass_done(time.monotonic() - began, waits)
 
-    def _apply(self, plan: Plan, version: int) -> tuple[Orders, list[float]]:
-        """Apply the plan; also how long each job it launched waited since submission."""
-        orders = self.services.planner.apply(plan, version)
+    def _launching(self, step: Callable[..., Orders], *args: Any) -> tuple[Orders, list[float]]:
+        """Run ``step`` (core thread): its orders and, for each job it launched, how long that
+        job waited since submission."""
+        orders = step(*args)
         jobs, now = self.services.model.jobs, time.time()
         launched = {o.job_id for _, o in orders if isinstance(o, LaunchOrder)}
         return orders, [now - jobs[i].submit_time for i in launched if i in jobs]

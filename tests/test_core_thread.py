@@ -3,11 +3,20 @@ never starved by a flood of requests."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
+from rota.scheduler.cluster.model import JobEvent, JobRecord
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core_thread import CoreThread
+from rota.scheduler.policy.snapshot import Placement
+from rota.states import JobState
+from tests.support.core import Harness
 
 
 def test_requests_go_first_but_a_flood_of_them_never_starves_background_work() -> None:
@@ -49,3 +58,56 @@ def test_shutdown_runs_what_is_queued_then_refuses_more() -> None:
     assert [f.result(timeout=0) for f in queued] == [0, 1, 2, 3]
     with pytest.raises(RuntimeError, match="shut down"):
         core.submit(lambda: None)
+
+
+def test_a_large_pass_launches_in_hops_and_a_request_answers_between_them(tmp_path: Path) -> None:
+    """A pass placing 250 jobs commits them 100 per core-thread hop: a job lookup asked during
+    the first hop is answered before the second, and every job that fits is launched once."""
+    h = Harness(tmp_path)
+    for n in range(30):
+        h.connect(f"n{n:02d}", gpus=8)  # 240 GPUs
+    jobs = [h.submit(gpus=1) for _ in range(250)]
+    planner = h.s.planner
+    place = planner.place
+    hops: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def first_hop_waits(placements: Sequence[Placement]) -> Orders:
+        hops.append(f"place {len(placements)}")
+        if len(hops) == 1:
+            inside.set()
+            release.wait(30)
+        return place(placements)
+
+    planner.place = first_hop_waits  # type: ignore[method-assign]
+    get = h.s.jobs.get
+    hops_at_lookup: list[int] = []
+
+    def counted_get(display_id: str) -> tuple[JobRecord, list[JobEvent]]:
+        hops_at_lookup.append(len(hops))
+        return get(display_id)
+
+    h.s.jobs.get = counted_get  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        engine = h.engine
+        launching = asyncio.create_task(engine.run_pass())
+        try:
+            assert await asyncio.to_thread(inside.wait, 30), "the pass never placed"
+            lookup = asyncio.create_task(engine.get_job(jobs[-1], Principal("ann")))
+            await asyncio.sleep(0.1)  # the lookup is queued behind the first hop
+            release.set()
+            await asyncio.wait_for(lookup, timeout=20)
+            await asyncio.wait_for(launching, timeout=60)
+        finally:
+            release.set()
+            await engine.stop()
+
+    asyncio.run(scenario())
+    assert hops_at_lookup == [1], "the lookup waited for more than one hop"
+    assert hops == ["place 100", "place 100"]  # the last 50 came with the plan's remainder
+    states = [h.state(j) for j in jobs]
+    assert states.count(JobState.CONFIGURING) == 240
+    assert states[-10:] == [JobState.PENDING] * 10
+    stored = h.store.active_jobs()
+    assert sum(j.state is JobState.CONFIGURING for j in stored) == 240

@@ -51,6 +51,7 @@ def test_estimated_starts_reach_listed_jobs(tmp_path: Path) -> None:
 
 def test_gpu_error_and_resume_reach_the_next_snapshot(tmp_path: Path) -> None:
     world = World(tmp_path)
+    world.do("submit", (4, "hold"))  # a snapshot lists nodes while a job waits to be placed
     world.do("gpu_error", "n1")
     n1 = next(n for n in world.schedule().nodes if n.name == "n1")
     assert [g.allocatable for g in n1.gpus] == [True, False, True, True]

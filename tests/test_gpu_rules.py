@@ -137,7 +137,8 @@ def make_engine(url: str, clock: Clock) -> tuple[Services, Engine]:
 
 
 def allocatable(services: Services, node: str) -> list[bool]:
-    view = next(n for n in services.planner.snapshot().nodes if n.name == node)
+    """What the next pass sees of ``node``'s GPUs (its view in the snapshot)."""
+    view = services.planner.snapshots.node_view(services.model.nodes[node])
     return [g.allocatable for g in view.gpus]
 
 

@@ -8,7 +8,7 @@ from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc
 from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.snapshot import SnapshotBuilder
-from rota.scheduler.policy.snapshot import Allocation, Plan, Snapshot
+from rota.scheduler.policy.snapshot import Allocation, Placement, Plan, Snapshot
 from rota.states import JobState
 
 
@@ -33,44 +33,24 @@ class Planner:
         """The cluster as the next pass sees it (O(changed jobs + nodes))."""
         return self.snapshots.snapshot()
 
+    def place(self, placements: Sequence[Placement]) -> Orders:
+        """Commit the placements that still fit (one transaction) and return their launch
+        orders; a placement that no longer fits is dropped and re-planned next pass. The
+        leading parts of a large plan go through here, each in a core-thread hop of its own."""
+        orders, changed, events = self._place(placements)
+        if changed:
+            self.model.commit(changed, events)
+            self.model.bump()
+        return orders
+
     def apply(self, plan: Plan, version: int) -> Orders:
-        """Commit a plan's placements that still fit, record reasons, and return launch/kill
-        orders. Placements that no longer fit are dropped and re-planned next pass."""
+        """Commit a plan's placements that still fit, its preemptions, record reasons and
+        estimated starts, and return launch/kill orders. Placements that no longer fit are
+        dropped and re-planned next pass."""
         del version
         jobs = self.model.jobs
         life = self.lifecycle
-        used: dict[str, set[int]] = {}
-        if plan.placements:
-            self.snapshots.sync(self.clock())
-            for running in self.snapshots.running():
-                for held in running.allocations:
-                    used.setdefault(held.node, set()).update(held.gpu_indices)
-        orders: Orders = []
-        changed: list[JobRecord] = []
-        events: list[JobEvent] = []
-        for placement in plan.placements:
-            job = jobs.get(placement.job_id)
-            if job is None or job.state is not JobState.PENDING or job.held:
-                continue
-            allocs = self._check_placement(placement.allocations, used)
-            if allocs is None:
-                continue
-            for alloc in allocs:
-                used.setdefault(alloc.node, set()).update(alloc.gpus)
-            if len(allocs) > 1:
-                allocs[0].port = life.master_port(job.id, allocs[0].node)
-            job.attempt += 1
-            job.allocation = allocs
-            self._fit_window(job)
-            job.reason = ""
-            job.warning = ""  # a new attempt starts without the old one's warnings
-            job.exit_code = None
-            job.start_time = None
-            job.end_time = None
-            where = ",".join(a.node for a in allocs)
-            events.append(life.transition(job, JobState.CONFIGURING, LAUNCH_PREFIX + where))
-            changed.append(job)
-            orders.extend(life.launch_orders(job))
+        orders, changed, events = self._place(plan.placements)
         for job_id in plan.preemptions:
             job = jobs.get(job_id)
             if job is None or job.state not in (JobState.CONFIGURING, JobState.RUNNING):
@@ -95,6 +75,47 @@ class Planner:
         if changed or events or waiting:
             self.model.bump()
         return orders
+
+    def _place(
+        self, placements: Sequence[Placement]
+    ) -> tuple[Orders, list[JobRecord], list[JobEvent]]:
+        """Move the pending jobs of ``placements`` that still fit to CONFIGURING (not yet
+        stored): their launch orders, the changed jobs and their events."""
+        jobs = self.model.jobs
+        life = self.lifecycle
+        used: dict[str, set[int]] = {}
+        if placements:
+            self.snapshots.sync(self.clock())
+            for running in self.snapshots.running():
+                for held in running.allocations:
+                    used.setdefault(held.node, set()).update(held.gpu_indices)
+        orders: Orders = []
+        changed: list[JobRecord] = []
+        events: list[JobEvent] = []
+        for placement in placements:
+            job = jobs.get(placement.job_id)
+            if job is None or job.state is not JobState.PENDING or job.held:
+                continue
+            allocs = self._check_placement(placement.allocations, used)
+            if allocs is None:
+                continue
+            for alloc in allocs:
+                used.setdefault(alloc.node, set()).update(alloc.gpus)
+            if len(allocs) > 1:
+                allocs[0].port = life.master_port(job.id, allocs[0].node)
+            job.attempt += 1
+            job.allocation = allocs
+            self._fit_window(job)
+            job.reason = ""
+            job.warning = ""  # a new attempt starts without the old one's warnings
+            job.exit_code = None
+            job.start_time = None
+            job.end_time = None
+            where = ",".join(a.node for a in allocs)
+            events.append(life.transition(job, JobState.CONFIGURING, LAUNCH_PREFIX + where))
+            changed.append(job)
+            orders.extend(life.launch_orders(job))
+        return orders, changed, events
 
     def _fit_window(self, job: JobRecord) -> None:
         """Cut the time limit of a job in a reservation so that it ends (TIMEOUT) with the

@@ -87,7 +87,9 @@ class SnapshotBuilder:
         self._usage_view: Usage | None = None
 
     def snapshot(self, extra: Iterable[JobRecord] = ()) -> Snapshot:
-        """A frozen view of the cluster for one pass (``extra`` adds probe jobs for dry runs)."""
+        """A frozen view of the cluster for one pass (``extra`` adds probe jobs for dry runs).
+        With no job pending it lists no node: there is nothing to place, and every hello or
+        node change asks for a pass, which would otherwise cost O(nodes) each."""
         now = self.clock()
         self.sync(now)
         kept = self.views
@@ -99,7 +101,7 @@ class SnapshotBuilder:
         ]
         return Snapshot(
             now=now,
-            nodes=self._node_views(),
+            nodes=self._node_views() if pending or probes else (),
             pending=(*pending, *probes) if probes else pending,
             running=kept.running_jobs(),
             version=self.model.version,

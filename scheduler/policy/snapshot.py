@@ -175,7 +175,7 @@ class Snapshot:
     ``pending`` changed since an earlier snapshot (see ``PendingDelta``). ``reservations``
     are the reservations whose window is open or ahead (``reserve.ReservationGate``);
     ``names_reservation`` says whether some pending job names a reservation (None: unknown, the
-    policy looks).
+    policy looks). The scheduler leaves ``nodes`` empty when ``pending`` is: nothing to place.
     """
 
     now: float

@@ -16,6 +16,7 @@ from rota.scheduler.api.auth import AuthInterceptor
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core.services import Services, build_services
+from rota.scheduler.daemon import SERVER_OPTIONS
 from rota.scheduler.engine import Engine
 from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
@@ -80,7 +81,9 @@ class InProcessScheduler:
 
     async def __aenter__(self) -> InProcessScheduler:
         self.engine = Engine(self.services)
-        self.server = grpc.aio.server(interceptors=[AuthInterceptor(self.engine, time.time)])
+        self.server = grpc.aio.server(
+            options=SERVER_OPTIONS, interceptors=[AuthInterceptor(self.engine, time.time)]
+        )
         add_servicers(self.server, self.engine)
         port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
