@@ -50,6 +50,7 @@ class Stats:
     disconnects: list[int] = field(default_factory=lambda: [0, 0, 0])  # streams that broke
     reconnects: list[int] = field(default_factory=lambda: [0, 0, 0])  # welcomes after the first
     dial_failures: int = 0  # attempts that ended before a welcome
+    dial_codes: dict[str, int] = field(default_factory=dict)  # their gRPC status, by name
     watchdog_drops: int = 0  # streams dropped because the scheduler fell silent
     launched: dict[str, float] = field(default_factory=dict)  # display id -> monotonic time
     completed: dict[str, float] = field(default_factory=dict)  # ack of its EXITED event
@@ -141,6 +142,7 @@ class SimNode:
         channel = grpc.aio.insecure_channel(self.settings.target, options=NODE_CHANNEL_OPTIONS)
         tasks: list[asyncio.Task[None]] = []
         welcomed = False
+        code = "OK"  # the stream ended without an error
         try:
             call = pb_grpc.AgentServiceStub(channel).Connect()
             self._call = call
@@ -176,6 +178,9 @@ class SimNode:
                     self._on_ack(msg.ack)
                 elif kind == "log_request" and not msg.log_request.cancel:
                     self._send(protocol.log_eof(msg.log_request.request_id))
+        except grpc.aio.AioRpcError as exc:
+            code = exc.code().name
+            raise
         finally:
             for task in tasks:
                 task.cancel()
@@ -190,6 +195,7 @@ class SimNode:
                     self.stats.disconnects[self.phase()] += 1
             else:
                 self.stats.dial_failures += 1
+                self.stats.dial_codes[code] = self.stats.dial_codes.get(code, 0) + 1
             await channel.close()
 
     def _on_welcome(self, welcome: pb.Welcome, outbox: asyncio.Queue[pb.AgentMessage]) -> None:

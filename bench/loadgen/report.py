@@ -32,10 +32,11 @@ def _shed(count: int | None) -> str:
 
 
 def _streams(s: dict[str, Any]) -> str:
+    codes = ", ".join(f"{n} {c}" for c, n in sorted(s.get("dial_codes", {}).items()))
     return (
         f"{s['disconnects_window']} disconnects in the window ({s['disconnects_total']} in all), "
-        f"{s['reconnects_total']} reconnects, {s['dial_failures']} failed dials, "
-        f"{s['watchdog_drops']} watchdog drops"
+        f"{s['reconnects_total']} reconnects, {s['dial_failures']} failed dials"
+        f"{f' ({codes})' if codes else ''}, {s['watchdog_drops']} watchdog drops"
     )
 
 

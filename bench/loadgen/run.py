@@ -239,6 +239,7 @@ def _streams(stats: dict[str, Any]) -> dict[str, Any]:
         "reconnects_window": stats["reconnects"][WINDOW],
         "reconnects_total": sum(stats["reconnects"]),
         "dial_failures": stats["dial_failures"],
+        "dial_codes": stats["dial_codes"],
         "watchdog_drops": stats["watchdog_drops"],
     }
 

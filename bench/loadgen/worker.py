@@ -98,6 +98,8 @@ def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
             out[key] = [a + b for a, b in zip(out[key], r[key], strict=True)]
         for key in ("dial_failures", "watchdog_drops", "launched_on_stopped", "kills", "connected"):
             out[key] += r[key]
+        for code, count in r["dial_codes"].items():
+            out["dial_codes"][code] = out["dial_codes"].get(code, 0) + count
         out["rtts"].extend(r["rtts"])
         out["launched"].update(r["launched"])
         out["completed"].update(r["completed"])
