@@ -61,9 +61,9 @@ T = TypeVar("T")
 WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
 TELEMETRY_BATCH_DELAY = 0.05  # seconds heartbeats gather before one core-thread hop
 TELEMETRY_PER_HOP = 100  # heartbeats decoded and applied per core-thread hop (~0.2 ms each)
-EVENTS_PER_HOP = 50  # job events applied (and stored in one transaction) per core-thread hop
+EVENTS_PER_HOP = 25  # job events applied (and stored in one transaction) per core-thread hop
 NODES_PER_HOP = 100  # nodes of a ListNodes page built per core-thread hop (~0.1-0.2 ms each)
-PLACEMENTS_PER_HOP = 100  # placements of a plan committed per core-thread hop
+PLACEMENTS_PER_HOP = 50  # placements of a plan committed per core-thread hop
 BEHIND_LOG_INTERVAL = 10.0  # seconds between "behind on telemetry" warnings
 LIVENESS_MIN_WAIT = 0.05  # seconds: the liveness check never spins
 

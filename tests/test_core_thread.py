@@ -14,6 +14,7 @@ from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core_thread import CoreThread
+from rota.scheduler.engine import PLACEMENTS_PER_HOP
 from rota.scheduler.policy.snapshot import Placement
 from rota.states import JobState
 from tests.support.core import Harness
@@ -61,8 +62,9 @@ def test_shutdown_runs_what_is_queued_then_refuses_more() -> None:
 
 
 def test_a_large_pass_launches_in_hops_and_a_request_answers_between_them(tmp_path: Path) -> None:
-    """A pass placing 250 jobs commits them 100 per core-thread hop: a job lookup asked during
-    the first hop is answered before the second, and every job that fits is launched once."""
+    """A pass placing 240 jobs commits them ``PLACEMENTS_PER_HOP`` per core-thread hop: a job
+    lookup asked during the first hop is answered before the second, and every job that fits
+    is launched once."""
     h = Harness(tmp_path)
     for n in range(30):
         h.connect(f"n{n:02d}", gpus=8)  # 240 GPUs
@@ -105,7 +107,8 @@ def test_a_large_pass_launches_in_hops_and_a_request_answers_between_them(tmp_pa
 
     asyncio.run(scenario())
     assert hops_at_lookup == [1], "the lookup waited for more than one hop"
-    assert hops == ["place 100", "place 100"]  # the last 50 came with the plan's remainder
+    # the last ones come with the plan's remainder (Planner.apply)
+    assert hops == [f"place {PLACEMENTS_PER_HOP}"] * ((240 - 1) // PLACEMENTS_PER_HOP)
     states = [h.state(j) for j in jobs]
     assert states.count(JobState.CONFIGURING) == 240
     assert states[-10:] == [JobState.PENDING] * 10
