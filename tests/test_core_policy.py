@@ -357,3 +357,22 @@ def test_a_dry_run_answers_while_a_pass_is_stuck_in_decide(tmp_path: Path) -> No
     assert waits.reason == "Resources"  # the queued job comes first
     assert h.state(queued) is JobState.CONFIGURING  # the pass finished once released
     assert [j.display_id for j in h.s.model.jobs.values()] == [queued]
+
+
+def test_a_hold_shows_its_reason_at_once_and_a_plan_from_before_it_does_not_undo_it(
+    tmp_path: Path,
+) -> None:
+    h = RotaHarness(tmp_path)
+    h.connect("n1", gpus=1)
+    h.submit(gpus=1)  # takes the only GPU
+    waiting = h.submit(gpus=1)
+    h.schedule()
+    assert h.s.jobs.get(waiting)[0].reason == "Resources"
+    snap = h.s.planner.snapshot()
+    stale = h.s.policy.decide(snap)  # decided while the job was not held yet
+    h.s.control.control("hold", [waiting], "root", admin=True)
+    assert h.s.jobs.get(waiting)[0].reason == "JobHeldAdmin", "shown before any pass"
+    h.s.planner.apply(stale, snap.version)
+    assert h.s.jobs.get(waiting)[0].reason == "JobHeldAdmin", "the stale plan left it"
+    h.schedule()
+    assert h.s.jobs.get(waiting)[0].reason == "JobHeldAdmin"

@@ -47,7 +47,7 @@ def test_add_node_token_is_shown_once_and_stored_hashed(h: Harness) -> None:
     with pytest.raises(UserError):
         h.s.nodes.add("bad name", {}, "root")
     assert isinstance(join(h, "n1", token)[0][1], Welcome)
-    assert h.s.planner.snapshot().nodes[0].labels["rack"] == "r1"
+    assert h.s.planner.snapshots.node_view(h.s.model.nodes["n1"]).labels["rack"] == "r1"
 
 
 def test_rotated_token_refuses_the_old_one(h: Harness) -> None:

@@ -12,9 +12,10 @@ import dataclasses
 from collections.abc import Collection
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.model import JobRecord
+from rota.scheduler.cluster.model import RESERVATION_HOLD, JobRecord
 from rota.scheduler.cluster.reservation import IGNORE_JOBS, MAINT
 from rota.scheduler.cluster.users import Principal
+from rota.scheduler.policy import reasons
 
 ACTIONS = ("cancel", "hold", "release", "requeue")
 
@@ -46,6 +47,16 @@ def hold_kind(principal: Principal, job: JobRecord) -> str:
     """What a hold by ``principal`` is: "admin" when an admin holds another user's job (only
     an admin releases it, SLURM's JobHeldAdmin), else "user"."""
     return "admin" if principal.admin and job.user != principal.user else "user"
+
+
+def hold_reason(held: str) -> str:
+    """The pending reason a job held as ``held`` ("user", "admin", a deleted reservation's)
+    shows: set by the hold itself and by every pass after it."""
+    if held == "admin":
+        return reasons.HELD_ADMIN
+    if held == RESERVATION_HOLD:
+        return reasons.RESERVATION_DELETED
+    return reasons.HELD_USER
 
 
 def may_read_logs(principal: Principal, job: JobRecord) -> str:

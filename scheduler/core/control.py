@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
-from rota.scheduler.core.access import hold_kind
+from rota.scheduler.core.access import hold_kind, hold_reason
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.lookup import CancelResult, JobLookup
@@ -46,6 +46,7 @@ class ControlService:
         if job.held:
             return "is already held"
         job.held = hold_kind(who, job)
+        job.reason = hold_reason(job.held)  # shown at once, not after the next pass
         by = f"an admin ({who.user})" if job.held == "admin" else who.user
         events.append(self.lifecycle.note(job, HistoryKind.INFO, f"held by {by}"))
         return ""

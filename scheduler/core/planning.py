@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc
+from rota.scheduler.core.access import hold_reason
 from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.snapshot import SnapshotBuilder
@@ -63,9 +64,12 @@ class Planner:
         waiting: list[tuple[int, str]] = []
         for job_id, reason in self.snapshots.changed_reasons(plan.reasons):
             job = jobs.get(job_id)
-            if job is not None and job.state is JobState.PENDING and job.reason != reason:
-                job.reason = reason
-                waiting.append((job_id, reason))
+            if job is None or job.state is not JobState.PENDING or job.reason == reason:
+                continue
+            if job.held and reason != hold_reason(job.held):
+                continue  # held after the snapshot: the plan's reason is stale
+            job.reason = reason
+            waiting.append((job_id, reason))
         self.snapshots.applied(plan.reasons)
         self.model.starts = dict(plan.est_start)
         if changed or events:

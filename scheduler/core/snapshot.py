@@ -17,8 +17,9 @@ from typing import Protocol
 
 from rota.jobspec import JobSpec, parse_array, parse_dependency
 from rota.messages import GpuTelemetry, Inventory
-from rota.scheduler.cluster.model import RESERVATION_HOLD, JobRecord, NodeState
+from rota.scheduler.cluster.model import JobRecord, NodeState
 from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.access import hold_reason
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.usage import UsageBook
@@ -277,8 +278,7 @@ class SnapshotBuilder:
     def blocked(self, job: JobRecord, now: float) -> str | None:
         """Why ``job`` may not start whatever the resources (held, begin time, dependency)."""
         if job.held:
-            kinds = {"admin": reasons.HELD_ADMIN, RESERVATION_HOLD: reasons.RESERVATION_DELETED}
-            return kinds.get(job.held, reasons.HELD_USER)
+            return hold_reason(job.held)
         if job.spec.begin_time and job.spec.begin_time > now:
             return reasons.BEGIN_TIME
         if job.spec.dependency:
