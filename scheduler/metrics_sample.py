@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from rota.gpus import GpuInfo
 from rota.messages import GpuTelemetry
 from rota.scheduler.core.services import Services
 from rota.states import JobState
-
-
-@dataclass(frozen=True, slots=True)
-class GpuSample:
-    node: str
-    index: int
-    uuid: str
-    utilization: float
-    memory_used: int
-    memory_total: int
-    temperature: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,23 +41,6 @@ class ClusterSample:
     jobs: dict[str, int] = field(default_factory=dict)  # every non-final state -> count
     nodes: tuple[NodeSample, ...] = ()
     telemetry: TelemetrySample = TelemetrySample()
-
-    def gpus(self) -> Iterator[GpuSample]:
-        """Each GPU's latest telemetry (GPUs whose reading failed are left out), node by node;
-        built when asked, off the core thread, from the tuples the sample holds."""
-        for node in self.nodes:
-            totals = {g.index: g.memory_total for g in node.inventory}
-            for t in node.telemetry:
-                if not t.error:
-                    yield GpuSample(
-                        node.node,
-                        t.index,
-                        t.uuid,
-                        t.utilization,
-                        t.memory_used,
-                        totals.get(t.index, 0),
-                        t.temperature,
-                    )
 
 
 def sample(services: Services) -> ClusterSample:

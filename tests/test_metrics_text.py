@@ -4,11 +4,14 @@ read them back with every label and value."""
 
 from __future__ import annotations
 
+import asyncio
+
 from prometheus_client.parser import text_string_to_metric_families
 
 from rota.gpus import GpuInfo
 from rota.messages import GpuTelemetry
-from rota.scheduler.metrics import SchedulerMetrics
+from rota.scheduler.daemon import _scrape
+from rota.scheduler.metrics import NODES_PER_PART, SchedulerMetrics
 from rota.scheduler.metrics_sample import ClusterSample, NodeSample
 
 
@@ -48,3 +51,69 @@ def test_per_node_and_per_gpu_series_parse_back_with_escaped_labels() -> None:
     assert got[("rota_gpu_temperature_celsius", gpu0)] == 61.0
     assert not [key for key in got if ("uuid", "GPU-b") in key[1]]
     assert got[("rota_jobs", (("state", "RUNNING"),))] == 1
+
+
+def cluster_of(nodes: int) -> ClusterSample:
+    inventory = tuple(GpuInfo(i, f"GPU-{i}", "H100", 80 * 2**30) for i in range(8))
+    return ClusterSample(
+        {"RUNNING": 0},
+        tuple(
+            NodeSample(
+                f"n{n:05d}",
+                True,
+                8,
+                n % 9,
+                0,
+                0,
+                inventory,
+                tuple(
+                    GpuTelemetry(i, f"GPU-{n}-{i}", utilization=float(n % 101)) for i in range(8)
+                ),
+            )
+            for n in range(nodes)
+        ),
+    )
+
+
+def test_a_large_scrape_comes_in_bounded_parts_that_add_up_to_every_series() -> None:
+    nodes = 3 * NODES_PER_PART + 7
+    parts = list(SchedulerMetrics().parts(cluster_of(nodes)))
+    per_node_lines = 8 * 4 + 5  # four families per GPU, five per node
+    assert len(parts) > per_node_lines
+    assert max(part.count(b"\n") for part in parts[1:]) <= NODES_PER_PART * 8 + 2
+    got = samples(b"".join(parts).decode())
+    assert got[("rota_node_gpus_allocated", (("node", "n00700"),))] == 700 % 9
+    assert got[("rota_node_gpus_idle", (("node", "n00700"),))] == 8 - 700 % 9
+    gpu = (("gpu", "5"), ("node", f"n{nodes - 1:05d}"), ("uuid", f"GPU-{nodes - 1}-5"))
+    assert got[("rota_gpu_utilization_percent", gpu)] == (nodes - 1) % 101
+    assert len([k for k in got if k[0] == "rota_gpu_memory_total_bytes"]) == nodes * 8
+
+
+def test_the_daemon_lets_other_requests_run_between_the_parts_of_a_scrape() -> None:
+    cluster = cluster_of(2 * NODES_PER_PART)
+    metrics = SchedulerMetrics()
+
+    class Engine:
+        async def metrics_sample(self) -> ClusterSample:
+            return cluster
+
+    async def scrape_beside_a_request() -> tuple[bytes, int]:
+        turns = 0
+        done = asyncio.Event()
+
+        async def other_request() -> None:
+            nonlocal turns
+            while not done.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+
+        beside = asyncio.create_task(other_request())
+        await asyncio.sleep(0)
+        response = await _scrape(Engine(), metrics)  # type: ignore[arg-type]
+        done.set()
+        await beside
+        return response.body, turns
+
+    body, turns = asyncio.run(scrape_beside_a_request())
+    assert body == metrics.render(cluster)
+    assert turns > 20  # the other coroutine ran between parts, not only before and after

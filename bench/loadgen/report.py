@@ -90,6 +90,7 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             ("floor heartbeats", _beats(f["heartbeats"])),
             ("floor round trip", _ms(f["heartbeats"]["round_trip"])),
             ("floor streams", _streams(f["streams"])),
+            *((f"floor {name} (empty reply)", _ms(q)) for name, q in f.get("unary", {}).items()),
             (
                 "scheduler / floor",
                 f"CPU {r.get('cpu_percent')}x, RSS {r.get('rss_mean_mib')}x mean, "

@@ -9,7 +9,7 @@ runs spread over the window; ``jobs`` jobs submitted a tenth into the window; on
 launch orders (at three quarters of the window at the latest) ``stop_nodes`` idle nodes are
 stopped and timed until DOWN. After the window the run waits (at most ``drain`` seconds) for the jobs to complete
 and the stopped nodes to be DOWN. Floor phase: the same nodes, ramp, settle and window against
-the floor server, no jobs.
+the floor server, with the same unary probes (answered with empty replies), no jobs.
 """
 
 from __future__ import annotations
@@ -293,9 +293,12 @@ async def _floor_phase(o: Options, root: Path, beats: dict[str, Any]) -> dict[st
         fleet.set_phase(WINDOW)
         meter = ProcessMeter(server.pid)
         meter.begin()
+        probes = UnaryProbes(server.address, "", "0", o.probe_interval)
+        probing = asyncio.create_task(probes.run())
         await asyncio.sleep(window)
         fleet.set_phase(AFTER)
         process = meter.end()
+        probing.cancel()
         stats = await fleet.finish()
     finally:
         server.stop()
@@ -304,6 +307,7 @@ async def _floor_phase(o: Options, root: Path, beats: dict[str, Any]) -> dict[st
         "process": process,
         "heartbeats": _heartbeats(stats, window, o.nodes),
         "streams": _streams(stats),
+        "unary": probes.report(),
     }
 
 
