@@ -1,8 +1,9 @@
 """Prometheus metrics of the scheduler (names and labels in docs/metrics.md).
 
 State (jobs, GPUs, telemetry, agents) is read from the cluster model at scrape time, on the
-core thread, into a ``ClusterSample``; a custom collector turns that sample into metric
-families. Events (passes, queue waits, RPCs) feed histograms and counters. Everything lives in
+core thread, into a ``ClusterSample``; a custom collector turns the cluster-wide part of that
+sample into metric families, and the per-node and per-GPU series are written directly, in
+parts. Events (passes, queue waits, RPCs) feed histograms and counters. Everything lives in
 one ``SchedulerMetrics`` object with a registry of its own: no module-level state.
 """
 

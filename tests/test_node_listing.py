@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rota.messages import GpuTelemetry, Heartbeat
 from rota.scheduler.api import convert
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.engine import NODES_PER_HOP
@@ -149,3 +150,26 @@ def test_a_listed_node_shows_its_new_inventory_after_a_new_hello(tmp_path: Path)
     assert listed() == ["GPU-0", "GPU-1"]
     h.connect("n1", gpus=4)  # the agent came back with more GPUs
     assert listed() == ["GPU-0", "GPU-1", "GPU-2", "GPU-3"]
+
+
+def test_a_listed_node_shows_each_new_heartbeat_s_telemetry(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.connect("n1", gpus=2)
+    parts = convert.NodeParts()
+
+    def listed() -> list[tuple[float, int, str]]:
+        (shown,) = h.s.nodes.page(0, "", summary=False).nodes
+        reply = convert.node_page_to_pb([shown], "", parts)
+        return [
+            (g.telemetry.utilization, g.telemetry.memory_used, g.telemetry.error)
+            for g in reply.nodes[0].gpus
+        ]
+
+    def beat(*gpus: GpuTelemetry) -> None:
+        h.engine.heartbeat_step("n1", h.sessions["n1"], Heartbeat(gpus=gpus))
+
+    beat(GpuTelemetry(0, "GPU-0", utilization=10.0, memory_used=2**30), GpuTelemetry(1, "GPU-1"))
+    assert listed() == [(10.0, 2**30, ""), (0.0, 0, "")]
+    assert listed() == [(10.0, 2**30, ""), (0.0, 0, "")]  # served from the kept parts
+    beat(GpuTelemetry(0, "GPU-0", utilization=97.0), GpuTelemetry(1, "GPU-1", error="GPU is lost"))
+    assert listed() == [(97.0, 0, ""), (0.0, 0, "GPU is lost")]

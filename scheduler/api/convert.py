@@ -13,6 +13,7 @@ from rota.messages import (
     AgentOrder,
     EventAck,
     EventKind,
+    GpuTelemetry,
     Heartbeat,
     Hello,
     Inventory,
@@ -39,7 +40,6 @@ from rota.wire import (
     inventory_from_message,
     spec_fields,
     spec_from_message,
-    telemetry_fields,
     telemetry_from_message,
 )
 
@@ -258,13 +258,15 @@ def node_summary_to_pb(summary: NodeSummary) -> pb.NodeSummary:
 
 
 class NodeParts:
-    """The static parts of nodes' messages (inventory, each GPU's info), serialized once and
-    reused while a node keeps the same inventory object (a hello replaces it). Safe to share
-    between threads: a race at worst serializes a part twice. Holds one entry per node name
-    ever listed (a few KiB each)."""
+    """Parts of nodes' messages serialized once and reused: the inventory and each GPU's info
+    while a node keeps the same inventory object (a hello replaces it), and each GPU's
+    telemetry while it keeps the same telemetry tuple (each applied heartbeat replaces it).
+    Safe to share between threads: a race at worst serializes a part twice. Holds one entry
+    per node name ever listed (a few KiB each)."""
 
     def __init__(self) -> None:
         self._parts: dict[str, tuple[Inventory, bytes, dict[int, bytes]]] = {}
+        self._telemetry: dict[str, tuple[tuple[GpuTelemetry, ...], dict[int, bytes]]] = {}
 
     def of(self, name: str, inventory: Inventory) -> tuple[bytes, dict[int, bytes]]:
         """The serialized inventory and each GPU's serialized info, by index."""
@@ -277,47 +279,77 @@ class NodeParts:
             self._parts[name] = hit
         return hit[1], hit[2]
 
+    def telemetry(self, name: str, telemetry: tuple[GpuTelemetry, ...]) -> dict[int, bytes]:
+        """Each GPU's serialized latest telemetry, by index."""
+        hit = self._telemetry.get(name)
+        if hit is None or hit[0] is not telemetry:
+            hit = (telemetry, {t.index: _telemetry_bytes(t) for t in telemetry})
+            self._telemetry[name] = hit
+        return hit[1]
 
-def nodes_to_pb(
-    nodes: Sequence[tuple[NodeState, NodeStatus]], parts: NodeParts | None = None
-) -> list[pb.Node]:
-    """``node_to_pb`` of a page (~0.1-0.2 ms a node: servicers run a large page off the event
-    loop)."""
-    parts = parts or NodeParts()
-    return [node_to_pb(node, status, parts) for node, status in nodes]
+
+def _telemetry_bytes(t: GpuTelemetry) -> bytes:
+    msg = pb.GpuTelemetry(
+        index=t.index,
+        uuid=t.uuid,
+        utilization=t.utilization,
+        memory_used=t.memory_used,
+        temperature=t.temperature,
+        power=t.power,
+        error=t.error,
+    )
+    for p in t.processes:
+        msg.processes.add(pid=p.pid, memory_used=p.memory_used, job_id=p.job_id)
+    return msg.SerializeToString()
+
+
+def node_page_to_pb(
+    nodes: Sequence[tuple[NodeState, NodeStatus]], next_page_token: str, parts: NodeParts
+) -> pb.ListNodesResponse:
+    """A ``ListNodes`` reply holding ``nodes`` (~0.05-0.1 ms a node: servicers build a large
+    page off the event loop); each node is written into the reply, not copied there."""
+    reply = pb.ListNodesResponse(next_page_token=next_page_token)
+    add = reply.nodes.add
+    for node, status in nodes:
+        _fill_node(add(), node, status, parts)
+    return reply
 
 
 def node_to_pb(node: NodeState, status: NodeStatus, parts: NodeParts | None = None) -> pb.Node:
     """A node for ``ginfo`` with every GPU's state, holder and latest telemetry; ``parts``
     caches what does not change between listings."""
-    inventory, infos = (parts or NodeParts()).of(node.name, node.inventory)
+    msg = pb.Node()
+    _fill_node(msg, node, status, parts or NodeParts())
+    return msg
+
+
+def _fill_node(msg: pb.Node, node: NodeState, status: NodeStatus, parts: NodeParts) -> None:
+    inventory, infos = parts.of(node.name, node.inventory)
+    telemetry = parts.telemetry(node.name, node.telemetry)
+    errors = {t.index: t.error for t in node.telemetry if t.error}
     holders, stale, shown = status.holders, status.stale, status.gpus
-    msg = pb.Node(
-        name=node.name,
-        state=status.state,
-        reason=status.reason,
-        reason_by=status.reason_by,
-        reason_time=status.since or 0.0,
-        gpus_total=node.gpu_count,
-        gpus_free=free_gpus(node, status),
-        last_heartbeat=node.last_heartbeat or 0.0,
-        address=node.address,
-        engine_healthy=node.engine_healthy,
-        engine_error=node.engine_error,
-        labels={**node.inventory.labels, **node.labels},
-    )
+    msg.name = node.name
+    msg.state = status.state
+    msg.reason = status.reason
+    msg.reason_by = status.reason_by
+    msg.reason_time = status.since or 0.0
+    msg.gpus_total = node.gpu_count
+    msg.gpus_free = free_gpus(node, status)
+    msg.last_heartbeat = node.last_heartbeat or 0.0
+    msg.address = node.address
+    msg.engine_healthy = node.engine_healthy
+    msg.engine_error = node.engine_error
+    msg.labels.update({**node.inventory.labels, **node.labels})
     msg.inventory.MergeFromString(inventory)
-    telemetry = {t.index: t for t in node.telemetry}
     sampled_at = node.telemetry_time or 0.0
     for gpu in node.inventory.gpus:
-        t = telemetry.get(gpu.index)
+        reading = telemetry.get(gpu.index)
         holder = holders.get(gpu.index, "")
         view = shown.get(gpu.index)
         if view is None:  # no GPU status computed: judge from the telemetry alone
+            error = errors.get(gpu.index, "")
             view = GpuDisplay(
-                "unhealthy" if t and t.error else ("allocated" if holder else "idle"),
-                t.error if t else "",
-                holder,
+                "unhealthy" if error else ("allocated" if holder else "idle"), error, holder
             )
         status_msg = msg.gpus.add(
             stale=stale,
@@ -329,6 +361,5 @@ def node_to_pb(node: NodeState, status: NodeStatus, parts: NodeParts | None = No
             marked_time=view.marked_time,
         )
         status_msg.info.MergeFromString(infos[gpu.index])
-        if t is not None:
-            status_msg.telemetry.MergeFrom(pb.GpuTelemetry(**telemetry_fields(t)))
-    return msg
+        if reading is not None:
+            status_msg.telemetry.MergeFromString(reading)

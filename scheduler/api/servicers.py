@@ -139,11 +139,13 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
             request.summary_only,
             tuple(request.states),
         )
+        convert_page = functools.partial(
+            convert.node_page_to_pb, page.nodes, page.next_page_token, self._parts
+        )
         if len(page.nodes) > INLINE_NODES:  # ~0.1 ms a node: the loop keeps serving meanwhile
-            nodes = await asyncio.to_thread(convert.nodes_to_pb, page.nodes, self._parts)
+            reply = await asyncio.to_thread(convert_page)
         else:  # a thread hop would cost more than it saves when the core thread holds the GIL
-            nodes = convert.nodes_to_pb(page.nodes, self._parts)
-        reply = pb.ListNodesResponse(nodes=nodes, next_page_token=page.next_page_token)
+            reply = convert_page()
         if reply.nodes:
             booked = await self.engine.node_bookings([n.name for n in reply.nodes])
             for msg in reply.nodes:
