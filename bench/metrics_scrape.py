@@ -4,9 +4,9 @@ Run from the repository root:  python bench/metrics_scrape.py [NODES] [RUNS]   (
 
 Builds the scheduler's services in-process and admits NODES 8-GPU nodes with telemetry, as
 bench/node_listing.py does, then times RUNS scrapes: the core-thread part
-(``Engine.metrics_sample``) and rendering the exposition text (``SchedulerMetrics.parts``,
-which the daemon renders on the event loop, yielding between parts). Prints medians and maxima,
-the longest single part, the size of the text and its lines.
+(``Engine.metrics_sample``) and rendering the exposition text (``SchedulerMetrics.render``,
+which the daemon runs off the event loop). Prints medians and maxima, the size of the text and
+its lines.
 """
 
 from __future__ import annotations
@@ -30,27 +30,16 @@ from rota.scheduler.store.store import Store
 
 
 async def scrape(engine: Engine, metrics: SchedulerMetrics, runs: int) -> None:
-    sampled, rendered, parts = [], [], []
+    sampled, rendered = [], []
     text = b""
     for _ in range(runs):
         began = time.perf_counter()
         cluster = await engine.metrics_sample()
         took = time.perf_counter()
-        chunks = []
-        last = took
-        for chunk in metrics.parts(cluster):
-            chunks.append(chunk)
-            now = time.perf_counter()
-            parts.append(now - last)
-            last = now
-        text = b"".join(chunks)
+        text = metrics.render(cluster)
         sampled.append(took - began)
         rendered.append(time.perf_counter() - took)
-    for name, times in (
-        ("core thread (sample)", sampled),
-        ("render (all parts)", rendered),
-        ("one part", parts),
-    ):
+    for name, times in (("core thread (sample)", sampled), ("render (off the loop)", rendered)):
         print(
             f"{name:24s} median {1000 * statistics.median(times):7.1f} ms, "
             f"max {1000 * max(times):7.1f} ms"

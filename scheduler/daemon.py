@@ -173,11 +173,7 @@ async def _start_http(
 
 async def _scrape(engine: Engine, metrics: SchedulerMetrics) -> Response:
     cluster = await engine.metrics_sample()
-    text = []
-    for part in metrics.parts(cluster):
-        text.append(part)
-        await asyncio.sleep(0)  # let other requests in between parts
-    return Response(200, b"".join(text), CONTENT_TYPE)
+    return Response(200, await asyncio.to_thread(metrics.render, cluster), CONTENT_TYPE)
 
 
 def _add_port(server: grpc.aio.Server, config: SchedulerConfig) -> int:

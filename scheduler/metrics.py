@@ -2,14 +2,15 @@
 
 State (jobs, GPUs, telemetry, agents) is read from the cluster model at scrape time, on the
 core thread, into a ``ClusterSample``; a custom collector turns the cluster-wide part of that
-sample into metric families, and the per-node and per-GPU series are written directly, in
-parts. Events (passes, queue waits, RPCs) feed histograms and counters. Everything lives in
-one ``SchedulerMetrics`` object with a registry of its own: no module-level state.
+sample into metric families, and the per-node and per-GPU series are written directly. Events
+(passes, queue waits, RPCs) feed histograms and counters. Everything lives in one
+``SchedulerMetrics`` object with a registry of its own: no module-level state.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -66,7 +67,6 @@ _GPU_FAMILIES = (
     ("rota_gpu_temperature_celsius", "GPU temperature at the last heartbeat."),
 )
 _GpuRow = tuple[str, tuple[str, str, str, str]]  # label set, values in _GPU_FAMILIES order
-NODES_PER_PART = 250  # per-node work between two parts of a scrape: a few milliseconds
 
 
 def _label(value: str) -> str:
@@ -113,31 +113,21 @@ def _gpu_rows(nodes: Sequence[NodeSample]) -> list[_GpuRow]:
     return rows
 
 
-def _slices(count: int, size: int) -> Iterator[slice]:
-    return (slice(i, i + size) for i in range(0, count, size))
-
-
-def _per_node_and_gpu(sample: ClusterSample) -> Iterator[bytes]:
-    """The per-node and per-GPU gauge families as exposition text, in parts of at most
-    ``NODES_PER_PART`` nodes' work (some parts empty). Written directly, not through the generic
-    collector, whose per-line cost (~15 us) would make a 10,000-node scrape take seconds."""
-    nodes = sample.nodes
+def _per_node_and_gpu(sample: ClusterSample) -> str:
+    """The per-node and per-GPU gauge families as exposition text: written directly, not
+    through the generic collector, whose per-line cost (~15 us) would make a 10,000-node
+    scrape take seconds; each GPU's values are formatted once, not once per family."""
+    out: list[str] = []
+    nodes = [(_label(n.node), _node_values(n)) for n in sample.nodes]
     for k, kind in enumerate(_NODE_KINDS):
         name = f"rota_node_gpus_{kind}"
-        yield f"# HELP {name} GPUs of the node that are {kind}.\n# TYPE {name} gauge\n".encode()
-        for part in _slices(len(nodes), NODES_PER_PART):
-            yield "".join(
-                f'{name}{{node="{_label(n.node)}"}} {_node_values(n)[k]}\n' for n in nodes[part]
-            ).encode()
-    rows: list[_GpuRow] = []
-    for part in _slices(len(nodes), NODES_PER_PART):
-        rows += _gpu_rows(nodes[part])
-        yield b""
-    per_part = NODES_PER_PART * 8
+        out.append(f"# HELP {name} GPUs of the node that are {kind}.\n# TYPE {name} gauge\n")
+        out.extend(f'{name}{{node="{label}"}} {values[k]}\n' for label, values in nodes)
+    rows = _gpu_rows(sample.nodes)
     for k, (name, help_text) in enumerate(_GPU_FAMILIES):
-        yield f"# HELP {name} {help_text}\n# TYPE {name} gauge\n".encode()
-        for part in _slices(len(rows), per_part):
-            yield "".join(f"{name}{key}{values[k]}\n" for key, values in rows[part]).encode()
+        out.append(f"# HELP {name} {help_text}\n# TYPE {name} gauge\n")
+        out.extend(f"{name}{key}{values[k]}\n" for key, values in rows)
+    return "".join(out)
 
 
 class SchedulerMetrics:
@@ -147,6 +137,7 @@ class SchedulerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self._model = _ModelCollector()
+        self._rendering = threading.Lock()  # one render at a time: they share the collector
         self.registry.register(self._model)
         self.pass_seconds = Histogram(
             "rota_scheduling_pass_seconds",
@@ -182,14 +173,10 @@ class SchedulerMetrics:
         self.rpcs.labels(method, code).inc()
         self.rpc_seconds.labels(method).observe(seconds)
 
-    def parts(self, cluster: ClusterSample) -> Iterator[bytes]:
-        """The exposition text with ``cluster`` as the model's state, in parts of a few
-        milliseconds' work each: a caller on the event loop yields between parts, so a
-        10,000-node scrape (hundreds of thousands of lines) never stalls other requests."""
-        self._model.sample = cluster
-        yield generate_latest(self.registry)
-        yield from _per_node_and_gpu(cluster)
-
     def render(self, cluster: ClusterSample) -> bytes:
-        """The whole exposition text at once (``parts`` joined)."""
-        return b"".join(self.parts(cluster))
+        """The exposition text with ``cluster`` as the model's state. Thread-safe: a large
+        cluster's text takes long enough (~0.45 s at 10,000 nodes) that the daemon renders
+        it off the event loop."""
+        with self._rendering:
+            self._model.sample = cluster
+            return generate_latest(self.registry) + _per_node_and_gpu(cluster).encode()
