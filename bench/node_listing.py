@@ -8,7 +8,8 @@ heartbeat steps, with the inventory and telemetry the load generator's nodes sen
 (bench/loadgen/protocol.py); no agent streams are open, so the listing is measured alone. Then,
 RUNS times each: one ``ListNodes`` page (default size and the largest), the summary alone,
 ``GetNode``; and the whole process of ``ginfo`` (the summary at this size), ``ginfo -s``,
-``ginfo -t DOWN`` (ten nodes are DOWN), ``ginfo -N NODE`` and ``ginfo --all``. Prints
+``ginfo -t DOWN`` (ten nodes are DOWN), ``ginfo -N NODE`` and ``ginfo --all``, with rota's
+modules byte-compiled first as an installation has them. Prints
 medians and maxima, and the largest reply in bytes (gRPC's default limit is 4 MiB).
 """
 
@@ -30,6 +31,7 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.loadgen import protocol
+from bench.loadgen.probes import byte_compile
 from rota.scheduler.api import convert
 from rota.scheduler.api.servicers import add_servicers
 from rota.scheduler.config import SchedulerConfig, policy_config
@@ -120,6 +122,7 @@ def main(count: int, runs: int) -> None:
                 get = pb.GetNodeRequest(name=last)
                 times, _ = timed(lambda: stub.GetNode(get, timeout=60), runs)
                 line("GetNode", times)
+            byte_compile(Path(__file__).resolve().parents[1])
             env = {**os.environ, "ROTA_SCHEDULER": address}
             cli = [sys.executable, "-m", "rota.cli.ginfo", "--scheduler", address]
             commands = (

@@ -65,6 +65,8 @@ def test_loadgen_accounts_for_heartbeats_jobs_and_a_stopped_node() -> None:
     assert floor["process"]["rss_max_mib"] > 0
     for name in ("ListNodes", "GetJob", "ListJobs"):  # the floor answers the same probes
         assert floor["unary"][name]["n"] >= 1 and floor["unary"][name]["errors"] == 0
+    assert floor["ginfo"]["n"] == 1 and floor["ginfo"]["failed"] == 0  # and the same command
     assert report["ratios"]["rss_mean_mib"] > 0
     assert "scheduler / floor" in table(report)
     assert "floor GetJob (empty reply)" in table(report)
+    assert "floor ginfo (empty replies)" in table(report)

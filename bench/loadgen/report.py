@@ -25,6 +25,10 @@ def _beats(h: dict[str, Any]) -> str:
     )
 
 
+def _ginfo(g: dict[str, Any]) -> str:
+    return _ms(g) + (f", {g['failed']} failed" if g["failed"] else "")
+
+
 def _shed(count: int | None) -> str:
     if count is None:
         return "not measured (no /metrics)"
@@ -59,8 +63,7 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         errors = f", {q['errors']} errors" if q["errors"] else ""
         slowest = ", ".join(f"{ms:.0f} ms at {at:.0f} s" for at, ms in q.get("slowest", []))
         out.append((name, _ms(q) + extra + errors + (f"; slowest {slowest}" if slowest else "")))
-    g = s["ginfo"]
-    out.append(("ginfo whole process", _ms(g) + (f", {g['failed']} failed" if g["failed"] else "")))
+    out.append(("ginfo whole process", _ginfo(s["ginfo"])))
     j = s["jobs"]
     out += [
         (
@@ -91,6 +94,7 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             ("floor round trip", _ms(f["heartbeats"]["round_trip"])),
             ("floor streams", _streams(f["streams"])),
             *((f"floor {name} (empty reply)", _ms(q)) for name, q in f.get("unary", {}).items()),
+            *((("floor ginfo (empty replies)", _ginfo(f["ginfo"])),) if "ginfo" in f else ()),
             (
                 "scheduler / floor",
                 f"CPU {r.get('cpu_percent')}x, RSS {r.get('rss_mean_mib')}x mean, "

@@ -27,7 +27,14 @@ from typing import Any
 from bench.loadgen import auth, protocol, servers
 from bench.loadgen.fleet import COMPLETED, CONNECTED, LAUNCHED, Fleet
 from bench.loadgen.node import AFTER, WINDOW, NodeSettings
-from bench.loadgen.probes import ProcessMeter, UnaryProbes, quantiles, time_ginfo, watch_down
+from bench.loadgen.probes import (
+    ProcessMeter,
+    UnaryProbes,
+    byte_compile,
+    quantiles,
+    time_ginfo,
+    watch_down,
+)
 from rota.units import parse_duration
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -63,6 +70,8 @@ async def run(options: Options) -> dict[str, Any]:
         root = Path(options.logs or tmp)
         root.mkdir(parents=True, exist_ok=True)
         report: dict[str, Any] = {"options": asdict(options)}
+        if options.ginfo_runs:
+            byte_compile(servers.REPO)
         report["scheduler"] = await _scheduler_phase(options, root)
         if options.floor:
             report["floor"] = await _floor_phase(options, root, report["scheduler"]["heartbeats"])
@@ -144,11 +153,7 @@ async def _scheduler_window(
     loadgen_cpu = fleet.cpu_seconds()
     probes = UnaryProbes(address, token, probe_job, o.probe_interval)
     probing = asyncio.create_task(probes.run())
-    env = servers.client_env(root, address, token)
-    ginfo = [
-        asyncio.create_task(_at(start + o.window * (k + 1) / (o.ginfo_runs + 1), time_ginfo(env)))
-        for k in range(o.ginfo_runs)
-    ]
+    ginfo = _ginfo_runs(o, servers.client_env(root, address, token), start, o.window)
     workload = asyncio.create_task(
         _at(start + o.window / 10, _jobs_and_stops(o, fleet, jobs, target, end))
     )
@@ -163,8 +168,7 @@ async def _scheduler_window(
     )
     probing.cancel()
     out["unary"] = probes.report()
-    times = [t for t in await asyncio.gather(*ginfo) if t is not None]
-    out["ginfo"] = {**quantiles(times), "failed": o.ginfo_runs - len(times)}
+    out["ginfo"] = await _ginfo_report(ginfo)
     submitted, submit_s, stopped, down = await workload
     stats = await fleet.finish()
     out["heartbeats"] = _heartbeats(stats, o.window, o.nodes)
@@ -180,6 +184,21 @@ async def _scheduler_window(
         "tick_interval_s": _setting(o, "tick_interval", 5.0),
     }
     return out
+
+
+def _ginfo_runs(
+    o: Options, env: dict[str, str], start: float, window: float
+) -> list[asyncio.Task[float | None]]:
+    """``--ginfo-runs`` runs of ``ginfo`` spread evenly over the window that began at ``start``."""
+    return [
+        asyncio.create_task(_at(start + window * (k + 1) / (o.ginfo_runs + 1), time_ginfo(env)))
+        for k in range(o.ginfo_runs)
+    ]
+
+
+async def _ginfo_report(runs: list[asyncio.Task[float | None]]) -> dict[str, Any]:
+    times = [t for t in await asyncio.gather(*runs) if t is not None]
+    return {**quantiles(times), "failed": len(runs) - len(times)}
 
 
 async def _shed(metrics: str) -> float | None:
@@ -295,10 +314,14 @@ async def _floor_phase(o: Options, root: Path, beats: dict[str, Any]) -> dict[st
         meter.begin()
         probes = UnaryProbes(server.address, "", "0", o.probe_interval)
         probing = asyncio.create_task(probes.run())
+        # any token will do: the floor reads none
+        env = servers.client_env(root, server.address, "floor")
+        ginfo = _ginfo_runs(o, env, time.monotonic(), window)
         await asyncio.sleep(window)
         fleet.set_phase(AFTER)
         process = meter.end()
         probing.cancel()
+        ginfo_times = await _ginfo_report(ginfo)
         stats = await fleet.finish()
     finally:
         server.stop()
@@ -308,6 +331,7 @@ async def _floor_phase(o: Options, root: Path, beats: dict[str, Any]) -> dict[st
         "heartbeats": _heartbeats(stats, window, o.nodes),
         "streams": _streams(stats),
         "unary": probes.report(),
+        "ginfo": ginfo_times,
     }
 
 
