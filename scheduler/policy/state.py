@@ -217,7 +217,8 @@ class ClusterState:
     """Free resources of every node, indexed by free GPU count for best-fit placement.
 
     Built once from the nodes and running jobs, then kept between passes (``StateCache``):
-    ``update`` applies the jobs that started or ended since, ``begin`` starts a pass and
+    ``replace_nodes`` takes the nodes whose views changed, ``update`` applies the jobs that
+    started or ended since, ``begin`` starts a pass and
     records what it changes, ``undo`` puts the state back as the snapshot left it. Release
     times are stored as the policy's ``end_of`` gives them (``-inf`` for stopping jobs), not
     clamped to ``now``: every reader treats a time before ``now`` as ``now``, so the same
@@ -343,33 +344,79 @@ class ClusterState:
             return False
         touched: dict[int, int] = {}  # node idx -> free GPUs before
         for job_id in gone:
-            job, parts, end, _ = known.pop(job_id)
-            for idx, count in parts:
-                node = self.nodes[idx]
-                touched.setdefault(idx, len(node.free))
-                held: set[int] = set()
-                for alloc in job.allocations:
-                    if alloc.node == node.view.name:
-                        held.update(alloc.gpu_indices)
-                if not count:
-                    node.gpuless.remove((end, job_id))
-                if count:
-                    allocatable = node.allocatable
-                    node.free = sorted([*node.free, *(g for g in held if g in allocatable)])
-                    node.changes.remove((end, count))
-                    for _ in range(count):
-                        node.releases.remove(end)
-                node.holders.pop(job_id, None)
-                if job.stopping:
-                    node.stopping -= count
+            self._release(job_id, touched)
         for job in new:
-            for alloc in job.allocations:
-                holder = self.by_name.get(alloc.node)
-                if holder is not None:
-                    touched.setdefault(holder.idx, len(holder.free))
-            known[job.id] = self._apply(job, end_of(job), sort=True)
-            if not self.regular:
+            if not self._hold(job, end_of(job), touched):
                 return False
+        self._settle(touched)
+        return True
+
+    def replace_nodes(self, changed: list[tuple[int, NodeView]]) -> bool:
+        """Give the nodes at these indices their new views (each of the same name) with the
+        kept running jobs there applied again; False: rebuild instead."""
+        if self._saved is not None or not self.regular:
+            return False
+        held = {job_id for idx, _ in changed for job_id in self.nodes[idx].holders}
+        jobs = [(self._running[job_id][0], self._running[job_id][2]) for job_id in sorted(held)]
+        touched: dict[int, int] = {}
+        for job, _ in jobs:
+            self._release(job.id, touched)
+        for idx, view in changed:
+            old = self.nodes[idx]
+            before = touched.pop(idx, len(old.free))
+            if old.view.schedulable:
+                self.buckets[before].remove(idx)
+                self.total_free -= before
+            node = self.nodes[idx] = self.by_name[view.name] = NodeState(idx, view)
+            if len(self.buckets) <= node.total:
+                self.buckets += [[] for _ in range(node.total + 1 - len(self.buckets))]
+            if view.schedulable:
+                insort(self.buckets[node.total], idx)
+                self.total_free += node.total
+        for job, end in jobs:
+            if not self._hold(job, end, touched):
+                return False
+        self._settle(touched)
+        self._match.clear()  # they hold the replaced nodes and what their views allowed
+        self._usable_by_key.clear()
+        self._bounds.clear()
+        return True
+
+    def _release(self, job_id: int, touched: dict[int, int]) -> None:
+        """Give back what kept running job ``job_id`` holds (``touched``: node idx -> free
+        GPUs before, for ``_settle``)."""
+        job, parts, end, _ = self._running.pop(job_id)
+        for idx, count in parts:
+            node = self.nodes[idx]
+            touched.setdefault(idx, len(node.free))
+            held: set[int] = set()
+            for alloc in job.allocations:
+                if alloc.node == node.view.name:
+                    held.update(alloc.gpu_indices)
+            if not count:
+                node.gpuless.remove((end, job_id))
+            if count:
+                allocatable = node.allocatable
+                node.free = sorted([*node.free, *(g for g in held if g in allocatable)])
+                node.changes.remove((end, count))
+                for _ in range(count):
+                    node.releases.remove(end)
+            node.holders.pop(job_id, None)
+            if job.stopping:
+                node.stopping -= count
+
+    def _hold(self, job: RunningJob, end: float, touched: dict[int, int]) -> bool:
+        """Take what running ``job`` holds until ``end``; False when it makes the state
+        irregular (a rebuild is needed)."""
+        for alloc in job.allocations:
+            holder = self.by_name.get(alloc.node)
+            if holder is not None:
+                touched.setdefault(holder.idx, len(holder.free))
+        self._running[job.id] = self._apply(job, end, sort=True)
+        return self.regular
+
+    def _settle(self, touched: dict[int, int]) -> None:
+        """Move the ``touched`` nodes to the buckets of their free GPU counts now."""
         for idx, before in touched.items():
             node = self.nodes[idx]
             node.refresh_held()
@@ -379,7 +426,6 @@ class ClusterState:
                 self.total_free += len(node.free) - before
         if touched:
             self._bounds.clear()
-        return True
 
     def begin(self, now: float) -> None:
         """Start a pass at ``now``: record every node's fields before it first changes."""
@@ -680,12 +726,13 @@ def _name_mem(node: NodeState, index: int) -> tuple[str, int]:
 class StateCache:
     """One policy's ``ClusterState`` between passes.
 
-    ``acquire`` returns the state for a snapshot: the kept one updated with the running jobs
-    that changed when the nodes (same tuple, or equal) and ``end_key`` (what ``end_of``
-    computes, e.g. the default time limit) are unchanged, else a new one. ``release`` keeps
-    the state for the next pass: undone at once, or, with ``run`` (what the pass carried
-    from job to job), left as the pass ended so that the next pass may ``resume`` it; the
-    next ``acquire`` undoes it. A pass that raised never releases: its state is dropped.
+    ``acquire`` returns the state for a snapshot: the kept one updated with the nodes whose
+    views changed (a few of the same names in the same order) and the running jobs that
+    changed, when ``end_key`` (what ``end_of`` computes, e.g. the default time limit) is
+    unchanged; else a new one. ``release`` keeps the state for the next pass: undone at once,
+    or, with ``run`` (what the pass carried from job to job), left as the pass ended so that
+    the next pass may ``resume`` it; the next ``acquire`` undoes it. A pass that raised never
+    releases: its state is dropped.
     """
 
     def __init__(self) -> None:
@@ -708,13 +755,35 @@ class StateCache:
         if (
             state is None
             or not (end_key is self.end_key or end_key == self.end_key)
-            or not (nodes is self.nodes or nodes == self.nodes)
+            or not self._nodes_replaced(state, nodes)
             or not state.update(running, end_of)
         ):
             state = ClusterState(nodes, running, now, end_of)
-            self.nodes, self.end_key = nodes, end_key
+            self.end_key = end_key
+        self.nodes = nodes
         state.begin(now)
         return state
+
+    def _nodes_replaced(self, state: ClusterState, nodes: tuple[NodeView, ...]) -> bool:
+        """Whether ``state`` now holds ``nodes``: the kept ones, or a few of them changed
+        and replaced; False: rebuild."""
+        kept = self.nodes
+        if nodes is kept:
+            return True
+        if kept is None or len(nodes) != len(kept):
+            return False
+        changed = [
+            (i, v)
+            for i, (k, v) in enumerate(zip(kept, nodes, strict=True))
+            if k is not v and k != v
+        ]
+        if not changed:
+            return True
+        if len(changed) > max(32, len(nodes) // 4) or any(
+            kept[i].name != v.name for i, v in changed
+        ):
+            return False
+        return state.replace_nodes(changed)
 
     def resume(self) -> ClusterState | None:
         """The state as the kept pass left it (its changes still recorded), or None."""

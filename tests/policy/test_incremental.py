@@ -26,6 +26,7 @@ from rota.scheduler.policy.snapshot import (
     RunningJob,
     Snapshot,
 )
+from rota.scheduler.policy.state import ClusterState, StateCache
 from rota.scheduler.sim import simulate
 from rota.scheduler.sim.trace import derive_limits
 from tests.policy.test_simulator import generated_jobs
@@ -130,6 +131,8 @@ def _daemon_run(policy: str, seed: int, steps: int = 60) -> None:
             nodes = tuple(replace(n) for n in nodes)
         if rng.random() < 0.05:
             nodes = tuple(replace(n, schedulable=rng.random() < 0.8) for n in nodes)
+        if rng.random() < 0.3:  # one node changes: a GPU turns unusable or usable, or it drains
+            nodes = _one_node_changed(nodes, rng)
         snap = Snapshot(
             now, nodes, tuple(pending.values()), tuple(running.values()), version, config=cfg
         )
@@ -151,6 +154,20 @@ def _daemon_run(policy: str, seed: int, steps: int = 60) -> None:
             for job_id in plan.preemptions:
                 running[job_id] = replace(running[job_id], stopping=True)
         now += rng.choice([0.0, 1.0, 60.0, 400.0])
+
+
+def _one_node_changed(nodes: tuple[NodeView, ...], rng: random.Random) -> tuple[NodeView, ...]:
+    i = rng.randrange(len(nodes))
+    node = nodes[i]
+    if rng.random() < 0.6:
+        g = rng.randrange(len(node.gpus))
+        gpus = tuple(
+            replace(x, allocatable=not x.allocatable) if x.index == g else x for x in node.gpus
+        )
+        node = replace(node, gpus=gpus)
+    else:
+        node = replace(node, schedulable=not node.schedulable)
+    return (*nodes[:i], node, *nodes[i + 1 :])
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -252,3 +269,30 @@ def test_passes_from_two_threads_do_not_mix_caches():
             for _ in range(20):
                 got = list(pool.map(decide, snaps))
                 assert got == expected
+
+
+def test_a_changed_node_is_replaced_in_the_kept_state_not_rebuilt():
+    """A GPU of one node turns unusable (dirty after a job) and another node drains: the kept
+    state takes both in place and equals a state built from scratch."""
+    nodes = tuple(NodeView(f"n{i}", tuple(GpuView(g) for g in range(4))) for i in range(6))
+    running = (
+        RunningJob(1, "u", "a", (Allocation("n1", (0, 1)),), 0.0, HOUR),
+        RunningJob(2, "u", "a", (Allocation("n1", (2,)), Allocation("n2", (0,))), 0.0, 2 * HOUR),
+        RunningJob(3, "u", "a", (Allocation("n4", (3,), cpus=2.0),), 0.0, 3 * HOUR),
+    )
+    cache = StateCache()
+    end = lambda job: job.start_time + job.time_limit  # noqa: E731
+    first = cache.acquire(nodes, running, 10.0, None, end)
+    cache.release(first)
+    unusable = tuple(replace(g, allocatable=g.index != 3) for g in nodes[1].gpus)
+    changed = (nodes[0], replace(nodes[1], gpus=unusable), nodes[2], nodes[3])
+    changed += (replace(nodes[4], schedulable=False), nodes[5])
+    again = cache.acquire(changed, running, 20.0, None, end)
+    fresh = ClusterState(changed, running, 20.0, end)
+
+    assert again is first  # kept, not rebuilt
+    assert again.nodes[1].view is changed[1] and again.by_name["n4"].view is changed[4]
+    assert again.buckets == fresh.buckets and again.total_free == fresh.total_free
+    for kept, new in zip(again.nodes, fresh.nodes, strict=True):
+        assert kept.save() == new.save() and kept.holders == new.holders
+        assert (kept.cpus, kept.stopping, kept.total) == (new.cpus, new.stopping, new.total)
