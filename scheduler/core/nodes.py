@@ -26,6 +26,7 @@ from rota.states import ACTIVE_STATES, JobState
 log = logging.getLogger("rota.scheduler")
 DEFAULT_NODE_PAGE = 500  # nodes per ListNodes page when none is asked for
 MAX_NODE_PAGE = 1000  # ~2.6 KiB per 8-GPU node: a page stays well under gRPC's 4 MiB
+_NO_HOLDERS: Collection[int] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,12 +224,18 @@ class NodeService:
         stale_after = self._stale_after()
         states: Counter[str] = Counter()
         total = free = unhealthy = 0
+        counts = self.gpus.counts
         for node in self.model.nodes.values():
-            status = node_status(node, by_node.get(node.name, ()), now, stale_after)
-            states[status.state] += 1
-            total += node.gpu_count
-            node_free, node_unhealthy = self.gpus.counts(node, status.holders)
-            free += node_free if status.state in ("IDLE", "MIXED") else 0
+            active = by_node.get(node.name)
+            if active is None and node.schedulable:  # what ``node_status`` says, sooner
+                state, holders = "IDLE", _NO_HOLDERS
+            else:
+                status = node_status(node, active or (), now, stale_after)
+                state, holders = status.state, status.holders
+            states[state] += 1
+            total += len(node.inventory.gpus)
+            node_free, node_unhealthy = counts(node, holders)
+            free += node_free if state in ("IDLE", "MIXED") else 0
             unhealthy += node_unhealthy
         return NodeSummary(len(self.model.nodes), dict(states), total, free, unhealthy)
 
