@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.settings import (
+    Bytes,
     Count,
     Host,
     HostPort,
@@ -28,15 +29,14 @@ from rota.settings import (
     load_settings,
 )
 from rota.tls import is_loopback
+from rota.validate import LABEL_KEY, NODE_NAME
 
-_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
-_LABEL_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$")
 _NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 _DOCKER_SCHEMES = ("unix://", "tcp://", "ssh://", "http://", "https://", "npipe://")
 
 
 def _node(name: str) -> str:
-    if not _NODE.match(name):
+    if not NODE_NAME.fullmatch(name):
         raise ValueError(f"must be a node name (letters, digits, '.', '_', '-'), got {name!r}")
     return name
 
@@ -50,7 +50,7 @@ def _labels(value: Any) -> Any:
         value = {k.strip(): v.strip() for k, v in pairs}
     if isinstance(value, dict):
         for key in value:
-            if not isinstance(key, str) or not _LABEL_KEY.match(key):
+            if not isinstance(key, str) or not LABEL_KEY.fullmatch(key):
                 raise ValueError(f"keys must be label names (letters, digits, '._/-'), got {key!r}")
     return value
 
@@ -97,6 +97,7 @@ class AgentConfig(Settings):
     default_gid: Count = 65534
     allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
     pids_limit: Count = 4096
+    max_output: Bytes = 1 << 30  # output kept per attempt, per file (log, --output, --error)
     # observability (docs/metrics.md)
     metrics_listen: HostPort | None = None  # serve /metrics here; None = off
     metrics_insecure: bool = False  # allow a non-loopback metrics_listen (no authentication)

@@ -71,6 +71,7 @@ class Agent:
             base_url=config.docker_host,
             network=config.network,
             kill_grace=config.kill_grace,
+            max_output=config.max_output,
             policy=ContainerPolicy(
                 allowed_mounts=config.allowed_mounts,
                 allowed_images=config.allowed_images,

@@ -88,9 +88,11 @@ class AgentCollector(Collector):
             if sample.error:
                 error.add_metric(key, {"error": sample.error})
                 continue
-            util.add_metric(key, sample.utilization)
+            if sample.utilization is not None:
+                util.add_metric(key, sample.utilization)
             used.add_metric(key, sample.memory_used)
-            temp.add_metric(key, sample.temperature)
+            if sample.temperature is not None:
+                temp.add_metric(key, sample.temperature)
             if sample.power:  # 0: NVML does not report power on this GPU
                 power.add_metric(key, sample.power)
             foreign.add_metric(key, sum(1 for p in sample.processes if not p.job_id))

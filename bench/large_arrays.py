@@ -158,7 +158,11 @@ def small(runs: int) -> None:
 def big(tasks: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         # the array-size limit (max_array_size, default 10,000) raised to let it through
-        cluster, agent = _start(Path(tmp), f"max_array_size: {max(tasks, 10_000)}")
+        cluster, agent = _start(
+            Path(tmp),
+            f"max_array_size: {max(tasks, 10_000)}",
+            "limits: {max_pending_per_user: null}",
+        )
         try:
             channel = token_channel(cluster.address, cluster.token)
             jobs = pb_grpc.JobServiceStub(channel)

@@ -22,7 +22,7 @@ import grpc
 
 from rota.paths import DEFAULT_ADDRESS, config_file
 from rota.states import JobState
-from rota.tls import TLSFileError, channel_credentials
+from rota.tls import TLSFileError, channel_credentials, is_loopback
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 
@@ -77,6 +77,7 @@ class Target:
     ca: str = ""
     cert: str = ""
     key: str = ""
+    insecure: bool = False  # ROTA_INSECURE=1 or ``insecure: true``: a token may go in plaintext
 
 
 def _config() -> dict[str, Any]:
@@ -101,11 +102,13 @@ def resolve_target(flag: str | None, ca: str | None = None) -> Target:
     def pick(flag_value: str | None, env: str, key: str) -> str:
         return flag_value or os.environ.get(env) or str(config.get(key) or "")
 
-    tls = {
+    tls: dict[str, Any] = {
         "ca": pick(ca, "ROTA_CA", "ca"),
         "cert": pick(None, "ROTA_CERT", "cert"),
         "key": pick(None, "ROTA_KEY", "key"),
     }
+    insecure = os.environ.get("ROTA_INSECURE", "").strip().lower() in ("1", "true", "yes")
+    tls["insecure"] = insecure or config.get("insecure") is True
     if flag:
         return Target(flag, "--scheduler", **tls)
     env = os.environ.get("ROTA_SCHEDULER")
@@ -114,6 +117,39 @@ def resolve_target(flag: str | None, ca: str | None = None) -> Target:
     if config.get("scheduler"):
         return Target(str(config["scheduler"]), str(config_file()), **tls)
     return Target(DEFAULT_ADDRESS, "the default", **tls)
+
+
+def _loopback(address: str) -> bool:
+    """Whether every scheduler in ``address`` (``HOST:PORT``, comma-separated, optionally
+    ``dns:///``) is this machine (a loopback IP, ``localhost``, or a unix socket), from the
+    text alone: nothing is resolved or dialled."""
+    for one in address.split(","):
+        one = one.strip()
+        if one.startswith(("unix:", "unix-abstract:")):
+            continue
+        one = one.removeprefix("dns:///").removeprefix("ipv4:").removeprefix("ipv6:")
+        if not is_loopback(one if ":" in one else f"{one}:0"):
+            return False
+    return True
+
+
+def _check_plaintext(target: Target) -> None:
+    """Refuse (exit 2) to send a token without TLS to a scheduler that is not on this
+    machine, unless the user opted in (``ROTA_INSECURE=1``, ``insecure: true``); then warn."""
+    if _loopback(target.address):
+        return
+    if not target.insecure:
+        raise CliError(
+            f"refusing to send your rota token without TLS to {target.address} (from "
+            f"{target.source}), which is not this machine: anyone on the network could read "
+            "it. Give the cluster's CA (--ca, ROTA_CA, or ca: in "
+            f"{config_file()}), or set ROTA_INSECURE=1 (insecure: true) to send it anyway",
+            2,
+        )
+    print(
+        f"warning: sending your rota token without TLS to {target.address} (ROTA_INSECURE)",
+        file=sys.stderr,
+    )
 
 
 class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
@@ -144,6 +180,8 @@ class Client:
             self.token = read_token()
         except CredentialsError as exc:
             raise CliError(str(exc), 1) from None
+        if self.token and not target.ca:
+            _check_plaintext(target)
         if target.ca:
             try:
                 creds = channel_credentials(target.ca, target.cert, target.key)

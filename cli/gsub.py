@@ -87,6 +87,7 @@ def load_jobs(
     from rota.cli.sbatch import BatchJob, ScriptError, is_batch_script, translate
     from rota.cli.userconfig import ConfigError, default_image
     from rota.jobspec import SpecError, parse_job_file
+    from rota.yamlload import load as load_yaml
 
     loaded = []
     for name in files:
@@ -103,7 +104,7 @@ def load_jobs(
             data: Any = batch.job
         else:
             try:
-                data = yaml.safe_load(text)
+                data = load_yaml(text)  # refuses an alias bomb before building it
             except yaml.YAMLError as exc:
                 raise CliError(f"{name}: invalid YAML: {' '.join(str(exc).split())}", 2) from None
         if isinstance(data, dict):

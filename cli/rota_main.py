@@ -120,6 +120,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
             default_gid=default_gid,
             allow_root=True if args.allow_root else None,
             pids_limit=args.pids_limit,
+            max_output=args.max_output,
             metrics_listen=args.metrics_listen,
         )
     except ValueError as exc:
@@ -376,6 +377,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-root", action="store_true", help="let jobs of root run as root (never by default)"
     )
     a.add_argument("--pids-limit", type=int, help="processes per job container (default 4096)")
+    a.add_argument(
+        "--max-output",
+        metavar="SIZE",
+        help="output kept per job attempt in its log and in each -o/-e file; the rest is "
+        "dropped after a marker line (default 1GiB)",
+    )
     a.add_argument(
         "--metrics-listen",
         metavar="HOST:PORT",

@@ -64,14 +64,15 @@ class GpuProcess:
 @dataclass(frozen=True, slots=True)
 class GpuTelemetry:
     """Live readings of one GPU (host index). Memory in bytes, power in watts, temperature in
-    Celsius, utilisation in percent; ``error`` is set when the GPU is lost or failing."""
+    Celsius, utilisation in percent; ``error`` is set when the GPU is lost or failing. None:
+    no usable reading (the scheduler's intake turns NaN and infinities into None)."""
 
     index: int
     uuid: str = ""
-    utilization: float = 0.0
+    utilization: float | None = 0.0
     memory_used: int = 0
-    temperature: float = 0.0
-    power: float = 0.0
+    temperature: float | None = 0.0
+    power: float | None = 0.0
     error: str = ""
     processes: tuple[GpuProcess, ...] = ()
 

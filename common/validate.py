@@ -8,6 +8,12 @@ Everything a client sends is checked here before anything is stored or expanded:
 - ``check_message(msg)``: the shape of any protobuf request (string lengths and control
   characters, finite floats, list and map sizes), walked through its descriptor.
 - ``check_job_ids``, ``check_text``: ids and free text of requests.
+- ``normal_name``, ``normal_names``, ``normal_flags``: the one normalisation of request values
+  (stripped; flags upper-cased), applied before any permission check so that the value
+  checked is the value stored.
+- ``check_node_name``, ``check_labels``, ``check_host_id``, ``check_page_token``,
+  ``check_shm``: node names (as agents register), admin labels, uids/gids, listing tokens and
+  the shared-memory size.
 
 Errors are ``SpecError(field, message)``: the field's dotted path and what is allowed. The
 mount rules (``check_mount_source``) are also what the agent applies before a launch, there
@@ -25,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rota.destinations import parse_networks, url_refusal
 from rota.jobends import NOTIFY_EVENTS, pattern_problem, url_problem
 
 if TYPE_CHECKING:
@@ -48,7 +55,9 @@ MAX_STRING = 4096  # any other string of a request
 MAX_LIST = 100_000  # any other repeated field or map of a request
 MAX_GPUS = 1024
 MAX_CPUS = 100_000.0
-MAX_BYTES = 2**50  # 1 PiB: memory, GPU memory, shm
+MAX_BYTES = 2**50  # 1 PiB: memory, GPU memory
+MAX_SHM = 64 * 2**30  # shm_size without resources.memory (with it: at most that memory)
+MAX_HOST_ID = 2**32 - 1  # uid, gid
 MAX_NODES = 10_000
 MAX_TIME_LIMIT = 10 * 365 * 86400.0
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
@@ -65,7 +74,10 @@ _FIELD_LIMITS = {
     "page_token": 32,
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
-_JOB_ID = re.compile(r"^\d{1,18}(_\d{1,9})?$")
+_JOB_ID = re.compile(r"[0-9]{1,18}(_[0-9]{1,9})?")  # ids fit a 64-bit integer
+_PAGE_TOKEN = re.compile(r"[0-9]{1,18}")
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")  # fullmatch: agents' --node too
+LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,252}")  # fullmatch: agents' --label too
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_EXCEPT_SPACE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -84,13 +96,16 @@ class SpecError(ValueError):
 class Rules:
     """What a cluster accepts. ``allowed_mounts`` None: not known here (the CLI), so only the
     always-refused paths are checked; empty: no bind mount is allowed. ``allowed_images``
-    empty: any image; else shell patterns (``registry.lab/*``)."""
+    empty: any image; else shell patterns (``registry.lab/*``). ``webhook_networks`` None: not
+    known here (the CLI); else a webhook URL whose host is an IP address must be public or in
+    one of these networks (``rota.destinations``)."""
 
     max_array_size: int = DEFAULT_MAX_ARRAY_SIZE
     max_jobs_per_submit: int = 1000
     max_ids_per_request: int = 10_000
     allowed_mounts: tuple[str, ...] | None = None
     allowed_images: tuple[str, ...] = ()
+    webhook_networks: tuple[str, ...] | None = None
 
 
 # What a client checks before sending: the scheduler's own limits (max_array_size, allowed
@@ -139,8 +154,89 @@ def check_job_ids(field: str, ids: Sequence[str], rules: Rules) -> None:
             field, f"{len(ids)} ids given; at most {rules.max_ids_per_request} per request"
         )
     for i, job_id in enumerate(ids):
-        if not _JOB_ID.match(job_id):
+        if not is_job_id(job_id):
             raise SpecError(f"{field}[{i}]", f"{job_id[:40]!r} is not a job id like 123 or 123_4")
+
+
+def is_job_id(text: str) -> bool:
+    """``text`` is a job id like ``123`` or ``123_4`` (ASCII digits, at most 18 and 9 of them,
+    so it fits the database's 64-bit integers)."""
+    return _JOB_ID.fullmatch(text) is not None
+
+
+def check_page_token(field: str, token: str) -> None:
+    """Empty, or a job listing's ``next_page_token``: up to 18 digits."""
+    if token and not _PAGE_TOKEN.fullmatch(token):
+        raise SpecError(field, "must be a token from an earlier answer (up to 18 digits)")
+
+
+def check_node_name(field: str, value: str) -> None:
+    """A node name as agents register: 1 to 253 letters, digits and ``. _ -``, starting
+    alphanumeric (so never a path like ``../x``)."""
+    if not NODE_NAME.fullmatch(value):
+        raise SpecError(
+            field,
+            f"{value[:80]!r} is not a node name: use 1 to 253 letters, digits and . _ - "
+            "(starting alphanumeric)",
+        )
+
+
+def check_labels(field: str, labels: Mapping[str, str]) -> None:
+    """At most ``MAX_LABELS`` labels; keys like ``rack`` or ``lab.example/ib`` (letters,
+    digits, ``. _ / -``, starting alphanumeric), values up to ``MAX_LABEL`` characters."""
+    if len(labels) > MAX_LABELS:
+        raise SpecError(field, f"{len(labels)} labels; at most {MAX_LABELS} are allowed")
+    for key, value in labels.items():
+        if not LABEL_KEY.fullmatch(key):
+            raise SpecError(
+                f"{field} key",
+                f"{key[:80]!r}: use 1 to 253 letters, digits and . _ / - (starting alphanumeric)",
+            )
+        check_text(f"{field}.{key}", value, MAX_LABEL)
+
+
+def check_host_id(field: str, value: int) -> None:
+    """A uid or gid: 0 to 2**32-1."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_HOST_ID:
+        raise SpecError(field, f"must be a uid/gid from 0 to {MAX_HOST_ID}, got {value!r}")
+
+
+def normal_name(value: str) -> str:
+    """A name as it is checked and stored: without surrounding white space."""
+    return value.strip()
+
+
+def normal_names(values: Iterable[str]) -> tuple[str, ...]:
+    """Names as they are checked and stored: each stripped, empty ones dropped, each once."""
+    return tuple(dict.fromkeys(v for v in (normal_name(x) for x in values) if v))
+
+
+def normal_flags(values: Iterable[str]) -> tuple[str, ...]:
+    """Flags as they are checked and stored: each stripped and upper-cased, empty ones
+    dropped, each once, in order. Every check of a flag uses this value, never the raw one."""
+    return tuple(dict.fromkeys(v for v in (x.strip().upper() for x in values) if v))
+
+
+def check_shm(field: str, shm_size: int, memory: int) -> None:
+    """``shm_size`` (bytes) at most the job's ``memory`` when it is set (/dev/shm is charged
+    to it), else at most ``MAX_SHM`` (64 GiB); the 2 GiB default always passes."""
+    from rota.jobspec import DEFAULT_SHM_SIZE  # jobspec imports this module
+
+    check_number(field, shm_size, 0, MAX_BYTES)
+    if shm_size <= DEFAULT_SHM_SIZE:
+        return
+    if memory and shm_size > memory:
+        raise SpecError(
+            field,
+            f"{shm_size} bytes is more than the job's resources.memory ({memory} bytes); "
+            "/dev/shm counts against it",
+        )
+    if not memory and shm_size > MAX_SHM:
+        raise SpecError(
+            field,
+            f"{shm_size} bytes is more than {MAX_SHM // 2**30} GiB; set resources.memory "
+            "to ask for more",
+        )
 
 
 def array_size(text: str) -> int:
@@ -218,17 +314,20 @@ def check_mount_source(field: str, source: str, allowed: Iterable[str] | None) -
 
 def resolve_mount_source(field: str, source: str, allowed: Iterable[str] | None) -> str:
     """On the node: ``check_mount_source``, then the same rules for the path with every
-    symbolic link resolved (and never a socket). Returns the resolved path to mount."""
+    symbolic link resolved (and never a socket). Returns the resolved path to mount; a path
+    that cannot be looked at (a link loop, no permission) is a SpecError too."""
     check_mount_source(field, source, allowed)
-    real = os.path.realpath(source)
-    problem = mount_refusal(real, allowed)
-    if problem:
-        raise SpecError(field, f"{source} resolves to {real}: {problem}")
     try:
+        real = os.path.realpath(source)
+        problem = mount_refusal(real, allowed)
+        if problem:
+            raise SpecError(field, f"{source} resolves to {real}: {problem}")
         if stat.S_ISSOCK(os.stat(real).st_mode):
             raise SpecError(field, f"{source} is a socket; sockets are never mounted")
     except FileNotFoundError:
-        pass  # Docker reports a missing source as the job's launch failure
+        pass  # reported by whoever opens it (the bind mount, the output file)
+    except OSError as exc:
+        raise SpecError(field, f"{source} cannot be resolved on the node: {exc.strerror}") from None
     return real
 
 
@@ -283,9 +382,9 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     for name, value in (
         ("resources.gpu_memory", spec.gpu_memory),
         ("resources.memory", spec.memory),
-        ("shm_size", spec.shm_size),
     ):
         check_number(at(name), value, 0, MAX_BYTES)
+    check_shm(at("shm_size"), spec.shm_size, spec.memory)
     check_number(at("nodes"), spec.nodes, 1, MAX_NODES)
     check_number(at("time_limit"), spec.time_limit, 0, MAX_TIME_LIMIT)
     check_number(at("priority"), spec.priority, *INT32)
@@ -340,6 +439,8 @@ def _check_job_ends(spec: JobSpec, rules: Rules, at: Callable[[str], str]) -> No
     """The webhook (``notify``) and the output patterns (``output``, ``error``)."""
     if spec.notify_url or spec.notify_on:
         problem = url_problem(spec.notify_url) if spec.notify_url else "is required with on"
+        if not problem and rules.webhook_networks is not None:
+            problem = url_refusal(spec.notify_url, parse_networks(rules.webhook_networks))
         if problem:
             raise SpecError(at("notify.url"), problem)
     for name in spec.notify_on:

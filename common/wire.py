@@ -10,6 +10,7 @@ generated code itself, so those stay the only modules that do.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -164,13 +165,15 @@ def telemetry_fields(t: GpuTelemetry) -> Fields:
 
 
 def telemetry_from_message(msg: Any) -> GpuTelemetry:
+    """A reading as received; a NaN or infinite utilisation, temperature or power is None
+    (no reading), so nothing downstream computes with it or writes it as JSON."""
     return GpuTelemetry(
         index=msg.index,
         uuid=msg.uuid,
-        utilization=msg.utilization,
+        utilization=_finite(msg.utilization),
         memory_used=msg.memory_used,
-        temperature=msg.temperature,
-        power=msg.power,
+        temperature=_finite(msg.temperature),
+        power=_finite(msg.power),
         error=msg.error,
         processes=tuple(GpuProcess(p.pid, p.memory_used, p.job_id) for p in msg.processes),
     )
@@ -187,3 +190,7 @@ def attempt_fields(a: RunningAttempt) -> Fields:
 
 def attempts_from_messages(msgs: Iterable[Any]) -> tuple[RunningAttempt, ...]:
     return tuple(RunningAttempt(a.job_id, a.attempt, a.container_id, a.running) for a in msgs)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None

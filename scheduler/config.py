@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from rota.destinations import parse_networks
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.private import private_dir, private_file
 from rota.scheduler.core.booking import BookingRules
@@ -49,22 +50,23 @@ class WeightSettings(Settings):
 
 
 class LimitSettings(Settings):
-    """Per-user and per-account limits; unset or null: unlimited."""
+    """Per-user and per-account limits; null: unlimited. ``max_pending_per_user`` is on by
+    default (docs/security.md, "Defaults on")."""
 
     max_gpus_per_user: Count | None = None
     max_gpus_per_account: Count | None = None
-    max_pending_per_user: Count | None = None
+    max_pending_per_user: Count | None = 10_000  # pending jobs (array tasks count) of one user
     max_pending_per_account: Count | None = None
 
 
 class ReservationSettings(Settings):
-    """How much users who are not admins may book (README, reservations); unset caps: no cap.
+    """How much users who are not admins may book (README, reservations); null: no cap.
     Who may book for whom follows the users' admin flag and accounts (docs/security.md)."""
 
-    max_gpus: Count | None = None  # GPUs of one booking
-    max_hours: PositiveNumber | None = None  # hours of one window
+    max_gpus: Count | None = 8  # GPUs of one booking
+    max_hours: PositiveNumber | None = 7 * 24.0  # hours of one window
     max_hours_per_week: PositiveNumber | None = None  # a user's window hours in 7 days
-    max_days_ahead: PositiveNumber | None = None  # how far ahead a window may start
+    max_days_ahead: PositiveNumber | None = 90.0  # how far ahead a window may start
 
 
 class SchedulerConfig(Settings):
@@ -81,6 +83,7 @@ class SchedulerConfig(Settings):
     node_grace: Seconds = 300.0  # DOWN this long with jobs: they end NODE_FAIL
     kill_grace: Seconds = 10.0  # SIGTERM -> SIGKILL
     max_requeue: Count = 3
+    default_memory: Bytes = 16 * 2**30  # memory limit (per node) of a job that sets none; 0: none
     tick_interval: PositiveSeconds = 5.0  # periodic pass and housekeeping
     master_port_range: tuple[Port, Port] = (29500, 29999)  # MASTER_PORT of gang jobs
     open_registration: bool = False  # accept any node name without a token (demos, tests)
@@ -127,6 +130,14 @@ class SchedulerConfig(Settings):
     notify_backoff: PositiveSeconds = 2.0  # wait after the first failure; doubles each time
     notify_max_backoff: PositiveSeconds = 600.0  # the longest wait between tries
     notify_timeout: PositiveSeconds = 10.0  # one post: connect, send and answer
+    webhook_allowed_networks: Names = ()  # CIDRs webhooks may reach beyond public addresses
+    # resource exhaustion (docs/security.md "Resource exhaustion")
+    max_connections: Count = 20_000  # gRPC connections at once (agents hold one each)
+    http_max_connections: Count = 256  # HTTP connections at once (slow heads evicted first)
+    handshake_timeout: PositiveSeconds = 10.0  # TLS and HTTP/2 start, or an HTTP request head
+    idle_connection_timeout: PositiveSeconds = 300.0  # a gRPC connection with no call is closed
+    audit_retention: Seconds = 90 * DAY  # audit entries are kept this long; 0 = forever
+    audit_refusals_per_minute: Count = 20  # refusals of unauthenticated calls recorded per peer
 
     @field_validator("policy")
     @classmethod
@@ -149,7 +160,19 @@ class SchedulerConfig(Settings):
             ) from None
         return url
 
-    @field_validator("max_array_size", "max_jobs_per_submit", "max_ids_per_request")
+    @field_validator("webhook_allowed_networks")
+    @classmethod
+    def _networks(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        parse_networks(values)
+        return values
+
+    @field_validator(
+        "max_array_size",
+        "max_jobs_per_submit",
+        "max_ids_per_request",
+        "max_connections",
+        "http_max_connections",
+    )
     @classmethod
     def _at_least_one(cls, value: int) -> int:
         if value < 1:
@@ -263,4 +286,5 @@ def input_rules(config: SchedulerConfig) -> Rules:
         max_ids_per_request=config.max_ids_per_request,
         allowed_mounts=config.allowed_mounts,
         allowed_images=config.allowed_images,
+        webhook_networks=config.webhook_allowed_networks,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import signal
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from collections.abc import Callable
 import grpc
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from rota.destinations import parse_networks
 from rota.scheduler.api.auth import AuthInterceptor
 from rota.scheduler.api.metrics import MetricsInterceptor
 from rota.scheduler.api.servicers import add_servicers
@@ -53,6 +55,7 @@ SERVER_OPTIONS = [
     ("grpc.server.max_pending_requests", PENDING_CALLS),
     ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
 ]
+SPARE_DESCRIPTORS = 256  # the database, log files, webhooks, log streams beside connections
 NOTIFY_WORKERS = 16  # webhooks posted at once
 NOTIFY_POLL = 0.5  # seconds between looks for due webhooks
 
@@ -83,7 +86,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         AuthInterceptor(engine, time.time),
         ValidationInterceptor(input_rules(config)),
     ]
-    server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
+    server = grpc.aio.server(options=server_options(config), interceptors=interceptors)
     add_servicers(server, engine)
     health = await add_standard_services(server)
     try:
@@ -102,7 +105,9 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     notifier = Notifier(
         engine.claim_notifications,
         engine.notification_result,
-        HttpPoster(config.notify_timeout, NOTIFY_WORKERS),
+        HttpPoster(
+            config.notify_timeout, NOTIFY_WORKERS, parse_networks(config.webhook_allowed_networks)
+        ),
         NOTIFY_WORKERS,
         NOTIFY_POLL,
     )
@@ -136,6 +141,47 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     return 0
 
 
+def server_options(config: SchedulerConfig) -> list[tuple[str, int]]:
+    """``SERVER_OPTIONS`` plus the caps against connection floods: at most
+    ``connection_cap(config)`` connections (gRPC closes those beyond it as they arrive), a
+    connection that has not finished TLS and sent its HTTP/2 settings within
+    ``handshake_timeout`` is closed, and so is one with no call for ``idle_connection_timeout``
+    (an agent's stream is a call for the agent's whole life: agents are never idle)."""
+    return [
+        *SERVER_OPTIONS,
+        ("grpc.max_allowed_incoming_connections", connection_cap(config)),
+        ("grpc.server_handshake_timeout_ms", int(config.handshake_timeout * 1000)),
+        ("grpc.max_connection_idle_ms", int(config.idle_connection_timeout * 1000)),
+    ]
+
+
+def connection_cap(config: SchedulerConfig) -> int:
+    """``max_connections``, lowered to what the open-file limit leaves after the HTTP port's
+    connections and ``SPARE_DESCRIPTORS`` (logged), so a flood of connections is refused by the
+    cap before the process runs out of descriptors. Raises the soft limit to the hard one
+    first (systemd: ``LimitNOFILE``)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as exc:
+            log.warning("cannot raise the open-file limit from %d to %d: %s", soft, hard, exc)
+    room = soft - config.http_max_connections - SPARE_DESCRIPTORS
+    if soft == resource.RLIM_INFINITY or config.max_connections <= room:
+        return config.max_connections
+    cap = max(room, 16)
+    log.warning(
+        "max_connections %d is more than the open-file limit %d allows; serving at most %d "
+        "gRPC connections (raise LimitNOFILE, or ulimit -n, to at least %d)",
+        config.max_connections,
+        soft,
+        cap,
+        config.max_connections + config.http_max_connections + SPARE_DESCRIPTORS,
+    )
+    return cap
+
+
 async def _start_http(
     config: SchedulerConfig, engine: Engine, metrics: SchedulerMetrics
 ) -> HttpServer:
@@ -148,7 +194,7 @@ async def _start_http(
         raise ListenError(str(exc)) from None
     routes = [Route("GET", "/metrics", lambda _request: _scrape(engine, metrics))]
     routes += dashboard_routes(engine, EngineTokens(engine), secure=tls is not None)
-    http = HttpServer(routes)
+    http = HttpServer(routes, config.http_max_connections, config.handshake_timeout)
     if not config.http_listen:
         return http
     if tls is None and not config.insecure and not is_loopback(config.http_listen):

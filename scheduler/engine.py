@@ -245,6 +245,7 @@ class Engine:
         services.accounting.tick()
         services.reservations.housekeeping()
         services.users.refresh()
+        services.users.prune_audit()
         return orders
 
     async def _close_stale_sessions(self) -> None:
@@ -340,7 +341,11 @@ class Engine:
                     raise AccessDenied(why)
 
     async def list_jobs(self, listing: JobListing, who: Principal) -> JobPage:
-        """A page of jobs; other users' environments and mounts blanked for non-admins."""
+        """A page of jobs. For non-admins, other users' jobs only while pending or active
+        (their ended jobs are ``gacct``'s, which shows them only to admins), and without
+        their environments, mounts and webhook URLs."""
+        if not who.admin:
+            listing = replace(listing, private_to=who.user)
         page = await self._core(self.services.jobs.list_page, listing)
         return replace(page, jobs=[access.private_view(who, j) for j in page.jobs])
 
@@ -443,7 +448,7 @@ class Engine:
         """Record how a post went: delivered, or failed (retried later or given up)."""
         notifications = self.services.notifications
         if error:
-            await self._background(notifications.failed, delivery, error)
+            await self._background(notifications.failed, delivery)
         else:
             await self._background(notifications.delivered, delivery, status)
 
@@ -616,7 +621,13 @@ class Engine:
         return await self._core(self.services.users.all)
 
     async def revoke_user(self, name: str) -> UserRecord:
-        return await self._core(self.services.users.revoke, name)
+        """Revoke the user's token and hold their pending jobs (UserRevoked)."""
+        return await self._core(self._revoke, name)
+
+    def _revoke(self, name: str) -> UserRecord:
+        user = self.services.users.revoke(name)
+        self.services.control.hold_revoked(user.name)
+        return user
 
     async def new_token(self, name: str) -> tuple[UserRecord, str]:
         return await self._core(self.services.users.new_token, name)

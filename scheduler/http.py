@@ -1,6 +1,11 @@
 """A small HTTP/1.1 server on the scheduler's event loop: routes by method and path pattern,
 one request and one response per connection, optional TLS.
 
+A connection has ``head_timeout`` seconds for its TLS handshake and whole request; at most
+``max_connections`` are open at once, and a new one beyond that evicts the connection that has
+been sending its request the longest (a slowloris holds no slot a quick client needs), or is
+closed at once when every slot is answering.
+
 ``/metrics``, the dashboard's files and its JSON API (``rota.scheduler.web``) are its routes.
 A handler gets the parsed ``Request`` and returns a ``Response``; an exception it raises is
 logged and answered 500, so one bad handler never takes the port down.
@@ -21,7 +26,9 @@ from urllib.parse import parse_qsl, unquote
 log = logging.getLogger("rota.scheduler")
 MAX_HEAD = 16 * 1024  # bytes of request line and headers
 MAX_BODY = 64 * 1024  # bytes of a request body (the API's changes are small JSON objects)
-READ_TIMEOUT = 10.0
+READ_TIMEOUT = 10.0  # seconds for the TLS handshake and the request
+MAX_CONNECTIONS = 256
+STREAM_LIMIT = 64 * 1024  # bytes a read may buffer (asyncio.start_server's default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +105,30 @@ _REASONS = {
 class HttpServer:
     """Serves ``routes``; a path no route has is 404, a method its routes lack is 405."""
 
-    def __init__(self, routes: Sequence[Route]) -> None:
+    def __init__(
+        self,
+        routes: Sequence[Route],
+        max_connections: int = MAX_CONNECTIONS,
+        head_timeout: float = READ_TIMEOUT,
+    ) -> None:
         self.routes = list(routes)
+        self.max_connections = max_connections
+        self.head_timeout = head_timeout
         self._server: asyncio.Server | None = None
+        self._tls: ssl.SSLContext | None = None
+        self._open: set[asyncio.StreamWriter] = set()
+        self._reading: dict[asyncio.StreamWriter, None] = {}  # oldest first
 
     async def start(self, address: str, tls: ssl.SSLContext | None = None) -> int:
         """Listen on ``HOST:PORT`` (TLS with ``tls``); return the bound port (OSError when it
         cannot bind)."""
         host, _, port = address.rpartition(":")
-        self._server = await asyncio.start_server(
-            self._serve, host.strip("[]") or "127.0.0.1", int(port), ssl=tls
+        self._tls = tls  # the handshake is made in _serve, under the timeout and the cap
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _PausedProtocol(asyncio.StreamReader(limit=STREAM_LIMIT), self._serve),
+            host.strip("[]") or "127.0.0.1",
+            int(port),
         )
         return int(self._server.sockets[0].getsockname()[1])
 
@@ -116,16 +137,54 @@ class HttpServer:
             self._server.close()
             await self._server.wait_closed()
 
+    def _admit(self, writer: asyncio.StreamWriter) -> bool:
+        """Count a new connection in, evicting the oldest one still sending its request when
+        all slots are taken; False (not admitted) when none is."""
+        if len(self._open) - len(self._evicted()) >= self.max_connections:
+            if not self._reading:
+                return False
+            oldest = next(iter(self._reading))
+            del self._reading[oldest]
+            oldest.transport.abort()
+        self._open.add(writer)
+        self._reading[writer] = None
+        return True
+
+    def _evicted(self) -> list[asyncio.StreamWriter]:
+        return [w for w in self._open if w.transport.is_closing()]
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self._admit(writer):
+            writer.transport.abort()
+            return
         try:
-            request = await asyncio.wait_for(
-                _read(reader, _peer(writer.get_extra_info("peername"))), READ_TIMEOUT
-            )
+            await self._answer(reader, writer)
+        finally:
+            self._open.discard(writer)
+            self._reading.pop(writer, None)
+
+    async def _request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> Request | Response:
+        if self._tls is not None:
+            await writer.start_tls(self._tls)  # resumes reading
+        else:
+            writer.transport.resume_reading()  # type: ignore[attr-defined]
+        return await _read(reader, _peer(writer.get_extra_info("peername")))
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(self._request(reader, writer), self.head_timeout)
+            self._reading.pop(writer, None)
+            if writer.transport.is_closing():
+                return
             if isinstance(request, Response):
                 response, head_only = request, False
             else:
                 response, head_only = await self._respond(request), request.method == "HEAD"
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+            if writer.transport.is_closing():  # evicted, or the client gave up
+                return
             response, head_only = Response(400, b"bad request\n"), False
         except (ConnectionError, ssl.SSLError):
             writer.close()
@@ -167,6 +226,15 @@ class HttpServer:
             return Response(404, b"not found\n")
         methods = ", ".join(sorted(set(allowed)))
         return Response(405, f"allowed: {methods}\n".encode(), headers=(("Allow", methods),))
+
+
+class _PausedProtocol(asyncio.StreamReaderProtocol):
+    """A stream that reads nothing until ``_serve`` has admitted it and, with TLS, started the
+    handshake (bytes read before that would be lost to the TLS layer)."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.pause_reading()  # type: ignore[attr-defined]
+        super().connection_made(transport)
 
 
 def _peer(address: object) -> str:

@@ -74,8 +74,11 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _number(value: float) -> str:
-    """A sample value as Prometheus reads it: integers exactly, floats by ``repr``."""
+def _number(value: float | None) -> str:
+    """A sample value as Prometheus reads it: integers exactly, floats by ``repr``; None (no
+    reading) is NaN."""
+    if value is None:
+        return "NaN"
     return str(value) if math.isfinite(value) else floatToGoString(value)
 
 

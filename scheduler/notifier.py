@@ -3,39 +3,39 @@
 It asks the engine for due webhooks (a short core-thread step), posts each on a thread pool of
 its own with a timeout, and reports the outcome back (another short core-thread step), so a slow
 or silent receiver never holds up scheduling. Redirects are not followed; any answer but 2xx is
-a failure, retried with backoff by ``NotificationService``.
+a failure, retried with backoff by ``NotificationService``. Why a try failed goes to this log
+only: the job's events say "failed", so a webhook cannot tell its owner which ports answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import logging
-import urllib.error
-import urllib.request
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from urllib.parse import urlsplit
 
-from rota.scheduler.core.notifications import Delivery
+from rota.destinations import Network, address_refusal
+from rota.scheduler.core.notifications import Delivery, url_shown
 
 log = logging.getLogger("rota.scheduler")
 Claim = Callable[[int], Awaitable[list[Delivery]]]
 Report = Callable[[Delivery, int, str], Awaitable[None]]  # (delivery, HTTP status or 0, error)
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # the 3xx answer becomes an HTTPError: a failed try
-
-
 class HttpPoster:
     """Posts JSON bodies on ``workers`` threads of its own; each post gets ``timeout`` seconds
-    per network operation."""
+    per network operation. The host is resolved once and every address it has is checked
+    (``rota.destinations``: public, or in ``allowed``); the post then goes to the address
+    checked, so a name that resolves differently a moment later (DNS rebinding) changes
+    nothing. Redirects are not followed, nor proxies from the environment."""
 
-    def __init__(self, timeout: float, workers: int) -> None:
+    def __init__(self, timeout: float, workers: int, allowed: Sequence[Network] = ()) -> None:
         self.timeout = timeout
+        self.allowed = tuple(allowed)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="rota-notify")
-        self._opener = urllib.request.build_opener(_NoRedirects())
 
     async def post(self, url: str, body: bytes) -> tuple[int, str]:
         """(HTTP status, "") on a 2xx answer, else (status or 0, why)."""
@@ -43,21 +43,48 @@ class HttpPoster:
         return await loop.run_in_executor(self._pool, self._post, url, body)
 
     def _post(self, url: str, body: bytes) -> tuple[int, str]:
-        request = urllib.request.Request(
-            url,
-            data=body,
-            method="POST",
-            headers={"Content-Type": "application/json", "User-Agent": "rota-scheduler"},
-        )
         try:
-            with self._opener.open(request, timeout=self.timeout) as answer:
-                answer.read(4096)
-                return answer.status, ""
-        except urllib.error.HTTPError as exc:
-            return exc.code, f"HTTP {exc.code} {exc.reason}"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            why = getattr(exc, "reason", exc)
-            return 0, str(why) or type(why).__name__
+            parts = urlsplit(url)
+            secure = parts.scheme == "https"
+            host, port = parts.hostname or "", parts.port or (443 if secure else 80)
+            address = self._checked_address(host, port)
+            kind = http.client.HTTPSConnection if secure else http.client.HTTPConnection
+            connection = kind(host, port, timeout=self.timeout)
+        except (OSError, ValueError) as exc:
+            return 0, str(exc) or type(exc).__name__
+        # the connection dials the checked address; TLS still verifies the certificate of
+        # the host name, which the Host header carries too
+        connection._create_connection = lambda _where, *args: socket.create_connection(  # type: ignore[attr-defined]
+            (address, port), *args
+        )
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        headers = {"Content-Type": "application/json", "User-Agent": "rota-scheduler"}
+        try:
+            connection.request("POST", target, body, headers)
+            answer = connection.getresponse()
+            answer.read(4096)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            return 0, str(exc) or type(exc).__name__
+        finally:
+            connection.close()
+        if 200 <= answer.status < 300:
+            return answer.status, ""
+        return answer.status, f"HTTP {answer.status} {answer.reason}"
+
+    def _checked_address(self, host: str, port: int) -> str:
+        """The first address of ``host``, once all of them are allowed (OSError naming the
+        refused one otherwise)."""
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in found))
+        for address in addresses:
+            refused = address_refusal(address, self.allowed)
+            if refused:
+                raise OSError(f"refused {host}: {refused}")
+        if not addresses:
+            raise OSError(f"{host} has no address")
+        return addresses[0]
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -115,8 +142,9 @@ class Notifier:
             status, error = await self._poster.post(delivery.url, delivery.body)
             if error:
                 log.warning(
-                    "job %d: webhook failed: %s",
+                    "job %d: webhook to %s failed: %s",
                     delivery.job_id,
+                    url_shown(delivery.url),
                     error,
                     extra={"job": delivery.job_id},
                 )

@@ -291,6 +291,18 @@ def test_image() -> str:
 
 
 @pytest.fixture
+def searchable_dir() -> Iterator[Path]:
+    """A fresh directory (mode 0755) every uid can search. Jobs open their output files as the
+    job's user, and pytest's own temporary directories sit under a 0700 one."""
+    path = Path(tempfile.mkdtemp(prefix="rota-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+@pytest.fixture
 def cluster(tmp_path: Path, test_image: str) -> Iterator[Cluster]:
     """A scheduler (open registration) with no agents yet; agents via ``start_agent``."""
     c = Cluster(tmp_path)

@@ -101,15 +101,17 @@ def test_the_user_is_the_tokens_and_others_jobs_are_private(tmp_path: Path) -> N
         alice = pb_grpc.JobServiceStub(sched.user_channel("alice"))
         bob = pb_grpc.JobServiceStub(sched.user_channel("bob"))
         hook = "https://hooks.example.org/services/T0/B0/s3cret"
-        job_id = await submit(alice, user_field="bob", hold=True, notify_url=hook)
+        out = "/data/alice/secret-%j.txt"
+        job_id = await submit(alice, user_field="bob", hold=True, notify_url=hook, output=out)
         mine = await alice.GetJob(pb.GetJobRequest(id=job_id))
-        assert mine.spec.notify_url == hook
+        assert mine.spec.notify_url == hook and mine.spec.output == out
         assert mine.user == "alice", "the request's user field is ignored"
         assert mine.account == "alice", "no account: the user's name"
         assert dict(mine.spec.env) == {"API_KEY": "s3cret"}
         theirs = await bob.GetJob(pb.GetJobRequest(id=job_id))
         assert theirs.user == "alice" and not theirs.spec.env and not theirs.spec.mounts
         assert not theirs.spec.notify_url, "a webhook URL may hold a token"
+        assert not theirs.spec.output, "an output path names a file to attack"
         listed = (await bob.ListJobs(pb.ListJobsRequest())).jobs
         assert [j.id for j in listed] == [job_id] and not listed[0].spec.env
         admin_view = await sched.jobs.GetJob(pb.GetJobRequest(id=job_id))

@@ -48,7 +48,8 @@ def test_rota_is_the_default_policy_and_settings_reach_the_snapshot(tmp_path: Pa
     h.submit(gpus=1, array="0-3%2", qos="high")
     cfg = h.s.planner.snapshot().config
     assert cfg.weights.age == 7 and cfg.weights.qos == 4000  # merged over the defaults
-    assert cfg.limits.max_gpus_per_user == 3 and cfg.limits.max_pending_per_user is None
+    assert cfg.limits.max_gpus_per_user == 3
+    assert cfg.limits.max_pending_per_user == 10_000  # on by default (docs/security.md)
     assert cfg.account_shares == {"vision": 2.0} and cfg.qos_levels["urgent"] == 0.9
     assert cfg.qos_levels["high"] == 1.0 and cfg.backfill_depth == 4
     assert cfg.usage_half_life == 3600 and not cfg.preemption

@@ -3,6 +3,9 @@ patterns, its webhook posted to a server on 127.0.0.1, and the scheduler refusin
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import grpc
 import pytest
 
@@ -10,7 +13,7 @@ from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster, wait_for
 from tests.support.tokens import channel as token_channel
-from tests.support.webhooks import WebhookServer
+from tests.support.webhooks import LOOPBACK, WebhookServer
 
 pytestmark = pytest.mark.docker
 
@@ -21,12 +24,16 @@ command: "echo out-line; echo err-line >&2; exit 4"
 """
 
 
-def test_output_files_and_the_webhook_of_a_job(cluster: Cluster) -> None:
-    out = cluster.root / "out"
+def test_output_files_and_the_webhook_of_a_job(cluster: Cluster, searchable_dir: Path) -> None:
+    out = searchable_dir / "out"
     out.mkdir()
-    config = cluster.write_job("sched.yaml", f"allowed_mounts: [{cluster.root}]\n")
+    os.chown(out, 65534, 65534)  # the job's user (root's jobs run as the default 65534)
+    config = cluster.write_job(
+        "sched.yaml",
+        f"allowed_mounts: [{cluster.root}, {searchable_dir}]\nwebhook_allowed_networks: [{LOOPBACK[0]}]\n",
+    )
     cluster.start_scheduler("--open-registration", "--config", str(config))
-    cluster.start_agent("n1", gpus=1)
+    cluster.start_agent("n1", 1, "--allowed-mount", str(searchable_dir))
     with WebhookServer(500, 200) as hook:
         path = cluster.write_job("ends.yaml", JOB)
         result = cluster.cli(
@@ -41,7 +48,7 @@ def test_output_files_and_the_webhook_of_a_job(cluster: Cluster) -> None:
             "--notify-on",
             "fail",
             str(path),
-            cwd=cluster.root,
+            cwd=searchable_dir,
         )
         job = result.stdout.strip()
         assert job.isdigit(), result.stderr
@@ -53,7 +60,7 @@ def test_output_files_and_the_webhook_of_a_job(cluster: Cluster) -> None:
     assert body["job_id"] == job and body["state"] == "FAILED" and body["exit_code"] == 4
     assert body["gpus"] == [{"node": cluster.node_name("n1"), "indices": [], "uuids": []}]
     shown = cluster.cli("gcontrol", "show", "job", job, check=True).stdout
-    assert "notification to http://127.0.0.1" in shown and "HTTP 500" in shown
+    assert "notification to http://127.0.0.1" in shown and "failed (try 1 of" in shown
     assert "delivered" in shown
 
 

@@ -4,6 +4,7 @@ name the directive, and one script that runs end to end."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import datetime
@@ -261,13 +262,16 @@ def test_invalid_value_names_the_directive_it_came_from(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
-def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(cluster: Cluster) -> None:
-    config = cluster.write_job("sched.yaml", f"allowed_mounts: [{cluster.root}]\n")
+def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(
+    cluster: Cluster, searchable_dir: Path
+) -> None:
+    here = searchable_dir / "work"  # the submit directory, writable by the job's user (nobody)
+    here.mkdir()
+    os.chown(here, 65534, 65534)
+    config = cluster.write_job("sched.yaml", f"allowed_mounts: [{searchable_dir}]\n")
     cluster.start_scheduler("--open-registration", "--config", str(config))
-    cluster.start_agent("n1", gpus=2)
-    result = cluster.cli(
-        "gsub", "--wait", "--parsable", str(DATA / "runs_here.sh"), cwd=cluster.root
-    )
+    cluster.start_agent("n1", 2, "--allowed-mount", str(searchable_dir))
+    result = cluster.cli("gsub", "--wait", "--parsable", str(DATA / "runs_here.sh"), cwd=here)
     job_id = result.stdout.strip()
     assert job_id.isdigit(), result.stderr
     assert result.returncode == 3, result.stderr  # task 1 exits 3: the highest exit code wins
@@ -282,5 +286,5 @@ def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(cluster: 
     )
     assert logs.strip() == f"task 0 of array {job_id} as e2e-array on 1 node(s)"
     # --output=e2e-%A_%a.out, relative to where gsub ran, written by the agent
-    written = (cluster.root / f"e2e-{job_id}_1.out").read_text()
+    written = (here / f"e2e-{job_id}_1.out").read_text()
     assert written.strip() == f"task 1 of array {job_id} as e2e-array on 1 node(s)"

@@ -53,6 +53,8 @@ class Browserless:
     def _call(self, method: str, path: str, body: Any, headers: dict[str, str]) -> Reply:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")  # as the dashboard sends
         if self.cookie:
             request.add_header("Cookie", self.cookie)
         for key, value in headers.items():
@@ -263,6 +265,7 @@ def test_with_tls_the_port_serves_https_and_the_cookie_is_secure(tmp_path: Path)
         request = urllib.request.Request(
             f"https://127.0.0.1:{port}{path}", body, method="POST" if body else "GET"
         )
+        request.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(request, timeout=20, context=trust) as reply:
             return reply.status, dict(reply.headers)
 

@@ -24,6 +24,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount
 
 from rota.agent.runtime import outfiles
+from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.outfiles import OutputFiles
 from rota.agent.runtime.policy import ContainerPolicy
 from rota.jobspec import Mount as JobMount
@@ -72,6 +73,7 @@ class DockerRuntime:
     """The agent's one interface to the container engine. Thread-safe.
 
     ``report`` receives every event; ``clock`` gives Unix seconds (event times, time limits).
+    ``max_output``: bytes kept of an attempt's output in its log and in each of its output files.
     """
 
     def __init__(
@@ -85,11 +87,14 @@ class DockerRuntime:
         network: str = "",
         kill_grace: float = 10.0,
         policy: ContainerPolicy | None = None,
+        max_output: int = 1 << 30,
     ) -> None:
         self.node = node
+        self.max_output = max_output  # bytes kept of an attempt's output, per file
         self.policy = policy or ContainerPolicy()
         self.log_dir = data_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.mounts = MountStager(data_dir / "mounts")  # bind sources, opened without a race
         self._report = report
         self._clock = clock
         self._base_url = base_url
@@ -251,13 +256,34 @@ class DockerRuntime:
             if existing.final is not None:
                 self._report(existing.final)
             return
-        self._spawn(self._launch, order, att)
+        self._spawn(self._launch_or_fail, order, att)
+
+    def _launch_or_fail(self, order: LaunchOrder, att: _Attempt) -> None:
+        """``_launch``; an unexpected error before the container runs fails the attempt with
+        its reason (the scheduler frees its GPUs), one while it runs is logged and the attempt
+        is reported when its container ends."""
+        try:
+            self._launch(order, att)
+        except Exception as exc:  # the launch thread reports every attempt it took
+            log.exception(
+                "job %d attempt %d: unexpected error",
+                att.job_id,
+                att.attempt,
+                extra={"job": att.job_id, "attempt": att.attempt},
+            )
+            if att.final is not None:
+                return
+            if att.running:
+                self._finish(att)
+            else:
+                self._fail(att, f"node {self.node} could not start it: {_short(exc)}")
 
     def _launch(self, order: LaunchOrder, att: _Attempt) -> None:
         try:
             mounts = self.policy.admit(order)
             files = outfiles.plan(order, self.node, self.policy.allowed_mounts)
             outfiles.create(files, *self.policy.run_as(order))
+            mounts = self.mounts.stage(_stage_key(att), mounts)
         except SpecError as exc:
             self._fail(att, f"refused by node {self.node}: {exc}")
             return
@@ -288,6 +314,7 @@ class DockerRuntime:
             self._remove(att)
             self._fail(att, _engine_message(exc), engine_fault=engine_down)
             return
+        self.mounts.release(_stage_key(att))  # the started container keeps its own copy
         now = self._clock()
         att.deadline = now + order.time_limit if order.time_limit else 0.0
         att.running = True
@@ -368,6 +395,7 @@ class DockerRuntime:
         )
 
     def _fail(self, att: _Attempt, message: str, engine_fault: bool = False) -> None:
+        self.mounts.release(_stage_key(att))
         report = AgentEvent(
             att.job_id,
             att.attempt,
@@ -421,9 +449,10 @@ class DockerRuntime:
                 for target, stdout, stderr in OutputFiles.from_labels(container.labels).streams()
             ]
             with path.open("wb") as out:
+                capped = outfiles.CappedWriter(out, self.max_output)
                 for chunk in container.logs(stream=True, follow=True):
-                    out.write(chunk)
-                    out.flush()
+                    if not capped.write(chunk):
+                        break
             for follower in files:  # done before the complete output is written over them
                 follower.join(timeout=5)
         except (DockerException, *_ENGINE_DOWN, OSError):
@@ -432,18 +461,50 @@ class DockerRuntime:
     def _follow_file(self, container: Any, path: str, stdout: bool, stderr: bool) -> None:
         """The job's own output file (``--output``/``--error``) as the output comes."""
         try:
+            uid, gid = outfiles.owner(container.attrs.get("Config", {}).get("User", ""))
             stream = container.logs(stdout=stdout, stderr=stderr, stream=True, follow=True)
-            outfiles.write(path, stream)
+            outfiles.write(path, uid, gid, stream, self.max_output)
         except (DockerException, *_ENGINE_DOWN, OSError):
-            pass  # written whole when the attempt ends
+            pass  # written whole when the attempt ends, which reports why it cannot be
 
-    def _write_files(self, container: Any) -> None:
-        """The job's output files, complete (the attempt has ended)."""
+    def _write_files(self, container: Any) -> list[str]:
+        """The job's output files, complete (the attempt has ended); a note for the final
+        report per file that could not be written or was cut at ``max_output``."""
+        notes = []
         for path, stdout, stderr in OutputFiles.from_labels(container.labels).streams():
             try:
-                outfiles.write(path, [container.logs(stdout=stdout, stderr=stderr)])
-            except (DockerException, *_ENGINE_DOWN, OSError) as exc:
-                log.warning("cannot write the job's output file %s: %s", path, exc)
+                uid, gid = outfiles.owner(container.attrs.get("Config", {}).get("User", ""))
+                stream = container.logs(stdout=stdout, stderr=stderr, stream=True, follow=False)
+                if outfiles.write(path, uid, gid, stream, self.max_output):
+                    notes.append(f"output file {path} {outfiles.truncation_note(self.max_output)}")
+            except _ENGINE_DOWN:
+                raise  # written again once the engine answers
+            except (DockerException, OSError) as exc:
+                is_os = isinstance(exc, OSError)
+                reason = (exc.strerror or str(exc)) if is_os else _engine_message(exc)
+                log.warning("cannot write the job's output file %s: %s", path, reason)
+                notes.append(f"output file {path} not written: {reason}")
+        return notes
+
+    def _save_log(self, att: _Attempt, container: Any) -> list[str]:
+        """The attempt's complete output into its log file (at most ``max_output`` bytes,
+        streamed, never whole in memory); a note for the final report when it was cut."""
+        path = self.log_path(att.job_id, att.attempt)
+        tmp = path.with_suffix(".tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tmp.open("wb") as out:
+                capped = outfiles.CappedWriter(out, self.max_output)
+                for chunk in container.logs(stdout=True, stderr=True, stream=True, follow=False):
+                    if not capped.write(chunk):
+                        break
+            tmp.replace(path)
+        except _ENGINE_DOWN:
+            raise  # saved again once the engine answers
+        except OSError as exc:
+            log.warning("cannot save the output of job %d: %s", att.job_id, exc)
+            return [f"output not saved on node {self.node}: {exc.strerror or exc}"]
+        return [f"output {outfiles.truncation_note(self.max_output)}"] if capped.truncated else []
 
     def _finish(self, att: _Attempt) -> None:
         """Save the complete output, then report the end (kept until acknowledged)."""
@@ -454,8 +515,7 @@ class DockerRuntime:
                 if state.get("Running"):
                     container.wait()
                     continue
-                data = container.logs(stdout=True, stderr=True)
-                self._write_files(container)
+                notes = self._save_log(att, container) + self._write_files(container)
                 break
             except NotFound:
                 report = AgentEvent(
@@ -469,11 +529,6 @@ class DockerRuntime:
                 return
             except (DockerException, *_ENGINE_DOWN):
                 time.sleep(1.0)
-        path = self.log_path(att.job_id, att.attempt)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
         code = int(state.get("ExitCode", 0) or 0)
         kind = att.stop_kind or EventKind.EXITED
         report = AgentEvent(
@@ -482,7 +537,7 @@ class DockerRuntime:
             kind,
             exit_code=code,
             oom_killed=bool(state.get("OOMKilled")),
-            message=att.stop_reason or state.get("Error", "") or "",
+            message="; ".join(filter(None, [att.stop_reason or state.get("Error", ""), *notes])),
             time=_parse_time(state.get("FinishedAt", "")) or self._clock(),
         )
         self._complete(att, report)
@@ -583,9 +638,21 @@ class DockerRuntime:
 
     @staticmethod
     def _spawn(target: Callable[..., None], *args: Any) -> threading.Thread:
-        thread = threading.Thread(target=target, args=args, daemon=True)
+        thread = threading.Thread(target=_logged, args=(target, *args), daemon=True)
         thread.start()
         return thread
+
+
+def _logged(target: Callable[..., None], *args: Any) -> None:
+    """Run a worker thread's ``target``; an error escaping it is logged, not lost."""
+    try:
+        target(*args)
+    except Exception:
+        log.exception("agent worker %s failed", getattr(target, "__name__", target))
+
+
+def _stage_key(att: _Attempt) -> str:
+    return f"{att.job_id}-{att.attempt}"
 
 
 def _container_name(node: str, job_id: int, attempt: int) -> str:

@@ -2,17 +2,23 @@
 
 Paths come from the job's patterns (``rota.jobends.expand``) and must pass this node's own
 ``allowed_mounts`` with symbolic links resolved, like a bind mount. The directory must exist
-(as with sbatch); the files are created for the container's uid:gid and receive the output as it
-comes, then the complete output once the container ended.
+(as with sbatch); the files are opened as the container's uid:gid, never as root
+(``useropen.open_as``: no symbolic link followed, only a regular file of that user, never
+blocking), and receive the output as it comes, then the complete output once the container
+ended. Every file of an attempt's output (these and the agent's own log) holds at most the
+agent's ``max_output`` bytes, then one marker line (``CappedWriter``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
+from rota.agent.runtime.useropen import open_as
 from rota.jobends import expand
 from rota.messages import LaunchOrder
 from rota.validate import SpecError, resolve_mount_source
@@ -72,25 +78,69 @@ def plan(order: LaunchOrder, node: str, allowed: Iterable[str]) -> OutputFiles:
 
 
 def create(files: OutputFiles, uid: int, gid: int) -> None:
-    """Create (truncate) each file for ``uid:gid``; SpecError naming the one that fails."""
+    """Create (truncate) each file as ``uid:gid``; SpecError naming the one that fails."""
     for name, path in (("output", files.output), ("error", files.error)):
         if not path:
             continue
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-            try:
-                if os.geteuid() == 0:
-                    os.fchown(fd, uid, gid)
-            finally:
-                os.close(fd)
+            os.close(open_as(path, uid, gid))
         except OSError as exc:
             raise SpecError(name, f"cannot write {path} on the node: {exc.strerror}") from None
 
 
-def write(path: str, chunks: Iterable[bytes]) -> None:
-    """Write ``chunks`` over the file from its start (in place, so ``tail -f`` keeps it)."""
-    with open(path, "r+b" if os.path.exists(path) else "wb") as out:
-        out.truncate(0)
+def owner(user: str) -> tuple[int, int]:
+    """(uid, gid) of a container's ``Config.User`` (``uid:gid``, as the agent creates it)."""
+    uid, _, gid = user.partition(":")
+    if not (uid.isdigit() and gid.isdigit()):
+        raise OSError(errno.EINVAL, f"the container's user {user!r} is not uid:gid")
+    return int(uid), int(gid)
+
+
+def write(path: str, uid: int, gid: int, chunks: Iterable[bytes], limit: int) -> bool:
+    """Write ``chunks`` over the file from its start, opened as ``uid:gid`` (in place, so
+    ``tail -f`` keeps it), at most ``limit`` bytes; True when the output was cut there."""
+    with os.fdopen(open_as(path, uid, gid), "wb") as out:
+        capped = CappedWriter(out, limit)
         for chunk in chunks:
-            out.write(chunk)
-            out.flush()
+            if not capped.write(chunk):
+                break
+    return capped.truncated
+
+
+class CappedWriter:
+    """Writes to ``out`` (flushed per chunk) up to ``limit`` bytes; the rest is dropped and
+    the line ``[rota: output truncated at SIZE]`` written once instead."""
+
+    def __init__(self, out: BinaryIO, limit: int) -> None:
+        self._out = out
+        self._left = limit
+        self._line_ended = True  # the marker starts a line of its own
+        self.limit = limit
+        self.truncated = False
+
+    def write(self, chunk: bytes) -> bool:
+        """Write what fits of ``chunk``; False once the limit is reached (stop reading)."""
+        if self.truncated:
+            return False
+        head = chunk[: self._left]
+        if head:
+            self._out.write(head)
+            self._left -= len(head)
+            self._line_ended = head.endswith(b"\n")
+        if len(chunk) > len(head):
+            note = truncation_note(self.limit).encode() + b"\n"
+            self._out.write(note if self._line_ended else b"\n" + note)
+            self.truncated = True
+        self._out.flush()
+        return not self.truncated
+
+
+def truncation_note(limit: int) -> str:
+    """``[rota: output truncated at 1.0 GiB]`` for ``limit`` bytes."""
+    size = float(limit)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            break
+        size /= 1024
+    shown = f"{limit} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+    return f"[rota: output truncated at {shown}]"

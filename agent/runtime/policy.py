@@ -15,7 +15,13 @@ from typing import Any
 
 from rota.jobspec import Mount
 from rota.messages import LaunchOrder
-from rota.validate import RESERVED_ENV, SpecError, check_image, resolve_mount_source
+from rota.validate import (
+    RESERVED_ENV,
+    SpecError,
+    check_image,
+    check_shm,
+    resolve_mount_source,
+)
 
 
 @dataclass(frozen=True)
@@ -31,8 +37,10 @@ class ContainerPolicy:
 
     def admit(self, order: LaunchOrder) -> tuple[Mount, ...]:
         """SpecError for what this node never runs (an image off its list, a user value for
-        the GPU variables, a refused mount); else the order's mounts with sources resolved."""
+        the GPU variables, a refused mount, a /dev/shm beyond ``check_shm``); else the order's
+        mounts with sources resolved."""
         check_image("image", order.spec.image, self.allowed_images)
+        check_shm("shm_size", order.spec.shm_size, order.spec.memory)
         for key in RESERVED_ENV:
             if key in order.spec.env:
                 raise SpecError(f"env.{key}", "is set by rota and cannot be overridden")

@@ -1,10 +1,15 @@
-"""Every request is validated before any servicer sees it: one gRPC interceptor.
+"""Every request is normalised, then validated, before any servicer sees it: one gRPC
+interceptor.
 
 The shape of every unary and server-streaming request (``rota.validate.check_message``), then
 per method: the job specs of SubmitJobs (``check_spec`` with the cluster's rules: array size,
-mounts, images), and the ids and reasons of the job RPCs. A bad request is answered
-INVALID_ARGUMENT naming the field, and nothing is changed. The agent stream is not walked here:
-its messages are the node's reports, checked where they are applied.
+mounts, images), the ids, page tokens and reasons of the job RPCs, and the admin RPCs like the
+users' (node names as agents register, labels, user names, uids/gids). Names and flags are
+normalised in the request itself (stripped; reservation flags upper-cased: ``normal_flags``)
+before anything checks a permission, so the value checked is the value stored. A bad request
+is answered INVALID_ARGUMENT naming the field and what is allowed, and nothing is changed. The
+agent stream is not walked here: its messages are the node's reports, checked where they are
+applied.
 """
 
 from __future__ import annotations
@@ -15,20 +20,32 @@ from typing import Any
 import grpc
 
 from rota.scheduler.api.convert import spec_from_pb
+from rota.scheduler.cluster.reservation import FLAGS
 from rota.v1 import rota_pb2 as pb
 from rota.validate import (
     MAX_REASON,
     Rules,
     SpecError,
+    check_host_id,
     check_job_ids,
+    check_labels,
     check_message,
     check_name,
+    check_node_name,
     check_number,
+    check_page_token,
     check_spec,
     check_text,
+    normal_flags,
+    normal_name,
+    normal_names,
 )
 
 _JOBS = "/rota.v1.JobService/"
+_BOOKINGS = "/rota.v1.ReservationService/"
+_ADMIN = "/rota.v1.AdminService/"
+_USERS = "/rota.v1.UserService/"
+_GPUS = "/rota.v1.GpuService/"
 
 
 def _submit(req: pb.SubmitJobsRequest, rules: Rules) -> None:
@@ -47,8 +64,8 @@ def _submit(req: pb.SubmitJobsRequest, rules: Rules) -> None:
 
 def _list(req: pb.ListJobsRequest, rules: Rules) -> None:
     _filters(req, rules)
-    if req.page_token and not req.page_token.isdigit():
-        raise SpecError("page_token", "must be a token from an earlier ListJobs answer")
+    req.page_token = normal_name(req.page_token)
+    check_page_token("page_token", req.page_token)
 
 
 def _filters(req: pb.ListJobsRequest | pb.AccountingFilter, rules: Rules) -> None:
@@ -79,6 +96,91 @@ def _one(req: Any, rules: Rules) -> None:
     check_job_ids("id", [req.id], rules)
 
 
+def _set(field: Any, values: tuple[str, ...]) -> None:
+    """Replace the items of a repeated string field."""
+    del field[:]
+    field.extend(values)
+
+
+def _normal_booking(req: pb.CreateReservationRequest) -> None:
+    """Strip the booking's names and upper-case its flags, in the request itself."""
+    req.name = normal_name(req.name)
+    req.gpu_type = normal_name(req.gpu_type)
+    for name in ("nodes", "users", "accounts"):
+        _set(getattr(req, name), normal_names(getattr(req, name)))
+    _set(req.flags, normal_flags(req.flags))
+
+
+def _check_booking(req: pb.CreateReservationRequest, where: str) -> None:
+    for i, node in enumerate(req.nodes):
+        check_node_name(f"{where}nodes[{i}]", node)
+    for name in ("users", "accounts"):
+        for i, value in enumerate(getattr(req, name)):
+            check_name(f"{where}{name}[{i}]", value)
+    for i, flag in enumerate(req.flags):
+        if flag not in FLAGS:
+            raise SpecError(
+                f"{where}flags[{i}]", f"unknown flag {flag[:40]!r}; allowed: {', '.join(FLAGS)}"
+            )
+
+
+def _create_booking(req: pb.CreateReservationRequest, rules: Rules) -> None:
+    _normal_booking(req)
+    _check_booking(req, "")
+
+
+def _update_booking(req: pb.UpdateReservationRequest, rules: Rules) -> None:
+    req.name = normal_name(req.name)
+    _set(req.fields, normal_names(req.fields))
+    _normal_booking(req.changes)
+    _check_booking(req.changes, "changes.")
+
+
+def _import_bookings(req: pb.ImportReservationsRequest, rules: Rules) -> None:
+    """Normalised only: a bad row is refused on its own (``skip_bad``) by the service."""
+    for row in req.rows:
+        _normal_booking(row)
+
+
+def _named(req: Any, rules: Rules) -> None:
+    req.name = normal_name(req.name)
+
+
+def _node(req: Any, rules: Rules) -> None:
+    req.name = normal_name(req.name)
+    check_node_name("name", req.name)
+    if isinstance(req, pb.AddNodeRequest):
+        check_labels("labels", req.labels)
+    if isinstance(req, pb.DrainNodeRequest):
+        check_text("reason", req.reason, MAX_REASON)
+
+
+def _gpu(req: pb.GpuActionRequest, rules: Rules) -> None:
+    req.node = normal_name(req.node)
+    check_node_name("node", req.node)
+    check_text("reason", req.reason, MAX_REASON)
+
+
+def _user_name(req: Any, rules: Rules) -> None:
+    req.name = normal_name(req.name)
+    if not req.name:
+        raise SpecError("name", "a user name is required")
+    check_name("name", req.name)
+
+
+def _add_user(req: pb.AddUserRequest, rules: Rules) -> None:
+    _user_name(req, rules)
+    _set(req.accounts, normal_names(req.accounts))
+    for i, account in enumerate(req.accounts):
+        check_name(f"accounts[{i}]", account)
+    req.default_account = normal_name(req.default_account)
+    check_name("default_account", req.default_account)
+    for name in ("uid", "gid"):
+        value = getattr(req, name)
+        if value != -1:  # -1: unset
+            check_host_id(name, value)
+
+
 _CHECKS: dict[str, Callable[[Any, Rules], None]] = {
     _JOBS + "SubmitJobs": _submit,
     _JOBS + "ListJobs": _list,
@@ -90,11 +192,26 @@ _CHECKS: dict[str, Callable[[Any, Rules], None]] = {
     _JOBS + "ExplainJob": _one,
     "/rota.v1.AccountingService/ListFinished": _accounting,
     "/rota.v1.AccountingService/Summary": _accounting,
+    _BOOKINGS + "CreateReservation": _create_booking,
+    _BOOKINGS + "UpdateReservation": _update_booking,
+    _BOOKINGS + "ImportReservations": _import_bookings,
+    _BOOKINGS + "GetReservation": _named,
+    _BOOKINGS + "DeleteReservation": _named,
+    _ADMIN + "AddNode": _node,
+    _ADMIN + "DrainNode": _node,
+    _ADMIN + "ResumeNode": _node,
+    _ADMIN + "RemoveNode": _node,
+    _GPUS + "DrainGpu": _gpu,
+    _GPUS + "ResumeGpu": _gpu,
+    _USERS + "AddUser": _add_user,
+    _USERS + "RevokeUser": _user_name,
+    _USERS + "NewToken": _user_name,
 }
 
 
 def problem(method: str, request: Any, rules: Rules) -> str:
-    """Why ``request`` to ``method`` is refused; "" when it is acceptable."""
+    """Why ``request`` to ``method`` is refused; "" when it is acceptable. Normalises the
+    request's names and flags in place first (what the servicer then sees)."""
     try:
         check_message(request)
         check = _CHECKS.get(method)

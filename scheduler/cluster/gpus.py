@@ -63,7 +63,7 @@ class GpuTrack:
             self.hot_since = None
             return t.error
         limit = cfg.gpu_max_temperature
-        if not limit or t.temperature < limit:
+        if not limit or t.temperature is None or t.temperature < limit:  # None: no reading
             self.hot_since = None
             return ""
         self.hot_since = now if self.hot_since is None else self.hot_since

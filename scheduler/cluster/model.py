@@ -15,6 +15,8 @@ from rota.states import JobState
 
 # JobRecord.held of a pending job whose reservation was deleted or ended (ReservationDeleted)
 RESERVATION_HOLD = "reservation"
+# JobRecord.held of a pending job whose user was revoked (UserRevoked)
+REVOKED_HOLD = "revoked"
 
 
 @dataclass(slots=True)

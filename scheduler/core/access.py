@@ -12,10 +12,11 @@ import dataclasses
 from collections.abc import Collection
 
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.model import RESERVATION_HOLD, JobRecord
+from rota.scheduler.cluster.model import RESERVATION_HOLD, REVOKED_HOLD, JobRecord
 from rota.scheduler.cluster.reservation import IGNORE_JOBS, MAINT
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.policy import reasons
+from rota.validate import normal_flags
 
 ACTIONS = ("cancel", "hold", "release", "requeue")
 
@@ -56,6 +57,8 @@ def hold_reason(held: str) -> str:
         return reasons.HELD_ADMIN
     if held == RESERVATION_HOLD:
         return reasons.RESERVATION_DELETED
+    if held == REVOKED_HOLD:
+        return reasons.USER_REVOKED
     return reasons.HELD_USER
 
 
@@ -101,11 +104,13 @@ def may_submit(principal: Principal, spec: JobSpec, user_qos: Collection[str]) -
 
 
 def private_view(principal: Principal, job: JobRecord) -> JobRecord:
-    """``job`` as ``principal`` may see it: another user's job without its environment, mounts
-    and webhook URL (which may hold secrets, private paths and tokens)."""
+    """``job`` as ``principal`` may see it: another user's job without its environment, mounts,
+    output and error files and webhook URL (which may hold secrets, private paths and tokens)."""
     if may_see_private(principal, job):
         return job
-    hidden = dataclasses.replace(job.spec, env={}, mounts=(), notify_url="")
+    hidden = dataclasses.replace(
+        job.spec, env={}, mounts=(), output="", error="", notify_url=""
+    )
     return dataclasses.replace(job, spec=hidden)
 
 
@@ -125,7 +130,7 @@ def may_book(
     running jobs) are for admins only."""
     if principal.admin:
         return ""
-    reserved = sorted({f.upper() for f in flags} & ADMIN_FLAGS)
+    reserved = sorted(set(normal_flags(flags)) & ADMIN_FLAGS)
     if reserved:
         return f"flags: {', '.join(reserved)} is for admins only; {principal.user} is not an admin"
     strangers = [u for u in users if u != principal.user]

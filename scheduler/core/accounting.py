@@ -46,7 +46,7 @@ class UsageMeter:
         totals = {g.index: g.memory_total for g in node.inventory.gpus}
         for t in node.telemetry:
             job = holders.get(t.index)
-            if job is None or t.error:
+            if job is None or t.error or t.utilization is None:
                 continue
             usage = self._live.get(job.id)
             if usage is None:

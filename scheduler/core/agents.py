@@ -22,6 +22,7 @@ from rota.scheduler.core.liveness import Liveness, keepalive_interval
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
 from rota.states import ACTIVE_STATES, JobState
+from rota.validate import SpecError, check_node_name
 
 log = logging.getLogger("rota.scheduler")
 
@@ -62,6 +63,10 @@ class AgentService:
                     f"node {hello.node_name!r} is not registered; an admin registers it with "
                     f"`gadmin node add {hello.node_name}`"
                 )
+            try:
+                check_node_name("hello.node_name", hello.node_name)  # as `gadmin node add`
+            except SpecError as exc:
+                raise AuthError(str(exc)) from None
             node = NodeState(name=hello.node_name, token_hash=hash_token(hello.token))
             self.model.nodes[node.name] = node
         elif not node.token_hash:
@@ -238,6 +243,8 @@ class AgentService:
         if ev.kind == "EXITED" and ev.oom_killed and ev.exit_code == 0:
             text = f"OOMKilled reported on {node_name} but exit code 0"
             events.append(life.note(job, HistoryKind.WARNING, text))
+        if ev.kind in ("EXITED", "TIMED_OUT") and ev.message:  # e.g. output cut at max_output
+            events.append(life.note(job, HistoryKind.WARNING, f"on {node_name}: {ev.message}"))
         if ev.kind in _ENDED and not job.exit_code:
             job.exit_code = ev.exit_code  # a gang keeps its first non-zero exit code
         if len(job.allocation) > 1:

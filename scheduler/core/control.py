@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
+from rota.scheduler.cluster.model import REVOKED_HOLD, HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.access import hold_kind, hold_reason
 from rota.scheduler.core.errors import UserError
@@ -19,10 +19,32 @@ ACTIONS = ("hold", "release", "requeue")
 class ControlService:
     """Hold, release and requeue jobs by display id (``123`` names every task of array 123)."""
 
-    def __init__(self, model: ClusterModel, lookup: JobLookup, lifecycle: Lifecycle) -> None:
+    def __init__(
+        self,
+        model: ClusterModel,
+        lookup: JobLookup,
+        lifecycle: Lifecycle,
+        revoked: Callable[[str], bool] = lambda user: False,
+    ) -> None:
         self.model = model
         self.lookup = lookup
         self.lifecycle = lifecycle
+        self.revoked = revoked  # whether a user is revoked: their jobs are not released
+
+    def hold_revoked(self, user: str) -> int:
+        """Hold every pending job of revoked ``user`` (reason UserRevoked; one an admin holds
+        keeps that hold); how many were held."""
+        held = [
+            j
+            for j in self.model.jobs.values()
+            if j.user == user
+            and j.state is JobState.PENDING
+            and j.held not in ("admin", REVOKED_HOLD)
+        ]
+        if held:
+            self.model.commit(held, [self.lifecycle.hold_revoked(j) for j in held])
+            self.model.bump()
+        return len(held)
 
     def control(
         self, action: str, display_ids: Sequence[str], user: str, admin: bool = False
@@ -56,6 +78,8 @@ class ControlService:
     ) -> str:
         if not job.held:
             return "is not held"
+        if self.revoked(job.user):
+            return f"belongs to {job.user}, who is revoked; gadmin user token {job.user} first"
         job.held = ""
         events.append(self.lifecycle.note(job, HistoryKind.INFO, f"released by {who.user}"))
         return ""

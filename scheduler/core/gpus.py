@@ -114,7 +114,8 @@ class GpuHealth:
             if t is None:  # no sample of this GPU (an agent without telemetry): no judgement
                 changed = track.occupancy(None, "", now, cfg) or changed
                 continue
-            if job is not None and t.utilization > 0:
+            # no reading (None) is no sign of idleness: a job is never cancelled on one
+            if job is not None and (t.utilization is None or t.utilization > 0):
                 self._active_at[job.id] = now
             problem = track.problem(t, now, cfg)
             mark = marks.get(gpu.index)

@@ -30,6 +30,7 @@ from rota.scheduler.policy.fit import node_matches
 from rota.scheduler.policy.snapshot import Snapshot
 from rota.scheduler.store.store import DuplicateRequest, JobQuery
 from rota.states import ACTIVE_STATES, JobState
+from rota.validate import SpecError, check_page_token
 
 DEFAULT_STATES = (JobState.PENDING, *ACTIVE_STATES)  # what a listing shows unless told
 MAX_PAGE_SIZE = 2_000  # jobs per listing page at most; clients follow next_page_token
@@ -50,6 +51,7 @@ class JobListing:
     accounts: tuple[str, ...] = ()
     page_size: int = 0  # 0: MAX_PAGE_SIZE, also the most one page holds
     page_token: str = ""  # from the previous page's ``next_page_token``
+    private_to: str = ""  # a user: other users' ended jobs are left out (as gacct does)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,10 +257,10 @@ class JobService:
     def list_page(self, listing: JobListing) -> JobPage:
         """One page of a listing; the token names where the next page starts."""
         token = listing.page_token.strip()
-        if token and not token.isdigit():
-            raise UserError(
-                f"page_token: {listing.page_token!r} is not a token from a previous page"
-            )
+        try:
+            check_page_token("page_token", token)  # at most 18 digits: fits the database
+        except SpecError as exc:
+            raise UserError(str(exc)) from None
         if listing.page_size < 0:
             raise UserError(
                 f"page_size: {listing.page_size} must be >= 0 (0: the server's most, "
@@ -274,6 +276,7 @@ class JobService:
             accounts=listing.accounts,
             after_id=int(token or 0),
             limit=min(listing.page_size or MAX_PAGE_SIZE, MAX_PAGE_SIZE),
+            private_to=listing.private_to,
         )
         jobs = self.list_jobs(query, listing.ids)
         full = len(jobs) == query.limit

@@ -6,13 +6,15 @@ Transitions change a job in memory and return the event to commit; the caller co
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from rota.messages import AgentOrder, KillOrder, LaunchOrder
-from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
+from rota.scheduler.cluster.model import REVOKED_HOLD, HistoryKind, JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.usage import UsageBook
+from rota.scheduler.policy import reasons
 from rota.states import JobState
 
 Orders = list[tuple[str, AgentOrder]]
@@ -49,6 +51,13 @@ class Lifecycle:
         return JobEvent(
             job.id, self.clock(), job.attempt, job.state.value, job.state.value, text, kind
         )
+
+    def hold_revoked(self, job: JobRecord) -> JobEvent:
+        """Hold pending ``job`` because its user is revoked (reason UserRevoked); the event to
+        commit. It stays held when the user is re-enabled, until released or cancelled."""
+        job.held = REVOKED_HOLD
+        job.reason = reasons.USER_REVOKED
+        return self.note(job, HistoryKind.INFO, f"held: user {job.user} was revoked")
 
     def warn(self, job: JobRecord, text: str) -> JobEvent:
         """A warning event; the job shows it until its attempt ends or another replaces it."""
@@ -130,6 +139,9 @@ class Lifecycle:
             )
         ids = self.ids_of(job.user)
         uid, gid = ids if ids is not None else (None, None)
+        spec = job.spec
+        if not spec.memory and self.config.default_memory:  # a limit, not counted as a request
+            spec = dataclasses.replace(spec, memory=self.config.default_memory)
         orders: Orders = []
         for rank, alloc in enumerate(job.allocation):
             node_env = dict(env)
@@ -144,7 +156,7 @@ class Lifecycle:
                         job_id=job.id,
                         attempt=job.attempt,
                         display_id=job.display_id,
-                        spec=job.spec,
+                        spec=spec,
                         gpu_indices=alloc.gpus,
                         gpu_uuids=alloc.uuids,
                         env=node_env,

@@ -13,6 +13,7 @@ from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.store.store import JobQuery
 from rota.states import JobState
+from rota.validate import is_job_id
 
 # applies an action to one job, appending events and orders; returns why it could not ("": done)
 Act = Callable[[JobRecord, list[JobEvent], Orders], str]
@@ -21,11 +22,11 @@ Act = Callable[[JobRecord, list[JobEvent], Orders], str]
 def parse_display_id(text: str) -> tuple[int, int | None]:
     """``123`` -> (123, None) (a job, or every task of array 123); ``123_4`` -> (123, 4).
     UserError when ``text`` is not shaped like a job id."""
-    array_text, sep, task_text = text.strip().partition("_")
-    try:
-        return int(array_text), int(task_text) if sep else None
-    except ValueError:
-        raise UserError(f"{text!r} is not a job id like 123 or 123_4") from None
+    text = text.strip()
+    if not is_job_id(text):  # bounded: an id past 64 bits is refused, not sent to the database
+        raise UserError(f"id: {text[:40]!r} is not a job id like 123 or 123_4")
+    array_text, sep, task_text = text.partition("_")
+    return int(array_text), int(task_text) if sep else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token, new_token
 from rota.states import ACTIVE_STATES, JobState
+from rota.validate import SpecError, check_labels, check_node_name, normal_name
 
 log = logging.getLogger("rota.scheduler")
 DEFAULT_NODE_PAGE = 500  # nodes per ListNodes page when none is asked for
@@ -78,9 +79,12 @@ class NodeService:
 
     def add(self, name: str, labels: dict[str, str], user: str, rotate_token: bool = False) -> str:
         """Register ``name`` (or give it a new token) and return the join token."""
-        name = name.strip()
-        if not name or any(c.isspace() for c in name):
-            raise UserError(f"name: node name {name!r} must be non-empty without spaces")
+        name = normal_name(name)
+        try:
+            check_node_name("name", name)
+            check_labels("labels", labels)
+        except SpecError as exc:
+            raise UserError(str(exc)) from None
         node = self.model.nodes.get(name)
         if node is not None and not rotate_token:
             raise AlreadyExists(

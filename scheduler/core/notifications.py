@@ -3,7 +3,8 @@
 A webhook is queued by the store in the transaction that ends its job (``Store.save``), so it
 survives a restart. This service runs on the core thread like every other; the posting itself
 happens off it (``rota.scheduler.notifier``). Each failure and the final give-up or delivery is
-recorded as an event of the job, shown by ``gcontrol show job``.
+recorded as an event of the job, shown by ``gcontrol show job``; a failure says only "failed"
+(why is in the scheduler's log), so a webhook is no probe of which hosts and ports answer.
 """
 
 from __future__ import annotations
@@ -50,24 +51,22 @@ class NotificationService:
 
     def delivered(self, delivery: Delivery, status: int) -> None:
         tries = delivery.tries + 1
-        text = f"notification delivered to {_host(delivery.url)} (HTTP {status}, try {tries})"
+        text = f"notification delivered to {url_shown(delivery.url)} (HTTP {status}, try {tries})"
         self.store.notice_done(delivery.job_id, self._event(delivery, HistoryKind.INFO, text))
 
-    def failed(self, delivery: Delivery, error: str) -> None:
+    def failed(self, delivery: Delivery) -> None:
         """Retry after a backoff that doubles each time, or give up after ``notify_tries``."""
         tries = delivery.tries + 1
         limit = self.config.notify_tries
-        where = _host(delivery.url)
+        where = url_shown(delivery.url)
         if tries >= limit:
-            text = f"notification to {where} given up after {tries} tries: {error}"
+            text = f"notification to {where} failed: given up after {tries} tries"
             self.store.notice_done(
                 delivery.job_id, self._event(delivery, HistoryKind.WARNING, text)
             )
             return
         wait = min(self.config.notify_backoff * 2 ** (tries - 1), self.config.notify_max_backoff)
-        text = (
-            f"notification to {where} failed (try {tries} of {limit}): {error}; next in {wait:g}s"
-        )
+        text = f"notification to {where} failed (try {tries} of {limit}); next in {wait:g}s"
         event = self._event(delivery, HistoryKind.WARNING, text)
         self.store.notice_retry(delivery.job_id, tries, self.clock() + wait, event)
 
@@ -101,7 +100,7 @@ def payload(job: JobRecord) -> bytes:
     return json.dumps(body).encode()
 
 
-def _host(url: str) -> str:
+def url_shown(url: str) -> str:
     """The URL as events show it: scheme, host and port (paths may carry secrets)."""
     scheme, _, rest = url.partition("://")
     return f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0]}"

@@ -23,12 +23,14 @@ class Planner:
         snapshots: SnapshotBuilder,
         clock: Callable[[], float],
         window_end: Callable[[str, float], float | None] = lambda name, now: None,
+        revoked: Callable[[str], bool] = lambda user: False,
     ) -> None:
         self.model = model
         self.lifecycle = lifecycle
         self.snapshots = snapshots
         self.clock = clock
         self.window_end = window_end  # end of an open reservation's window, by name
+        self.revoked = revoked  # whether a user is revoked: their jobs are held, never started
 
     def snapshot(self) -> Snapshot:
         """The cluster as the next pass sees it (O(changed jobs + nodes))."""
@@ -99,6 +101,10 @@ class Planner:
         for placement in placements:
             job = jobs.get(placement.job_id)
             if job is None or job.state is not JobState.PENDING or job.held:
+                continue
+            if self.revoked(job.user):  # planned before the revocation, or from before it
+                events.append(life.hold_revoked(job))
+                changed.append(job)
                 continue
             allocs = self._check_placement(placement.allocations, used)
             if allocs is None:

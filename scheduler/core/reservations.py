@@ -37,6 +37,7 @@ from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.policy.snapshot import ReservationView
 from rota.scheduler.store.reservations import ReservationStore
 from rota.states import ACTIVE_STATES, JobState
+from rota.validate import normal_flags
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RECURRING_HORIZON = 28 * 86_400.0  # a recurring booking is checked for overlaps this far ahead
@@ -197,7 +198,8 @@ class ReservationService:
         now = self.clock()
         self._prune(now)
         for request in requests:
-            refusal = access.may_book(principal, request.users, request.accounts, request.flags)
+            flags = normal_flags(request.flags)
+            refusal = access.may_book(principal, request.users, request.accounts, flags)
             if refusal:
                 raise AccessDenied(f"booking {request.name}: {refusal}")
         refusals: list[str | None] = []
@@ -235,11 +237,13 @@ class ReservationService:
         gpus: dict[str, tuple[int, ...]] | None,
     ) -> Reservation:
         """The reservation ``request`` describes, checked against the others (all but
-        ``exclude``), running jobs and ``principal``'s rights; ``gpus`` keeps those GPUs."""
-        refusal = access.may_book(principal, request.users, request.accounts, request.flags)
+        ``exclude``), running jobs and ``principal``'s rights; ``gpus`` keeps those GPUs.
+        The flags are normalised once: the value checked is the value stored."""
+        flags = normal_flags(request.flags)
+        refusal = access.may_book(principal, request.users, request.accounts, flags)
         if refusal:
             raise AccessDenied(refusal)
-        flags = _flags(request.flags)
+        _check_flags(flags)
         _check_request(request, now, gpus is not None)
         period = next((PERIODS[f] for f in flags if f in PERIODS), 0.0)
         if period and request.end - request.start > period:
@@ -622,19 +626,13 @@ class ReservationService:
             )
 
 
-def _flags(flags: Iterable[str]) -> tuple[str, ...]:
-    out: list[str] = []
+def _check_flags(flags: tuple[str, ...]) -> None:
+    """UserError for an unknown flag or two periods; ``flags`` are ``normal_flags``."""
     for flag in flags:
-        f = flag.strip().upper()
-        if not f:
-            continue
-        if f not in FLAGS:
+        if flag not in FLAGS:
             raise UserError(f"flags: unknown flag {flag!r}; known: {', '.join(FLAGS)}")
-        if f not in out:
-            out.append(f)
-    if len(set(out) & set(PERIODS)) > 1:
+    if len(set(flags) & set(PERIODS)) > 1:
         raise UserError("flags: give at most one of DAILY and WEEKLY")
-    return tuple(out)
 
 
 def _check_request(request: ReservationRequest, now: float, gpus_known: bool) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rota.scheduler.config import SchedulerConfig, booking_rules
 from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
+from rota.scheduler.core.audit import RefusalLimiter
 from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
 from rota.scheduler.core.jobs import JobService
@@ -68,7 +69,12 @@ def build_services(
         model.jobs.values(),
         now,
     )
-    users = UsersService(UserStore(store.engine), clock)
+    users = UsersService(
+        UserStore(store.engine),
+        clock,
+        RefusalLimiter(config.audit_refusals_per_minute),
+        config.audit_retention,
+    )
     lifecycle = Lifecycle(model, usage, config, clock, users.ids_of)
     lookup = JobLookup(model)
     gpus = GpuHealth(model, lifecycle, config, clock)
@@ -97,8 +103,15 @@ def build_services(
         agents=AgentService(model, lifecycle, liveness, config, clock),
         nodes=NodeService(model, lifecycle, gpus, config, clock),
         gpus=gpus,
-        control=ControlService(model, lookup, lifecycle),
-        planner=Planner(model, lifecycle, snapshots, clock, window_end=reservations.window_end),
+        control=ControlService(model, lookup, lifecycle, revoked=users.revoked),
+        planner=Planner(
+            model,
+            lifecycle,
+            snapshots,
+            clock,
+            window_end=reservations.window_end,
+            revoked=users.revoked,
+        ),
         reservations=reservations,
         users=users,
         meter=meter,

@@ -14,24 +14,38 @@ import hmac
 from collections.abc import Callable, Sequence
 
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
+from rota.scheduler.core.audit import RefusalLimiter
 from rota.scheduler.core.errors import AlreadyExists, NotFound, UserError
 from rota.scheduler.core.tokens import hash_token, new_token
 from rota.scheduler.store.users import UserStore
-from rota.validate import SpecError, check_name
+from rota.validate import SpecError, check_host_id, check_name
 
 _SELECTOR = 16  # hex digits of a token's hash that find it in memory
 MAX_AUDIT = 10_000  # entries one ListAudit answers with at most
+PRUNE_EVERY = 3600.0  # seconds between audit retention prunes
 
 
 class UsersService:
     """Adds, lists and revokes users, issues tokens, authenticates, keeps the audit log."""
 
-    def __init__(self, store: UserStore, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        store: UserStore,
+        clock: Callable[[], float],
+        limiter: RefusalLimiter | None = None,
+        audit_retention: float = 0.0,
+    ) -> None:
+        """``limiter`` thins floods of refusals (None: every entry is kept);
+        ``audit_retention``: seconds entries are kept (0: forever, see ``prune_audit``)."""
         self.store = store
         self.clock = clock
+        self.limiter = limiter
+        self.audit_retention = audit_retention
+        self._pruned_at = -PRUNE_EVERY
         # hash prefix -> (full hash, principal): the prefix finds, compare_digest decides
         self._accepted: dict[str, tuple[str, Principal]] = {}
         self._ids: dict[str, tuple[int, int]] = {}  # user -> (uid, gid) set by `gadmin user`
+        self._revoked: set[str] = set()  # users revoked (gadmin user revoke), not re-enabled
         self.refresh()
 
     # ------------------------------------------------------------ authentication
@@ -49,9 +63,16 @@ class UsersService:
         a token replaced or revoked by another process (``rota admin-token``) stops working."""
         self._accepted = {}
         self._ids = {}
+        self._revoked = set()
         for user in self.store.users():
-            if user.token_hash and not user.revoked:
+            if user.revoked:
+                self._revoked.add(user.name)
+            elif user.token_hash:
                 self._accept(user)
+
+    def revoked(self, name: str) -> bool:
+        """Whether user ``name`` is revoked (memory only; any thread): their jobs never start."""
+        return name in self._revoked
 
     def ids_of(self, name: str) -> tuple[int, int] | None:
         """The (uid, gid) a job of user ``name`` runs as, when an admin set them (memory
@@ -109,8 +130,12 @@ class UsersService:
             )
         if (uid is None) != (gid is None):
             raise UserError("uid, gid: give both or neither")
-        if uid is not None and gid is not None and (uid < 0 or gid < 0):
-            raise UserError("uid, gid: must be >= 0")
+        try:
+            for field_name, value in (("uid", uid), ("gid", gid)):
+                if value is not None:
+                    check_host_id(field_name, value)
+        except SpecError as exc:
+            raise UserError(str(exc)) from None
         if self.store.user(name) is not None:
             raise AlreadyExists(f"user {name} exists; `gadmin user token {name}` gives a new token")
         token = new_token()
@@ -137,6 +162,7 @@ class UsersService:
         self._forget(user)
         revoked = dataclasses.replace(user, revoked=True)
         self.store.save(revoked)
+        self._revoked.add(revoked.name)
         return revoked
 
     def new_token(self, name: str) -> tuple[UserRecord, str]:
@@ -146,6 +172,7 @@ class UsersService:
         self._forget(user)
         renewed = dataclasses.replace(user, token_hash=hash_token(token), revoked=False)
         self.store.save(renewed)
+        self._revoked.discard(renewed.name)
         self._accept(renewed)
         return renewed, token
 
@@ -167,7 +194,18 @@ class UsersService:
     # ------------------------------------------------------------ audit
 
     def record(self, entry: AuditEntry) -> None:
-        self.store.record(entry)
+        kept = self.limiter.admit(entry) if self.limiter is not None else entry
+        if kept is not None:
+            self.store.record(kept)
+
+    def prune_audit(self) -> int:
+        """Delete entries older than ``audit_retention`` (at most once per ``PRUNE_EVERY``
+        seconds of the clock; never with a retention of 0); returns how many went."""
+        now = self.clock()
+        if self.audit_retention <= 0 or now - self._pruned_at < PRUNE_EVERY:
+            return 0
+        self._pruned_at = now
+        return self.store.prune_audit(now - self.audit_retention)
 
     def audit(self, since: float = 0.0, limit: int = 0) -> list[AuditEntry]:
         return self.store.audit(since, min(limit or 1000, MAX_AUDIT))

@@ -216,8 +216,6 @@ def _resumable(
         and (snapshot.config is old.config or snapshot.config == old.config)
         and (end_key is cache.end_key or end_key == cache.end_key)
         and not kept.limits.active
-        and snapshot.config.limits.max_pending_per_user is None
-        and snapshot.config.limits.max_pending_per_account is None
     ):
         return None
     if queue.generation == kept.generation:
@@ -230,6 +228,8 @@ def _resumable(
         horizon = queue.entries.get(kept.last_change.id)
         if horizon is None or queue.entries[new[0].id][1] <= horizon[1]:
             return None
+    if not kept.limits.admit_pending(new):
+        return None
     state = cache.resume()
     if state is None:
         return None

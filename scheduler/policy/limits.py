@@ -28,7 +28,8 @@ class LimitCounter:
                 self.account_gpus[job.account] += gpus
             if job.array_job_id is not None:
                 self.array_tasks[job.array_job_id] += 1
-        self.over_pending = _over_pending(limits, pending)
+        self.pending: list[Counter[str]] = [Counter(), Counter()]  # per user, per account
+        self.over_pending = _over_pending(limits, pending, self.pending)
         # whether any job can hit a user or account limit (array limits are per job)
         self.active = count_gpus or bool(self.over_pending)
 
@@ -52,6 +53,21 @@ class LimitCounter:
             return reasons.QOS_MAX_GRES_PER_ACCOUNT
         return None
 
+    def admit_pending(self, new: Iterable[PendingJob]) -> bool:
+        """Count newly pending jobs in; False when one takes its user or account past a
+        pending-job limit (a full pass must then decide which jobs wait). Counting in jobs
+        that are then not taken only makes a later call answer False sooner."""
+        limits = self.limits
+        caps = (limits.max_pending_per_user, limits.max_pending_per_account)
+        if all(cap is None for cap in caps):
+            return True
+        fits = True
+        for job in new:
+            for cap, counts, owner in zip(caps, self.pending, (job.user, job.account), strict=True):
+                counts[owner] += 1
+                fits = fits and (cap is None or counts[owner] <= cap)
+        return fits
+
     def add(self, job: PendingJob) -> None:
         """Count a job placed in this pass."""
         if self.active:
@@ -62,8 +78,12 @@ class LimitCounter:
             self.array_tasks[job.array_job_id] += 1
 
 
-def _over_pending(limits: Limits, pending: Iterable[PendingJob]) -> dict[int, str]:
-    """Jobs beyond a user's or account's pending-job limit (the newest ones wait)."""
+def _over_pending(
+    limits: Limits, pending: Iterable[PendingJob], counts: list[Counter[str]]
+) -> dict[int, str]:
+    """Jobs beyond a user's or account's pending-job limit (the newest ones wait); ``counts``
+    (per user, per account) are filled with the pending jobs of each. O(pending) unless
+    someone is over a limit."""
     caps = (
         (limits.max_pending_per_user, lambda j: j.user, reasons.QOS_MAX_SUBMIT_PER_USER),
         (limits.max_pending_per_account, lambda j: j.account, reasons.QOS_MAX_SUBMIT_PER_ACCOUNT),
@@ -71,12 +91,18 @@ def _over_pending(limits: Limits, pending: Iterable[PendingJob]) -> dict[int, st
     out: dict[int, str] = {}
     if all(cap is None for cap, _, _ in caps):
         return out
-    jobs = sorted(pending, key=lambda j: (j.submit_time, j.id))
-    for cap, owner, reason in caps:
+    jobs = list(pending)
+    for (cap, owner, reason), count in zip(caps, counts, strict=True):
         if cap is None:
             continue
+        count.update(owner(job) for job in jobs)
+        over = {name for name, n in count.items() if n > cap}
+        if not over:
+            continue
         seen: defaultdict[str, int] = defaultdict(int)
-        for job in jobs:
+        for job in sorted(
+            (j for j in jobs if owner(j) in over), key=lambda j: (j.submit_time, j.id)
+        ):
             seen[owner(job)] += 1
             if seen[owner(job)] > cap:
                 out.setdefault(job.id, reason)

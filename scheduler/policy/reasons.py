@@ -18,6 +18,7 @@ NONE = "None"
 QOS_MAX_SUBMIT_PER_USER = "QOSMaxSubmitJobPerUserLimit"  # beyond the user's pending-job limit
 QOS_MAX_SUBMIT_PER_ACCOUNT = "QOSMaxSubmitJobPerAccountLimit"
 BAD_CONSTRAINTS = "BadConstraints"  # no registered node could ever run the job
+USER_REVOKED = "UserRevoked"  # its user was revoked (gadmin user revoke): held, never started
 
 DESCRIPTIONS = {
     PRIORITY: "higher-priority jobs are ahead of it and the free resources are kept for them",
@@ -44,6 +45,10 @@ DESCRIPTIONS = {
         "the account has more pending jobs than limits.max_pending_per_account"
     ),
     BAD_CONSTRAINTS: "no registered node could ever run it (GPU type, memory, labels or size)",
+    USER_REVOKED: (
+        "its user was revoked; it is held: cancel it, or release it once the user is re-enabled "
+        "(gadmin user token NAME)"
+    ),
 }
 
 

@@ -344,6 +344,7 @@ class JobQuery:
     accounts: tuple[str, ...] = ()
     after_id: int = 0
     limit: int = 0
+    private_to: str = ""  # a user: other users' ended jobs are left out (gacct's PrivateData)
 
     def matcher(self) -> Callable[[JobRecord], bool]:
         """The filters other than ids, array ids, ``after_id`` and ``limit``, in memory (the
@@ -357,6 +358,7 @@ class JobQuery:
                 (not states or job.state in states)
                 and (not users or job.user in users)
                 and (not accounts or job.account in accounts)
+                and (not self.private_to or not job.state.terminal or job.user == self.private_to)
                 and (
                     not self.named
                     or (job.id in plain and job.array_job_id is None)
@@ -572,6 +574,9 @@ class Store:
             stmt = stmt.where(c.user.in_(query.users))
         if query.accounts:
             stmt = stmt.where(c.account.in_(query.accounts))
+        if query.private_to:
+            live = [s.value for s in JobState if not s.terminal]
+            stmt = stmt.where(or_(c.user == query.private_to, c.state.in_(live)))
         if query.after_id:
             stmt = stmt.where(c.id > query.after_id)
         if query.limit:

@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    delete,
     select,
 )
 from sqlalchemy.engine import Engine
@@ -124,6 +125,12 @@ class UserStore:
                     detail=entry.detail,
                 )
             )
+
+    def prune_audit(self, before: float) -> int:
+        """Delete entries dated before ``before``; returns how many."""
+        with self._sessions.begin() as session:
+            result = session.execute(delete(AuditRow).where(AuditRow.time < before))
+            return int(getattr(result, "rowcount", 0) or 0)
 
     def audit(self, since: float = 0.0, limit: int = 1000) -> list[AuditEntry]:
         """Entries at or after ``since``, oldest first; the newest ``limit`` of them."""

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from rota.efficiency import IDLE_BELOW
 from rota.scheduler.cluster.accounting import AccountingQuery
@@ -40,7 +41,7 @@ from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
 from rota.scheduler.web.identity import TokenCheck
-from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions
+from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
 from rota.states import parse_state
 
 log = logging.getLogger("rota.scheduler")
@@ -80,7 +81,7 @@ ApiHandler = Callable[[Request, Caller], Awaitable[Response]]
 
 
 def reply(data: Any, status: int = 200, headers: tuple[tuple[str, str], ...] = ()) -> Response:
-    return Response(status, json.dumps(data).encode(), JSON, API_HEADERS + headers)
+    return Response(status, views.encode(data), JSON, API_HEADERS + headers)
 
 
 def error(status: int, message: str) -> Response:
@@ -206,7 +207,17 @@ class Api:
         return Caller(who, session)
 
     async def login(self, request: Request) -> Response:
-        """``{"token": "..."}`` -> the session cookie, and ``{"user", "admin", "csrf"}``."""
+        """``{"token": "..."}`` -> the session cookie, and ``{"user", "admin", "csrf"}``.
+
+        Only as ``Content-Type: application/json`` (415 otherwise: a form or ``text/plain``
+        post, which another site's page may send without asking, is no login) and, when the
+        browser names an ``Origin``, only from this server's own (403): no other site logs a
+        browser in under an account of its choosing (login CSRF)."""
+        refusal = _foreign_login(request, "https" if self.secure else "http")
+        if refusal is not None:
+            status, why = refusal
+            await self._record(request, f"web POST {request.path}", None, _code(status), why)
+            return error(status, why)
         try:
             token = str(json.loads(request.body or b"{}").get("token", "")).strip()
         except (ValueError, AttributeError):
@@ -218,7 +229,10 @@ class Api:
             why = "token: not a current rota token"
             await self._record(request, f"web POST {request.path}", None, _code(401), why)
             return error(401, why)
-        session_id, session = self.sessions.open(token)
+        try:
+            session_id, session = self.sessions.open(token, who.user)
+        except TooManySessions as exc:
+            return error(503, str(exc))
         cookie = f"{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
         if self.secure:
             cookie += "; Secure"
@@ -365,6 +379,25 @@ def _target(request: Request) -> str:
         if isinstance(body, dict) and isinstance(body.get("name"), str):
             named["name"] = body["name"]
     return " ".join(f"{k}={v}" for k, v in sorted(named.items()))[:1024]
+
+
+def _foreign_login(request: Request, scheme: str) -> tuple[int, str] | None:
+    """(status, why) when a login request is not a JSON post from this server's own
+    origin (``scheme://Host``), else None."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != JSON:
+        return 415, (f"Content-Type: a login must be sent as {JSON}, not {kind or 'nothing'}")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return None  # browsers send one with every cross-site post; curl and scripts need none
+    host = request.headers.get("host", "").strip().lower()
+    # the host (and port) alone: a TLS-terminating proxy in front may change the scheme
+    if not host or urlsplit(origin.strip()).netloc.lower() != host:
+        return 403, (
+            f"Origin: a login is accepted only from this server's own origin "
+            f"({scheme}://{host}), not {origin.strip()[:200] or 'an empty one'}"
+        )
+    return None
 
 
 def _code(status: int) -> str:

@@ -4,7 +4,9 @@ CSRF token (sent back in a header with every change).
 The token stays in the scheduler's memory, keyed by the session id, and is checked again on
 every request, so revoking a user ends their sessions at once. Sessions live in memory only: a
 restarted scheduler asks everyone to log in again. A session ends at logout, after ``idle``
-seconds without a request, or ``lifetime`` seconds after its login.
+seconds without a request, or ``lifetime`` seconds after its login. One user holds at most
+``MAX_PER_USER`` sessions (a new login ends that user's oldest); logins beyond ``MAX_SESSIONS``
+in all are refused, never made room for by ending other users' sessions.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ COOKIE = "rota_session"
 CSRF_HEADER = "x-csrf-token"
 IDLE = 8 * 3600.0
 LIFETIME = 7 * 24 * 3600.0
-MAX_SESSIONS = 10_000  # the oldest are dropped beyond this many
+MAX_SESSIONS = 10_000  # sessions of all users together; more logins are refused
+MAX_PER_USER = 64  # one user's sessions; a login beyond ends that user's oldest
+
+
+class TooManySessions(Exception):
+    """Every session is taken (``MAX_SESSIONS``) by users other than the one logging in."""
 
 
 @dataclass(slots=True)
@@ -27,6 +34,7 @@ class Session:
     csrf: str
     created: float
     seen: float
+    user: str = ""
 
 
 class Sessions:
@@ -39,16 +47,23 @@ class Sessions:
         self.idle = idle
         self.lifetime = lifetime
         self._by_id: dict[str, Session] = {}
+        self._of_user: dict[str, dict[str, None]] = {}  # user -> their session ids, oldest first
 
-    def open(self, token: str) -> tuple[str, Session]:
-        """A new session for a token that was just accepted: (session id, session)."""
+    def open(self, token: str, user: str) -> tuple[str, Session]:
+        """A new session of ``user`` for a token that was just accepted: (session id,
+        session). Ends the user's oldest session when they hold ``MAX_PER_USER``; raises
+        TooManySessions when ``MAX_SESSIONS`` are open and none is theirs."""
         now = self.clock()
         self._expire(now)
-        while len(self._by_id) >= MAX_SESSIONS:
-            del self._by_id[next(iter(self._by_id))]
+        mine = self._of_user.get(user, {})
+        while len(mine) >= MAX_PER_USER or (mine and len(self._by_id) >= MAX_SESSIONS):
+            self.close(next(iter(mine)))
+        if len(self._by_id) >= MAX_SESSIONS:
+            raise TooManySessions(f"{MAX_SESSIONS} dashboard sessions are open; try again later")
         session_id = secrets.token_urlsafe(32)
-        session = Session(token, secrets.token_urlsafe(32), now, now)
+        session = Session(token, secrets.token_urlsafe(32), now, now, user)
         self._by_id[session_id] = session
+        self._of_user.setdefault(user, {})[session_id] = None
         return session_id, session
 
     def get(self, session_id: str) -> Session | None:
@@ -58,13 +73,19 @@ class Sessions:
             return None
         now = self.clock()
         if now - session.seen > self.idle or now - session.created > self.lifetime:
-            del self._by_id[session_id]
+            self.close(session_id)
             return None
         session.seen = now
         return session
 
     def close(self, session_id: str) -> None:
-        self._by_id.pop(session_id, None)
+        session = self._by_id.pop(session_id, None)
+        if session is None:
+            return
+        mine = self._of_user.get(session.user, {})
+        mine.pop(session_id, None)
+        if not mine:
+            self._of_user.pop(session.user, None)
 
     @staticmethod
     def csrf_ok(session: Session, sent: str) -> bool:
@@ -77,4 +98,4 @@ class Sessions:
             if now - s.seen > self.idle or now - s.created > self.lifetime
         ]
         for key in dead:
-            del self._by_id[key]
+            self.close(key)

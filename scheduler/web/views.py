@@ -4,6 +4,8 @@ the keys of ``gqueue --json`` and a few more."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +18,22 @@ from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import Principal
 
 Json = dict[str, Any]
+
+
+def encode(data: Any) -> bytes:
+    """``data`` as JSON that every parser reads: a NaN or infinite float (which ``json.dumps``
+    would write as bare ``NaN``/``Infinity``, refused by browsers' ``JSON.parse``) is null."""
+    return json.dumps(_finite(data), allow_nan=False).encode()
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def iso(ts: float | None) -> str | None:

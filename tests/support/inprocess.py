@@ -81,9 +81,7 @@ class InProcessScheduler:
 
     async def __aenter__(self) -> InProcessScheduler:
         self.engine = Engine(self.services)
-        self.server = grpc.aio.server(
-            options=SERVER_OPTIONS, interceptors=[AuthInterceptor(self.engine, time.time)]
-        )
+        self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=self.interceptors())
         add_servicers(self.server, self.engine)
         port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
@@ -96,6 +94,10 @@ class InProcessScheduler:
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
         self.agent_service = pb_grpc.AgentServiceStub(self.channel)
         return self
+
+    def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
+        """The server's interceptors: authentication (a subclass may add the daemon's others)."""
+        return [AuthInterceptor(self.engine, time.time)]
 
     async def __aexit__(
         self,

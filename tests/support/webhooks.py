@@ -2,6 +2,8 @@
 
 ``answers`` scripts the replies: each POST takes the next status (the last one repeats);
 ``None`` means never answer (the connection is held open until the server stops).
+Webhooks go to public addresses only unless the scheduler allows more: a scheduler posting to
+this server needs ``webhook_allowed_networks: LOOPBACK``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+LOOPBACK = ("127.0.0.0/8",)  # the scheduler setting that lets webhooks reach this server
 
 
 class WebhookServer:
