@@ -29,7 +29,7 @@ from rota.settings import (
     load_settings,
 )
 from rota.tls import is_loopback
-from rota.validate import LABEL_KEY, NODE_NAME
+from rota.validate import DEFAULT_REGISTRIES, LABEL_KEY, NODE_NAME
 
 _NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 _DOCKER_SCHEMES = ("unix://", "tcp://", "ssh://", "http://", "https://", "npipe://")
@@ -87,12 +87,14 @@ class AgentConfig(Settings):
     heartbeat_interval: PositiveSeconds = 2.0  # until the scheduler's welcome says otherwise
     kill_grace: Seconds = 10.0  # SIGTERM -> SIGKILL when fencing
     # TLS (docs/security.md)
-    ca: str = ""  # verify the scheduler with this CA; "" = plaintext
+    ca: str = ""  # verify the scheduler with this CA; "" = plaintext (loopback only)
+    insecure: bool = False  # allow plaintext to a scheduler off this machine (the token shows)
     cert: str = ""  # this node's client certificate and key (mutual TLS)
     key: str = ""
     # containers (docs/security.md)
     allowed_mounts: Names = ()  # host path prefixes jobs may bind-mount; () = none
     allowed_images: Names = ()  # image patterns; () = any
+    allowed_registries: Names = DEFAULT_REGISTRIES  # where images may come from; "*" = any
     default_uid: Count = 65534  # jobs whose user has no passwd entry here run as this
     default_gid: Count = 65534
     allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
@@ -114,6 +116,18 @@ class AgentConfig(Settings):
         if values.get("token_file") is not None:
             values["token"] = _private_token(Path(values["token_file"]))
         return values
+
+    @model_validator(mode="after")
+    def _token_not_in_plaintext(self) -> AgentConfig:
+        """Without TLS the join token crosses the network readable: only to this machine,
+        unless ``insecure`` says so (as the scheduler's own ``insecure``)."""
+        if not self.ca and not self.insecure and not is_loopback(self.scheduler):
+            raise ValueError(
+                f"scheduler {self.scheduler!r} is not on this machine and no CA is given: the "
+                "node's join token would cross the network in plaintext; give --ca (TLS, "
+                "docs/security.md) or set insecure: true in the agent's config file"
+            )
+        return self
 
     @model_validator(mode="after")
     def _metrics_on_loopback(self) -> AgentConfig:

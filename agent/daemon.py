@@ -23,9 +23,8 @@ from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
 from rota.agent.metrics import AgentCollector, MetricsServer
 from rota.agent.readings import AgentReadings
-from rota.agent.runtime.docker_runtime import DockerRuntime
+from rota.agent.runtime.base import ContainerRuntime, ReportFn
 from rota.agent.runtime.owners import ProcessOwners
-from rota.agent.runtime.policy import ContainerPolicy
 from rota.messages import (
     AgentEvent,
     AgentOrder,
@@ -48,6 +47,9 @@ log = logging.getLogger("rota.agent")
 class Agent:
     """Ties the GPU backend, the container runtime and the scheduler link together.
 
+    ``runtime`` builds the container runtime from the callback that receives its events
+    (``build.build_agent`` passes a ``DockerRuntime``; tests a fake).
+
     Time is read only from ``clock`` (Unix seconds: event and heartbeat times, time limits) and
     ``monotonic`` (how long the scheduler has been silent or away).
     """
@@ -55,6 +57,7 @@ class Agent:
     def __init__(
         self,
         config: AgentConfig,
+        runtime: Callable[[ReportFn], ContainerRuntime],
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -62,25 +65,7 @@ class Agent:
         self._clock = clock
         self._monotonic = monotonic
         self.backend, self.inventory = open_backend(config.simulate_gpus, config.node)
-        self.runtime = DockerRuntime(
-            config.node,
-            config.data_dir,
-            self._on_event,
-            clock,
-            gpu_mode=config.gpu_mode,
-            base_url=config.docker_host,
-            network=config.network,
-            kill_grace=config.kill_grace,
-            max_output=config.max_output,
-            policy=ContainerPolicy(
-                allowed_mounts=config.allowed_mounts,
-                allowed_images=config.allowed_images,
-                default_uid=config.default_uid,
-                default_gid=config.default_gid,
-                allow_root=config.allow_root,
-                pids_limit=config.pids_limit,
-            ),
-        )
+        self.runtime = runtime(self._on_event)
         self.owners = ProcessOwners(self.runtime.container_info)
         self.fence = SelfFence(config.kill_grace, monotonic)
         self.link = Link(

@@ -26,7 +26,7 @@ GPU_LABELS = ("node", "gpu", "uuid", "model")
 
 
 class Containers(Protocol):
-    """What the collector reads from the container runtime (``DockerRuntime``)."""
+    """What the collector reads from the container runtime (``runtime.base.ContainerRuntime``)."""
 
     def attempts(self) -> list[RunningAttempt]: ...
 

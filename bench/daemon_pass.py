@@ -36,11 +36,11 @@ class Clock:
         return self.now
 
 
-def build(pending: int, root: Path, policy: str) -> tuple[Services, Engine, Clock]:
+def build(pending: int, store: Store, policy: str) -> tuple[Services, Engine, Clock]:
     clock = Clock()
     config = SchedulerConfig(open_registration=True, policy=policy)
     core = build_services(
-        Store(f"sqlite:///{root / 'db'}"),
+        store,
         config,
         clock,
         make_policy(policy, policy_config(config)),
@@ -48,7 +48,7 @@ def build(pending: int, root: Path, policy: str) -> tuple[Services, Engine, Cloc
     engine = Engine(core)
     gpus = tuple(GpuInfo(i, f"GPU-{i}", "A100", 80 * 2**30) for i in range(GPUS))
     for n in range(NODES):
-        engine.hello_step(
+        engine.steps.hello(
             Hello(f"node{n:04d}", "t", Inventory(gpus=gpus, cpus=64, memory=2**40)), n + 1
         )
     rng = random.Random(0)
@@ -87,7 +87,7 @@ def busy_heartbeat() -> Heartbeat:
 def one_pass(core: Services, policy: Policy) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     snap = core.planner.snapshot()
-    core.planner.apply(policy.decide(snap), snap.version)
+    core.planner.apply(policy.decide(snap))
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -99,7 +99,8 @@ def main(sizes: list[int], policy: str = "rota") -> None:
     print("|---:|---:|---:|---:|---:|")
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            core, engine, clock = build(size, Path(tmp), policy)
+            store = Store(f"sqlite:///{Path(tmp) / 'db'}")
+            core, engine, clock = build(size, store, policy)
             full, inc = [], []
             for _ in range(RUNS):
                 core.snapshots.forget()  # and a new policy instance: empty caches
@@ -107,12 +108,12 @@ def main(sizes: list[int], policy: str = "rota") -> None:
             for _ in range(RUNS):
                 clock.now += 1.0
                 for node in core.model.nodes.values():  # fresh telemetry from every node
-                    engine.heartbeat_step(node.name, node.session, busy_heartbeat())
+                    engine.steps.heartbeat(node.name, node.session, busy_heartbeat())
                 core.jobs.submit(
                     [SubmitItem(JobSpec(image="i", command=("true",), gpus=2))], "newcomer"
                 )
                 inc.append(one_pass(core, core.policy))
-            core.model.store.close()
+            store.close()
 
         def med(xs: list[tuple[float, float]], i: int) -> str:
             return f"{statistics.median(x[i] for x in xs) * 1000:.1f}"

@@ -74,7 +74,7 @@ def steps() -> None:
         jobs = h.s.jobs
         took, admission = _cpu(lambda: jobs.admit(item, "ann"))
         print(f"chunked submit: admit (core)                         : {took * 1000:.1f} ms")
-        off, stored = _cpu(lambda: h.store.submit(admission.expand(), [""], "ann"))
+        off, stored = _cpu(lambda: h.store.jobs.submit(admission.expand(), [""], "ann"))
         records = stored[0]
         chunks = [
             _cpu(lambda c=c: jobs.adopt(records[c : c + ADOPT_CHUNK], True))[0]

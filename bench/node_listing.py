@@ -51,10 +51,10 @@ def admit(engine: Engine, count: int) -> None:
     for i in range(count):
         name = f"sim-{i:05d}"
         hello = convert.hello_from_pb(protocol.hello(name, "", []).hello)
-        engine.hello_step(hello, i + 1)
+        engine.steps.hello(hello, i + 1)
         uuids = [protocol.gpu_uuid(name, g) for g in range(protocol.GPUS_PER_NODE)]
         beat = convert.heartbeat_from_pb(protocol.heartbeat(uuids, []).heartbeat)
-        engine.heartbeat_step(name, i + 1, beat)
+        engine.steps.heartbeat(name, i + 1, beat)
 
 
 def serve(engine: Engine, ready: threading.Event, port: list[int], stop: threading.Event) -> None:

@@ -208,7 +208,7 @@ class Client:
         from rota.v1 import rota_pb2 as pb
 
         reply = self.call(self.jobs.ListJobs, pb.ListJobsRequest(ids=ids, all_states=True))
-        return [job_json(j, pb.JobState.Name(j.state)) for j in reply.jobs]
+        return [job_json(j, state_of(j)) for j in reply.jobs]
 
     def close(self) -> None:
         self.channel.close()

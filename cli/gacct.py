@@ -35,7 +35,7 @@ HEADERS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from rota.cli.times import HELP
+    from rota.when import HELP, LOCAL
 
     p = argparse.ArgumentParser(
         prog="gacct",
@@ -48,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-a", "--allusers", action="store_true", help="every user's jobs")
     p.add_argument("-A", "--account", help="only these accounts (comma-separated)")
     p.add_argument(
-        "-S", "--starttime", help=f"jobs that ended at or after this ({HELP}); default: today"
+        "-S",
+        "--starttime",
+        help=f"jobs that ended at or after this ({HELP.format(zone=LOCAL)}); default: today",
     )
     p.add_argument("-E", "--endtime", help="jobs that ended at or before this; default: now")
     p.add_argument("-s", "--state", help="only these final states/codes (CD,F,CA,TO,NF,OOM,PR)")
@@ -95,8 +97,8 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 def _filter(args: argparse.Namespace, now: datetime) -> Any:
     from rota.cli.client import AccountingFilter, CliError
-    from rota.cli.times import parse_time
     from rota.states import parse_state
+    from rota.when import parse_when
 
     wide = args.summary or args.efficiency
     users = _split(args.user)
@@ -104,8 +106,8 @@ def _filter(args: argparse.Namespace, now: datetime) -> Any:
     try:
         states = tuple(parse_state(s) for s in _split(args.state))
         default_start = "now-7days" if wide else "today"
-        start = parse_time(args.starttime or default_start, now)
-        end = parse_time(args.endtime, now) if args.endtime else 0.0
+        start = parse_when(args.starttime or default_start, now, "-S/--starttime")
+        end = parse_when(args.endtime, now, "-E/--endtime") if args.endtime else 0.0
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
     if args.jobs and not args.starttime:
@@ -139,7 +141,7 @@ def _acct(args: argparse.Namespace) -> int:
 def job_row(job: Any) -> dict[str, Any]:
     """The documented ``gacct --json`` object of one finished job."""
     from rota.cli.client import state_of
-    from rota.cli.render import iso
+    from rota.jobview import iso
 
     return {
         "id": job.id,

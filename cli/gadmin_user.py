@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from datetime import datetime
 from typing import Any
 
 from rota.cli.client import Client, CliError
@@ -164,8 +165,8 @@ def _print_users(users: list[Any], as_json: bool) -> None:
 
 
 def parse_since(text: str | None, now: float) -> float:
-    """``--since``: ``YYYY-MM-DD[ HH:MM[:SS]]`` (local time), ``Nh``/``Nm``/``Nd`` (ago), or
-    Unix seconds; CliError (exit 2) otherwise."""
+    """``--since``: ``Nh``/``Nm``/``Nd`` (ago), Unix seconds, or any time of ``rota.when``'s
+    grammar (local time); CliError (exit 2) otherwise."""
 
     if not text:
         return 0.0
@@ -175,12 +176,12 @@ def parse_since(text: str | None, now: float) -> float:
         return now - float(value[:-1]) * units[value[-1]]
     if value.replace(".", "", 1).isdigit():
         return float(value)
-    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"):
-        try:
-            return time.mktime(time.strptime(value, fmt))
-        except ValueError:
-            continue
-    raise CliError(f"--since: {text!r} is not a time like 2025-01-31 12:00 or 2h", 2)
+    from rota.when import parse_when
+
+    try:
+        return parse_when(value, datetime.fromtimestamp(now).astimezone(), "--since")
+    except ValueError as exc:
+        raise CliError(f"{exc}; or 2h (two hours ago) or Unix seconds", 2) from None
 
 
 def run_audit(args: argparse.Namespace, client: Client) -> int:

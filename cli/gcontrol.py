@@ -43,7 +43,7 @@ def _act(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from rota.cli.client import connect, state_of
-    from rota.cli.render import iso
+    from rota.jobview import iso
     from rota.units import format_duration, format_size
 
     with connect(args.scheduler, args.ca) as client:

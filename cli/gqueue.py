@@ -71,7 +71,8 @@ def _split(text: str | None) -> list[str]:
 def _show(args: argparse.Namespace) -> int:
     from rota.cli.client import CliError, connect, state_of
     from rota.cli.gqueue_format import parse_format
-    from rota.cli.render import iso, job_json, table
+    from rota.cli.render import job_json, table
+    from rota.jobview import iso
     from rota.states import JobState, parse_state
 
     if args.limit is not None and args.limit < 0:
@@ -96,7 +97,7 @@ def _show(args: argparse.Namespace) -> int:
             users.append(client.whoami())
         jobs = client.list_jobs(_split(args.jobs), users, _split(args.account), states, all_states)
     if args.json:
-        print(json.dumps([job_json(j, state_of(j).value) for j in jobs], indent=2))
+        print(json.dumps([job_json(j, state_of(j)) for j in jobs], indent=2))
         return 0
     if args.start:
         starts = [
@@ -110,7 +111,7 @@ def _show(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    _print_jobs(args, [job_json(j, state_of(j).value) for j in jobs], parts)
+    _print_jobs(args, [job_json(j, state_of(j)) for j in jobs], parts)
     return 0
 
 

@@ -21,7 +21,7 @@ def explain(job_id: str, scheduler: str | None, as_json: bool, ca: str | None = 
 
 
 def _as_dict(reply: Any, state: str) -> dict[str, Any]:
-    from rota.cli.render import iso
+    from rota.jobview import iso
 
     job = reply.job
     out: dict[str, Any] = {"id": job.id, "state": state, "pending": reply.pending}

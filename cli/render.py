@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
+from rota import jobview
+from rota.states import JobState
 from rota.units import format_duration
 
 
@@ -33,39 +34,12 @@ def table(
     return "\n".join([line(list(headers), None), *(line(r, paint) for r in cells)])
 
 
-def iso(ts: float) -> str | None:
-    """ISO 8601 UTC, or None for an unset time (0)."""
-    if not ts:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def elapsed(start: float, end: float, now: float | None = None) -> str:
     if not start:
         return "0:00"
     return format_duration((end or (now or time.time())) - start)
 
 
-def job_json(job: Any, state_name: str) -> dict[str, Any]:
-    """The documented ``gqueue --json`` object of one job (CONVENTIONS.md)."""
-    return {
-        "id": job.id,
-        "name": job.name,
-        "user": job.user,
-        "account": job.account,
-        "state": state_name,
-        "state_code": job.state_code,
-        "reason": job.reason,
-        "exit_code": job.exit_code if job.has_exit_code else None,
-        "attempt": job.attempt,
-        "nodes": list(job.nodes),
-        "gpus": job.gpus,
-        "gpu_ids": {node: list(ids.indices) for node, ids in job.gpu_ids.items()},
-        "submit_time": iso(job.submit_time),
-        "start_time": iso(job.start_time),
-        "end_time": iso(job.end_time),
-        "time_limit": int(job.time_limit),
-        "num_nodes": max(len(job.nodes), job.spec.nodes or 1),
-        "estimated_start": iso(job.estimated_start),
-        "reservation": job.spec.reservation or None,
-    }
+def job_json(job: Any, state: JobState) -> dict[str, Any]:
+    """The documented ``gqueue --json`` object (``rota.jobview``) of a ``rota.v1.Job``."""
+    return jobview.job_json(jobview.facts_from_message(job, state))

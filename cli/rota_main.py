@@ -83,8 +83,8 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
+    from rota.agent.build import build_agent
     from rota.agent.config import load_agent_config
-    from rota.agent.daemon import Agent
 
     default_uid = default_gid = None
     if args.default_user:
@@ -112,10 +112,12 @@ def cmd_agent(args: argparse.Namespace) -> int:
             labels=args.labels,
             heartbeat_interval=args.heartbeat,
             ca=args.ca or os.environ.get("ROTA_CA") or None,
+            insecure=True if args.insecure else None,
             cert=args.cert,
             key=args.key,
             allowed_mounts=tuple(args.allowed_mount) if args.allowed_mount else None,
             allowed_images=tuple(args.allowed_image) if args.allowed_image else None,
+            allowed_registries=tuple(args.allowed_registry) if args.allowed_registry else None,
             default_uid=default_uid,
             default_gid=default_gid,
             allow_root=True if args.allow_root else None,
@@ -127,7 +129,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return _settings_error("rota agent", args.config, exc)
     os.umask(0o077)  # job output and the agent's data: readable by their owner only
     try:
-        agent = Agent(config)
+        agent = build_agent(config)
     except Exception as exc:  # engine unreachable at start-up, bad mode: one line, exit 1
         print(f"rota agent: error: {exc}", file=sys.stderr)
         return 1
@@ -139,11 +141,10 @@ def bootstrap_admin(db_url: str, name: str) -> str:
     first admin of a cluster; ``rota up``); returns the token."""
     from rota.scheduler.core.users import UsersService
     from rota.scheduler.store.store import Store
-    from rota.scheduler.store.users import UserStore
 
     store = Store(db_url)
     try:
-        return UsersService(UserStore(store.engine), time.time).bootstrap_admin(name)
+        return UsersService(store.users, time.time).bootstrap_admin(name)
     finally:
         store.close()
 
@@ -200,10 +201,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     node = args.node or socket.gethostname()
     token = secrets.token_urlsafe(24)
     store = Store(db_url)
-    existing = {n.name: n for n in store.nodes()}
+    existing = {n.name: n for n in store.nodes.all()}
     record = existing.get(node, NodeState(name=node))
     record.token_hash = hash_token(token)
-    store.save_node(record)
+    store.nodes.save(record)
     store.close()
     from rota.credentials import credentials_file, write_credentials
 
@@ -369,6 +370,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--allowed-image", action="append", metavar="PATTERN", help="image pattern (repeatable)"
     )
     a.add_argument(
+        "--allowed-registry",
+        action="append",
+        metavar="HOST",
+        help="registry images may come from (repeatable; * = any; default docker.io, nvcr.io, "
+        "ghcr.io)",
+    )
+    a.add_argument(
         "--default-user",
         metavar="UID:GID",
         help="who jobs run as when the job's user has no passwd entry here (default 65534:65534)",
@@ -377,6 +385,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-root", action="store_true", help="let jobs of root run as root (never by default)"
     )
     a.add_argument("--pids-limit", type=int, help="processes per job container (default 4096)")
+    a.add_argument(
+        "--insecure",
+        action="store_true",
+        help="dial a scheduler off this machine without TLS (its join token then crosses the "
+        "network in plaintext)",
+    )
     a.add_argument(
         "--max-output",
         metavar="SIZE",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from rota.jobends import NOTIFY_EVENTS
@@ -24,6 +24,7 @@ from rota.validate import (
     array_size,
     check_spec,
 )
+from rota.when import parse_when
 
 DEFAULT_SHM_SIZE = 2 * 2**30
 DEPENDENCY_TYPES = ("after", "afterok", "afternotok", "afterany")
@@ -240,30 +241,20 @@ def parse_array(text: str, max_tasks: int = HARD_MAX_ARRAY_SIZE) -> tuple[list[i
 
 
 def parse_begin(value: Any, now: datetime | None = None) -> float:
-    """A begin time: ISO 8601 (naive = local time), ``now+DURATION``, or Unix seconds."""
+    """A begin time: Unix seconds, a YAML date or time, or text in ``rota.when``'s grammar
+    (local time unless it names a zone; ``now`` defaults to the current time)."""
     if isinstance(value, datetime):
         return value.timestamp()
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    text = str(value).strip()
-    if text.startswith("now"):
-        base = (now or datetime.now(UTC)).timestamp()
-        rest = text[3:].strip()
-        if not rest:
-            return base
-        if rest.startswith("+"):
-            return base + parse_duration(rest[1:].strip())
-        raise ValueError(f"expected now or now+DURATION, got {text!r}")
-    return datetime.fromisoformat(text).timestamp()
+    return parse_when(str(value), now or datetime.now().astimezone())
 
 
 def _begin(key: str, value: Any) -> float:
     try:
         return parse_begin(value)
-    except (ValueError, TypeError):
-        raise SpecError(
-            key, f"expected an ISO 8601 time (2026-11-23T16:00), now+DURATION or now, got {value!r}"
-        ) from None
+    except (ValueError, TypeError) as exc:
+        raise SpecError(key, str(exc)) from None
 
 
 def _checked(parser: Callable[[str], Any], what: str) -> Callable[[str, Any], str]:

@@ -96,7 +96,8 @@ class SpecError(ValueError):
 class Rules:
     """What a cluster accepts. ``allowed_mounts`` None: not known here (the CLI), so only the
     always-refused paths are checked; empty: no bind mount is allowed. ``allowed_images``
-    empty: any image; else shell patterns (``registry.lab/*``). ``webhook_networks`` None: not
+    empty: any image; else shell patterns (``registry.lab/*``). ``allowed_registries``: the
+    registries an image may come from (``image_registry``), ``*`` any. ``webhook_networks`` None: not
     known here (the CLI); else a webhook URL whose host is an IP address must be public or in
     one of these networks (``rota.destinations``)."""
 
@@ -105,6 +106,7 @@ class Rules:
     max_ids_per_request: int = 10_000
     allowed_mounts: tuple[str, ...] | None = None
     allowed_images: tuple[str, ...] = ()
+    allowed_registries: tuple[str, ...] = ("*",)
     webhook_networks: tuple[str, ...] | None = None
 
 
@@ -331,13 +333,38 @@ def resolve_mount_source(field: str, source: str, allowed: Iterable[str] | None)
     return real
 
 
-def check_image(field: str, image: str, allowed: Sequence[str]) -> None:
-    """A plausible image reference; with an allow-list, one that matches a pattern of it."""
+DEFAULT_REGISTRIES = ("docker.io", "nvcr.io", "ghcr.io")
+"""Where images may come from unless an admin says otherwise (``allowed_registries``)."""
+_DOCKER_HUB = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+
+
+def image_registry(image: str) -> str:
+    """The registry host of an image reference, as Docker reads it: the first path part when
+    it has a dot or a port or is ``localhost``, else Docker Hub (``docker.io``)."""
+    first, slash, _ = image.partition("/")
+    if not slash or not ("." in first or ":" in first or first == "localhost"):
+        return "docker.io"
+    host = first.lower()
+    return "docker.io" if host in _DOCKER_HUB else host
+
+
+def check_image(
+    field: str, image: str, allowed: Sequence[str], registries: Sequence[str] = ("*",)
+) -> None:
+    """A plausible image reference from one of ``registries`` (``*``: any); with an
+    allow-list of patterns, one that matches a pattern of it."""
     if not image.strip():
         raise SpecError(field, "must not be empty")
     check_text(field, image, MAX_IMAGE)
     if any(c.isspace() for c in image):
         raise SpecError(field, "must not contain spaces")
+    registry = image_registry(image)
+    if "*" not in registries and registry not in {r.lower() for r in registries}:
+        raise SpecError(
+            field,
+            f"images from {registry} are not allowed here "
+            f"(allowed_registries: {', '.join(registries) or 'none'})",
+        )
     if allowed and not any(fnmatch.fnmatchcase(image, p) for p in allowed):
         raise SpecError(
             field, f"image {image!r} is not allowed here (allowed_images: {', '.join(allowed)})"
@@ -366,7 +393,7 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
 
     for name in ("name", "account", "qos", "reservation"):
         check_name(at(name), getattr(spec, name))
-    check_image(at("image"), spec.image, rules.allowed_images)
+    check_image(at("image"), spec.image, rules.allowed_images, rules.allowed_registries)
     if not spec.command:
         raise SpecError(at("command"), "is required")
     if len(spec.command) > MAX_COMMAND_ARGS:

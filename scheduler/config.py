@@ -34,7 +34,7 @@ from rota.settings import (
     Settings,
     load_settings,
 )
-from rota.validate import HARD_MAX_ARRAY_SIZE, Rules, mount_refusal
+from rota.validate import DEFAULT_REGISTRIES, HARD_MAX_ARRAY_SIZE, Rules, mount_refusal
 
 
 class WeightSettings(Settings):
@@ -65,7 +65,7 @@ class ReservationSettings(Settings):
 
     max_gpus: Count | None = 8  # GPUs of one booking
     max_hours: PositiveNumber | None = 7 * 24.0  # hours of one window
-    max_hours_per_week: PositiveNumber | None = None  # a user's window hours in 7 days
+    max_hours_per_week: PositiveNumber | None = 7 * 24.0  # a user's window hours in 7 days
     max_days_ahead: PositiveNumber | None = 90.0  # how far ahead a window may start
 
 
@@ -116,6 +116,7 @@ class SchedulerConfig(Settings):
     max_ids_per_request: Count = 10_000  # job ids of one ListJobs, CancelJobs, ControlJobs
     allowed_mounts: Names = ()  # host path prefixes jobs may bind-mount; () = none
     allowed_images: Names = ()  # image patterns (registry.lab/*); () = any image
+    allowed_registries: Names = DEFAULT_REGISTRIES  # where images may come from; "*" = any
     user_qos: Names = ("low", "normal")  # QoS classes non-admins may ask for
     tls_cert: str = ""  # PEM certificate chain the scheduler serves; "" = no TLS
     tls_key: str = ""  # its private key
@@ -286,5 +287,6 @@ def input_rules(config: SchedulerConfig) -> Rules:
         max_ids_per_request=config.max_ids_per_request,
         allowed_mounts=config.allowed_mounts,
         allowed_images=config.allowed_images,
+        allowed_registries=config.allowed_registries,
         webhook_networks=config.webhook_allowed_networks,
     )

@@ -10,13 +10,16 @@ stops it.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _Item = tuple["Future[Any]", Callable[[], Any]]
 
@@ -75,3 +78,60 @@ class CoreThread:
                 future.set_exception(exc)
             else:
                 future.set_result(result)
+
+
+class Executor(Protocol):
+    """Where the engine's parts run service calls: typed, so an IDE and mypy follow ``fn`` and
+    check its arguments. ``call``: a request (before queued background work); ``background``:
+    telemetry, job events, passes, ticks, hellos (in order among themselves); ``policy``: a
+    pure policy call (it reads only the snapshot it is given)."""
+
+    async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    async def background(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    async def policy(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    def shutdown(self) -> None: ...
+
+
+class CoreExecutor:
+    """The daemon's executor: the core thread (two queues) and one policy thread."""
+
+    def __init__(self) -> None:
+        self._core = CoreThread()
+        self._policy = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
+
+    async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        future = self._core.submit(functools.partial(fn, *args, **kwargs))
+        return await asyncio.wrap_future(future)
+
+    async def background(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        future = self._core.submit(functools.partial(fn, *args, **kwargs), background=True)
+        return await asyncio.wrap_future(future)
+
+    async def policy(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._policy, functools.partial(fn, *args, **kwargs))
+
+    def shutdown(self) -> None:
+        """Run what is queued, then stop both threads."""
+        self._core.shutdown()
+        self._policy.shutdown(wait=True)
+
+
+class InlineExecutor:
+    """A synchronous executor for in-process tests: every call runs at once on the event loop
+    thread (so it is the only thread touching the model), in the order it was made."""
+
+    async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return fn(*args, **kwargs)
+
+    async def background(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return fn(*args, **kwargs)
+
+    async def policy(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return fn(*args, **kwargs)
+
+    def shutdown(self) -> None:
+        """Nothing to stop."""

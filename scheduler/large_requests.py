@@ -5,7 +5,7 @@ and small RPCs keep being answered meanwhile (no core step costs more than a few
 
 1. ``JobService.admit`` on the core thread: the checks, per item (not per task);
 2. on this module's own thread: expanding the items into task records, then the bulk insert
-   (``Store.submit``: the array's spec once, one multi-row INSERT of minimal task rows, one
+   (``JobRepository.submit``: the array's spec once, one multi-row INSERT of minimal task rows, one
    event) in one transaction, so a kill -9 leaves all of the submission or none of it;
 3. ``JobService.adopt`` on the core thread, ``ADOPT_CHUNK`` records per step, each step also building
    their snapshot views, so the next pass has nothing per task left to do; after each step the
@@ -33,7 +33,7 @@ from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.submission import SubmitItem, SubmitResult
-from rota.scheduler.store.store import DuplicateRequest
+from rota.scheduler.store.protocols import DuplicateRequest
 
 T = TypeVar("T")
 CoreCall = Callable[..., Awaitable[Any]]
@@ -60,9 +60,7 @@ class LargeSubmissions:
         admission = await self.call(service.admit, items, user)
         groups = await self._off_core(admission.expand)
         try:
-            stored = await self._off_core(
-                service.model.store.submit, groups, admission.request_ids, user
-            )
+            stored = await self._off_core(service.store.submit, groups, admission.request_ids, user)
         except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
             return list(await self.call(service.submit, items, user, False))
         jobs = [job for group in stored for job in group]

@@ -1,9 +1,10 @@
 """The reservation clock: APScheduler date jobs at every window start and end.
 
-At each edge the engine does the reservation housekeeping (a recurring reservation moves to its
-next window, PURGE_COMP ones whose jobs ended go) and runs a pass, so a window opens and closes
-on time rather than at the next periodic tick. The jobs are rebuilt from the service (which
-reads the database at start-up), at start-up, after every edge and after every change.
+At each edge the engine runs a pass, so a window opens and closes on time rather than at the
+next periodic tick; the pass sees the pure reservation calendar at that instant, and the
+writing (recurring windows moved on, ended ones forgotten, PURGE_COMP ones deleted) is left to
+the periodic tick's ``advance``. The jobs are rebuilt from the service's edges (as of the
+clock), at start-up, after every edge and after every change.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ _PREFIX = "reservation-edge-"
 
 class ReservationClock:
     """Keeps one date job per future edge on ``scheduler``. ``start`` gives it the engine's
-    ``reservation_edges`` (housekeeping now, then the future edges)."""
+    ``reservation_edges`` (a pass now, then the future edges)."""
 
     def __init__(self, scheduler: AsyncIOScheduler) -> None:
         self.scheduler = scheduler
@@ -40,7 +41,7 @@ class ReservationClock:
         task.add_done_callback(self._tasks.discard)
 
     async def fire(self) -> None:
-        """Run the housekeeping and replace the date jobs with the edges it returns."""
+        """Ask for a pass and replace the date jobs with the edges it returns."""
         assert self._edges is not None, "start() first"
         self.schedule(await self._edges())
 

@@ -156,11 +156,10 @@ class Cluster:
         with ``cli`` speak as that admin, or as another user with ``ROTA_TOKEN``)."""
         from rota.scheduler.core.users import UsersService
         from rota.scheduler.store.store import Store
-        from rota.scheduler.store.users import UserStore
 
         store = Store(f"sqlite:///{self.root / 'sched.db'}")
         try:
-            return UsersService(UserStore(store.engine), time.time).add(name, admin)[1]
+            return UsersService(store.users, time.time).add(name, admin)[1]
         finally:
             store.close()
 
@@ -303,9 +302,10 @@ def searchable_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, test_image: str) -> Iterator[Cluster]:
-    """A scheduler (open registration) with no agents yet; agents via ``start_agent``."""
-    c = Cluster(tmp_path)
+def cluster(searchable_dir: Path, test_image: str) -> Iterator[Cluster]:
+    """A scheduler (open registration) with no agents yet; agents via ``start_agent``. Its
+    root is ``searchable_dir``: jobs reach their mounts and output files as their own user."""
+    c = Cluster(searchable_dir)
     try:
         yield c
     finally:

@@ -1,14 +1,12 @@
 """Accounting in-process: NVML figures gathered from heartbeats per running job, written when
-the job ends, totals per user and account, the retention purge, and gacct's time forms."""
+the job ends, totals per user and account, the retention purge (gacct's time forms: tests/test_time_grammar.py)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from rota.cli.times import parse_time
 from rota.messages import GpuTelemetry, Heartbeat
 from rota.scheduler.cluster.accounting import AccountingQuery
 from rota.states import JobState
@@ -19,7 +17,7 @@ DAY = 86400.0
 
 
 def _beat(h: Harness, node: str, *gpus: GpuTelemetry) -> None:
-    h.engine.heartbeat_step(node, h.sessions[node], Heartbeat(gpus=gpus))
+    h.engine.steps.heartbeat(node, h.sessions[node], Heartbeat(gpus=gpus))
 
 
 def _run_two_jobs(h: Harness) -> tuple[str, str]:
@@ -97,17 +95,3 @@ def test_jobs_past_the_retention_are_purged_by_the_tick(tmp_path: Path) -> None:
     h.clock.now += 31 * DAY
     h.tick()
     assert h.s.accounting.finished(AccountingQuery()) == []
-
-
-def test_slurm_time_forms() -> None:
-    now = datetime(2026, 3, 14, 15, 30, 0)
-    assert parse_time("now", now) == now.timestamp()
-    assert parse_time("now-2hours", now) == now.timestamp() - 7200
-    assert parse_time("now-90", now) == now.timestamp() - 90
-    assert parse_time("today", now) == datetime(2026, 3, 14).timestamp()
-    assert parse_time("09:15", now) == datetime(2026, 3, 14, 9, 15).timestamp()
-    assert parse_time("0301", now) == datetime(2026, 3, 1).timestamp()
-    assert parse_time("03/01/25", now) == datetime(2025, 3, 1).timestamp()
-    assert parse_time("2026-01-02T03:04", now) == datetime(2026, 1, 2, 3, 4).timestamp()
-    with pytest.raises(ValueError, match="expected YYYY-MM-DD"):
-        parse_time("yesterday-ish", now)

@@ -125,7 +125,7 @@ def test_the_user_is_the_tokens_and_others_jobs_are_private(tmp_path: Path) -> N
         ):
             code, details = await refused(call)
             assert code is DENIED and "belongs to alice" in details
-        sched.engine.request_pass()
+        sched.engine.passes.want()
         for _ in range(250):  # once a pass has looked at it, a held job says so
             after = await alice.GetJob(pb.GetJobRequest(id=job_id))
             if after.reason:
@@ -274,7 +274,7 @@ def test_a_registered_node_without_a_token_hash_is_refused(tmp_path: Path) -> No
     async def test(sched: InProcessScheduler) -> None:
         from rota.scheduler.cluster.model import NodeState
 
-        sched.store.save_node(NodeState(name="bare"))
+        sched.store.nodes.save(NodeState(name="bare"))
         sched.services.model.nodes["bare"] = NodeState(name="bare")
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await sched.agent("bare", "anything")

@@ -21,7 +21,7 @@ from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import SubmitItem
 from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.policy.snapshot import Plan
-from rota.scheduler.store.store import JobQuery
+from rota.scheduler.store.protocols import JobQuery
 from rota.states import JobState
 from tests.support.core import Harness, inventory
 
@@ -113,7 +113,7 @@ def test_stale_report_from_an_old_attempt_changes_nothing(h: Harness) -> None:
     h.s.agents.disconnected(first_node, h.sessions[first_node])
     h.clock.now += h.config.node_grace + 1
     other = "n2" if first_node == "n1" else "n1"
-    h.engine.heartbeat_step(other, h.sessions[other], Heartbeat())
+    h.engine.steps.heartbeat(other, h.sessions[other], Heartbeat())
     h.tick()
     assert h.state(job) is JobState.PENDING
     ((second_node, launch),) = h.schedule()
@@ -210,11 +210,11 @@ def test_tokens(tmp_path: Path) -> None:
     h = Harness(tmp_path, open_registration=False)
     with pytest.raises(AuthError, match="not registered"):
         h.connect("n1")
-    h.store.save_node(NodeState(name="n1", token_hash=hash_token("right")))
+    h.store.nodes.save(NodeState(name="n1", token_hash=hash_token("right")))
     h.restart()
     with pytest.raises(AuthError, match="wrong join token"):
         h.connect("n1")
-    ok = h.engine.hello_step(Hello("n1", "right", inventory(1)), 5)
+    ok = h.engine.steps.hello(Hello("n1", "right", inventory(1)), 5)
     assert isinstance(ok[0][1], Welcome)
 
 
@@ -223,7 +223,7 @@ def _stop_for_requeue(h: Harness, job: str, how: str) -> None:
         ((result,), _orders) = h.s.control.control("requeue", [job], "bob")
         assert result.ok
     else:  # the policy preempts it
-        h.s.planner.apply(Plan(preemptions=(int(job),)), h.s.model.version)
+        h.s.planner.apply(Plan(preemptions=(int(job),)))
     assert h.state(job) is JobState.COMPLETING
 
 

@@ -340,7 +340,7 @@ def test_a_dry_run_answers_while_a_pass_is_stuck_in_decide(tmp_path: Path) -> No
 
     async def scenario() -> tuple[list[SubmitResult], bool]:
         engine = h.engine
-        stuck_pass = asyncio.create_task(engine.run_pass())
+        stuck_pass = asyncio.create_task(engine.passes.run())
         try:
             assert await asyncio.to_thread(policy.inside.wait, 30), "the pass never started"
             answers = await asyncio.wait_for(
@@ -373,7 +373,7 @@ def test_a_hold_shows_its_reason_at_once_and_a_plan_from_before_it_does_not_undo
     stale = h.s.policy.decide(snap)  # decided while the job was not held yet
     h.s.control.control("hold", [waiting], "root", admin=True)
     assert h.s.jobs.get(waiting)[0].reason == "JobHeldAdmin", "shown before any pass"
-    h.s.planner.apply(stale, snap.version)
+    h.s.planner.apply(stale)
     assert h.s.jobs.get(waiting)[0].reason == "JobHeldAdmin", "the stale plan left it"
     h.schedule()
     assert h.s.jobs.get(waiting)[0].reason == "JobHeldAdmin"

@@ -137,6 +137,7 @@ def test_pending_jobs_of_a_reservation_that_ended_while_down_are_held(h: Harness
     assert h.s.jobs.get(late)[0].reason == reasons.RESOURCES
     h.clock.now += 2 * HOUR
     h.restart()
+    h.tick()  # the first tick after the restart writes what time did
     record = h.s.jobs.get(late)[0]
     assert record.held and record.state is JobState.PENDING
     h.schedule()

@@ -14,7 +14,7 @@ from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core_thread import CoreThread
-from rota.scheduler.engine import PLACEMENTS_PER_HOP
+from rota.scheduler.pass_loop import PLACEMENTS_PER_HOP
 from rota.scheduler.policy.snapshot import Placement
 from rota.states import JobState
 from tests.support.core import Harness
@@ -93,7 +93,7 @@ def test_a_large_pass_launches_in_hops_and_a_request_answers_between_them(tmp_pa
 
     async def scenario() -> None:
         engine = h.engine
-        launching = asyncio.create_task(engine.run_pass())
+        launching = asyncio.create_task(engine.passes.run())
         try:
             assert await asyncio.to_thread(inside.wait, 30), "the pass never placed"
             lookup = asyncio.create_task(engine.get_job(jobs[-1], Principal("ann")))
@@ -112,5 +112,5 @@ def test_a_large_pass_launches_in_hops_and_a_request_answers_between_them(tmp_pa
     states = [h.state(j) for j in jobs]
     assert states.count(JobState.CONFIGURING) == 240
     assert states[-10:] == [JobState.PENDING] * 10
-    stored = h.store.active_jobs()
+    stored = h.store.jobs.active()
     assert sum(j.state is JobState.CONFIGURING for j in stored) == 240

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rota.scheduler.store.store import JobQuery
+from rota.scheduler.store.protocols import JobQuery
 from rota.states import JobState
 from tests.support.world import NODES, World, assert_current
 
@@ -34,7 +34,7 @@ def test_kept_views_always_equal_fresh_ones(steps: list[tuple[str, object]]) -> 
                 world.schedule()
                 assert_current(world.s, world.s.planner.snapshot())
         finally:
-            world.s.model.store.close()
+            world.store.close()
 
 
 def test_estimated_starts_reach_listed_jobs(tmp_path: Path) -> None:

@@ -8,21 +8,20 @@ runtime's own create arguments.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import docker
 import pytest
 
-from rota.agent.runtime.docker_runtime import DockerRuntime
+from rota.agent.runtime.engine_args import create_args
+from rota.agent.runtime.policy import ContainerPolicy
 from rota.jobspec import JobSpec
 from rota.messages import LaunchOrder
 from tests.cluster import Cluster, wait_for
 from tests.gpu_e2e import SLEEPER, GpuCluster, gpus
 
 
-def test_device_request_names_exactly_the_allocated_uuids(tmp_path: Path, test_image: str) -> None:
-    runtime = DockerRuntime("nv-unit", tmp_path, lambda event: None, time.time, gpu_mode="nvidia")
+def test_device_request_names_exactly_the_allocated_uuids(test_image: str) -> None:
     uuids = ("GPU-00000001-fake-4e6f-8a1b-000000000001", "GPU-00000003-fake-4e6f-8a1b-000000000003")
     order = LaunchOrder(
         job_id=424242,
@@ -35,7 +34,8 @@ def test_device_request_names_exactly_the_allocated_uuids(tmp_path: Path, test_i
         time_limit=0.0,
     )
     client = docker.from_env()
-    container = client.containers.create(**runtime._create_args(order, mounts=()))
+    args = create_args(order, (), "nv-unit", ContainerPolicy(), gpu_mode="nvidia", network="")
+    container = client.containers.create(**args)
     try:
         requests = client.api.inspect_container(container.id)["HostConfig"]["DeviceRequests"]
         assert len(requests) == 1
@@ -48,7 +48,6 @@ def test_device_request_names_exactly_the_allocated_uuids(tmp_path: Path, test_i
         assert not any(e.startswith("CUDA_VISIBLE_DEVICES=") for e in env)
     finally:
         container.remove(force=True)
-        runtime.close()
         client.close()
 
 

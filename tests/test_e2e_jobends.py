@@ -4,7 +4,6 @@ patterns, its webhook posted to a server on 127.0.0.1, and the scheduler refusin
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import grpc
 import pytest
@@ -24,16 +23,16 @@ command: "echo out-line; echo err-line >&2; exit 4"
 """
 
 
-def test_output_files_and_the_webhook_of_a_job(cluster: Cluster, searchable_dir: Path) -> None:
-    out = searchable_dir / "out"
+def test_output_files_and_the_webhook_of_a_job(cluster: Cluster) -> None:
+    out = cluster.root / "out"
     out.mkdir()
     os.chown(out, 65534, 65534)  # the job's user (root's jobs run as the default 65534)
     config = cluster.write_job(
         "sched.yaml",
-        f"allowed_mounts: [{cluster.root}, {searchable_dir}]\nwebhook_allowed_networks: [{LOOPBACK[0]}]\n",
+        f"allowed_mounts: [{cluster.root}]\nwebhook_allowed_networks: [{LOOPBACK[0]}]\n",
     )
     cluster.start_scheduler("--open-registration", "--config", str(config))
-    cluster.start_agent("n1", 1, "--allowed-mount", str(searchable_dir))
+    cluster.start_agent("n1", 1)
     with WebhookServer(500, 200) as hook:
         path = cluster.write_job("ends.yaml", JOB)
         result = cluster.cli(
@@ -48,7 +47,7 @@ def test_output_files_and_the_webhook_of_a_job(cluster: Cluster, searchable_dir:
             "--notify-on",
             "fail",
             str(path),
-            cwd=searchable_dir,
+            cwd=cluster.root,
         )
         job = result.stdout.strip()
         assert job.isdigit(), result.stderr

@@ -13,7 +13,7 @@ from rota.scheduler.cluster.status import node_status
 from rota.scheduler.core.errors import AuthError, Conflict, NotFound, UserError
 from rota.scheduler.core.jobs import SubmitItem
 from rota.scheduler.core.tokens import hash_token
-from rota.scheduler.store.store import JobQuery
+from rota.scheduler.store.protocols import JobQuery
 from rota.states import JobState
 from tests.support.core import Harness, inventory
 
@@ -26,7 +26,7 @@ def h(tmp_path: Path) -> Harness:
 def join(h: Harness, node: str, token: str, gpus: int = 2, attempts: tuple = ()) -> list:
     session = len(h.sessions) + 100
     h.sessions[node] = session
-    return h.engine.hello_step(Hello(node, token, inventory(gpus), attempts), session)
+    return h.engine.steps.hello(Hello(node, token, inventory(gpus), attempts), session)
 
 
 def display(h: Harness, node: str) -> tuple[str, str, str, float | None]:
@@ -39,7 +39,7 @@ def display(h: Harness, node: str) -> tuple[str, str, str, float | None]:
 
 def test_add_node_token_is_shown_once_and_stored_hashed(h: Harness) -> None:
     token = h.s.nodes.add("n1", {"rack": "r1"}, "root")
-    (row,) = h.store.nodes()
+    (row,) = h.store.nodes.all()
     assert row.token_hash == hash_token(token) and token not in row.token_hash
     assert row.labels == {"rack": "r1"}
     with pytest.raises(Conflict, match="already registered"):
@@ -60,12 +60,12 @@ def test_rotated_token_refuses_the_old_one(h: Harness) -> None:
 
 def test_wrong_token_and_unknown_node_change_nothing(h: Harness) -> None:
     token = h.s.nodes.add("n1", {}, "root")
-    before = h.store.nodes()
+    before = h.store.nodes.all()
     with pytest.raises(AuthError, match="wrong join token for node 'n1'"):
         join(h, "n1", "guess")
     with pytest.raises(AuthError, match="gadmin node add ghost"):
         join(h, "ghost", token)
-    assert h.store.nodes() == before
+    assert h.store.nodes.all() == before
     assert set(h.s.model.nodes) == {"n1"} and not h.s.model.nodes["n1"].connected
 
 
@@ -111,7 +111,7 @@ def test_remove_refused_while_jobs_run_unless_forced(h: Harness) -> None:
     kills = {(n, o.job_id, o.attempt) for n, o in orders if isinstance(o, KillOrder)}
     assert kills == {("n1", int(again), 1), ("n1", int(once), 1)}
     assert h.state(again) is JobState.PENDING and h.state(once) is JobState.NODE_FAIL
-    assert h.store.nodes() == [] and "n1" not in h.s.model.nodes
+    assert h.store.nodes.all() == [] and "n1" not in h.s.model.nodes
     with pytest.raises(AuthError, match="not registered"):
         join(h, "n1", token)
 
@@ -129,7 +129,7 @@ def test_node_down_after_timeout_and_back_within_grace_keeps_its_jobs(h: Harness
     h.tick()
     assert display(h, "n1")[0] == "DOWN"
     assert h.s.model.nodes["n1"].session == 0, "the old stream is stale (the engine closes it)"
-    assert h.engine.heartbeat_step("n1", h.sessions["n1"], Heartbeat()) is False
+    assert h.engine.steps.heartbeat("n1", h.sessions["n1"], Heartbeat()) is False
     h.clock.now += 40  # still within node_grace of the last heartbeat
     h.tick()
     assert h.state(job) is JobState.RUNNING
@@ -164,9 +164,9 @@ def test_duplicate_request_race_returns_the_stored_ids(h: Harness, monkeypatch) 
     h.s.nodes.add("n1", {}, "root")
     item = SubmitItem(JobSpec(image="img", command=("true",)), client_request_id="req-1")
     (first,) = h.s.jobs.submit([item], "ann")
-    real = h.store.known_requests
+    real = h.store.jobs.known_requests
     calls = iter([{}])  # the first check misses the row another writer just committed
-    monkeypatch.setattr(h.store, "known_requests", lambda ids: next(calls, None) or real(ids))
+    monkeypatch.setattr(h.store.jobs, "known_requests", lambda ids: next(calls, None) or real(ids))
     (again,) = h.s.jobs.submit([item], "ann")
     assert again.job_ids == first.job_ids and again.duplicate
     assert len(h.s.jobs.list_jobs(JobQuery())) == 1

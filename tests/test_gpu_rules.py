@@ -146,17 +146,17 @@ def test_marks_persist_follow_uuids_and_only_an_admin_returns_them(tmp_path: Pat
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     clock = Clock()
     s, engine = make_engine(url, clock)
-    engine.hello_step(Hello("n1", "", inventory("GPU-a", "GPU-b")), 1)
+    engine.steps.hello(Hello("n1", "", inventory("GPU-a", "GPU-b")), 1)
     beat = Heartbeat(gpus=(tel(0), tel(1, error="GPU is lost")))
-    assert engine.heartbeat_step("n1", 1, beat)
+    assert engine.steps.heartbeat("n1", 1, beat)
     assert allocatable(s, "n1") == [True, False]
 
     clock.now += 60
     s, engine = make_engine(url, clock)  # a scheduler restart keeps the mark
     assert allocatable(s, "n1") == [True, False]
     # the agent comes back with GPU-b at index 0 (GPU-a is gone): the mark follows the UUID
-    engine.hello_step(Hello("n1", "", inventory("GPU-b")), 2)
-    assert engine.heartbeat_step("n1", 2, Heartbeat(gpus=(tel(0),))) is False
+    engine.steps.hello(Hello("n1", "", inventory("GPU-b")), 2)
+    assert engine.steps.heartbeat("n1", 2, Heartbeat(gpus=(tel(0),))) is False
     assert allocatable(s, "n1") == [False]
     with pytest.raises(UserError, match="no GPU 3"):
         s.gpus.resume("n1", 3, "admin")
@@ -165,7 +165,7 @@ def test_marks_persist_follow_uuids_and_only_an_admin_returns_them(tmp_path: Pat
     assert "not marked" in s.gpus.resume("n1", 0, "admin")
     assert s.gpus.drain("n1", 0, "admin", "fan noise").endswith("drained: fan noise")
     clock.now += 3600
-    engine.heartbeat_step("n1", 2, Heartbeat(gpus=(tel(0),)))
+    engine.steps.heartbeat("n1", 2, Heartbeat(gpus=(tel(0),)))
     assert allocatable(s, "n1") == [False], "a GPU drained by hand never returns by itself"
 
 

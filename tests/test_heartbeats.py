@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from rota.messages import GpuTelemetry, Heartbeat, Hello, Pong, Welcome
-from rota.scheduler.engine import TELEMETRY_PER_HOP, AgentSession
+from rota.scheduler.agent_hub import AgentSession
+from rota.scheduler.intake import TELEMETRY_PER_HOP
 from rota.scheduler.metrics import SchedulerMetrics
 from tests.support.core import Harness, inventory
 
@@ -19,7 +20,7 @@ from tests.support.core import Harness, inventory
 def busy_core(h: Harness) -> tuple[threading.Event, asyncio.Future[bool]]:
     """Occupy the engine's core thread until the returned event is set."""
     gate = threading.Event()
-    return gate, asyncio.ensure_future(h.engine._core(gate.wait))
+    return gate, asyncio.ensure_future(h.engine.core.call(gate.wait))
 
 
 def period_of(pong: object) -> float:
@@ -46,8 +47,7 @@ def test_heartbeat_waiting_for_a_busy_core_keeps_its_node_alive(tmp_path: Path) 
         assert nodes["n1"].telemetry == ()  # not applied yet
         gate.set()
         await blocked
-        while h.engine._telemetry_task is not None:
-            await asyncio.sleep(0.01)
+        await h.engine.telemetry.idle()
         assert nodes["n1"].telemetry[0].utilization == 40
         assert nodes["n1"].telemetry_time == received  # stamped at receipt, not when applied
 
@@ -66,11 +66,10 @@ def test_a_core_that_falls_behind_sheds_old_telemetry_and_says_so(
         for load in (10, 20, 30):
             h.engine.agent_heartbeat(n1, Heartbeat(gpus=(GpuTelemetry(0, utilization=load),)))
         assert [type(n1.outbox.get_nowait()) for _ in range(3)] == [Pong] * 3
-        assert h.engine.telemetry_dropped == 2
+        assert h.engine.telemetry.buffer.superseded == 2
         gate.set()
         await blocked
-        while h.engine._telemetry_task is not None:
-            await asyncio.sleep(0.01)
+        await h.engine.telemetry.idle()
         assert h.s.model.nodes["n1"].telemetry[0].utilization == 30
         scrape = SchedulerMetrics().render(await h.engine.metrics_sample()).decode()
         assert "rota_telemetry_shed_total 2.0" in scrape
@@ -93,23 +92,22 @@ def test_a_telemetry_backlog_is_applied_in_bounded_hops_oldest_first(tmp_path: P
         for name in names:
             session = AgentSession(name, h.sessions[name])
             h.engine.agent_heartbeat(session, Heartbeat(gpus=(GpuTelemetry(0, utilization=7),)))
-        await asyncio.sleep(0.1)  # the first hop now waits for the core thread
+        await asyncio.sleep(0)  # the intake's first hop is queued for the core thread
 
         def applied() -> list[str]:
             return [n for n in names if nodes[n].telemetry]
 
-        request = asyncio.ensure_future(h.engine._core(applied))
-        background = asyncio.ensure_future(h.engine._background(applied))
-        await asyncio.sleep(0.05)
+        request = asyncio.ensure_future(h.engine.core.call(applied))
+        background = asyncio.ensure_future(h.engine.core.background(applied))
+        await asyncio.sleep(0)  # both calls queued, behind the first hop
         gate.set()
         await blocked
         assert await request == []  # a request goes before background work
         # background work queued behind the backlog ran after one bounded hop: the oldest
         assert await background == names[:TELEMETRY_PER_HOP]
-        while h.engine._telemetry_task is not None:
-            await asyncio.sleep(0.01)
+        await h.engine.telemetry.idle()
         assert all(nodes[n].telemetry[0].utilization == 7 for n in names)
-        assert h.engine.telemetry_dropped == 0
+        assert h.engine.telemetry.buffer.superseded == 0
 
     asyncio.run(scenario())
 

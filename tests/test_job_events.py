@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from rota.messages import AgentEvent, EventAck, LaunchOrder
-from rota.scheduler.engine import EVENTS_PER_HOP, AgentSession
+from rota.scheduler.agent_hub import AgentSession
+from rota.scheduler.intake import EVENTS_PER_HOP
 from rota.states import JobState
 from tests.support.core import Harness
 from tests.test_heartbeats import busy_core
@@ -26,7 +27,8 @@ def running(h: Harness, count: int) -> dict[int, AgentSession]:
     for _ in range(count):
         h.submit(gpus=1)
     sessions = {n: AgentSession(n, h.sessions[n]) for n in nodes}
-    h.engine._sessions.update(sessions)
+    for session in sessions.values():
+        h.engine.hub.attach(session)
     placed: dict[int, AgentSession] = {}
     for node, order in h.schedule():
         assert isinstance(order, LaunchOrder)
@@ -60,22 +62,21 @@ def test_a_burst_of_job_ends_is_applied_in_batches_after_requests(
         gate, blocked = busy_core(h)
         for job_id, session in jobs.items():
             h.engine.agent_event(session, exited(job_id))
-        await asyncio.sleep(0.05)  # the first batch now waits for the core thread
+        await asyncio.sleep(0)  # the intake's first batch is queued for the core thread
         live = h.s.model.jobs  # ended jobs leave the live model
 
         def ended() -> int:
             return sum(i not in live for i in jobs)
 
-        request = asyncio.ensure_future(h.engine._core(ended))
-        background = asyncio.ensure_future(h.engine._background(ended))
-        await asyncio.sleep(0.05)  # both now wait, behind the first batch in arrival order
+        request = asyncio.ensure_future(h.engine.core.call(ended))
+        background = asyncio.ensure_future(h.engine.core.background(ended))
+        await asyncio.sleep(0)  # both calls queued, behind the first batch in arrival order
         gate.set()
         await blocked
         assert await request == 0  # a request goes before background work
         # background work queued behind the burst ran after its first batch, not all of it
         assert await background == EVENTS_PER_HOP
-        while h.engine._events_task is not None:
-            await asyncio.sleep(0.01)
+        await h.engine.events.idle()
 
     asyncio.run(scenario())
     assert acks(set(jobs.values())) == set(jobs)
@@ -88,7 +89,7 @@ def test_job_ends_whose_batch_cannot_be_stored_are_not_acknowledged(
 ) -> None:
     h = Harness(tmp_path)
     jobs = running(h, 12)
-    save = h.store.save
+    save = h.store.jobs.save
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise OSError("disk full")
@@ -96,14 +97,12 @@ def test_job_ends_whose_batch_cannot_be_stored_are_not_acknowledged(
     async def deliver() -> None:
         for job_id, session in jobs.items():
             h.engine.agent_event(session, exited(job_id))
-        await asyncio.sleep(0)
-        while h.engine._events_task is not None:
-            await asyncio.sleep(0.01)
+        await h.engine.events.idle()
 
-    monkeypatch.setattr(h.store, "save", broken)
+    monkeypatch.setattr(h.store.jobs, "save", broken)
     asyncio.run(deliver())
     assert acks(set(jobs.values())) == set()  # the agents keep their reports and send them again
     assert "storing 12 job event(s) failed; none is acknowledged" in caplog.text
-    monkeypatch.setattr(h.store, "save", save)
+    monkeypatch.setattr(h.store.jobs, "save", save)
     h.restart()  # what was stored: nothing of the failed batch
     assert all(h.state(str(j)) is JobState.RUNNING for j in jobs)

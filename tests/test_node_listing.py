@@ -10,7 +10,7 @@ import pytest
 from rota.messages import GpuTelemetry, Heartbeat
 from rota.scheduler.api import convert
 from rota.scheduler.core.errors import UserError
-from rota.scheduler.engine import NODES_PER_HOP
+from rota.scheduler.facade.nodes import NODES_PER_HOP
 from tests.support.core import Harness
 from tests.test_heartbeats import busy_core
 
@@ -107,7 +107,7 @@ def test_a_large_page_is_built_in_hops_that_let_other_requests_in(tmp_path: Path
         gate, blocked = busy_core(h)
         listing = asyncio.ensure_future(h.engine.list_nodes(0, "", True, False))
         await asyncio.sleep(0.05)  # its first hop waits for the core thread
-        shown_when_asked = asyncio.ensure_future(h.engine._core(lambda: hops.count))
+        shown_when_asked = asyncio.ensure_future(h.engine.core.call(lambda: hops.count))
         await asyncio.sleep(0.05)
         gate.set()
         await blocked
@@ -166,7 +166,7 @@ def test_a_listed_node_shows_each_new_heartbeat_s_telemetry(tmp_path: Path) -> N
         ]
 
     def beat(*gpus: GpuTelemetry) -> None:
-        h.engine.heartbeat_step("n1", h.sessions["n1"], Heartbeat(gpus=gpus))
+        h.engine.steps.heartbeat("n1", h.sessions["n1"], Heartbeat(gpus=gpus))
 
     beat(GpuTelemetry(0, "GPU-0", utilization=10.0, memory_used=2**30), GpuTelemetry(1, "GPU-1"))
     assert listed() == [(10.0, 2**30, ""), (0.0, 0, "")]

@@ -125,6 +125,7 @@ def test_a_daily_reservation_moves_to_its_next_window(h: Harness) -> None:
     assert start + DAY in h.s.reservations.edges()  # the clock wakes up then
     (r,) = [r for r in h.s.reservations.all() if r.name == "standup"]
     assert (r.start, r.end) == (start + DAY, start + DAY + HOUR)
+    h.tick()  # the tick stores the move
     h.restart()  # kept across a restart
     assert [r.start for r in h.s.reservations.all() if r.name == "standup"] == [start + DAY]
 
@@ -139,12 +140,12 @@ def test_purge_comp_deletes_the_reservation_after_its_last_job(h: Harness) -> No
     book(h, "run", nodes=("n2",), flags=("PURGE_COMP",))
     job = h.submit(gpus=1, reservation="run")
     h.schedule()
-    assert h.s.reservations.housekeeping() == []  # its job is running
+    assert h.s.reservations.advance(h.clock.now) == []  # its job is running
     h.event("n2", job, "STARTED")
     h.clock.now += 60
     h.event("n2", job, "EXITED", exit_code=0)
     assert h.state(job) is JobState.COMPLETED
-    assert h.s.reservations.housekeeping() == ["run"]
+    assert h.s.reservations.advance(h.clock.now) == ["run"]
     assert h.s.reservations.all() == []
 
 

@@ -262,15 +262,13 @@ def test_invalid_value_names_the_directive_it_came_from(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
-def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(
-    cluster: Cluster, searchable_dir: Path
-) -> None:
-    here = searchable_dir / "work"  # the submit directory, writable by the job's user (nobody)
+def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(cluster: Cluster) -> None:
+    here = cluster.root / "work"  # the submit directory, writable by the job's user (nobody)
     here.mkdir()
     os.chown(here, 65534, 65534)
-    config = cluster.write_job("sched.yaml", f"allowed_mounts: [{searchable_dir}]\n")
+    config = cluster.write_job("sched.yaml", f"allowed_mounts: [{cluster.root}]\n")
     cluster.start_scheduler("--open-registration", "--config", str(config))
-    cluster.start_agent("n1", 2, "--allowed-mount", str(searchable_dir))
+    cluster.start_agent("n1", gpus=2)
     result = cluster.cli("gsub", "--wait", "--parsable", str(DATA / "runs_here.sh"), cwd=here)
     job_id = result.stdout.strip()
     assert job_id.isdigit(), result.stderr

@@ -5,6 +5,7 @@ CLI's token over plaintext."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import subprocess
 import sys
@@ -17,9 +18,9 @@ from rota.jobspec import JobSpec
 from rota.messages import LaunchOrder
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core.errors import Conflict, UserError
+from rota.scheduler.core.errors import AccessDenied, Conflict, UserError
 from rota.scheduler.core.jobs import SubmitItem
-from rota.scheduler.core.reservations import ReservationRequest
+from rota.scheduler.core.reservation_gpus import ReservationRequest
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.support.core import Harness
@@ -31,9 +32,9 @@ DAY = 24 * HOUR
 ANN = Principal("ann")
 
 
-def booked(h: Harness, gpus: int, hours: float, ahead: float = 0.0) -> None:
+def booked(h: Harness, gpus: int, hours: float, ahead: float = 0.0, name: str = "mine") -> None:
     at = h.clock.now + ahead
-    request = ReservationRequest("mine", at, at + hours * HOUR, gpus=gpus, users=("ann",))
+    request = ReservationRequest(name, at, at + hours * HOUR, gpus=gpus, users=("ann",))
     h.s.reservations.create(request, ANN)
 
 
@@ -52,6 +53,29 @@ def test_a_users_ten_year_booking_of_three_gpus_is_refused_by_default(tmp_path: 
     at = h.clock.now
     long = ReservationRequest("maint", at, at + 365 * DAY, gpus=9, users=("ann",))
     h.s.reservations.create(long, admin)  # admins are not capped
+
+
+def test_a_user_cannot_hold_a_node_forever_with_recurring_or_stacked_bookings(
+    tmp_path: Path,
+) -> None:
+    """A WEEKLY booking of a week recurs without end, beyond every cap: recurring windows are
+    for admins. Stacking 8-GPU week-long bookings over a node is stopped by
+    ``max_hours_per_week`` (168 h of windows per user in any 7 days, on by default)."""
+    h = Harness(tmp_path)
+    h.connect("n1", gpus=16)
+    at = h.clock.now + HOUR
+    forever = ReservationRequest(
+        "forever", at, at + 7 * DAY, nodes=("n1",), users=("ann",), flags=("WEEKLY",)
+    )
+    with pytest.raises(AccessDenied, match="flags: WEEKLY is for admins only"):
+        h.s.reservations.create(forever, ANN)
+    booked(h, gpus=8, hours=7 * 24, ahead=HOUR)
+    with pytest.raises(Conflict, match="cap max_hours_per_week"):
+        booked(h, gpus=8, hours=7 * 24, ahead=HOUR, name="more")  # the node's other 8 GPUs
+    assert len(h.s.reservations.live) == 1
+    h.connect("n2", gpus=8)
+    weekly = dataclasses.replace(forever, nodes=("n2",))
+    h.s.reservations.create(weekly, Principal("root", admin=True))  # admins may
 
 
 def test_the_10001st_pending_task_of_one_user_is_refused_by_default(tmp_path: Path) -> None:
@@ -154,7 +178,7 @@ def test_jobs_planned_before_a_revocation_are_held_not_launched(tmp_path: Path) 
     snap = h.s.planner.snapshot()
     plan = h.s.policy.decide(snap)  # the pass decided before the revocation was applied
     h.s.users.revoke("ann")  # (a user revoked while the scheduler was down is the same)
-    orders = h.s.planner.apply(plan, snap.version)
+    orders = h.s.planner.apply(plan)
     assert [o for _, o in orders if isinstance(o, LaunchOrder)] == []
     shown = h.s.jobs.get(job)[0]
     assert (shown.held, shown.reason) == ("revoked", "UserRevoked")

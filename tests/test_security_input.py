@@ -24,13 +24,14 @@ from rota.cli import gsub
 from rota.jobspec import SpecError, parse_job_file
 from rota.messages import LaunchOrder
 from rota.scheduler.api.validation import ValidationInterceptor
-from rota.scheduler.config import input_rules
-from rota.scheduler.core.access import ADMIN_FLAGS
+from rota.scheduler.config import SchedulerConfig, input_rules
+from rota.scheduler.core.authz import ADMIN_FLAGS
 from rota.scheduler.http import HttpServer
 from rota.scheduler.web.dashboard import dashboard_routes
 from rota.scheduler.web.identity import EngineTokens
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
+from rota.validate import DEFAULT_REGISTRIES, image_registry
 from tests.support.inprocess import InProcessScheduler
 from tests.support.tokens import channel
 from tests.test_auth import refused, with_node
@@ -389,3 +390,42 @@ def test_gsub_refuses_a_yaml_alias_bomb_fast_and_small(
     assert f"{loop}: invalid YAML: an alias (*name) refers to a value that contains it" in (
         capsys.readouterr().err
     )
+
+
+# ---------------------------------------------------------------- image registries (Low)
+
+
+def test_images_come_from_known_registries_by_default(tmp_path: Path) -> None:
+    """An image from a registry nobody approved (``evil.example/miner``) is refused by
+    SubmitJobs and by the agent before a launch; Docker Hub, NGC and GHCR pass by default, and
+    ``allowed_registries: ["*"]`` lets any through."""
+    for image, registry in (
+        ("busybox", "docker.io"),
+        ("pytorch/pytorch:2.5.1", "docker.io"),
+        ("index.docker.io/library/busybox", "docker.io"),
+        ("nvcr.io/nvidia/pytorch:24.01-py3", "nvcr.io"),
+        ("localhost:5000/team/train", "localhost:5000"),
+        ("Registry.Lab/team/train", "registry.lab"),
+    ):
+        assert image_registry(image) == registry
+    rules = dataclasses.replace(input_rules(SchedulerConfig()), allowed_mounts=None)
+    for image in ("busybox", "nvcr.io/nvidia/pytorch:24.01-py3", "ghcr.io/lab/x:1"):
+        assert parse_job_file({"image": image, "command": ["true"]}, rules).image == image
+    any_rules = dataclasses.replace(rules, allowed_registries=("*",))
+    assert parse_job_file({"image": "evil.example/miner", "command": ["true"]}, any_rules).image
+
+    evil = parse_job_file({"image": "evil.example/miner", "command": ["true"]})
+    order = LaunchOrder(1, 1, "1", evil, (), (), {}, 0.0)
+    with pytest.raises(SpecError, match=r"images from evil\.example are not allowed here"):
+        ContainerPolicy(allowed_registries=DEFAULT_REGISTRIES).admit(order)
+
+    async def test(sched: InProcessScheduler) -> None:
+        spec = pb.JobSpec(image="evil.example/miner", command=["true"])
+        request = pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)])
+        code, details = await refused(sched.jobs.SubmitJobs(request))
+        assert code is INVALID and "image: images from evil.example are not allowed" in details
+        assert "allowed_registries: docker.io, nvcr.io, ghcr.io" in details
+        listed = await sched.jobs.ListJobs(pb.ListJobsRequest())
+        assert not listed.jobs
+
+    run(DaemonChain, tmp_path, test)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
-from rota.agent.runtime.mounts import MountStager, open_no_follow
+from rota.agent.runtime.mounts import MountStager
+from rota.agent.runtime.useropen import open_no_follow
 from rota.jobspec import Mount
 from rota.validate import SpecError, resolve_mount_source
 from tests.cluster import TEST_IMAGE, Cluster, wait_for
@@ -159,9 +161,9 @@ def test_a_link_anywhere_in_the_path_is_never_followed(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to(tmp_path / "real")
     for path, code in (("link/f", errno.ENOTDIR), ("link", errno.ELOOP), ("nope", errno.ENOENT)):
         with pytest.raises(OSError) as info:
-            open_no_follow(str(tmp_path / path))
+            open_no_follow(os.fsencode(tmp_path / path))
         assert info.value.errno == code, path
-    fd = open_no_follow(str(tmp_path / "real" / "f"))
+    fd = open_no_follow(os.fsencode(tmp_path / "real" / "f"))
     try:
         assert os.readlink(f"/proc/self/fd/{fd}") == str(tmp_path / "real" / "f")
     finally:
@@ -169,7 +171,7 @@ def test_a_link_anywhere_in_the_path_is_never_followed(tmp_path: Path) -> None:
     stager = MountStager(tmp_path / "mounts")
     with pytest.raises(SpecError, match=r"mounts\[1\]\.source: .* symbolic link"):
         stager.stage(
-            "1-1", [Mount(str(tmp_path / "real"), "/a"), Mount(str(tmp_path / "link"), "/b")]
+            "1-1", [Mount(str(tmp_path / "real"), "/a"), Mount(str(tmp_path / "link"), "/b")], 0, 0
         )
     assert list((tmp_path / "mounts").iterdir()) == []
 
@@ -180,7 +182,7 @@ def test_entries_a_crashed_agent_left_are_unmounted_and_removed_not_their_source
     source = tmp_path / "data"
     source.mkdir()
     (source / "keep").write_text("kept")
-    staged = MountStager(tmp_path / "mounts").stage("7-1", [Mount(str(source), "/d", True)])
+    staged = MountStager(tmp_path / "mounts").stage("7-1", [Mount(str(source), "/d", True)], 0, 0)
     assert (Path(staged[0].source) / "keep").read_text() == "kept"
     with pytest.raises(OSError) as info:
         (Path(staged[0].source) / "new").write_text("no")
@@ -195,3 +197,45 @@ def test_a_source_that_cannot_be_resolved_is_refused_by_name(tmp_path: Path) -> 
     (tmp_path / "b").symlink_to(tmp_path / "a")
     with pytest.raises(SpecError, match=r"mounts\[0\]\.source: .*symbolic links"):
         resolve_mount_source("mounts[0].source", str(tmp_path / "a"), [str(tmp_path)])
+
+
+def test_a_source_is_reached_as_the_jobs_user(searchable_dir: Path, tmp_path: Path) -> None:
+    """bob (uid 46021) cannot mount a world-readable folder inside alice's 0700 home: the
+    source is opened with bob's permissions, as his own shell would reach it."""
+    bob, alice = 46021, 46022
+    home = searchable_dir / "alice"
+    (home / "pub").mkdir(parents=True)
+    (home / "pub" / "notes.txt").write_text("alice's\n")
+    home.chmod(0o700)
+    os.chown(home, alice, alice)
+    stager = MountStager(tmp_path / "mounts")
+    with pytest.raises(SpecError, match=r"mounts\[0\]\.source: .*Permission denied"):
+        stager.stage("3-1", [Mount(str(home / "pub"), "/a", True)], bob, bob)
+    assert list((tmp_path / "mounts").iterdir()) == []
+    staged = stager.stage("3-1", [Mount(str(home / "pub"), "/a", True)], alice, alice)
+    try:
+        assert (Path(staged[0].source) / "notes.txt").read_text() == "alice's\n"
+    finally:
+        stager.release("3-1")
+
+
+def test_a_read_only_mount_is_read_only_beneath_too(tmp_path: Path) -> None:
+    """A file system mounted inside a read-only source (a project's NFS under /data) is
+    read-only in the staged mount as well, not only the top of it."""
+    source = tmp_path / "data"
+    (source / "sub").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(source / "sub")], check=True)
+    stager = MountStager(tmp_path / "mounts")
+    try:
+        staged = Path(stager.stage("4-1", [Mount(str(source), "/d", True)], 0, 0)[0].source)
+        for where in (staged / "top", staged / "sub" / "below"):
+            with pytest.raises(OSError) as info:
+                where.write_text("no")
+            assert info.value.errno == errno.EROFS, where
+        stager.release("4-1")
+        writable = Path(stager.stage("4-2", [Mount(str(source), "/d")], 0, 0)[0].source)
+        (writable / "sub" / "below").write_text("yes")
+        stager.release("4-2")
+    finally:
+        subprocess.run(["umount", str(source / "sub")], check=True)
+    assert list((tmp_path / "mounts").iterdir()) == []

@@ -27,21 +27,22 @@ BOB, ALICE = 46011, 46012
 CAP = 1 << 20
 
 
-def _home(searchable_dir: Path, name: str, uid: int, mode: int = 0o755) -> Path:
-    path = searchable_dir / name
+def _home(where: Path, name: str, uid: int, mode: int = 0o755) -> Path:
+    path = where / name
     path.mkdir()
     os.chown(path, uid, uid)
     path.chmod(mode)
     return path
 
 
-def _start(cluster: Cluster, searchable_dir: Path) -> str:
-    """Scheduler and agent (max output 1 MiB) allowing mounts of ``searchable_dir``; bob's token."""
-    mounts = [str(cluster.root), str(searchable_dir)]
+def _start(cluster: Cluster) -> str:
+    """Scheduler and agent (max output 1 MiB) allowing mounts of the cluster's root; bob's
+    token."""
+    mounts = [str(cluster.root)]
     cluster.start_scheduler(
         "--open-registration", "--config", config_file(cluster, allowed_mounts=mounts)
     )
-    cluster.start_agent("n1", 1, "--allowed-mount", str(searchable_dir), "--max-output", "1MiB")
+    cluster.start_agent("n1", 1, "--max-output", "1MiB")
     made = cluster.cli(
         "gadmin", "user", "add", "bob", "--uid", str(BOB), "--gid", str(BOB), "--parsable"
     )
@@ -67,11 +68,9 @@ def _shown(cluster: Cluster, job: str) -> str:
     return cluster.cli("gcontrol", "show", "job", job, check=True).stdout
 
 
-def test_a_job_cannot_turn_its_output_file_into_a_link_to_a_root_file(
-    cluster: Cluster, searchable_dir: Path
-) -> None:
-    token = _start(cluster, searchable_dir)
-    bob = _home(searchable_dir, "bob", BOB)
+def test_a_job_cannot_turn_its_output_file_into_a_link_to_a_root_file(cluster: Cluster) -> None:
+    token = _start(cluster)
+    bob = _home(cluster.root, "bob", BOB)
     target = cluster.root / "authorized_keys"  # root's, outside every allowed mount
     target.write_text("ssh-ed25519 AAAA admin\n")
     attack = f"rm /w/out.txt; ln -s {target} /w/out.txt; echo ssh-ed25519 EVIL bob"
@@ -84,16 +83,14 @@ def test_a_job_cannot_turn_its_output_file_into_a_link_to_a_root_file(
     assert f"output file {bob / 'out.txt'} not written: is a symbolic link" in shown
 
 
-def test_output_cannot_name_another_users_file_or_directory(
-    cluster: Cluster, searchable_dir: Path
-) -> None:
-    token = _start(cluster, searchable_dir)
-    alice = _home(searchable_dir, "alice", ALICE, 0o700)
+def test_output_cannot_name_another_users_file_or_directory(cluster: Cluster) -> None:
+    token = _start(cluster)
+    alice = _home(cluster.root, "alice", ALICE, 0o700)
     secret = alice / "secret.txt"
     secret.write_text("alice's secret\n")
     os.chown(secret, ALICE, ALICE)
     secret.chmod(0o600)
-    shared = _home(searchable_dir, "shared", ALICE, 0o777)  # bob may write here, not alice's file
+    shared = _home(cluster.root, "shared", ALICE, 0o777)  # bob may write here, not alice's file
     notes = shared / "notes.txt"
     notes.write_text("alice's notes\n")
     os.chown(notes, ALICE, ALICE)
@@ -113,11 +110,9 @@ def test_output_cannot_name_another_users_file_or_directory(
     assert notes.read_text() == "alice's notes\n" and notes.stat().st_uid == ALICE
 
 
-def test_a_fifo_as_output_fails_the_job_instead_of_hanging(
-    cluster: Cluster, searchable_dir: Path
-) -> None:
-    token = _start(cluster, searchable_dir)
-    bob = _home(searchable_dir, "bob", BOB)
+def test_a_fifo_as_output_fails_the_job_instead_of_hanging(cluster: Cluster) -> None:
+    token = _start(cluster)
+    bob = _home(cluster.root, "bob", BOB)
     fifo = bob / "fifo"
     os.mkfifo(fifo)
     os.chown(fifo, BOB, BOB)
@@ -131,11 +126,9 @@ def test_a_fifo_as_output_fails_the_job_instead_of_hanging(
     wait_for(lambda: "is not a regular file" in _shown(cluster, job), 20, what="the note")
 
 
-def test_output_beyond_the_cap_is_dropped_after_a_marker(
-    cluster: Cluster, searchable_dir: Path
-) -> None:
-    token = _start(cluster, searchable_dir)
-    bob = _home(searchable_dir, "bob", BOB)
+def test_output_beyond_the_cap_is_dropped_after_a_marker(cluster: Cluster) -> None:
+    token = _start(cluster)
+    bob = _home(cluster.root, "bob", BOB)
     out = bob / "big.out"
     job = _submit_as(cluster, token, "yes 0123456789abcdef | head -c 5000000", "-o", str(out))
     assert cluster.wait_state(job, "COMPLETED", "FAILED")["state"] == "COMPLETED"
@@ -148,9 +141,9 @@ def test_output_beyond_the_cap_is_dropped_after_a_marker(
     wait_for(lambda: "output truncated at 1.0 MiB" in _shown(cluster, job), 20, what="the note")
 
 
-def test_a_users_output_file_is_theirs(cluster: Cluster, searchable_dir: Path) -> None:
-    token = _start(cluster, searchable_dir)
-    bob = _home(searchable_dir, "bob", BOB)
+def test_a_users_output_file_is_theirs(cluster: Cluster) -> None:
+    token = _start(cluster)
+    bob = _home(cluster.root, "bob", BOB)
     job = _submit_as(
         cluster,
         token,

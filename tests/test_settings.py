@@ -47,6 +47,22 @@ def test_the_agent_example_loads_with_its_values(tmp_path: Path) -> None:
     assert "s3cret" not in repr(cfg)
 
 
+def test_an_agent_never_sends_its_join_token_in_plaintext_off_this_machine(
+    tmp_path: Path,
+) -> None:
+    """Issue 22: without a CA the agent dialled any scheduler in plaintext, its node token
+    readable on the way. Now only a loopback scheduler, unless ``insecure: true`` says so."""
+    env = {"ROTA_NODE_TOKEN": "s3cret"}
+    with pytest.raises(ValueError, match="join token would cross the network in plaintext"):
+        load_agent_config(None, env, scheduler="sched.example.org:9717")
+    assert load_agent_config(None, env, scheduler="127.0.0.1:9717").ca == ""
+    tls = load_agent_config(None, env, scheduler="sched.example.org:9717", ca="ca.pem")
+    assert tls.ca == "ca.pem"
+    path = tmp_path / "agent.yaml"
+    path.write_text("agent:\n  scheduler: sched.example.org:9717\n  insecure: true\n")
+    assert load_agent_config(path, env).insecure
+
+
 def test_the_policy_sections_know_exactly_the_policys_keys() -> None:
     assert set(WeightSettings.model_fields) == {f.name for f in fields(Weights)}
     assert set(LimitSettings.model_fields) == {f.name for f in fields(Limits)}
@@ -125,7 +141,9 @@ def test_the_scheduler_refuses_bad_settings_with_exit_2_and_one_line(
 
 def test_agent_layers_file_then_environment_then_flags(tmp_path: Path) -> None:
     path = tmp_path / "agent.yaml"
-    path.write_text("agent:\n  scheduler: file:1\n  node: filenode\n  heartbeat_interval: 5s\n")
+    path.write_text(
+        "agent:\n  scheduler: file:1\n  node: filenode\n  heartbeat_interval: 5s\n  ca: ca.pem\n"
+    )
     env = {"ROTA_SCHEDULER": "env:2", "ROTA_NODE_TOKEN": "from-env"}
     cfg = load_agent_config(path, env, node="flagnode", heartbeat_interval="0.5")
     assert (cfg.scheduler, cfg.node, cfg.heartbeat_interval) == ("env:2", "flagnode", 0.5)

@@ -1,4 +1,6 @@
-"""One contract test suite for the storage interface, run against SQLite and PostgreSQL."""
+"""One contract suite for every storage repository (jobs, notices, nodes, usage, users and
+audit, reservations), run against SQLite and a real PostgreSQL (tests/postgres.py; CI fails
+rather than skips when PostgreSQL is missing)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,24 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, text
 
-from rota.gpus import GpuInfo
-from rota.jobspec import JobSpec
+from rota.gpus import GpuInfo, GpuLink
+from rota.jobspec import JobSpec, Mount
 from rota.messages import Inventory
-from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc, NodeState
+from rota.scheduler.cluster.accounting import AccountingQuery, JobUsage
+from rota.scheduler.cluster.gpus import GpuMark
+from rota.scheduler.cluster.model import (
+    AdminState,
+    HistoryKind,
+    JobEvent,
+    JobRecord,
+    NodeAlloc,
+    NodeState,
+)
+from rota.scheduler.cluster.reservation import Reservation
+from rota.scheduler.cluster.users import AuditEntry, UserRecord
 from rota.scheduler.store.models import ArrayRow, Base, JobRow
-from rota.scheduler.store.store import JobQuery, Store
+from rota.scheduler.store.protocols import DuplicateRequest, JobQuery
+from rota.scheduler.store.store import Store
 from rota.states import JobState
 from tests.postgres import postgres_url  # noqa: F401  (fixture)
 
@@ -56,25 +70,25 @@ def store(store_url: str) -> Iterator[Store]:
 
 
 def test_ids_increase_and_survive_a_new_store(store: Store, store_url: str) -> None:
-    (a,), (b,) = store.submit([[_job("a")], [_job("b")]], ["", ""], "ann")
+    (a,), (b,) = store.jobs.submit([[_job("a")], [_job("b")]], ["", ""], "ann")
     assert b.id > a.id > 0
     again = Store(store_url)
-    assert [j.name for j in again.active_jobs()] == ["a", "b"]
-    (c,) = again.submit([[_job("c")]], [""], "ann")[0]
+    assert [j.name for j in again.jobs.active()] == ["a", "b"]
+    (c,) = again.jobs.submit([[_job("c")]], [""], "ann")[0]
     assert c.id > b.id
     again.close()
 
 
 def test_request_ids_are_recorded_with_the_jobs(store: Store) -> None:
-    stored = store.submit([[_job()], [_job(task=0), _job(task=1)]], ["req-1", "req-2"], "ann")
+    stored = store.jobs.submit([[_job()], [_job(task=0), _job(task=1)]], ["req-1", "req-2"], "ann")
     array_id = stored[1][0].id
     assert [j.display_id for j in stored[1]] == [f"{array_id}_0", f"{array_id}_1"]
-    known = store.known_requests(["req-1", "req-2", "req-3"])
+    known = store.jobs.known_requests(["req-1", "req-2", "req-3"])
     assert known == {"req-1": [str(stored[0][0].id)], "req-2": [f"{array_id}_0", f"{array_id}_1"]}
 
 
 def test_save_updates_state_allocation_and_events(store: Store) -> None:
-    (job,) = store.submit([[_job()]], [""], "ann")[0]
+    (job,) = store.jobs.submit([[_job()]], [""], "ann")[0]
     job = replace(
         job,
         state=JobState.RUNNING,
@@ -82,35 +96,36 @@ def test_save_updates_state_allocation_and_events(store: Store) -> None:
         start_time=1001.0,
         allocation=[NodeAlloc("n1", (0, 1), ("GPU-a", "GPU-b"), 2.0, 1024)],
     )
-    store.save([job], [JobEvent(job.id, 1001.0, 1, "PENDING", "RUNNING", "started")])
-    (loaded,) = store.active_jobs()
+    store.jobs.save([job], [JobEvent(job.id, 1001.0, 1, "PENDING", "RUNNING", "started")])
+    (loaded,) = store.jobs.active()
     assert loaded.state is JobState.RUNNING and loaded.attempt == 1
     assert loaded.allocation == [NodeAlloc("n1", (0, 1), ("GPU-a", "GPU-b"), 2.0, 1024)]
     done = replace(loaded, state=JobState.COMPLETED, exit_code=0, end_time=1005.0)
-    store.save([done])
-    assert store.active_jobs() == []
-    assert [e.new_state for e in store.events(job.id)] == ["PENDING", "RUNNING"]
-    assert store.job_states([job.id]) == {job.id: JobState.COMPLETED}
+    store.jobs.save([done])
+    assert store.jobs.active() == []
+    assert [e.new_state for e in store.jobs.events(job.id)] == ["PENDING", "RUNNING"]
+    (ended,) = store.jobs.query(JobQuery(ids=(job.id,)))
+    assert ended.state is JobState.COMPLETED and ended.exit_code == 0
 
 
 def test_query_filters(store: Store) -> None:
-    stored = store.submit(
+    stored = store.jobs.submit(
         [[_job(user="ann")], [_job(user="bob")], [_job(user="bob")]], ["", "", ""], "x"
     )
     ids = [g[0].id for g in stored]
-    store.save([replace(stored[2][0], state=JobState.FAILED, exit_code=3)])
-    assert [j.id for j in store.query_jobs(JobQuery(users=("bob",)))] == ids[1:]
-    assert [j.id for j in store.query_jobs(JobQuery(states=(JobState.PENDING,)))] == ids[:2]
-    assert [j.id for j in store.query_jobs(JobQuery(after_id=ids[0], limit=1))] == [ids[1]]
-    assert [j.id for j in store.query_jobs(JobQuery(ids=(ids[2],)))] == [ids[2]]
+    store.jobs.save([replace(stored[2][0], state=JobState.FAILED, exit_code=3)])
+    assert [j.id for j in store.jobs.query(JobQuery(users=("bob",)))] == ids[1:]
+    assert [j.id for j in store.jobs.query(JobQuery(states=(JobState.PENDING,)))] == ids[:2]
+    assert [j.id for j in store.jobs.query(JobQuery(after_id=ids[0], limit=1))] == [ids[1]]
+    assert [j.id for j in store.jobs.query(JobQuery(ids=(ids[2],)))] == [ids[2]]
 
 
 def test_ended_jobs_since(store: Store) -> None:
-    stored = store.submit(
+    stored = store.jobs.submit(
         [[_job("old")], [_job("new")], [_job("never")], [_job("live")]], [""] * 4, "x"
     )
     old, new, never, live = (g[0] for g in stored)
-    store.save(
+    store.jobs.save(
         [
             replace(old, state=JobState.COMPLETED, start_time=100.0, end_time=200.0),
             replace(new, state=JobState.FAILED, start_time=900.0, end_time=1000.0),
@@ -118,8 +133,8 @@ def test_ended_jobs_since(store: Store) -> None:
             replace(live, state=JobState.RUNNING, start_time=950.0),
         ]
     )
-    assert [j.name for j in store.ended_jobs(0.0)] == ["old", "new"]
-    assert [j.name for j in store.ended_jobs(500.0)] == ["new"]
+    assert [j.name for j in store.jobs.ended(0.0)] == ["old", "new"]
+    assert [j.name for j in store.jobs.ended(500.0)] == ["new"]
 
 
 def test_nodes_round_trip(store: Store) -> None:
@@ -129,30 +144,202 @@ def test_nodes_round_trip(store: Store) -> None:
         labels={"rack": "a"},
         inventory=Inventory(gpus=(GpuInfo(0, "GPU-x", "A100", 80 * 2**30),), cpus=64.0),
     )
-    store.save_node(node)
-    (loaded,) = store.nodes()
+    store.nodes.save(node)
+    (loaded,) = store.nodes.all()
     assert loaded.name == "gpu01" and loaded.token_hash == "abc" and loaded.labels == {"rack": "a"}
     assert loaded.inventory.gpus[0].uuid == "GPU-x" and loaded.inventory.cpus == 64.0
-    store.delete_node("gpu01")
-    assert store.nodes() == []
+    store.nodes.delete("gpu01")
+    assert store.nodes.all() == []
 
 
 def test_schema_is_created_once(store: Store, store_url: str) -> None:
     Base.metadata.create_all(store.engine)  # idempotent: a restarted scheduler does this
-    assert Store(store_url).active_jobs() == []
+    assert Store(store_url).jobs.active() == []
 
 
 def test_an_array_is_stored_once_and_its_tasks_found_by_index(store: Store) -> None:
     task_ids = list(range(0, 300, 3))
-    (stored,) = store.submit([[_job(task=t) for t in task_ids]], [""], "ann")
+    (stored,) = store.jobs.submit([[_job(task=t) for t in task_ids]], [""], "ann")
     array_id = stored[0].id
     assert [j.display_id for j in stored] == [f"{array_id}_{t}" for t in task_ids]
     with store.engine.connect() as conn:
         assert conn.execute(select(ArrayRow.id)).scalars().all() == [array_id]
         assert all(spec == {} for spec in conn.execute(select(JobRow.spec)).scalars())
-    (task,) = store.query_jobs(JobQuery(named=((array_id, 9),)))
+    (task,) = store.jobs.query(JobQuery(named=((array_id, 9),)))
     assert task.display_id == f"{array_id}_9" and task.spec == _job().spec
-    every = store.query_jobs(JobQuery(named=((array_id, None),)))
+    every = store.jobs.query(JobQuery(named=((array_id, None),)))
     assert len(every) == len(task_ids) and every[0].spec is every[-1].spec
-    (history,) = [e.reason for e in store.events(task.id)]
+    (history,) = [e.reason for e in store.jobs.events(task.id)]
     assert history == "submitted by ann (array of 100 tasks)"
+
+
+def test_a_spec_and_an_inventory_read_back_as_written(store: Store) -> None:
+    spec = JobSpec(
+        image="img",
+        command=("python", "train.py"),
+        gpus=2,
+        mounts=(Mount("/data", "/data", True),),
+        env={"A": "1"},
+        node_selector={"rack": "a"},
+        notify_on=("end",),
+        notify_url="http://127.0.0.1:9/hook",
+    )
+    (job,) = store.jobs.submit([[replace(_job(), spec=spec)]], [""], "ann")[0]
+    (loaded,) = store.jobs.active()
+    assert loaded.id == job.id and loaded.spec == spec
+    inventory = Inventory(
+        gpus=(GpuInfo(0, "GPU-a", "H100", 80 * 2**30, "0000:01:00.0", "9.0"),),
+        links=(GpuLink(0, 1, "NV4", True),),
+        driver_version="550",
+        cpus=32.0,
+        memory=2**40,
+        labels={"zone": "b"},
+        gpu_mode="nvidia",
+    )
+    node = NodeState(name="n1", inventory=inventory, admin_state=AdminState.DRAIN, reason="x")
+    store.nodes.save(node)
+    (stored,) = store.nodes.all()
+    assert stored.inventory == inventory and stored.admin_state is AdminState.DRAIN
+
+
+def test_a_concurrent_duplicate_request_id_stores_nothing(store: Store) -> None:
+    store.jobs.submit([[_job("first")]], ["req"], "ann")
+    with pytest.raises(DuplicateRequest):
+        store.jobs.submit([[_job("again")], [_job("other")]], ["", "req"], "ann")
+    assert [j.name for j in store.jobs.active()] == ["first"]
+
+
+def test_reasons_are_written_later_and_only_for_pending_jobs(store: Store, store_url: str) -> None:
+    (a,), (b,) = store.jobs.submit([[_job("a")], [_job("b")]], ["", ""], "ann")
+    store.jobs.save([replace(b, state=JobState.RUNNING, start_time=1001.0)])
+    store.jobs.write_reasons([(a.id, "Resources"), (b.id, "Priority")])
+    store.close()  # finishes the background writes
+    again = Store(store_url)
+    try:
+        reasons = {j.name: j.reason for j in again.jobs.active()}
+    finally:
+        again.close()
+    assert reasons == {"a": "Resources", "b": ""}
+
+
+def test_gpu_marks_are_replaced_per_node(store: Store) -> None:
+    store.nodes.save(NodeState(name="n1"))
+    store.nodes.save_gpu_marks("n1", [GpuMark(0, "GPU-a", "xid 79", 5.0, "admin")])
+    store.nodes.save_gpu_marks("n2", [GpuMark(1, "GPU-b", "ecc", 6.0)])
+    store.nodes.save_gpu_marks("n1", [GpuMark(2, "GPU-c", "r" * 600, 7.0)])
+    marks = store.nodes.gpu_marks()
+    assert sorted(marks) == ["n1", "n2"]
+    (mark,) = marks["n1"]
+    assert (mark.index, mark.uuid, len(mark.reason), mark.since) == (2, "GPU-c", 512, 7.0)
+    store.nodes.save_gpu_marks("n1", [])
+    assert list(store.nodes.gpu_marks()) == ["n2"]
+
+
+def _ended(store: Store, name: str, user: str, end: float) -> JobRecord:
+    (job,) = store.jobs.submit([[_job(name, user=user)]], [""], user)[0]
+    done = replace(job, state=JobState.COMPLETED, exit_code=0, start_time=end - 10, end_time=end)
+    store.jobs.save([done])
+    return done
+
+
+def test_usage_is_listed_with_finished_jobs_and_purged_with_them(store: Store) -> None:
+    old = _ended(store, "old", "ann", 100.0)
+    new = _ended(store, "new", "bob", 900.0)
+    store.jobs.submit([[_job("live")]], [""], "ann")
+    store.usage.save([JobUsage(old.id, 50.0, 1, 10, 100), JobUsage(new.id, 10.0, 2, 5, 100)])
+    store.usage.save([JobUsage(new.id, 180.0, 2, 7, 100)])  # replaces
+    finished = store.usage.finished(AccountingQuery())
+    assert [(f.job.name, f.usage.util_sum, f.usage.memory_peak) for f in finished] == [
+        ("new", 180.0, 7),
+        ("old", 50.0, 10),
+    ]
+    assert [f.job.name for f in store.usage.finished(AccountingQuery(principal="ann"))] == ["old"]
+    assert [f.job.name for f in store.usage.finished(AccountingQuery(start=500.0))] == ["new"]
+    assert store.usage.purge_ended(500.0) == 1
+    assert [f.job.name for f in store.usage.finished(AccountingQuery())] == ["new"]
+    assert store.jobs.events(old.id) == []
+    assert [j.name for j in store.jobs.active()] == ["live"]
+
+
+def test_purging_an_array_forgets_its_spec_with_its_last_task(store: Store) -> None:
+    (tasks,) = store.jobs.submit([[_job(task=0), _job(task=1)]], [""], "ann")
+    store.jobs.save([replace(tasks[0], state=JobState.CANCELLED, end_time=10.0)])
+    assert store.usage.purge_ended(100.0) == 1
+    with store.engine.connect() as conn:
+        assert conn.execute(select(ArrayRow.id)).scalars().all() == [tasks[0].id]
+    (rest,) = store.jobs.active()
+    assert rest.spec == _job().spec
+    store.jobs.save([replace(rest, state=JobState.CANCELLED, end_time=20.0)])
+    assert store.usage.purge_ended(100.0) == 1
+    with store.engine.connect() as conn:
+        assert conn.execute(select(ArrayRow.id)).scalars().all() == []
+
+
+def test_a_webhook_is_queued_once_leased_retried_and_done(store: Store) -> None:
+    spec = replace(_job().spec, notify_url="http://127.0.0.1:9/hook", notify_on=("fail",))
+    (job,) = store.jobs.submit([[replace(_job(), spec=spec)]], [""], "ann")[0]
+    ended = replace(job, state=JobState.FAILED, exit_code=1, end_time=2000.0)
+    store.jobs.save([ended])
+    store.jobs.save([ended])  # a job ends once: one webhook
+    assert store.notices.claim(1999.0, 30.0, 10) == []
+    (notice,) = store.notices.claim(2000.0, 30.0, 10)
+    assert (notice.job.id, notice.url, notice.tries) == (job.id, spec.notify_url, 0)
+    assert store.notices.claim(2010.0, 30.0, 10) == []  # leased
+    event = JobEvent(job.id, 2010.0, 0, "", "", "webhook failed", HistoryKind.WARNING)
+    store.notices.retry(job.id, 1, 2100.0, event)
+    assert store.notices.claim(2099.0, 30.0, 10) == []
+    (again,) = store.notices.claim(2100.0, 30.0, 10)
+    assert again.tries == 1
+    store.notices.done(job.id, replace(event, reason="delivered", kind=HistoryKind.INFO))
+    assert store.notices.claim(9999.0, 30.0, 10) == []
+    assert [e.reason for e in store.jobs.events(job.id)][-2:] == ["webhook failed", "delivered"]
+
+
+def test_users_round_trip_and_are_found_by_token_hash(store: Store) -> None:
+    ann = UserRecord("ann", accounts=("ml", "cv"), default_account="ml", uid=1000, gid=100)
+    store.users.save(replace(ann, token_hash="h1", created=5.0))
+    store.users.save(UserRecord("bob", admin=True, token_hash="h2"))
+    assert [u.name for u in store.users.users()] == ["ann", "bob"]
+    assert store.users.user("ann") == replace(ann, token_hash="h1", created=5.0)
+    assert store.users.user("nobody") is None
+    assert store.users.by_token_hash("h2") == UserRecord("bob", admin=True, token_hash="h2")
+    assert store.users.by_token_hash("") is None
+    store.users.save(replace(ann, token_hash="h3", revoked=True))  # replaces
+    assert store.users.by_token_hash("h1") is None
+    assert store.users.by_token_hash("h3") == replace(ann, token_hash="h3", revoked=True)
+
+
+def test_the_audit_log_keeps_the_newest_and_prunes_the_old(store: Store) -> None:
+    for t in range(5):
+        store.users.record(AuditEntry(float(t), "ann", "drain", f"n{t}", "127.0.0.1", t % 2 == 0))
+    assert [e.target for e in store.users.audit(limit=2)] == ["n3", "n4"]
+    assert [e.target for e in store.users.audit(since=3.0)] == ["n3", "n4"]
+    (first,) = store.users.audit(limit=5)[:1]
+    assert first == AuditEntry(0.0, "ann", "drain", "n0", "127.0.0.1", True)
+    assert store.users.prune_audit(2.0) == 2
+    assert [e.target for e in store.users.audit()] == ["n2", "n3", "n4"]
+
+
+def test_reservations_round_trip_and_end(store: Store) -> None:
+    r = Reservation(
+        "maint",
+        100.0,
+        200.0,
+        {"n1": (0, 1), "n2": (3,)},
+        users=("ann",),
+        accounts=("ml",),
+        flags=("maint",),
+        lend=False,
+        created_by="root",
+        created_at=50.0,
+    )
+    store.reservations.save(r)
+    store.reservations.save(replace(r, name="early", start=10.0, end=150.0))
+    assert store.reservations.exists("maint") and not store.reservations.exists("other")
+    assert store.reservations.current(0.0) == [replace(r, name="early", start=10.0, end=150.0), r]
+    assert store.reservations.current(150.0) == [r]  # a window ended at 150 is gone
+    store.reservations.save(replace(r, end=300.0))  # replaces
+    assert [x.end for x in store.reservations.current(0.0)] == [150.0, 300.0]
+    store.reservations.delete("maint")
+    store.reservations.delete("maint")  # deleting what is gone is no error
+    assert [x.name for x in store.reservations.current(0.0)] == ["early"]

@@ -1,8 +1,9 @@
 """Bind-mount sources opened once, then mounted from what was opened (no check-then-use race).
 
 ``policy.admit`` resolves each source and checks it against the node's rules; a path can still
-be swapped for a symbolic link before Docker mounts it. So the agent opens the resolved path from
-``/`` one component at a time without following any link (``O_PATH|O_NOFOLLOW``), checks what it
+be swapped for a symbolic link before Docker mounts it. So the agent opens the resolved path as
+the job's user (``useropen.open_source_as``: a directory the user cannot search is not reached),
+from ``/`` one component at a time without following any link (``O_PATH|O_NOFOLLOW``), checks what it
 got (a directory or a regular file, still at the resolved path), bind-mounts that open file
 (``/proc/self/fd/N``) onto a private staging entry under its data directory (0700, root's), and
 gives Docker the staging path. Docker copies the mount into the container at start; the staging
@@ -21,20 +22,34 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from rota.agent.runtime.useropen import open_source_as
 from rota.jobspec import Mount
 from rota.validate import SpecError
 
 log = logging.getLogger("rota.agent")
 
-MS_RDONLY = 0x1
-MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 MNT_DETACH = 0x2
 UMOUNT_NOFOLLOW = 0x8
-_KEPT_FLAGS = os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC  # same bits as MS_NOSUID/NODEV/NOEXEC
+SYS_MOUNT_SETATTR = 442  # the same number on every architecture (added after the unified table)
+AT_FDCWD = -100
+AT_SYMLINK_NOFOLLOW = 0x100
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
 _MAX_UNMOUNTS = 8  # mounts stacked on one staging entry (never more than one unless tampered)
+
+
+class _MountAttr(ctypes.Structure):
+    """``struct mount_attr`` of mount_setattr(2)."""
+
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 class _Libc:
@@ -49,32 +64,23 @@ class _Libc:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err), target)
 
+    def read_only_tree(self, target: str) -> None:
+        """Make the mount at ``target`` and every mount beneath it read-only
+        (``mount_setattr(2)`` with ``AT_RECURSIVE``, Linux 5.12 and later)."""
+        attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+        flags = AT_RECURSIVE | AT_SYMLINK_NOFOLLOW
+        path = target.encode()
+        done = self._libc.syscall(
+            SYS_MOUNT_SETATTR, AT_FDCWD, path, flags, ctypes.byref(attr), ctypes.sizeof(attr)
+        )
+        if done != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), target)
+
     def umount(self, target: str) -> None:
         if self._libc.umount2(target.encode(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err), target)
-
-
-def open_no_follow(path: str) -> int:
-    """An ``O_PATH`` descriptor of ``path`` (absolute), reached from ``/`` one component at a
-    time without following any symbolic link; OSError (ELOOP, ENOTDIR, ENOENT ...) otherwise.
-    A final component that is a link is refused with ELOOP."""
-    fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        parts = [p for p in path.split("/") if p]
-        for i, name in enumerate(parts):
-            flags = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
-            if i < len(parts) - 1:
-                flags |= os.O_DIRECTORY  # a link here fails with ENOTDIR
-            child = os.open(name, flags, dir_fd=fd)
-            os.close(fd)
-            fd = child
-        if stat.S_ISLNK(os.fstat(fd).st_mode):
-            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 class MountStager:
@@ -95,10 +101,11 @@ class MountStager:
             log.info("removing mount staging entries left by an earlier agent: %s", leftover)
             self.release(leftover.name)
 
-    def stage(self, key: str, mounts: Sequence[Mount]) -> tuple[Mount, ...]:
+    def stage(self, key: str, mounts: Sequence[Mount], uid: int, gid: int) -> tuple[Mount, ...]:
         """``mounts`` (sources resolved and admitted by ``policy.admit``) with each source
-        replaced by a private staging bind of what is at that path now; read-only mounts are
-        read-only there too. SpecError naming ``mounts[i].source`` when one cannot be staged
+        replaced by a private staging bind of what is at that path now, as ``uid:gid`` reaches
+        it (``useropen.open_source_as``); read-only mounts are read-only there too, mounts
+        beneath them included. SpecError naming ``mounts[i].source`` when one cannot be staged
         (then nothing of ``key`` stays staged)."""
         if not mounts:
             return ()
@@ -109,16 +116,16 @@ class MountStager:
         try:
             for i, mount in enumerate(mounts):
                 target = folder / str(i)
-                self._stage_one(f"mounts[{i}].source", mount, str(target))
+                self._stage_one(f"mounts[{i}].source", mount, str(target), uid, gid)
                 staged.append(replace(mount, source=str(target)))
         except BaseException:
             self.release(key)
             raise
         return tuple(staged)
 
-    def _stage_one(self, field: str, mount: Mount, target: str) -> None:
+    def _stage_one(self, field: str, mount: Mount, target: str, uid: int, gid: int) -> None:
         try:
-            fd = open_no_follow(mount.source)
+            fd = open_source_as(mount.source, uid, gid)
         except OSError as exc:
             raise SpecError(field, _open_problem(mount.source, exc)) from None
         try:
@@ -150,8 +157,7 @@ class MountStager:
         try:
             self._libc.mount(None, target, MS_PRIVATE | MS_REC)
             if read_only:
-                kept = os.statvfs(target).f_flag & _KEPT_FLAGS
-                self._libc.mount(None, target, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+                self._libc.read_only_tree(target)
                 if not os.statvfs(target).f_flag & os.ST_RDONLY:
                     raise OSError(errno.EROFS, "the read-only remount did not hold", target)
         except OSError as exc:

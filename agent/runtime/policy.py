@@ -30,6 +30,7 @@ class ContainerPolicy:
 
     allowed_mounts: tuple[str, ...] = ()
     allowed_images: tuple[str, ...] = ()
+    allowed_registries: tuple[str, ...] = ("*",)
     default_uid: int = 65534
     default_gid: int = 65534
     allow_root: bool = False
@@ -39,7 +40,7 @@ class ContainerPolicy:
         """SpecError for what this node never runs (an image off its list, a user value for
         the GPU variables, a refused mount, a /dev/shm beyond ``check_shm``); else the order's
         mounts with sources resolved."""
-        check_image("image", order.spec.image, self.allowed_images)
+        check_image("image", order.spec.image, self.allowed_images, self.allowed_registries)
         check_shm("shm_size", order.spec.shm_size, order.spec.memory)
         for key in RESERVED_ENV:
             if key in order.spec.env:

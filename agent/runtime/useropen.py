@@ -1,4 +1,4 @@
-"""Open a job's output file as the job's user, never as root.
+"""Open a job's output file, or a bind-mount source, as the job's user, never as root.
 
 ``open_as`` returns a descriptor, open for writing, of a regular file owned by ``uid``,
 truncated to zero length. Where the agent runs as root, a child process opens it: the child
@@ -10,7 +10,8 @@ that user cannot write is refused as it would be for them.
 The path is walked from ``/`` one component at a time without following any symbolic link
 (``O_NOFOLLOW``); the file is opened without blocking (a FIFO is refused at once), checked to be
 a regular file owned by ``uid`` and only then truncated. An existing file of another owner is
-never truncated nor chowned.
+never truncated nor chowned. ``open_source_as`` opens a mount source the same way, as an
+``O_PATH`` descriptor that the (root) agent then bind-mounts.
 
 The module uses the standard library only: the child runs this file's source (``python -I
 -c``), so it needs no package, only the interpreter, which root can always start.
@@ -37,6 +38,20 @@ def open_as(path: str, uid: int, gid: int) -> int:
     with the reason when the user may not write it or it is not their regular file."""
     if os.geteuid() != 0:
         return open_checked(os.fsencode(path), os.geteuid())
+    return _in_child("file", path, uid, gid)
+
+
+def open_source_as(path: str, uid: int, gid: int) -> int:
+    """An ``O_PATH`` descriptor of ``path`` (absolute) as ``uid:gid`` reaches it: every
+    directory on the way searched with that user's permissions, no symbolic link followed
+    (``open_no_follow``). So a bind mount of it shows the job nothing its user could not reach."""
+    if os.geteuid() != 0:
+        return open_no_follow(os.fsencode(path))
+    return _in_child("path", path, uid, gid)
+
+
+def _in_child(mode: str, path: str, uid: int, gid: int) -> int:
+    """The descriptor of ``path`` that a child dropped to ``uid:gid`` opened in ``mode``."""
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with parent:
         try:
@@ -46,6 +61,7 @@ def open_as(path: str, uid: int, gid: int) -> int:
                     "-I",
                     "-c",
                     Path(__file__).read_text(),
+                    mode,
                     os.fsencode(path),
                     str(child.fileno()),
                     str(uid),
@@ -104,29 +120,59 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
         proc.stderr.close()
 
 
-def open_checked(path: bytes, uid: int) -> int:
-    """Open ``path`` as the calling process may: every directory without following links,
-    the file without blocking, refused unless a regular file owned by ``uid``; truncated."""
+def _parts(path: bytes) -> tuple[list[bytes], bytes]:
+    """(directories, last name) of an absolute, normalized ``path``."""
     if not path.startswith(b"/"):
         raise OSError(errno.EINVAL, "must be an absolute path")
     *folders, name = path[1:].split(b"/")
     if not name or any(part in (b"", b".", b"..") for part in [*folders, name]):
         raise OSError(errno.EINVAL, "must be a normalized path to a file")
+    return folders, name
+
+
+def _walk(folders: list[bytes]) -> int:
+    """An ``O_PATH`` descriptor of ``/`` + ``folders``, reached one directory at a time as
+    the calling process may, following no symbolic link."""
     fd = os.open(b"/", _DIR_FLAGS)
-    try:
-        where = b""
-        for part in folders:
-            where += b"/" + part
-            try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                raise _reason(exc, f"directory {os.fsdecode(where)}: ") from None
-            os.close(fd)
-            fd = nxt
+    where = b""
+    for part in folders:
+        where += b"/" + part
         try:
-            out = os.open(name, _FILE_FLAGS, 0o644, dir_fd=fd)
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
         except OSError as exc:
-            raise _reason(exc) from None
+            os.close(fd)
+            raise _reason(exc, f"directory {os.fsdecode(where)}: ") from None
+        os.close(fd)
+        fd = nxt
+    return fd
+
+
+def open_no_follow(path: bytes) -> int:
+    """An ``O_PATH`` descriptor of ``path`` (absolute, normalized), reached as the calling
+    process may without following any symbolic link, the last component included."""
+    folders, name = _parts(path)
+    fd = _walk(folders)
+    try:
+        out = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except OSError as exc:
+        raise _reason(exc) from None
+    finally:
+        os.close(fd)
+    if stat.S_ISLNK(os.fstat(out).st_mode):
+        os.close(out)
+        raise OSError(errno.ELOOP, "is a symbolic link")
+    return out
+
+
+def open_checked(path: bytes, uid: int) -> int:
+    """Open ``path`` as the calling process may: every directory without following links,
+    the file without blocking, refused unless a regular file owned by ``uid``; truncated."""
+    folders, name = _parts(path)
+    fd = _walk(folders)
+    try:
+        out = os.open(name, _FILE_FLAGS, 0o644, dir_fd=fd)
+    except OSError as exc:
+        raise _reason(exc) from None
     finally:
         os.close(fd)
     try:
@@ -155,7 +201,7 @@ def _reason(exc: OSError, prefix: str = "") -> OSError:
 
 def _child(argv: list[str]) -> None:
     """The child: drop to the user, open, send the descriptor (or ``"ERRNO reason"``)."""
-    path, sock_fd, uid, gid, *groups = argv
+    mode, path, sock_fd, uid, gid, *groups = argv
     sock = socket.socket(fileno=int(sock_fd))
     try:
         os.setgroups([int(g) for g in groups])
@@ -163,7 +209,10 @@ def _child(argv: list[str]) -> None:
         os.setuid(int(uid))
         if os.getuid() != int(uid) or os.geteuid() != int(uid):
             raise OSError(errno.EPERM, "could not drop to the job's user")
-        fd = open_checked(os.fsencode(path), int(uid))
+        if mode == "path":
+            fd = open_no_follow(os.fsencode(path))
+        else:
+            fd = open_checked(os.fsencode(path), int(uid))
     except OSError as exc:
         sock.sendall(f"{exc.errno or errno.EIO} {exc.strerror or exc}".encode())
         return

@@ -19,8 +19,8 @@ from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 
 
-def query_from_pb(request: pb.AccountingFilter, principal: str) -> AccountingQuery:
-    """The query of a filter; ``principal`` limits it to one user's jobs ("" = all jobs)."""
+def query_from_pb(request: pb.AccountingFilter) -> AccountingQuery:
+    """The query of a filter (whose jobs the caller sees is the engine's: ``authz``)."""
     try:
         ids, tasks = parse_display_ids(request.ids)
     except ValueError as exc:
@@ -40,7 +40,6 @@ def query_from_pb(request: pb.AccountingFilter, principal: str) -> AccountingQue
         users=tuple(request.users),
         accounts=tuple(request.accounts),
         states=states,
-        principal=principal,
         limit=request.limit,
     )
 
@@ -79,13 +78,6 @@ def _total(t: UsageTotal) -> pb.UsageTotal:
     )
 
 
-def _principal() -> str:
-    """Whose jobs the caller may see: admins everyone's (""), others only their own
-    (SLURM's PrivateData for sacct); the filter's ``user`` field is ignored."""
-    who = caller()
-    return "" if who.admin else who.user
-
-
 class AccountingServicer(pb_grpc.AccountingServiceServicer):
     """Admins see every finished job and every total; other users only their own jobs, in the
     listing and in the totals."""
@@ -97,14 +89,12 @@ class AccountingServicer(pb_grpc.AccountingServiceServicer):
     async def ListFinished(
         self, request: pb.AccountingFilter, context: Any
     ) -> pb.ListFinishedResponse:
-        rows = await self.engine.list_finished(query_from_pb(request, principal=_principal()))
+        rows = await self.engine.list_finished(query_from_pb(request), caller())
         return pb.ListFinishedResponse(jobs=[finished_to_pb(r) for r in rows])
 
     @unary
     async def Summary(self, request: pb.AccountingFilter, context: Any) -> pb.SummaryResponse:
-        users, accounts = await self.engine.usage_summary(
-            query_from_pb(request, principal=_principal())
-        )
+        users, accounts = await self.engine.usage_summary(query_from_pb(request), caller())
         return pb.SummaryResponse(
             users=[_total(t) for t in users],
             accounts=[_total(t) for t in accounts],

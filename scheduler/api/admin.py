@@ -13,7 +13,7 @@ from rota.v1 import rota_pb2_grpc as pb_grpc
 
 
 class AdminServicer(pb_grpc.AdminServiceServicer):
-    """Node registration, drain, resume and removal (admins only: ``api.auth``); the caller
+    """Node registration, drain, resume and removal (admins only: ``core.authz``); the caller
     is recorded as who made the change."""
 
     def __init__(self, engine: Engine) -> None:
@@ -22,22 +22,22 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     @unary
     async def AddNode(self, request: pb.AddNodeRequest, context: Any) -> pb.AddNodeResponse:
         token = await self.engine.add_node(
-            request.name, dict(request.labels), caller().user, request.rotate_token
+            request.name, dict(request.labels), request.rotate_token, caller()
         )
         return pb.AddNodeResponse(name=request.name.strip(), token=token)
 
     @unary
     async def DrainNode(self, request: pb.DrainNodeRequest, context: Any) -> pb.Node:
-        shown = await self.engine.drain_node(request.name, request.reason, caller().user)
+        shown = await self.engine.drain_node(request.name, request.reason, caller())
         return convert.node_to_pb(*shown)
 
     @unary
     async def ResumeNode(self, request: pb.ResumeNodeRequest, context: Any) -> pb.Node:
-        return convert.node_to_pb(*await self.engine.resume_node(request.name, caller().user))
+        return convert.node_to_pb(*await self.engine.resume_node(request.name, caller()))
 
     @unary
     async def RemoveNode(
         self, request: pb.RemoveNodeRequest, context: Any
     ) -> pb.RemoveNodeResponse:
-        result = await self.engine.remove_node(request.name, request.force, caller().user)
+        result = await self.engine.remove_node(request.name, request.force, caller())
         return pb.RemoveNodeResponse(requeued=list(result.requeued), failed=list(result.failed))

@@ -2,10 +2,9 @@
 
 ``authorization: Bearer TOKEN`` metadata names the user; the principal (user, admin flag,
 accounts) is then what ``caller()`` returns inside the servicer, whatever a request's ``user``
-field says. No or a wrong token: UNAUTHENTICATED. Admin-only services (nodes, GPUs, users,
-tokens, the audit log; not ``WhoAmI``) answer PERMISSION_DENIED to others before any servicer
-runs. Answered
-without a token: gRPC health and reflection; the agent stream authenticates with its node's
+field says. No or a wrong token: UNAUTHENTICATED. This interceptor only authenticates: what a
+principal may do (admin-only nodes, GPUs, users, tokens and the audit log among it) is decided
+by ``core.authz``, which the engine asks on every call. Answered without a token: gRPC health and reflection; the agent stream authenticates with its node's
 token instead (``AgentService/Connect``).
 
 The audit log gets every refused request (UNAUTHENTICATED or PERMISSION_DENIED, from here or
@@ -17,13 +16,13 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
+from rota.scheduler.api.intercept import HandlerInterceptor
 from rota.scheduler.cluster.users import AuditEntry, Principal
-from rota.scheduler.core import access
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.engine import Engine
 
@@ -35,12 +34,6 @@ _PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("rota_pri
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 AGENT_STREAM = "/rota.v1.AgentService/Connect"
 SUBMIT = "/rota.v1.JobService/SubmitJobs"  # an admin's own jobs use no admin power: not audited
-WHO_AM_I = "/rota.v1.UserService/WhoAmI"  # every user may ask who their token makes them
-ADMIN_SERVICES = {
-    "/rota.v1.AdminService/": "managing nodes",
-    "/rota.v1.GpuService/": "managing GPUs",
-    "/rota.v1.UserService/": "managing users, tokens and the audit log",
-}
 READ_ONLY = {
     "/rota.v1.JobService/ListJobs",
     "/rota.v1.JobService/GetJob",
@@ -51,7 +44,7 @@ READ_ONLY = {
     "/rota.v1.NodeService/GetNode",
     "/rota.v1.UserService/ListUsers",
     "/rota.v1.UserService/ListAudit",
-    WHO_AM_I,
+    "/rota.v1.UserService/WhoAmI",
     "/rota.v1.AccountingService/ListFinished",
     "/rota.v1.AccountingService/Summary",
     "/rota.v1.ReservationService/ListReservations",
@@ -93,92 +86,56 @@ def target_of(request: Any) -> str:
     return " ".join(parts)[:1024]
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Authenticates each call and records refusals and admin actions (see module doc)."""
+class AuthInterceptor(HandlerInterceptor):
+    """Authenticates each call and records refusals and admin actions (see module doc); what
+    a principal may do is the engine's to decide (``core.authz``)."""
 
     def __init__(self, engine: Engine, clock: Callable[[], float]) -> None:
         self.engine = engine
         self.clock = clock
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        method = handler_call_details.method
-        handler = await continuation(handler_call_details)
-        if handler is None or method == AGENT_STREAM or method.startswith(OPEN_PREFIXES):
-            return handler
-        token = bearer_token(handler_call_details.invocation_metadata)
-        who = None
-        if token:
-            who = self.engine.authenticate(token) or await self.engine.load_principal(token)
-        refusal = (grpc.StatusCode.UNAUTHENTICATED, _no_token(token)) if who is None else None
-        if who is not None:
-            area = next((w for p, w in ADMIN_SERVICES.items() if method.startswith(p)), "")
-            area = "" if method == WHO_AM_I else area
-            why = access.may_administer(who, area) if area else ""
-            if why:
-                refusal = (grpc.StatusCode.PERMISSION_DENIED, why)
-        return self._wrap(handler, method, who, refusal)
+    def wraps(self, method: str, handler: grpc.RpcMethodHandler) -> bool:
+        if method == AGENT_STREAM or method.startswith(OPEN_PREFIXES):
+            return False
+        if handler.request_streaming:
+            raise TypeError(f"{method}: client-streaming calls other than the agent stream")
+        return True
 
-    def _wrap(
+    async def prepare(self, details: grpc.HandlerCallDetails) -> Principal | None:
+        """The caller's principal; None without a current token."""
+        token = bearer_token(details.invocation_metadata)
+        if not token:
+            return None
+        return self.engine.authenticate(token) or await self.engine.load_principal(token)
+
+    async def enter(
         self,
-        handler: grpc.RpcMethodHandler,
+        prepared: Principal | None,
         method: str,
-        who: Principal | None,
-        refusal: tuple[grpc.StatusCode, str] | None,
-    ) -> grpc.RpcMethodHandler:
-        audit = self._audit
+        request: Any,
+        context: grpc.aio.ServicerContext,
+    ) -> Principal:
+        if prepared is None:
+            why = _no_token(bearer_token(context.invocation_metadata()))
+            await self._audit(method, None, request, context, grpc.StatusCode.UNAUTHENTICATED, why)
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, why)
+        assert prepared is not None
+        _PRINCIPAL.set(prepared)
+        return prepared
 
-        async def guard(request: Any, context: grpc.aio.ServicerContext) -> None:
-            if refusal is not None:
-                await audit(method, who, request, context, refusal[0], refusal[1])
-                await context.abort(*refusal)
-            assert who is not None
-            _PRINCIPAL.set(who)
-
-        async def finish(request: Any, context: grpc.aio.ServicerContext, ok: bool) -> None:
-            assert who is not None
-            code = context.code()
-            if code in REFUSED:
-                await audit(method, who, request, context, code, context.details() or "")
-            elif ok and who.admin and method not in READ_ONLY and method != SUBMIT:
-                await audit(method, who, request, context, None, "")
-
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await guard(request, context)
-                ok = False
-                try:
-                    reply = await inner(request, context)
-                    ok = True
-                    return reply
-                finally:
-                    await finish(request, context, ok)
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary, handler.request_deserializer, handler.response_serializer
-            )
-        if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
-
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                await guard(request, context)
-                ok = False
-                try:
-                    async for item in inner_stream(request, context):
-                        yield item
-                    ok = True
-                finally:
-                    await finish(request, context, ok)
-
-            return grpc.unary_stream_rpc_method_handler(
-                stream, handler.request_deserializer, handler.response_serializer
-            )
-        raise TypeError(f"{method}: client-streaming calls other than the agent stream")
+    async def leave(
+        self,
+        entered: Principal,
+        method: str,
+        request: Any,
+        context: grpc.aio.ServicerContext,
+        failed: BaseException | None,
+    ) -> None:
+        code = context.code()
+        if code in REFUSED:
+            await self._audit(method, entered, request, context, code, context.details() or "")
+        elif failed is None and entered.admin and method not in READ_ONLY and method != SUBMIT:
+            await self._audit(method, entered, request, context, None, "")
 
     async def _audit(
         self,

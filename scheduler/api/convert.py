@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rota.jobspec import JobSpec
+from rota.jobview import shown_reason
 from rota.messages import (
     AgentEvent,
     AgentOrder,
@@ -90,7 +91,9 @@ def job_to_pb(
         account=job.account,
         state=state_to_pb(job.state),
         state_code=job.state.code,
-        reason=job.reason or (job.warning if job.state.active else ""),
+        reason=shown_reason(job.state, job.reason, job.warning),
+        held=job.held,
+        warning=job.warning,
         has_exit_code=job.exit_code is not None,
         exit_code=job.exit_code or 0,
         attempt=job.attempt,

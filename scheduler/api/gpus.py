@@ -19,12 +19,10 @@ class GpuServicer(pb_grpc.GpuServiceServicer):
 
     @unary
     async def ResumeGpu(self, request: pb.GpuActionRequest, context: Any) -> pb.GpuActionResponse:
-        message = await self.engine.resume_gpu(request.node, request.index, caller().user)
+        message = await self.engine.resume_gpu(request.node, request.index, caller())
         return pb.GpuActionResponse(message=message)
 
     @unary
     async def DrainGpu(self, request: pb.GpuActionRequest, context: Any) -> pb.GpuActionResponse:
-        message = await self.engine.drain_gpu(
-            request.node, request.index, caller().user, request.reason
-        )
+        message = await self.engine.drain_gpu(request.node, request.index, request.reason, caller())
         return pb.GpuActionResponse(message=message)

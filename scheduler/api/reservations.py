@@ -16,7 +16,7 @@ from rota.v1 import rota_pb2_grpc as pb_grpc
 
 class ReservationServicer(pb_grpc.ReservationServiceServicer):
     """Bookings of GPUs, made as the caller (the token's user); who may book for whom:
-    ``core.access.may_book``, caps: ``core.booking``."""
+    ``core.authz.may_book``, caps: ``core.booking``."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

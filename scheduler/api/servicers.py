@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 
+from rota.scheduler.agent_hub import AgentSession
 from rota.scheduler.api import convert
 from rota.scheduler.api.accounting import AccountingServicer
 from rota.scheduler.api.admin import AdminServicer
@@ -24,7 +25,7 @@ from rota.scheduler.api.reservations import ReservationServicer, add_bookings
 from rota.scheduler.api.users import UserServicer
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
-from rota.scheduler.engine import AgentSession, Engine
+from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 

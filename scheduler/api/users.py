@@ -41,30 +41,33 @@ class UserServicer(pb_grpc.UserServiceServicer):
             request.default_account,
             None if request.uid < 0 else request.uid,
             None if request.gid < 0 else request.gid,
+            caller(),
         )
         return pb.UserTokenResponse(user=user_to_pb(user), token=token)
 
     @unary
     async def ListUsers(self, request: pb.ListUsersRequest, context: Any) -> pb.ListUsersResponse:
-        return pb.ListUsersResponse(users=[user_to_pb(u) for u in await self.engine.list_users()])
+        return pb.ListUsersResponse(
+            users=[user_to_pb(u) for u in await self.engine.list_users(caller())]
+        )
 
     @unary
     async def RevokeUser(self, request: pb.UserNameRequest, context: Any) -> pb.User:
-        return user_to_pb(await self.engine.revoke_user(request.name))
+        return user_to_pb(await self.engine.revoke_user(request.name, caller()))
 
     @unary
     async def NewToken(self, request: pb.UserNameRequest, context: Any) -> pb.UserTokenResponse:
-        user, token = await self.engine.new_token(request.name)
+        user, token = await self.engine.new_token(request.name, caller())
         return pb.UserTokenResponse(user=user_to_pb(user), token=token)
 
     @unary
     async def WhoAmI(self, request: pb.WhoAmIRequest, context: Any) -> pb.User:
         """The caller's own user: the one its token names."""
-        return user_to_pb(await self.engine.get_user(caller().user))
+        return user_to_pb(await self.engine.who_am_i(caller()))
 
     @unary
     async def ListAudit(self, request: pb.ListAuditRequest, context: Any) -> pb.ListAuditResponse:
-        entries = await self.engine.audit(request.since, request.limit)
+        entries = await self.engine.audit(request.since, request.limit, caller())
         return pb.ListAuditResponse(
             entries=[
                 pb.AuditEntry(

@@ -14,12 +14,13 @@ applied.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
 from rota.scheduler.api.convert import spec_from_pb
+from rota.scheduler.api.intercept import HandlerInterceptor
 from rota.scheduler.cluster.reservation import FLAGS
 from rota.v1 import rota_pb2 as pb
 from rota.validate import (
@@ -222,47 +223,20 @@ def problem(method: str, request: Any, rules: Rules) -> str:
     return ""
 
 
-class ValidationInterceptor(grpc.aio.ServerInterceptor):
+class ValidationInterceptor(HandlerInterceptor):
     """Answers INVALID_ARGUMENT for a request that ``problem`` refuses."""
 
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        method = handler_call_details.method
+    def wraps(self, method: str, handler: grpc.RpcMethodHandler) -> bool:
         # rota's own RPCs only: the standard services (health, reflection) stream by
         # context.write, which a wrapping async generator would break
-        if handler is None or handler.request_streaming or not method.startswith("/rota."):
-            return handler
-        rules = self.rules
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
+        return method.startswith("/rota.")
 
-            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                refused = problem(method, request, rules)
-                if refused:
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused)
-                return await inner(request, context)
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary, handler.request_deserializer, handler.response_serializer
-            )
-        if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
-
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                refused = problem(method, request, rules)
-                if refused:
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused)
-                async for item in inner_stream(request, context):
-                    yield item
-
-            return grpc.unary_stream_rpc_method_handler(
-                stream, handler.request_deserializer, handler.response_serializer
-            )
-        return handler
+    async def enter(
+        self, prepared: Any, method: str, request: Any, context: grpc.aio.ServicerContext
+    ) -> None:
+        refused = problem(method, request, self.rules)
+        if refused:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rota.scheduler.policy.snapshot import ReservationView
+from rota.scheduler.policy.snapshot import ReservationView, recurring_windows
 
 MAINT = "MAINT"  # blocks everyone but its own jobs; may overlap other reservations
 IGNORE_JOBS = "IGNORE_JOBS"  # may be created over GPUs that running jobs hold
@@ -64,18 +64,7 @@ class Reservation:
     def windows(self, start: float, end: float) -> list[tuple[float, float]]:
         """This reservation's windows (the current one and, if it recurs, the later ones) that
         meet ``[start, end)``, earliest first."""
-        period = self.period
-        if not period:
-            return [(self.start, self.end)] if start < self.end and self.start < end else []
-        first = max(0, int((start - self.end) // period))
-        out = []
-        k = first
-        while self.start + k * period < end:
-            w = (self.start + k * period, self.end + k * period)
-            if w[0] < end and start < w[1]:
-                out.append(w)
-            k += 1
-        return out
+        return recurring_windows(self.start, self.end, self.period, start, end)
 
     def cells(self) -> set[tuple[str, int]]:
         """Every reserved (node, GPU index)."""
@@ -98,5 +87,6 @@ class Reservation:
                 maint=self.maint,
                 lend=self.lend,
                 flex=self.flex,
+                period=self.period,
             )
         return self.view

@@ -17,6 +17,7 @@ from rota.scheduler.cluster.accounting import (
 from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.store.protocols import UsageRepository
 from rota.states import JobState
 
 PURGE_EVERY = 3600.0  # seconds between retention purges
@@ -81,11 +82,13 @@ class AccountingService:
     def __init__(
         self,
         model: ClusterModel,
+        store: UsageRepository,
         meter: UsageMeter,
         config: SchedulerConfig,
         clock: Callable[[], float],
     ) -> None:
         self.model = model
+        self.store = store
         self.meter = meter
         self.config = config
         self.clock = clock
@@ -94,7 +97,7 @@ class AccountingService:
     def flush(self) -> None:
         ended = self.meter.take_ended()
         if ended:
-            self.model.store.save_usage(ended)
+            self.store.save(ended)
 
     def tick(self) -> None:
         """Write ended jobs' figures; purge jobs that ended before the retention period (at
@@ -104,11 +107,11 @@ class AccountingService:
         retention = self.config.accounting_retention
         if retention > 0 and now - self._purged_at >= PURGE_EVERY:
             self._purged_at = now
-            self.model.store.purge_ended(now - retention)
+            self.store.purge_ended(now - retention)
 
     def finished(self, query: AccountingQuery) -> list[FinishedJob]:
         self.flush()
-        return self.model.store.finished_jobs(query)
+        return self.store.finished(query)
 
     def summary(self, query: AccountingQuery) -> tuple[list[UsageTotal], list[UsageTotal]]:
         """GPU-hours and mean utilisation per user and per account."""

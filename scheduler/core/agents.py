@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import logging
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.liveness import Liveness, keepalive_interval
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
+from rota.scheduler.store.protocols import NodeRepository
 from rota.states import ACTIVE_STATES, JobState
 from rota.validate import SpecError, check_node_name
 
@@ -35,12 +37,14 @@ class AgentService:
     def __init__(
         self,
         model: ClusterModel,
+        store: NodeRepository,
         lifecycle: Lifecycle,
         liveness: Liveness,
         config: SchedulerConfig,
         clock: Callable[[], float],
     ) -> None:
         self.model = model
+        self.store = store
         self.lifecycle = lifecycle
         self.liveness = liveness
         self.config = config
@@ -91,7 +95,7 @@ class AgentService:
         node.down_since = None
         node.engine_healthy = True
         node.attempts = hello.attempts
-        self.model.store.save_node(node)
+        self.store.save(node)
         running = {(a.job_id, a.attempt): a.running for a in hello.attempts}
         keep: list[RunningAttempt] = []
         orders: Orders = []
@@ -173,7 +177,7 @@ class AgentService:
         node.connected = False
         node.session = 0
         node.down_since = self.clock()
-        self.model.store.save_node(node)
+        self.store.save(node)
         self.model.bump()
         log.warning("node %s disconnected", node_name)
 
@@ -195,6 +199,7 @@ class AgentService:
             orders.append((node_name, EventAck(ev.job_id, ev.attempt)))
         if not current or job is None:
             return orders
+        was, job = job, dataclasses.replace(job)  # committed, then swapped in (model.commit)
         events: list[JobEvent] = []
         when = ev.time or self.clock()
         if ev.kind == "STARTED":
@@ -208,7 +213,7 @@ class AgentService:
         else:
             final, why = self._final_state(job, ev)
             events.extend(self._gang_part_ended(job, node_name, final, why, ev, orders))
-        self.model.commit([job], events)
+        self.model.commit([job], events, replaced=[was])
         self.model.bump()
         return orders
 

@@ -67,3 +67,18 @@ class RefusalLimiter:
     def _forget(self, now: float) -> None:
         for host in [h for h, w in self._windows.items() if now - w[0] >= WINDOW]:
             del self._windows[host]
+
+
+def agent_refusal(
+    node: str, peer: str, what: str, target: str, why: str, when: float
+) -> AuditEntry:
+    """The audit entry of a refused message (``what``) of ``node``'s agent stream."""
+    return AuditEntry(
+        when,
+        f"node:{node}",
+        f"AgentService/Connect {what}",
+        target,
+        peer,
+        allowed=False,
+        detail=why,
+    )

@@ -1,6 +1,6 @@
 """How much a user may book: the caps an admin sets on reservations (off until set).
 
-Who may book for whom is authorisation (``core.access.may_book``); these caps bind users who
+Who may book for whom is authorisation (``core.authz.may_book``); these caps bind users who
 are not admins, and a refusal names the cap.
 """
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from rota.scheduler.cluster.model import REVOKED_HOLD, HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
-from rota.scheduler.core.access import hold_kind, hold_reason
+from rota.scheduler.core.authz import hold_kind, hold_reason
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.lookup import CancelResult, JobLookup

@@ -1,6 +1,6 @@
 """GPU health, occupancy and idle jobs (rules in ``cluster.gpus`` and docs/gpus.md).
 
-Unhealthy marks are persisted (``Store.save_gpu_marks``); everything else here is derived from
+Unhealthy marks are persisted (``NodeRepository.save_gpu_marks``); everything else here is derived from
 telemetry and kept in memory. The snapshot builder reads ``blocked``; the engine calls
 ``node_joined`` after a hello, ``observe`` after a heartbeat and ``idle_jobs`` on every tick.
 """
@@ -24,6 +24,7 @@ from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import NotFound, UserError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.store.protocols import JobRepository, NodeRepository
 from rota.states import JobState
 
 log = logging.getLogger("rota.scheduler")
@@ -36,15 +37,18 @@ class GpuHealth:
     def __init__(
         self,
         model: ClusterModel,
+        store: NodeRepository,
+        jobs: JobRepository,
         lifecycle: Lifecycle,
         config: SchedulerConfig,
         clock: Callable[[], float],
     ) -> None:
+        """``store`` keeps the marks; ``jobs`` gives the warnings of live jobs at start-up."""
         self.model = model
+        self.store = store
         self.lifecycle = lifecycle
         self.config = config
         self.clock = clock
-        store = model.store
         self.marks: dict[str, dict[int, GpuMark]] = {
             name: {m.index: m for m in marks} for name, marks in store.gpu_marks().items()
         }
@@ -61,7 +65,7 @@ class GpuHealth:
                 self._active_at[job.id] = now
                 warnings = [
                     e.reason
-                    for e in store.events(job.id)
+                    for e in jobs.events(job.id)
                     if e.kind is HistoryKind.WARNING and e.attempt == job.attempt
                 ]
                 job.warning = warnings[-1] if warnings else ""
@@ -91,7 +95,7 @@ class GpuHealth:
             kept[index] = dataclasses.replace(mark, index=index)
         if kept != marks:
             self.marks[node.name] = kept
-            self.model.store.save_gpu_marks(node.name, kept.values())
+            self.store.save_gpu_marks(node.name, kept.values())
 
     def observe(self, node_name: str, session: int) -> bool:
         """Judge the fresh heartbeat of the live session ``session``: mark, auto-resume, dirty,
@@ -146,7 +150,7 @@ class GpuHealth:
                     "dirty" if track.dirty else "busy" if track.busy else "free again",
                 )
         if marks_changed:
-            self.model.store.save_gpu_marks(node.name, marks.values())
+            self.store.save_gpu_marks(node.name, marks.values())
             changed = True
         if jobs:
             self.model.commit(jobs, events)
@@ -219,7 +223,7 @@ class GpuHealth:
         mark = marks.pop(index, None)
         if mark is None:
             return f"GPU {index} on {node.name} is not marked unhealthy; nothing to do"
-        self.model.store.save_gpu_marks(node.name, marks.values())
+        self.store.save_gpu_marks(node.name, marks.values())
         self._tracks.get(node.name, {}).pop(index, None)
         self._blocked.pop(node.name, None)
         self.model.bump()
@@ -236,7 +240,7 @@ class GpuHealth:
         why = reason or f"drained by {user}"
         marks = self.marks.setdefault(node.name, {})
         marks[index] = GpuMark(index, uuid, why, self.clock(), user)
-        self.model.store.save_gpu_marks(node.name, marks.values())
+        self.store.save_gpu_marks(node.name, marks.values())
         self._blocked.pop(node.name, None)
         job = self._holders(node.name).get(index)
         if job is not None:

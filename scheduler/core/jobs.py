@@ -28,7 +28,7 @@ from rota.scheduler.policy import Policy, reasons
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.fit import node_matches
 from rota.scheduler.policy.snapshot import Snapshot
-from rota.scheduler.store.store import DuplicateRequest, JobQuery
+from rota.scheduler.store.protocols import DuplicateRequest, JobQuery, JobRepository
 from rota.states import ACTIVE_STATES, JobState
 from rota.validate import SpecError, check_page_token
 
@@ -67,6 +67,7 @@ class JobService:
     def __init__(
         self,
         model: ClusterModel,
+        store: JobRepository,
         lookup: JobLookup,
         lifecycle: Lifecycle,
         snapshots: SnapshotBuilder,
@@ -79,6 +80,7 @@ class JobService:
         ),
     ) -> None:
         self.model = model
+        self.store = store
         self.lookup = lookup
         self.reservations = reservations  # why a job may not name a reservation (None: may)
         self.lifecycle = lifecycle
@@ -107,7 +109,7 @@ class JobService:
                 for item, base in zip(admission.new, admission.bases, strict=True)
             ]
         try:
-            stored = self.model.store.submit(admission.expand(), admission.request_ids, user)
+            stored = self.store.submit(admission.expand(), admission.request_ids, user)
         except DuplicateRequest:  # another writer stored one of these ids: answer from its rows
             return self.submit(items, user, test_only)
         self.adopt([job for group in stored for job in group])
@@ -118,7 +120,7 @@ class JobService:
         request_ids = [i.client_request_id for i in items if i.client_request_id]
         if len(request_ids) != len(set(request_ids)):
             raise UserError("client_request_id: must be unique within one SubmitJobs request")
-        known = self.model.store.known_requests(i.client_request_id for i in items)
+        known = self.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]
         for item in new_items:
             self._check_fits_cluster(item)
@@ -241,7 +243,7 @@ class JobService:
         if display_ids:
             query = dataclasses.replace(query, named=tuple(map(parse_display_id, display_ids)))
         if not query.states or set(query.states) - {JobState.PENDING, *ACTIVE_STATES}:
-            return [lookup.live(r) for r in self.model.store.query_jobs(query)]
+            return [lookup.live(r) for r in self.store.query(query)]
         match = query.matcher()
         jobs = self.model.jobs
         ids = sorted(jobs)
@@ -289,7 +291,7 @@ class JobService:
             if not jobs:
                 raise NotFound(f"job {display_id} does not exist")
             raise UserError(f"id: {display_id} is an array job; name one task like {display_id}_0")
-        return jobs[0], self.model.store.events(jobs[0].id)
+        return jobs[0], self.store.events(jobs[0].id)
 
     def explain_target(self, display_id: str) -> tuple[JobRecord, Snapshot | None]:
         """The job named and, when it is pending, a snapshot to explain it with."""

@@ -7,7 +7,7 @@ Transitions change a job in memory and return the event to commit; the caller co
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rota.messages import AgentOrder, KillOrder, LaunchOrder
 from rota.scheduler.cluster.model import REVOKED_HOLD, HistoryKind, JobEvent, JobRecord
@@ -170,16 +170,17 @@ class Lifecycle:
             )
         return orders
 
-    def master_port(self, job_id: int, node: str = "") -> int:
+    def master_port(self, job_id: int, node: str = "", placed: Sequence[JobRecord] = ()) -> int:
         """A gang's MASTER_PORT: from its id, moved on past the ports of other live gangs
-        whose first node is ``node`` (while the range has one free)."""
+        whose first node is ``node`` (while the range has one free); ``placed``: jobs placed
+        but not yet committed and swapped into the model."""
         low, high = self.config.master_port_range
         span = high - low + 1
         if not node:
             return low + job_id % span
         taken = {
             j.allocation[0].port or low + j.id % span
-            for j in self.model.jobs.values()
+            for j in [*self.model.jobs.values(), *placed]
             if j.id != job_id and len(j.allocation) > 1 and j.allocation[0].node == node
         }
         for step in range(span):

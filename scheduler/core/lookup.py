@@ -11,7 +11,7 @@ from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.model import ClusterModel
-from rota.scheduler.store.store import JobQuery
+from rota.scheduler.store.protocols import JobQuery, JobRepository
 from rota.states import JobState
 from rota.validate import is_job_id
 
@@ -41,18 +41,18 @@ class CancelResult:
 class JobLookup:
     """Resolves ``123`` (a job, or every task of array 123) and ``123_4``."""
 
-    def __init__(self, model: ClusterModel) -> None:
+    def __init__(self, model: ClusterModel, store: JobRepository) -> None:
         self.model = model
+        self.store = store
 
     def resolve(self, display_id: str) -> list[JobRecord]:
         """Copies of the jobs ``display_id`` names (none when it names nothing); UserError
         when it is not shaped like a job id."""
-        store = self.model.store
         job_id, task_id = parse_display_id(display_id)
         if task_id is not None:  # one task: found by the (array, task) index
             named = JobQuery(array_ids=(job_id,), task_ids=(task_id,))
-            return [self.live(r) for r in store.query_jobs(named)]
-        rows = store.query_jobs(JobQuery(ids=(job_id,), array_ids=(job_id,)))
+            return [self.live(r) for r in self.store.query(named)]
+        rows = self.store.query(JobQuery(ids=(job_id,), array_ids=(job_id,)))
         return [self.live(r) for r in rows if r.array_job_id in (None, job_id)]
 
     def live(self, job: JobRecord) -> JobRecord:

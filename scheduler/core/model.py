@@ -13,16 +13,18 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
-from rota.scheduler.store.store import Store
+from rota.scheduler.store.protocols import JobRepository, NodeRepository
 
 
 class ClusterModel:
     """Live jobs by id and nodes by name, as committed. Not thread-safe."""
 
-    def __init__(self, store: Store, clock: Callable[[], float]) -> None:
-        self.store = store
-        self.jobs: dict[int, JobRecord] = {j.id: j for j in store.active_jobs()}
-        self.nodes: dict[str, NodeState] = {n.name: n for n in store.nodes()}
+    def __init__(
+        self, jobs: JobRepository, nodes: NodeRepository, clock: Callable[[], float]
+    ) -> None:
+        self._stored = jobs  # where ``commit`` writes
+        self.jobs: dict[int, JobRecord] = {j.id: j for j in jobs.active()}
+        self.nodes: dict[str, NodeState] = {n.name: n for n in nodes.all()}
         now = clock()
         for node in self.nodes.values():
             node.down_since = now  # no agent is connected until it says hello
@@ -30,17 +32,42 @@ class ClusterModel:
         self.starts: dict[int, float] = {}  # estimated starts of the last applied plan
         self._changed: set[int] = set(self.jobs)
         self._gathered: tuple[dict[int, JobRecord], list[JobEvent]] | None = None
+        self._replaced: list[JobRecord] = []  # the records the gathered ones replace
 
-    def commit(self, jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> None:
+    def commit(
+        self,
+        jobs: Sequence[JobRecord],
+        events: Sequence[JobEvent],
+        replaced: Sequence[JobRecord] = (),
+    ) -> None:
         """Store changed jobs and their events in one transaction and mark them changed
-        (inside ``together()``: when the block ends)."""
+        (inside ``together()``: when the block ends). Commit, then swap: ``jobs`` may be new
+        records built (``dataclasses.replace``) from ``replaced``, the model's: they take
+        their place (live ones; ended ones leave) only once stored. When the write fails the
+        error propagates and the model keeps ``replaced`` as they were."""
         if self._gathered is None:
-            self.store.save(jobs, events)
+            try:
+                self._stored.save(jobs, events)
+            except BaseException:
+                self._restore(replaced)
+                raise
+            self._swap(jobs, replaced)
         else:
             self._gathered[0].update((j.id, j) for j in jobs)
             self._gathered[1].extend(events)
+            self._replaced.extend(replaced)
         self.touch(j.id for j in jobs)
         self.touch(e.job_id for e in events)
+
+    def _swap(self, jobs: Iterable[JobRecord], replaced: Sequence[JobRecord]) -> None:
+        ids = {j.id for j in replaced}
+        for job in jobs:
+            if job.id in ids and not job.state.terminal:
+                self.jobs[job.id] = job
+
+    def _restore(self, replaced: Sequence[JobRecord]) -> None:
+        for job in replaced:
+            self.jobs[job.id] = job
 
     @contextlib.contextmanager
     def together(self) -> Iterator[None]:
@@ -51,12 +78,18 @@ class ClusterModel:
             yield
             return
         gathered: tuple[dict[int, JobRecord], list[JobEvent]] = ({}, [])
-        self._gathered = gathered
+        self._gathered, self._replaced = gathered, []
+        replaced = self._replaced
         try:
             yield
         finally:
             self._gathered = None
-        self.store.save(gathered[0].values(), gathered[1])
+        try:
+            self._stored.save(gathered[0].values(), gathered[1])
+        except BaseException:
+            self._restore(replaced)
+            raise
+        self._swap(gathered[0].values(), replaced)
 
     def touch(self, ids: Iterable[int]) -> None:
         """Mark jobs changed (their snapshot views are rebuilt)."""

@@ -21,6 +21,7 @@ from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token, new_token
+from rota.scheduler.store.protocols import NodeRepository
 from rota.states import ACTIVE_STATES, JobState
 from rota.validate import SpecError, check_labels, check_node_name, normal_name
 
@@ -66,12 +67,14 @@ class NodeService:
     def __init__(
         self,
         model: ClusterModel,
+        store: NodeRepository,
         lifecycle: Lifecycle,
         gpus: GpuHealth,
         config: SchedulerConfig,
         clock: Callable[[], float],
     ) -> None:
         self.model = model
+        self.store = store
         self.lifecycle = lifecycle
         self.gpus = gpus
         self.config = config
@@ -98,7 +101,7 @@ class NodeService:
         node.token_hash = hash_token(token)
         if labels:
             node.labels = {**node.labels, **labels}
-        self.model.store.save_node(node)
+        self.store.save(node)
         self.model.bump()
         log.info("node %s %s by %s", name, "token rotated" if rotate_token else "added", user)
         return token
@@ -112,7 +115,7 @@ class NodeService:
         node.reason = reason.strip()
         node.reason_by = user
         node.reason_time = self.clock()
-        self.model.store.save_node(node)
+        self.store.save(node)
         self.model.bump()
         log.info("node %s drained by %s: %s", name, user, node.reason)
 
@@ -125,7 +128,7 @@ class NodeService:
         node.reason = ""
         node.reason_by = ""
         node.reason_time = None
-        self.model.store.save_node(node)
+        self.store.save(node)
         self.model.bump()
         log.info("node %s resumed by %s", name, user)
 
@@ -156,7 +159,7 @@ class NodeService:
             events.extend(life.attempt_ended(job, JobState.NODE_FAIL, why, orders))
             (requeued if job.state is JobState.PENDING else failed).append(job.display_id)
         self.model.commit(jobs, events)
-        self.model.store.delete_node(name)
+        self.store.delete(name)
         del self.model.nodes[name]
         self.model.bump()
         log.info("node %s removed by %s", name, user)

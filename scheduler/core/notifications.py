@@ -1,6 +1,6 @@
 """Job-end webhooks: which are due, what they say, and what happened to each try.
 
-A webhook is queued by the store in the transaction that ends its job (``Store.save``), so it
+A webhook is queued by the store in the transaction that ends its job (``JobRepository.save``), so it
 survives a restart. This service runs on the core thread like every other; the posting itself
 happens off it (``rota.scheduler.notifier``). Each failure and the final give-up or delivery is
 recorded as an event of the job, shown by ``gcontrol show job``; a failure says only "failed"
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from rota.jobends import end_event
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.store.store import Store
+from rota.scheduler.store.protocols import NoticeRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,9 @@ class Delivery:
 class NotificationService:
     """Hands out due webhooks and records their outcome, backing off exponentially."""
 
-    def __init__(self, store: Store, config: SchedulerConfig, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, store: NoticeRepository, config: SchedulerConfig, clock: Callable[[], float]
+    ) -> None:
         self.store = store
         self.config = config
         self.clock = clock
@@ -43,7 +45,7 @@ class NotificationService:
         """Up to ``limit`` webhooks due now; each is not due again until it could have timed
         out twice (so one whose outcome a crash lost is posted again: at least once)."""
         lease = 2 * self.config.notify_timeout + 5.0
-        notices = self.store.claim_notices(self.clock(), lease, limit)
+        notices = self.store.claim(self.clock(), lease, limit)
         return [
             Delivery(n.job.id, n.job.attempt, n.job.state.value, n.url, payload(n.job), n.tries)
             for n in notices
@@ -52,7 +54,7 @@ class NotificationService:
     def delivered(self, delivery: Delivery, status: int) -> None:
         tries = delivery.tries + 1
         text = f"notification delivered to {url_shown(delivery.url)} (HTTP {status}, try {tries})"
-        self.store.notice_done(delivery.job_id, self._event(delivery, HistoryKind.INFO, text))
+        self.store.done(delivery.job_id, self._event(delivery, HistoryKind.INFO, text))
 
     def failed(self, delivery: Delivery) -> None:
         """Retry after a backoff that doubles each time, or give up after ``notify_tries``."""
@@ -61,14 +63,12 @@ class NotificationService:
         where = url_shown(delivery.url)
         if tries >= limit:
             text = f"notification to {where} failed: given up after {tries} tries"
-            self.store.notice_done(
-                delivery.job_id, self._event(delivery, HistoryKind.WARNING, text)
-            )
+            self.store.done(delivery.job_id, self._event(delivery, HistoryKind.WARNING, text))
             return
         wait = min(self.config.notify_backoff * 2 ** (tries - 1), self.config.notify_max_backoff)
         text = f"notification to {where} failed (try {tries} of {limit}); next in {wait:g}s"
         event = self._event(delivery, HistoryKind.WARNING, text)
-        self.store.notice_retry(delivery.job_id, tries, self.clock() + wait, event)
+        self.store.retry(delivery.job_id, tries, self.clock() + wait, event)
 
     def _event(self, delivery: Delivery, kind: HistoryKind, text: str) -> JobEvent:
         state = delivery.state

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeAlloc
-from rota.scheduler.core.access import hold_reason
+from rota.scheduler.core.authz import hold_reason
 from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.policy.snapshot import Allocation, Placement, Plan, Snapshot
+from rota.scheduler.store.protocols import JobRepository
 from rota.states import JobState
 
 
@@ -19,17 +21,17 @@ class Planner:
     def __init__(
         self,
         model: ClusterModel,
+        store: JobRepository,
         lifecycle: Lifecycle,
         snapshots: SnapshotBuilder,
         clock: Callable[[], float],
-        window_end: Callable[[str, float], float | None] = lambda name, now: None,
         revoked: Callable[[str], bool] = lambda user: False,
     ) -> None:
         self.model = model
+        self.store = store
         self.lifecycle = lifecycle
         self.snapshots = snapshots
         self.clock = clock
-        self.window_end = window_end  # end of an open reservation's window, by name
         self.revoked = revoked  # whether a user is revoked: their jobs are held, never started
 
     def snapshot(self) -> Snapshot:
@@ -39,18 +41,21 @@ class Planner:
     def place(self, placements: Sequence[Placement]) -> Orders:
         """Commit the placements that still fit (one transaction) and return their launch
         orders; a placement that no longer fits is dropped and re-planned next pass. The
-        leading parts of a large plan go through here, each in a core-thread hop of its own."""
+        leading parts of a large plan go through here, each in a core-thread hop of its own.
+        A failed commit raises and changes nothing in the model."""
         orders, changed, events = self._place(placements)
         if changed:
-            self.model.commit(changed, events)
+            self.model.commit(changed, events, replaced=self._was(changed))
             self.model.bump()
         return orders
 
-    def apply(self, plan: Plan, version: int) -> Orders:
+    def apply(self, plan: Plan) -> Orders:
         """Commit a plan's placements that still fit, its preemptions, record reasons and
-        estimated starts, and return launch/kill orders. Placements that no longer fit are
-        dropped and re-planned next pass."""
-        del version
+        estimated starts, and return launch/kill orders. Nothing of the snapshot the plan was
+        made from is trusted: each placement and preemption is checked against the model as
+        it is now, and one that no longer fits is dropped and re-planned next pass. Commit,
+        then swap: the jobs changed are new records, swapped into the model once committed; a
+        failed commit raises and changes nothing in the model."""
         jobs = self.model.jobs
         life = self.lifecycle
         orders, changed, events = self._place(plan.placements)
@@ -58,11 +63,14 @@ class Planner:
             job = jobs.get(job_id)
             if job is None or job.state not in (JobState.CONFIGURING, JobState.RUNNING):
                 continue
+            job = replace(job)
             why = "preempted for a higher-priority job"
             events.append(life.transition(job, JobState.COMPLETING, why))
             job.stop_state = JobState.PREEMPTED.value
             changed.append(job)
             orders.extend(life.kill_orders(job, "preempted"))
+        if changed or events:
+            self.model.commit(changed, events, replaced=self._was(changed))
         waiting: list[tuple[int, str]] = []
         for job_id, reason in self.snapshots.changed_reasons(plan.reasons):
             job = jobs.get(job_id)
@@ -74,13 +82,15 @@ class Planner:
             waiting.append((job_id, reason))
         self.snapshots.applied(plan.reasons)
         self.model.starts = dict(plan.est_start)
-        if changed or events:
-            self.model.commit(changed, events)
         if waiting:  # derived data: written off the core thread, in chunks
-            self.model.store.write_reasons(waiting)
+            self.store.write_reasons(waiting)
         if changed or events or waiting:
             self.model.bump()
         return orders
+
+    def _was(self, changed: Sequence[JobRecord]) -> list[JobRecord]:
+        """The model's records of the jobs ``changed`` holds new records of."""
+        return [self.model.jobs[j.id] for j in changed if j.id in self.model.jobs]
 
     def _place(
         self, placements: Sequence[Placement]
@@ -102,6 +112,7 @@ class Planner:
             job = jobs.get(placement.job_id)
             if job is None or job.state is not JobState.PENDING or job.held:
                 continue
+            job = replace(job)  # swapped into the model once committed
             if self.revoked(job.user):  # planned before the revocation, or from before it
                 events.append(life.hold_revoked(job))
                 changed.append(job)
@@ -112,10 +123,10 @@ class Planner:
             for alloc in allocs:
                 used.setdefault(alloc.node, set()).update(alloc.gpus)
             if len(allocs) > 1:
-                allocs[0].port = life.master_port(job.id, allocs[0].node)
+                allocs[0].port = life.master_port(job.id, allocs[0].node, changed)
             job.attempt += 1
             job.allocation = allocs
-            self._fit_window(job)
+            self._fit_window(job, placement.deadline)
             job.reason = ""
             job.warning = ""  # a new attempt starts without the old one's warnings
             job.exit_code = None
@@ -127,15 +138,12 @@ class Planner:
             orders.extend(life.launch_orders(job))
         return orders, changed, events
 
-    def _fit_window(self, job: JobRecord) -> None:
-        """Cut the time limit of a job in a reservation so that it ends (TIMEOUT) with the
-        window."""
-        if not job.spec.reservation:
-            return
+    def _fit_window(self, job: JobRecord, deadline: float) -> None:
+        """Cut the job's time limit so that it ends (TIMEOUT) by the placement's ``deadline``
+        (its reservation window's end, as the policy computed it; 0: none)."""
         now = self.clock()
-        end = self.window_end(job.spec.reservation, now)
-        if end is not None and now + job.time_limit > end:
-            job.time_limit = max(end - now, 1.0)
+        if deadline and now + job.time_limit > deadline:
+            job.time_limit = max(deadline - now, 1.0)
 
     def _check_placement(
         self, allocations: Sequence[Allocation], used: dict[str, set[int]]

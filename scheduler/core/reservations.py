@@ -2,29 +2,25 @@
 
 The service keeps the reservations whose window is open or ahead in memory, loaded from the
 database when it is built, so a scheduler restart in the middle of a window changes nothing.
-Passes get them as frozen ``ReservationView``s (``views``); the policy enforces them
-(``policy/reserve.py``). Like every service, its methods run on the engine's core thread and
-commit before they return.
+Reads never write: they ask the pure ``ReservationCalendar`` (``policy/calendar.py``) built
+from the records and the clock, which moves recurring windows on and leaves ended ones out.
+Passes get its frozen ``ReservationView``s (``views``); the policy enforces them
+(``policy/reserve.py``). ``advance(now)``, called by the periodic tick only, is the one step
+that writes what time did: recurring windows moved on, ended ones forgotten and their pending
+jobs held, PURGE_COMP ones deleted. Like every service, its methods run on the engine's core
+thread and commit before they return. The GPUs a request gets: ``core/reservation_gpus.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rota.scheduler.cluster.model import RESERVATION_HOLD, HistoryKind, JobEvent, JobRecord
-from rota.scheduler.cluster.reservation import (
-    FLAGS,
-    IGNORE_JOBS,
-    MAINT,
-    PERIODS,
-    PURGE_COMP,
-    Reservation,
-)
+from rota.scheduler.cluster.reservation import IGNORE_JOBS, MAINT, PERIODS, PURGE_COMP, Reservation
 from rota.scheduler.cluster.users import Principal
-from rota.scheduler.core import access
+from rota.scheduler.core import authz
 from rota.scheduler.core.booking import BookingRules
 from rota.scheduler.core.errors import (
     AccessDenied,
@@ -34,40 +30,21 @@ from rota.scheduler.core.errors import (
     UserError,
 )
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.reservation_gpus import (
+    RECURRING_HORIZON,
+    GpuPicker,
+    ReservationRequest,
+    check_flags,
+    check_request,
+)
+from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.snapshot import ReservationView
-from rota.scheduler.store.reservations import ReservationStore
+from rota.scheduler.store.protocols import JobRepository, ReservationRepository
 from rota.states import ACTIVE_STATES, JobState
 from rota.validate import normal_flags
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-RECURRING_HORIZON = 28 * 86_400.0  # a recurring booking is checked for overlaps this far ahead
 GPU_FIELDS = frozenset({"nodes", "gpus", "gpu_type", "gpus_per_node"})
 UPDATABLE = frozenset({"start", "end", "users", "accounts", "flags", "lend"}) | GPU_FIELDS
-
-
-@dataclass(frozen=True, slots=True)
-class ReservationRequest:
-    """What ``greserve create`` asks for; ``start``/``end`` are Unix seconds.
-
-    GPUs come from ``nodes`` (every GPU of each) or ``gpus`` (a count, chosen among GPUs free
-    of other reservations in the window, optionally of ``gpu_type`` and ``gpus_per_node`` per
-    node); with both, the count is chosen among the GPUs of those nodes. ``gpu_ids`` (node ->
-    host GPU indices, as the dashboard's timeline selects them) books exactly those GPUs and
-    takes the place of the other GPU fields.
-    """
-
-    name: str
-    start: float
-    end: float
-    nodes: tuple[str, ...] = ()
-    gpus: int = 0
-    gpu_type: str = ""
-    gpus_per_node: int = 0
-    users: tuple[str, ...] = ()
-    accounts: tuple[str, ...] = ()
-    flags: tuple[str, ...] = ()
-    lend: bool = True
-    gpu_ids: Mapping[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,18 +79,20 @@ class ReservationService:
     def __init__(
         self,
         model: ClusterModel,
-        store: ReservationStore,
+        store: ReservationRepository,
+        jobs: JobRepository,
         clock: Callable[[], float],
         rules: BookingRules,
     ) -> None:
         self.model = model
         self.store = store
+        self.stored_jobs = jobs  # ended jobs that ran in a reservation
         self.clock = clock
-        self.rules = rules  # caps on users' bookings (who may book for whom: core.access)
+        self.rules = rules  # caps on users' bookings (who may book for whom: core.authz)
+        self.picker = GpuPicker(model, clock)
         self.live: dict[str, Reservation] = {r.name: r for r in store.current(clock())}
-        self._views: tuple[ReservationView, ...] | None = None
-        self._prune(clock())  # recurring ones that ended while the scheduler was down move on
-        self._hold_orphans(None)  # pending jobs of those that ended meanwhile
+        self._views: tuple[ReservationView, ...] | None = None  # of ``live``, as stored
+        self._swept = False  # the first ``advance`` holds jobs of reservations gone meanwhile
 
     # ---------------------------------------------------------------- RPCs
 
@@ -121,10 +100,9 @@ class ReservationService:
         """Validate, resolve the GPUs, check the principal's rights (AccessDenied) and caps
         (Conflict naming the cap), and store a reservation; errors change nothing."""
         now = self.clock()
-        self._prune(now)
         if request.name in self.live or self.store.exists(request.name):
             raise AlreadyExists(f"name: a reservation named {request.name!r} exists already")
-        exact = self._known_gpus(request.gpu_ids) if request.gpu_ids else None
+        exact = self.picker.known_gpus(request.gpu_ids) if request.gpu_ids else None
         r = self._resolve(request, principal, now, exclude="", gpus=exact)
         r.created_at = now
         self.store.save(r)
@@ -140,7 +118,7 @@ class ReservationService:
         keeps its start and its GPUs. Errors change nothing."""
         now = self.clock()
         old = self.get(name)
-        refusal = access.may_change_reservation(principal, name, old.created_by)
+        refusal = authz.may_change_reservation(principal, name, old.created_by)
         if refusal:
             raise AccessDenied(refusal)
         fields = set(given)
@@ -196,10 +174,9 @@ class ReservationService:
         may not book (for other users or accounts) refuses the whole import (AccessDenied
         naming the booking): that is a matter of rights, not of a bad row."""
         now = self.clock()
-        self._prune(now)
         for request in requests:
             flags = normal_flags(request.flags)
-            refusal = access.may_book(principal, request.users, request.accounts, flags)
+            refusal = authz.may_book(principal, request.users, request.accounts, flags)
             if refusal:
                 raise AccessDenied(f"booking {request.name}: {refusal}")
         refusals: list[str | None] = []
@@ -240,24 +217,25 @@ class ReservationService:
         ``exclude``), running jobs and ``principal``'s rights; ``gpus`` keeps those GPUs.
         The flags are normalised once: the value checked is the value stored."""
         flags = normal_flags(request.flags)
-        refusal = access.may_book(principal, request.users, request.accounts, flags)
+        refusal = authz.may_book(principal, request.users, request.accounts, flags)
         if refusal:
             raise AccessDenied(refusal)
-        _check_flags(flags)
-        _check_request(request, now, gpus is not None)
+        check_flags(flags)
+        check_request(request, now, gpus is not None)
         period = next((PERIODS[f] for f in flags if f in PERIODS), 0.0)
         if period and request.end - request.start > period:
             raise UserError(f"end: a recurring window may last at most {period / 3600:g} h")
         probe = Reservation(request.name, request.start, request.end, {}, flags=flags)
-        busy = self._booked(probe, MAINT in flags, exclude)
+        picker = self.picker
+        busy = picker.booked(probe, MAINT in flags, exclude, self.live.values())
         if gpus is not None:
-            self._check_free(gpus, busy)
+            picker.check_free(gpus, busy)
         elif request.nodes and not request.gpus:
-            gpus = self._whole_nodes(request.nodes, busy)
+            gpus = picker.whole_nodes(request.nodes, busy)
         else:
-            gpus = self._choose(request, busy, IGNORE_JOBS in flags)
+            gpus = picker.choose(request, busy, IGNORE_JOBS in flags)
         if IGNORE_JOBS not in flags and not (exclude and self.jobs_of(exclude)):
-            self._check_jobs(gpus, request.start)
+            picker.check_jobs(gpus, request.start)
         r = Reservation(
             name=request.name,
             start=request.start,
@@ -280,7 +258,7 @@ class ReservationService:
         """Remove a reservation that no running job belongs to; its pending jobs then wait
         with ``ReservationDeleted``."""
         r = self.get(name)
-        refusal = access.may_change_reservation(principal, name, r.created_by)
+        refusal = authz.may_change_reservation(principal, name, r.created_by)
         if refusal:
             raise AccessDenied(refusal)
         jobs = self.jobs_of(name)
@@ -294,38 +272,55 @@ class ReservationService:
         return r
 
     def get(self, name: str) -> Reservation:
-        self._prune(self.clock())
-        r = self.live.get(name)
+        """Reservation ``name`` as of the clock (NotFound unless open or upcoming)."""
+        r = self._current(self.clock()).get(name)
         if r is None:
             raise NotFound(f"no reservation named {name!r} (open or upcoming)")
         return r
 
     def all(self) -> list[Reservation]:
-        """Open and upcoming reservations, earliest first."""
-        self._prune(self.clock())
-        return sorted(self.live.values(), key=lambda r: (r.start, r.name))
+        """Open and upcoming reservations as of the clock, earliest first."""
+        return sorted(self._current(self.clock()).values(), key=lambda r: (r.start, r.name))
 
     # ---------------------------------------------------------------- for other services
 
+    def calendar(self, now: float | None = None) -> ReservationCalendar:
+        """The reservations as of ``now`` (default: the clock); builds, never writes."""
+        return ReservationCalendar(self._stored_views(), self.clock() if now is None else now)
+
     def views(self, now: float) -> tuple[ReservationView, ...]:
-        """What a pass at ``now`` honours (the same tuple while nothing changed)."""
-        self._prune(now)
+        """What a pass at ``now`` honours: the calendar's reservations (the same tuple while
+        nothing changed and no window ended)."""
+        stored = self._stored_views()
+        if all(r.end > now for r in stored):
+            return stored
+        return ReservationCalendar(stored, now).reservations
+
+    def _stored_views(self) -> tuple[ReservationView, ...]:
         if self._views is None:
-            self._views = tuple(r.policy_view() for r in self.all())
+            live = sorted(self.live.values(), key=lambda r: (r.start, r.name))
+            self._views = tuple(r.policy_view() for r in live)
         return self._views
 
-    def window_end(self, name: str, now: float) -> float | None:
-        """End of reservation ``name``'s window when it is open at ``now``."""
-        r = self.live.get(name)
-        if r is None or r.flex:  # FLEX: its jobs may run past the window
-            return None
-        return r.end if r.start <= now < r.end else None
+    def _current(self, now: float) -> dict[str, Reservation]:
+        """The records as the calendar sees them at ``now``: ended ones left out, recurring
+        ones moved on (copies; ``live`` is unchanged)."""
+        out: dict[str, Reservation] = {}
+        for name, r in self.live.items():
+            if r.end > now:
+                out[name] = r
+            elif r.period:
+                moved = dataclasses.replace(r, view=None)
+                moved.advance(now)
+                out[name] = moved
+        return out
 
     def check_job(self, name: str, user: str, account: str) -> str | None:
         """Why a job of ``user``/``account`` may not name reservation ``name`` (None: it may)."""
-        r = self.live.get(name)
+        current = self._current(self.clock())
+        r = current.get(name)
         if r is None:
-            known = ", ".join(sorted(self.live)) or "none"
+            known = ", ".join(sorted(current)) or "none"
             return f"unknown reservation {name!r} (open or upcoming: {known})"
         if user not in r.users and account not in r.accounts:
             return (
@@ -337,12 +332,7 @@ class ReservationService:
     def reserved_now(self, now: float | None = None) -> dict[str, int]:
         """GPUs reserved at ``now`` (default: the clock) per node name."""
         at = self.clock() if now is None else now
-        out: dict[str, int] = {}
-        for r in self.live.values():
-            if r.start <= at < r.end:
-                for node, idx in r.gpus.items():
-                    out[node] = out.get(node, 0) + len(idx)
-        return out
+        return self.calendar(at).per_node(at)
 
     def on_nodes(self, names: Iterable[str]) -> dict[str, NodeBookings]:
         """The bookings of the nodes ``names`` that have any, now and next (windows up to
@@ -353,18 +343,17 @@ class ReservationService:
         now_names: dict[str, list[str]] = {}
         maint: set[str] = set()
         later: dict[str, list[tuple[float, str, int]]] = {}
-        for r in sorted(self.live.values(), key=lambda r: r.name):
-            for start, end in r.windows(now, now + RECURRING_HORIZON):
-                for node, idx in r.gpus.items():
-                    if node not in wanted:
-                        continue
-                    if start <= now < end:
-                        now_gpus[node] = now_gpus.get(node, 0) + len(idx)
-                        now_names.setdefault(node, []).append(r.name)
-                        if MAINT in r.flags:
-                            maint.add(node)
-                    elif start > now:
-                        later.setdefault(node, []).append((start, r.name, len(idx)))
+        for r, start, end in self.calendar(now).windows(now + RECURRING_HORIZON):
+            for node, idx in r.gpus.items():
+                if node not in wanted:
+                    continue
+                if start <= now < end:
+                    now_gpus[node] = now_gpus.get(node, 0) + len(idx)
+                    now_names.setdefault(node, []).append(r.name)
+                    if r.maint:
+                        maint.add(node)
+                elif start > now:
+                    later.setdefault(node, []).append((start, r.name, len(idx)))
         out: dict[str, NodeBookings] = {}
         for node in set(now_gpus) | set(later):
             first = min((t for t, _, _ in later.get(node, ())), default=0.0)
@@ -391,17 +380,24 @@ class ReservationService:
     # ---------------------------------------------------------------- internals
 
     def edges(self) -> list[float]:
-        """Every future start and end of the open and upcoming windows (the clock wakes the
-        scheduler then): runs the housekeeping due now first."""
-        now = self.clock()
-        self.housekeeping()
-        return sorted({t for r in self.live.values() for t in (r.start, r.end) if t > now})
+        """Every future start and end of the open and upcoming windows, as of the clock (the
+        reservation clock wakes the scheduler for a pass then)."""
+        return self.calendar().edges()
 
-    def housekeeping(self) -> list[str]:
-        """Move recurring reservations to their next window, forget ended ones and delete
-        open PURGE_COMP ones whose jobs have all ended; returns the names purged."""
-        now = self.clock()
-        self._prune(now)
+    def advance(self, now: float) -> list[str]:
+        """Write what the calendar says of ``now`` (the periodic tick calls this, nothing
+        else): recurring reservations whose window ended move to their next one, ended ones
+        are forgotten and their pending jobs held, open PURGE_COMP ones whose jobs have all
+        ended are deleted; returns the names purged."""
+        moved = False
+        ended: set[str] = set()
+        for name, r in list(self.live.items()):
+            if r.advance(now):
+                self.store.save(r)
+                moved = True
+            elif r.end <= now:
+                del self.live[name]
+                ended.add(name)
         purged = [
             r.name
             for r in list(self.live.values())
@@ -410,7 +406,12 @@ class ReservationService:
         for name in purged:
             self.store.delete(name)
             del self.live[name]
-        if purged:
+        if not self._swept:  # first step: also those that ended while the scheduler was down
+            self._swept = True
+            self._hold_orphans(None)
+        elif ended:
+            self._hold_orphans(ended, "has ended")
+        if moved or ended or purged:
             self._changed()
         return purged
 
@@ -422,7 +423,7 @@ class ReservationService:
         booked = max(0.0, until - r.start) * r.gpu_count()
         cells = r.cells()
         owners = lent = 0.0
-        jobs = [*self.model.jobs.values(), *self.model.store.ended_jobs(r.start)]
+        jobs = [*self.model.jobs.values(), *self.stored_jobs.ended(r.start)]
         for job in jobs:
             if job.start_time is None:
                 continue
@@ -440,22 +441,7 @@ class ReservationService:
         name = r.name
         if any(j.spec.reservation == name for j in self.model.jobs.values()):
             return False
-        return any(j.spec.reservation == name for j in self.model.store.ended_jobs(r.start))
-
-    def _prune(self, now: float) -> None:
-        changed = False
-        ended: set[str] = set()
-        for name, r in list(self.live.items()):
-            if r.advance(now):
-                self.store.save(r)
-                changed = True
-            elif r.end <= now:
-                del self.live[name]
-                ended.add(name)
-        if ended:
-            self._hold_orphans(ended, "has ended")
-        if changed or ended:
-            self._changed()
+        return any(j.spec.reservation == name for j in self.stored_jobs.ended(r.start))
 
     def _hold_orphans(self, names: set[str] | None, what: str = "is gone") -> None:
         """Hold the pending jobs that name a reservation of ``names`` (None: any reservation
@@ -484,174 +470,3 @@ class ReservationService:
     def _changed(self) -> None:
         self._views = None
         self.model.bump()
-
-    def _booked(self, probe: Reservation, maint: bool, exclude: str) -> dict[tuple[str, int], str]:
-        """GPUs other reservations (not ``exclude``) hold in any window of ``probe`` -> the
-        holder's name (none for a MAINT request, and MAINT reservations never conflict).
-        Recurring windows are compared over ``RECURRING_HORIZON``."""
-        if maint:
-            return {}
-        horizon = probe.end + (RECURRING_HORIZON if probe.period else 0.0)
-        windows = probe.windows(probe.start, horizon)
-        out: dict[tuple[str, int], str] = {}
-        for r in self.live.values():
-            if r.name != exclude and not r.maint and any(r.overlaps(s, e) for s, e in windows):
-                out.update(dict.fromkeys(r.cells(), r.name))
-        return out
-
-    def _check_free(
-        self, gpus: dict[str, tuple[int, ...]], busy: dict[tuple[str, int], str]
-    ) -> None:
-        clash = sorted({busy[(n, g)] for n, idx in gpus.items() for g in idx if (n, g) in busy})
-        if clash:
-            raise Conflict(f"start/end: its GPUs are reserved by {', '.join(clash)} then")
-
-    def _known_gpus(self, gpu_ids: Mapping[str, Iterable[int]]) -> dict[str, tuple[int, ...]]:
-        """``gpu_ids`` once every node and GPU index in it exists (UserError naming the
-        first that does not)."""
-        gpus: dict[str, tuple[int, ...]] = {}
-        for name, indices in sorted(gpu_ids.items()):
-            node = self.model.nodes.get(name)
-            if node is None:
-                known = ", ".join(sorted(self.model.nodes)) or "none"
-                raise UserError(f"gpus: unknown node {name!r} (registered: {known})")
-            have = sorted(g.index for g in node.inventory.gpus)
-            wanted = tuple(sorted(set(indices)))
-            missing = [i for i in wanted if i not in have]
-            if missing or not wanted:
-                raise UserError(
-                    f"gpus: node {name} has no GPU {missing[0] if missing else '(none given)'} "
-                    f"(its GPUs: {', '.join(map(str, have)) or 'none reported'})"
-                )
-            gpus[name] = wanted
-        return gpus
-
-    def _whole_nodes(
-        self, names: Iterable[str], busy: dict[tuple[str, int], str]
-    ) -> dict[str, tuple[int, ...]]:
-        gpus: dict[str, tuple[int, ...]] = {}
-        for name in names:
-            node = self.model.nodes.get(name)
-            if node is None:
-                known = ", ".join(sorted(self.model.nodes)) or "none"
-                raise UserError(f"nodes: unknown node {name!r} (registered: {known})")
-            idx = tuple(g.index for g in node.inventory.gpus)
-            if not idx:
-                raise UserError(f"nodes: node {name!r} has no GPUs (its agent has not reported)")
-            clash = sorted({busy[(name, g)] for g in idx if (name, g) in busy})
-            if clash:
-                raise Conflict(
-                    f"nodes: GPUs of {name} are reserved by {', '.join(clash)} in that window"
-                )
-            gpus[name] = idx
-        return gpus
-
-    def _held_until(self) -> dict[tuple[str, int], tuple[int, float]]:
-        """(node, GPU) -> (job id, expected end) of the GPUs running jobs hold."""
-        out: dict[tuple[str, int], tuple[int, float]] = {}
-        now = self.clock()
-        for job in self.model.jobs.values():
-            if job.state not in ACTIVE_STATES:
-                continue
-            end = (job.start_time or now) + job.time_limit
-            if job.state is JobState.COMPLETING:
-                end = now
-            for a in job.allocation:
-                for g in a.gpus:
-                    out[(a.node, g)] = (job.id, end)
-        return out
-
-    def _choose(
-        self, request: ReservationRequest, busy: dict[tuple[str, int], str], ignore_jobs: bool
-    ) -> dict[str, tuple[int, ...]]:
-        """``request.gpus`` GPUs free of other reservations (and of jobs running into the
-        window unless ``ignore_jobs``): the fewest nodes, lowest indices."""
-        held = {} if ignore_jobs else self._held_until()
-        unknown = [n for n in request.nodes if n not in self.model.nodes]
-        if unknown:
-            known = ", ".join(sorted(self.model.nodes)) or "none"
-            raise UserError(f"nodes: unknown node {unknown[0]!r} (registered: {known})")
-        per = request.gpus_per_node
-        kind = request.gpu_type.lower()
-        candidates: list[tuple[str, list[int]]] = []
-        for node in sorted(self.model.nodes.values(), key=lambda n: n.name):
-            if request.nodes and node.name not in request.nodes:
-                continue
-            free = [
-                g.index
-                for g in node.inventory.gpus
-                if (not kind or kind in g.name.lower())
-                and (node.name, g.index) not in busy
-                and held.get((node.name, g.index), (0, 0.0))[1] <= request.start
-            ]
-            if len(free) >= max(per, 1):
-                candidates.append((node.name, free))
-        candidates.sort(key=lambda c: -len(c[1]))
-        left = request.gpus
-        gpus: dict[str, tuple[int, ...]] = {}
-        for name, free in candidates:
-            if left <= 0:
-                break
-            take = min(per or len(free), left)
-            gpus[name] = tuple(free[:take])
-            left -= take
-        if left > 0:
-            what = f" of type {request.gpu_type}" if request.gpu_type else ""
-            spread = f", {per} per node" if per else ""
-            found = request.gpus - left
-            holders = sorted({who for (n, _g), who in busy.items() if n in request.nodes})
-            held_by = f" (reserved by {', '.join(holders)})" if holders else ""
-            raise Conflict(
-                f"gpus: only {found} GPU(s){what}{spread} are free of other reservations"
-                f"{'' if ignore_jobs else ' and running jobs'} in that window; asked for "
-                f"{request.gpus}{held_by}"
-            )
-        return gpus
-
-    def _check_jobs(self, gpus: dict[str, tuple[int, ...]], start: float) -> None:
-        held = self._held_until()
-        clash = sorted(
-            {
-                held[(node, g)][0]
-                for node, idx in gpus.items()
-                for g in idx
-                if (node, g) in held and held[(node, g)][1] > start
-            }
-        )
-        if clash:
-            ids = ", ".join(str(j) for j in clash[:10])
-            raise Conflict(
-                f"nodes: running jobs {ids} hold some of these GPUs into the window; wait for "
-                f"them, pick other GPUs or add the flag {IGNORE_JOBS}"
-            )
-
-
-def _check_flags(flags: tuple[str, ...]) -> None:
-    """UserError for an unknown flag or two periods; ``flags`` are ``normal_flags``."""
-    for flag in flags:
-        if flag not in FLAGS:
-            raise UserError(f"flags: unknown flag {flag!r}; known: {', '.join(FLAGS)}")
-    if len(set(flags) & set(PERIODS)) > 1:
-        raise UserError("flags: give at most one of DAILY and WEEKLY")
-
-
-def _check_request(request: ReservationRequest, now: float, gpus_known: bool) -> None:
-    if not _NAME.match(request.name):
-        raise UserError(
-            "name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit; "
-            f"got {request.name!r}"
-        )
-    if request.end <= request.start:
-        raise UserError("end: must be after start")
-    if request.end <= now:
-        raise UserError("end: is in the past")
-    if not gpus_known and not (request.nodes or request.gpus):
-        raise UserError("nodes/gpus: give --nodes LIST, --gpus N or both (N GPUs of those nodes)")
-    if request.gpus < 0 or request.gpus_per_node < 0:
-        raise UserError("gpus: must be a positive count (gpus_per_node >= 0)")
-    if request.gpus_per_node and request.gpus % request.gpus_per_node:
-        raise UserError(
-            f"gpus_per_node: {request.gpus} GPUs cannot be split {request.gpus_per_node} per node"
-        )
-    if not request.users and not request.accounts:
-        raise UserError("users/accounts: name who may use it (--users LIST or --accounts LIST)")

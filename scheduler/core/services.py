@@ -25,9 +25,7 @@ from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
-from rota.scheduler.store.reservations import ReservationStore
 from rota.scheduler.store.store import Store
-from rota.scheduler.store.users import UserStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,29 +55,32 @@ class Services:
 def build_services(
     store: Store, config: SchedulerConfig, clock: Callable[[], float], policy: Policy
 ) -> Services:
-    """Load the model from ``store`` and compose the services around it. Dry runs get a policy
-    instance of their own (same factory, same settings), so they never wait for a pass."""
-    model = ClusterModel(store, clock)
+    """Load the model from ``store`` and compose the services around it, each given the
+    repositories it uses. Dry runs get a policy instance of their own (same factory, same
+    settings), so they never wait for a pass."""
+    model = ClusterModel(store.jobs, store.nodes, clock)
     pconfig = policy.config
     half_life = pconfig.usage_half_life
     now = clock()
     usage = UsageBook.rebuild(
         half_life,
-        store.ended_jobs(now - HISTORY_HALF_LIVES * half_life),
+        store.jobs.ended(now - HISTORY_HALF_LIVES * half_life),
         model.jobs.values(),
         now,
     )
     users = UsersService(
-        UserStore(store.engine),
+        store.users,
         clock,
         RefusalLimiter(config.audit_refusals_per_minute),
         config.audit_retention,
     )
     lifecycle = Lifecycle(model, usage, config, clock, users.ids_of)
-    lookup = JobLookup(model)
-    gpus = GpuHealth(model, lifecycle, config, clock)
+    lookup = JobLookup(model, store.jobs)
+    gpus = GpuHealth(model, store.nodes, store.jobs, lifecycle, config, clock)
     liveness = Liveness(clock)
-    reservations = ReservationService(model, ReservationStore(store), clock, booking_rules(config))
+    reservations = ReservationService(
+        model, store.reservations, store.jobs, clock, booking_rules(config)
+    )
     snapshots = SnapshotBuilder(
         model, lookup, gpus, usage, config, pconfig, clock, reservations=reservations.views
     )
@@ -91,6 +92,7 @@ def build_services(
         snapshots=snapshots,
         jobs=JobService(
             model,
+            store.jobs,
             lookup,
             lifecycle,
             snapshots,
@@ -100,23 +102,23 @@ def build_services(
             clock,
             reservations=reservations.check_job,
         ),
-        agents=AgentService(model, lifecycle, liveness, config, clock),
-        nodes=NodeService(model, lifecycle, gpus, config, clock),
+        agents=AgentService(model, store.nodes, lifecycle, liveness, config, clock),
+        nodes=NodeService(model, store.nodes, lifecycle, gpus, config, clock),
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle, revoked=users.revoked),
         planner=Planner(
             model,
+            store.jobs,
             lifecycle,
             snapshots,
             clock,
-            window_end=reservations.window_end,
             revoked=users.revoked,
         ),
         reservations=reservations,
         users=users,
         meter=meter,
-        accounting=AccountingService(model, meter, config, clock),
-        notifications=NotificationService(store, config, clock),
+        accounting=AccountingService(model, store.usage, meter, config, clock),
+        notifications=NotificationService(store.notices, config, clock),
         policy=policy,
         liveness=liveness,
     )

@@ -19,7 +19,7 @@ from rota.jobspec import JobSpec, parse_array, parse_dependency
 from rota.messages import GpuTelemetry, Inventory
 from rota.scheduler.cluster.model import JobRecord, NodeState
 from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core.access import hold_reason
+from rota.scheduler.core.authz import hold_reason
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.usage import UsageBook
@@ -36,7 +36,7 @@ from rota.scheduler.policy.snapshot import (
     Snapshot,
 )
 from rota.scheduler.policy.usage import Usage
-from rota.scheduler.store.store import JobQuery
+from rota.scheduler.store.protocols import JobQuery
 from rota.states import ACTIVE_STATES, JobState
 
 
@@ -314,7 +314,7 @@ class SnapshotBuilder:
             job = jobs.get(job_id)
             state = job.state if job is not None else kept.ended.get(job_id)
             if state is None:
-                (row,) = self.model.store.query_jobs(JobQuery(ids=(job_id,)))
+                (row,) = self.lookup.store.query(JobQuery(ids=(job_id,)))
                 state = kept.ended[job_id] = row.state
             states.append(state)
         return states

@@ -17,7 +17,7 @@ from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core.audit import RefusalLimiter
 from rota.scheduler.core.errors import AlreadyExists, NotFound, UserError
 from rota.scheduler.core.tokens import hash_token, new_token
-from rota.scheduler.store.users import UserStore
+from rota.scheduler.store.protocols import UserRepository
 from rota.validate import SpecError, check_host_id, check_name
 
 _SELECTOR = 16  # hex digits of a token's hash that find it in memory
@@ -30,7 +30,7 @@ class UsersService:
 
     def __init__(
         self,
-        store: UserStore,
+        store: UserRepository,
         clock: Callable[[], float],
         limiter: RefusalLimiter | None = None,
         audit_retention: float = 0.0,
@@ -60,15 +60,20 @@ class UsersService:
 
     def refresh(self) -> None:
         """Accept exactly the current tokens of the store (core thread; the engine's tick), so
-        a token replaced or revoked by another process (``rota admin-token``) stops working."""
-        self._accepted = {}
-        self._ids = {}
-        self._revoked = set()
+        a token replaced or revoked by another process (``rota admin-token``) stops working.
+        The new maps are built aside and swapped in whole: ``authenticate`` (event loop) sees
+        the old map or the new one, never a half-filled one."""
+        accepted: dict[str, tuple[str, Principal]] = {}
+        ids: dict[str, tuple[int, int]] = {}
+        revoked: set[str] = set()
         for user in self.store.users():
             if user.revoked:
-                self._revoked.add(user.name)
+                revoked.add(user.name)
             elif user.token_hash:
-                self._accept(user)
+                accepted[user.token_hash[:_SELECTOR]] = (user.token_hash, user.principal())
+                if user.uid is not None and user.gid is not None:
+                    ids[user.name] = (user.uid, user.gid)
+        self._accepted, self._ids, self._revoked = accepted, ids, revoked
 
     def revoked(self, name: str) -> bool:
         """Whether user ``name`` is revoked (memory only; any thread): their jobs never start."""

@@ -6,17 +6,21 @@ sequence of sub-passes, each on the same snapshot with some GPUs made not alloca
 placements of the sub-passes before it added as running jobs:
 
 1. per open reservation (by name): the jobs naming it that it allows, on its GPUs only, their
-   time limits clipped to the window's end (the daemon launches them with that limit, so the
-   job ends with TIMEOUT at the window's end). FLEX: no clipping, and its jobs still waiting
-   join pass 2, as do its jobs before its window. When such a job waits for resources while
+   time limits clipped to the window's end; each placement carries that end as its
+   ``deadline`` (the daemon and the simulator end the job with TIMEOUT then). FLEX: no
+   clipping, and its jobs still waiting join pass 2, as do its jobs before its window. When such a job waits for resources while
    jobs that do not belong to the reservation (borrowers) hold its GPUs, the borrowers are
    preempted, most recently started first, until the waiting jobs' GPUs are covered.
 2. everyone else (the wrapped policy, whose caches stay warm): every GPU of an open or
    upcoming reservation is hidden.
 3. short jobs before upcoming windows: for each upcoming start T (earliest first), the jobs
-   still waiting for resources whose time limit ends after the previous start and by T, on
-   the reserved GPUs free until T (only those: the GPUs pass 2 kept for its blocked jobs stay
-   untouched). A job never starts on reserved GPUs if its time limit reaches into a window.
+   still waiting for resources whose time limit (or the default) ends after the previous
+   start and by T, first on the reserved GPUs free until T only, then those still waiting on
+   those GPUs together with the GPUs no window holds (a gang across a booked and a free node,
+   or a job needing both kinds of one node). In that second sub-pass the jobs pass 2 gave an
+   estimated start come along so that their GPUs stay kept for them; their own placements
+   there are dropped. A job never starts on reserved GPUs if its time limit reaches into a
+   window, and a window far ahead blocks no job that ends before it.
 4. lending: preemptible jobs still waiting for resources, on the idle GPUs of open,
    lending, non-MAINT reservations that have no job of their own waiting.
 
@@ -37,11 +41,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from operator import attrgetter
 
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.base import Policy
+from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.explain import Explanation
 from rota.scheduler.policy.fit import gpu_ok, node_matches
@@ -107,7 +111,9 @@ class ReservationGate:
             starts_now=starts,
             reason=reason,
             est_start=plan.est_start.get(job_id),
-            reservation=blocking(snapshot, job, reason),
+            reservation=ReservationCalendar(snapshot.reservations, snapshot.now).blocking(
+                job, reason
+            ),
         )
 
 
@@ -119,30 +125,6 @@ def _gated(snapshot: Snapshot) -> bool:
     return any(map(_RESERVATION, snapshot.pending)) if named is None else named
 
 
-def blocking(snapshot: Snapshot, job: PendingJob, reason: str | None) -> str:
-    """The reservation a waiting job is held by, in words ("" when none)."""
-    by_name = {r.name: r for r in snapshot.reservations}
-    if job.reservation:
-        r = by_name.get(job.reservation)
-        if r is None:
-            return f"{job.reservation} (deleted or ended)"
-        if reason == reasons.RESERVATION and not r.allows(job.user, job.account):
-            return f"{r.name} (does not allow user {job.user} or account {job.account})"
-        return f"{r.name} ({_when(r.start)} to {_when(r.end)})"
-    if reason != reasons.REQ_NODE_NOT_AVAIL:
-        return ""
-    now = snapshot.now
-    held = [r for r in snapshot.reservations if r.active(now) or r.start > now]
-    return ", ".join(
-        f"{r.name} ({'until ' + _when(r.end) if r.active(now) else 'from ' + _when(r.start)})"
-        for r in sorted(held, key=lambda r: r.start)
-    )
-
-
-def _when(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 class _Pass:
     """One gated pass (see the module docstring)."""
 
@@ -152,23 +134,16 @@ class _Pass:
         self.side = side
         self.now = snapshot.now
         self.cfg = snapshot.config
-        self.by_name = {r.name: r for r in snapshot.reservations}
-        self.active = sorted(
-            (r for r in snapshot.reservations if r.active(self.now)), key=lambda r: r.name
-        )
-        self.upcoming = sorted(
-            (r for r in snapshot.reservations if r.start > self.now), key=lambda r: r.start
-        )
+        self.calendar = ReservationCalendar(snapshot.reservations, self.now)
+        self.active = self.calendar.open
+        self.upcoming = self.calendar.upcoming
         self.running: list[RunningJob] = list(snapshot.running)
         self.placements: list[Placement] = []
         self.placed: set[int] = set()
         self.preempted: list[int] = []
         self.why: dict[int, str] = {}
         self.est: dict[int, float] = {}
-        self.maint_cells: set[Cell] = set()
-        for r in self.active:
-            if r.maint:
-                self.maint_cells |= r.cells()
+        self.maint_cells = self.calendar.maint_cells()
 
     def run(self) -> Plan:
         own: dict[str, list[PendingJob]] = {r.name: [] for r in self.active}
@@ -180,13 +155,14 @@ class _Pass:
             if job.blocked is not None:
                 self.why[job.id] = job.blocked
                 continue
-            r = self.by_name.get(job.reservation)
+            r = self.calendar.get(job.reservation)
             if r is None:
                 self.why[job.id] = reasons.RESERVATION_DELETED
             elif not r.allows(job.user, job.account):
                 self.why[job.id] = reasons.RESERVATION
             elif r.active(self.now):
-                own[r.name].append(job if r.flex else _clip(job, r.end - self.now, self.cfg))
+                deadline = self.calendar.deadline(r.name)
+                own[r.name].append(_clip(job, deadline - self.now, self.cfg) if deadline else job)
             elif r.flex:
                 general.append(job)  # FLEX: may start before the window, on other GPUs
             else:
@@ -206,8 +182,22 @@ class _Pass:
 
     # ---------------------------------------------------------------- sub-passes
 
-    def _sub(self, policy: Policy, jobs: list[PendingJob], usable: Callable[[Cell], bool]) -> Plan:
-        """Decide ``jobs`` on the GPUs ``usable`` keeps; record placements and reasons."""
+    def _sub(
+        self,
+        policy: Policy,
+        jobs: list[PendingJob],
+        usable: Callable[[Cell], bool],
+        deadline: float = 0.0,
+    ) -> Plan:
+        """Decide ``jobs`` on the GPUs ``usable`` keeps; record placements (each with
+        ``deadline``) and reasons."""
+        plan = self._decide(policy, jobs, usable)
+        self._record(plan, jobs, deadline)
+        return plan
+
+    def _decide(
+        self, policy: Policy, jobs: list[PendingJob], usable: Callable[[Cell], bool]
+    ) -> Plan:
         snap = dataclasses.replace(
             self.snapshot,
             nodes=tuple(_mask(n, usable) for n in self.snapshot.nodes),
@@ -216,15 +206,13 @@ class _Pass:
             delta=None,
             reservations=(),
         )
-        plan = policy.decide(snap)
-        self._record(plan, jobs)
-        return plan
+        return policy.decide(snap)
 
-    def _record(self, plan: Plan, jobs: Iterable[PendingJob]) -> None:
+    def _record(self, plan: Plan, jobs: Iterable[PendingJob], deadline: float = 0.0) -> None:
         by_id = {j.id: j for j in jobs}
         for p in plan.placements:
             job = by_id[p.job_id]
-            self.placements.append(p)
+            self.placements.append(dataclasses.replace(p, deadline=deadline) if deadline else p)
             self.placed.add(job.id)
             self.why.pop(job.id, None)
             self.est.pop(job.id, None)
@@ -259,7 +247,7 @@ class _Pass:
         cells = r.cells()
         if not r.maint:
             cells = frozenset(c for c in cells if c not in self.maint_cells)
-        self._sub(self.side(), jobs, cells.__contains__)
+        self._sub(self.side(), jobs, cells.__contains__, self.calendar.deadline(r.name))
         widths = sorted((len(idx) for idx in r.gpus.values()), reverse=True)
         waiting = []
         for job in jobs:
@@ -298,13 +286,8 @@ class _Pass:
     def _gap_passes(self, general: list[PendingJob]) -> None:
         if not self.upcoming:
             return
-        until: dict[Cell, float] = {}
-        for r in self.upcoming:
-            for cell in r.cells():
-                until.setdefault(cell, r.start)
-        open_cells = set(self.maint_cells)
-        for r in self.active:
-            open_cells |= r.cells()
+        until = self.calendar.free_until()
+        booked = self.calendar.booked_cells()
         previous = self.now
         for start in sorted({r.start for r in self.upcoming}):
             jobs = [
@@ -313,8 +296,32 @@ class _Pass:
                 if self._waits(j) and previous < self.now + self.cfg.limit_of(j.time_limit) <= start
             ]
             if jobs:
-                self._sub(self.side(), jobs, _free_until(start, open_cells, until))
+                gap = _free_until(start, until)
+                self._sub(self.side(), jobs, gap)
+                self._span_pass([j for j in jobs if self._waits(j)], general, gap, booked)
             previous = start
+
+    def _span_pass(
+        self,
+        jobs: list[PendingJob],
+        general: list[PendingJob],
+        gap: Callable[[Cell], bool],
+        booked: frozenset[Cell],
+    ) -> None:
+        """``jobs`` (all end before the window that closes ``gap``) on the ``gap`` GPUs and
+        the GPUs no window holds together; the waiting jobs pass 2 gave an estimated start
+        come along, ahead of them where their priority says so, to keep their GPUs, and are
+        not placed here. Skipped unless both kinds of GPU have an idle one."""
+        if not jobs:
+            return
+        idle = self._idle_cells()
+        if not any(map(gap, idle)) or all(c in booked for c in idle):
+            return
+        eligible = {j.id for j in jobs}
+        holders = [j for j in general if j.id not in eligible and j.id in self.est]
+        plan = self._decide(self.side(), [*jobs, *holders], lambda c: c not in booked or gap(c))
+        kept = tuple(p for p in plan.placements if p.job_id in eligible)
+        self._record(Plan(placements=kept), jobs)
 
     def _lend_pass(self, general: list[PendingJob], waiting_owners: set[str]) -> None:
         lent: set[Cell] = set()
@@ -342,15 +349,19 @@ class _Pass:
         return hidden
 
     def _idle(self, cells: frozenset[Cell]) -> int:
+        idle = self._idle_cells()
+        return sum(1 for c in cells if c in idle)
+
+    def _idle_cells(self) -> set[Cell]:
+        """Allocatable GPUs of schedulable nodes that no running job (or placement) holds."""
         held = self._held()
-        allocatable = {
+        return {
             (n.name, g.index)
             for n in self.snapshot.nodes
             if n.schedulable
             for g in n.gpus
-            if g.allocatable
+            if g.allocatable and (n.name, g.index) not in held
         }
-        return sum(1 for c in cells if c in allocatable and c not in held)
 
     def _held(self) -> set[Cell]:
         return {
@@ -386,7 +397,7 @@ class _Pass:
         ever hold at the first window edge or running job's end after which it fits outside
         every window for its whole time limit (the queue ahead of it not counted)."""
         for job in self.snapshot.pending:
-            r = self.by_name.get(job.reservation) if job.reservation else None
+            r = self.calendar.get(job.reservation) if job.reservation else None
             if (
                 r is not None
                 and r.start > self.now
@@ -419,7 +430,7 @@ class _Pass:
             for job in self.running
             if job.id not in self.preempted
         ]
-        windows = [(r.start, r.end, r.cells()) for r in self.snapshot.reservations]
+        windows = [(r.start, r.end, r.cells()) for r in self.calendar.reservations]
         edges = sorted(
             {t for t, _ in held if t > self.now} | {e for s, e, _ in windows if e > self.now}
         )
@@ -435,11 +446,9 @@ class _Pass:
                     break
 
 
-def _free_until(
-    start: float, closed: set[Cell], until: dict[Cell, float]
-) -> Callable[[Cell], bool]:
-    """GPUs of upcoming windows that are free until ``start`` (none of ``closed``)."""
-    return lambda c: c not in closed and until.get(c, -1.0) >= start
+def _free_until(start: float, until: dict[Cell, float]) -> Callable[[Cell], bool]:
+    """GPUs of upcoming windows that no window holds before ``start``."""
+    return lambda c: until.get(c, -1.0) >= start
 
 
 def _fits_free(job: PendingJob, nodes: Iterable[NodeView], held: set[Cell]) -> bool:

@@ -122,7 +122,9 @@ class ReservationView:
     user is in ``users`` or account in ``accounts`` may run on those GPUs during the window.
     ``maint``: nobody else runs there and nothing is lent; ``lend``: idle GPUs may run
     preemptible jobs of anyone while the window is open; ``flex``: its jobs may also start
-    before the window and on other GPUs, and are not ended at the window's end.
+    before the window and on other GPUs, and are not ended at the window's end. ``period``
+    > 0: the window recurs every ``period`` seconds (``windows``); ``start``/``end`` are the
+    current or next one (``calendar.ReservationCalendar`` moves an ended one on).
     """
 
     name: str
@@ -134,6 +136,7 @@ class ReservationView:
     maint: bool = False
     lend: bool = True
     flex: bool = False
+    period: float = 0.0
 
     def active(self, now: float) -> bool:
         """Whether the window is open at ``now``."""
@@ -146,6 +149,27 @@ class ReservationView:
     def cells(self) -> frozenset[tuple[str, int]]:
         """Every reserved (node, GPU index)."""
         return frozenset((node, g) for node, idx in self.gpus.items() for g in idx)
+
+    def windows(self, start: float, end: float) -> list[tuple[float, float]]:
+        """The windows (this one and, if it recurs, the later ones) that meet
+        ``[start, end)``, earliest first."""
+        return recurring_windows(self.start, self.end, self.period, start, end)
+
+
+def recurring_windows(
+    first: float, last: float, period: float, start: float, end: float
+) -> list[tuple[float, float]]:
+    """The windows ``[first, last)`` + k x ``period`` (k >= 0; only k = 0 when ``period`` is 0)
+    that meet ``[start, end)``, earliest first."""
+    if not period:
+        return [(first, last)] if start < last and first < end else []
+    out = []
+    k = max(0, int((start - last) // period))
+    while first + k * period < end:
+        if start < last + k * period:
+            out.append((first + k * period, last + k * period))
+        k += 1
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,10 +217,13 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Start ``job_id`` with these allocations (one per node of a gang)."""
+    """Start ``job_id`` with these allocations (one per node of a gang). ``deadline`` > 0:
+    the job must end by then (its reservation window's end), whatever its time limit; the
+    policy computes it once, the daemon and the simulator only apply it."""
 
     job_id: int
     allocations: tuple[Allocation, ...]
+    deadline: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

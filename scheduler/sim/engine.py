@@ -17,18 +17,20 @@ wraps every policy in); their window starts and ends are events too, recurring w
 on at their end, and a job in a reservation is killed at its window's end (not FLEX), as the
 daemon launches it with a clipped limit. Recurring windows stop producing events four weeks
 after the last job event. The result counts the booked GPU-time and how much of it ran jobs of
-the reservation (owners) and other jobs (lent).
+the reservation (owners) and other jobs (lent). The windows come from the same pure
+``ReservationCalendar`` the daemon's passes use, and the window clip from the placement's
+``deadline``, as the daemon applies it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.policy import Policy
+from rota.scheduler.policy.calendar import ReservationCalendar, current
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.snapshot import (
     GpuView,
@@ -99,10 +101,9 @@ def simulate(
         run_time = min(traced.duration, cfg.limit_of(traced.time_limit or 0.0))
         records[traced.id] = JobRecord(traced, run_time, run_time)
         heapq.heappush(events, (traced.submit_time, _ARRIVE, traced.id, 0))
-    booked = [dataclasses.replace(r, view=None) for r in reservations]  # moved on as time goes
-    by_name = {r.name: r for r in booked}
-    for i, r in enumerate(booked):
-        heapq.heappush(events, (r.start, _EDGE, i, 0))
+    stored = tuple(r.policy_view() for r in reservations)  # the calendar moves them on
+    for i, view in enumerate(stored):
+        heapq.heappush(events, (view.start, _EDGE, i, 0))
     last_job_event = 0.0
     spent = _Spent(tuple(reservations))
     named = any(j.reservation for j in jobs)  # else the gate need not scan the queue
@@ -135,10 +136,13 @@ def simulate(
         while events and events[0][0] == now:
             _, kind, job_id, attempt = heapq.heappop(events)
             if kind == _EDGE:
-                r = booked[job_id]
-                r.advance(now)
-                edge = r.start if r.start > now else r.end
-                if edge > now and (not r.period or edge <= last_job_event + HORIZON):
+                r = current(stored[job_id], now)
+                edge = 0.0 if r is None else r.start if r.start > now else r.end
+                if (
+                    r is not None
+                    and edge > now
+                    and (not r.period or edge <= last_job_event + HORIZON)
+                ):
                     heapq.heappush(events, (edge, _EDGE, job_id, 0))
                 freed = True  # a window opened or closed: a pass may start jobs
                 continue
@@ -163,7 +167,7 @@ def simulate(
             freed = True
         if not pending or not (freed or free > 0 or preemptible):
             continue
-        views = tuple(r.policy_view() for r in booked if r.end > now)
+        views = ReservationCalendar(stored, now).reservations
         if now - published >= cfg.priority_period:
             usage, published = ledger.view(now), now
         while True:
@@ -192,10 +196,9 @@ def simulate(
                 rec.attempts += 1
                 if rec.start < 0:
                     rec.start = now
-                window = by_name.get(job.reservation)
                 limit = job.time_limit
-                if window is not None and not window.flex and window.start <= now < window.end:
-                    limit = min(limit, window.end - now)  # killed at the window's end
+                if placement.deadline:  # killed at its reservation window's end
+                    limit = min(limit, placement.deadline - now)
                 rec.run_time = min(rec.full_run, limit)
                 gpus = sum(len(a.gpu_indices) for a in placement.allocations)
                 free -= gpus

@@ -1,10 +1,27 @@
-"""SQLAlchemy tables: the database is the source of truth for jobs, events and nodes."""
+"""Every table of the scheduler's database, on one ``MetaData``, created in one place.
+
+The database is the source of truth for jobs, events, nodes, reservations, users and the audit
+log. ``create_schema`` is the only ``create_all``: a new database gets every table, an old one
+the tables and indexes it lacks (a baseline migration can be generated from this module).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -157,3 +174,55 @@ class NotificationRow(Base):
     url: Mapped[str] = mapped_column(String(2048))
     tries: Mapped[int] = mapped_column(Integer, default=0)
     next_at: Mapped[float] = mapped_column(Float, index=True)  # due; a claim moves it on
+
+
+class UserRow(Base):
+    """One user: admin flag, accounts, uid/gid and the hash of their current token."""
+
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    accounts: Mapped[list[str]] = mapped_column(JSON, default=list)
+    default_account: Mapped[str] = mapped_column(String(128), default="")
+    uid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    gid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    token_hash: Mapped[str] = mapped_column(String(128), default="", index=True)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+    created: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class AuditRow(Base):
+    """One audit entry (admin action or refused request)."""
+
+    __tablename__ = "audit"
+    __table_args__ = (Index("ix_audit_time", "time"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    time: Mapped[float] = mapped_column(Float)
+    user: Mapped[str] = mapped_column(String(128), default="")
+    action: Mapped[str] = mapped_column(String(128))
+    target: Mapped[str] = mapped_column(Text, default="")
+    peer: Mapped[str] = mapped_column(String(256), default="")
+    allowed: Mapped[bool] = mapped_column(Boolean, default=True)
+    detail: Mapped[str] = mapped_column(Text, default="")
+
+
+# The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause),
+# for the repositories written in SQLAlchemy Core.
+JOBS = cast(Table, JobRow.__table__)
+EVENTS = cast(Table, JobEventRow.__table__)
+ARRAYS = cast(Table, ArrayRow.__table__)
+REQUESTS = cast(Table, SubmitRequestRow.__table__)
+NODES = cast(Table, NodeRow.__table__)
+GPU_MARKS = cast(Table, GpuMarkRow.__table__)
+USAGE = cast(Table, JobUsageRow.__table__)
+NOTICES = cast(Table, NotificationRow.__table__)
+
+
+def create_schema(engine: Engine) -> None:
+    """Create the tables ``engine``'s database lacks, and the ``jobs`` indexes that tables made
+    by older versions lack. Idempotent: every scheduler start runs it."""
+    Base.metadata.create_all(engine)
+    for index in JOBS.indexes:
+        index.create(engine, checkfirst=True)

@@ -1,20 +1,19 @@
-"""Stored reservations (one transaction per method; the scheduler's core thread only)."""
+"""Stored reservations (SQLAlchemy ORM; one transaction per method; the core thread only)."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.store.models import ReservationRow
-from rota.scheduler.store.store import Store
 
 
-class ReservationStore:
-    """Reservations in the scheduler's database (the table is created with the store's)."""
+class SqlReservationRepository:
+    """``ReservationRepository`` over a session factory."""
 
-    def __init__(self, store: Store) -> None:
-        self._sessions = sessionmaker(store.engine, expire_on_commit=False)
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
 
     def current(self, now: float) -> list[Reservation]:
         """Every reservation whose window has not ended at ``now``, earliest first."""

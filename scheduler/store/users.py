@@ -1,63 +1,13 @@
-"""Users and the audit log in the scheduler's database (tables ``users`` and ``audit``).
-
-``UserStore`` shares the scheduler store's SQLAlchemy engine and creates its own tables; each
-method is one transaction. Like ``Store`` it is used from one thread at a time.
-"""
+"""Stored users and the audit log (tables ``users`` and ``audit``; SQLAlchemy ORM, one
+transaction per method)."""
 
 from __future__ import annotations
 
-from typing import cast
-
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    Float,
-    Index,
-    Integer,
-    String,
-    Table,
-    Text,
-    delete,
-    select,
-)
-from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session, sessionmaker
 
 from rota.scheduler.cluster.users import AuditEntry, UserRecord
-from rota.scheduler.store.models import Base
-
-
-class UserRow(Base):
-    """One user: admin flag, accounts, uid/gid and the hash of their current token."""
-
-    __tablename__ = "users"
-
-    name: Mapped[str] = mapped_column(String(128), primary_key=True)
-    admin: Mapped[bool] = mapped_column(Boolean, default=False)
-    accounts: Mapped[list[str]] = mapped_column(JSON, default=list)
-    default_account: Mapped[str] = mapped_column(String(128), default="")
-    uid: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    gid: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    token_hash: Mapped[str] = mapped_column(String(128), default="", index=True)
-    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
-    created: Mapped[float] = mapped_column(Float, default=0.0)
-
-
-class AuditRow(Base):
-    """One audit entry (admin action or refused request)."""
-
-    __tablename__ = "audit"
-    __table_args__ = (Index("ix_audit_time", "time"),)
-
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    time: Mapped[float] = mapped_column(Float)
-    user: Mapped[str] = mapped_column(String(128), default="")
-    action: Mapped[str] = mapped_column(String(128))
-    target: Mapped[str] = mapped_column(Text, default="")
-    peer: Mapped[str] = mapped_column(String(256), default="")
-    allowed: Mapped[bool] = mapped_column(Boolean, default=True)
-    detail: Mapped[str] = mapped_column(Text, default="")
+from rota.scheduler.store.models import AuditRow, UserRow
 
 
 def _user(row: UserRow) -> UserRecord:
@@ -74,13 +24,11 @@ def _user(row: UserRow) -> UserRecord:
     )
 
 
-class UserStore:
-    """Reads and writes users and audit entries."""
+class SqlUserRepository:
+    """``UserRepository`` over a session factory."""
 
-    def __init__(self, engine: Engine) -> None:
-        tables = [cast(Table, UserRow.__table__), cast(Table, AuditRow.__table__)]
-        Base.metadata.create_all(engine, tables=tables)
-        self._sessions = sessionmaker(engine, expire_on_commit=False)
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
 
     def users(self) -> list[UserRecord]:
         with self._sessions() as session:

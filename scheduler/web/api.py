@@ -25,7 +25,7 @@ from rota.scheduler.cluster.accounting import AccountingQuery
 from rota.scheduler.cluster.model import NodeState
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import AuditEntry, Principal
-from rota.scheduler.core import access
+from rota.scheduler.core import authz
 from rota.scheduler.core.errors import (
     AccessDenied,
     AlreadyExists,
@@ -43,6 +43,7 @@ from rota.scheduler.web import views
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
 from rota.states import parse_state
+from rota.when import parse_when
 
 log = logging.getLogger("rota.scheduler")
 JSON = "application/json"
@@ -271,10 +272,8 @@ class Api:
         user = request.query.get("user", "").strip()
         if wanted == "ended":
             limit = _int(request.query, "limit", ENDED_LIMIT, minimum=1)
-            query = AccountingQuery(
-                users=(user,) if user else (), principal=_private(caller.who), limit=limit
-            )
-            rows = await self.engine.list_finished(query)
+            query = AccountingQuery(users=(user,) if user else (), limit=limit)
+            rows = await self.engine.list_finished(query, caller.who)
             return reply(
                 {"time": views.iso(time.time()), "jobs": [views.job_json(r.job) for r in rows]}
             )
@@ -326,7 +325,7 @@ class Api:
             {
                 "job": views.job_json(job),
                 "events": [views.event_json(e) for e in events],
-                "may_read_log": not access.may_read_logs(caller.who, job),
+                "may_read_log": not authz.may_read_logs(caller.who, job),
             }
         )
 
@@ -350,7 +349,7 @@ class Api:
 
     async def summary(self, request: Request, caller: Caller) -> Response:
         """GPU-hours per user and per account of jobs that ended in ``start``..``end``."""
-        users, accounts = await self.engine.usage_summary(_period(request.query, caller.who))
+        users, accounts = await self.engine.usage_summary(_period(request.query), caller.who)
         return reply(
             {
                 "users": [views.total_json(t) for t in users],
@@ -362,7 +361,7 @@ class Api:
         """Finished jobs of the period whose GPUs stayed mostly idle (below ``idle_below``
         percent) or nearly ran out of memory: ``gacct --efficiency``."""
         idle_below = _float(request.query, "idle_below", IDLE_BELOW)
-        rows = await self.engine.list_finished(_period(request.query, caller.who))
+        rows = await self.engine.list_finished(_period(request.query), caller.who)
         listed = [views.finished_json(r, idle_below) for r in rows]
         return reply({"jobs": [r for r in listed if r["flags"]]})
 
@@ -437,35 +436,26 @@ def _float(query: dict[str, str], name: str, default: float) -> float:
 
 
 def _time(query: dict[str, str], name: str) -> float:
-    """``name`` of the query as ``parse_iso`` reads it, or 0 when absent."""
+    """``name`` of the query as ``parse_time`` reads it, or 0 when absent."""
     text = query.get(name, "").strip()
-    return parse_iso(text, name) if text else 0.0
+    return parse_time(text, name) if text else 0.0
 
 
-def parse_iso(text: str, name: str) -> float:
-    """``text`` as ISO 8601 (a date, or a date and time; UTC unless it says otherwise) in Unix
-    seconds; UserError naming ``name`` when it is not."""
+def parse_time(text: str, name: str) -> float:
+    """``text`` in ``rota.when``'s grammar (ISO 8601, ``now-2h``, ``tomorrow 09:00``...; UTC
+    unless it names a zone) in Unix seconds; UserError naming ``name`` and the forms."""
     try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UserError(f"{name}: {text!r} is not an ISO 8601 date or time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+        return parse_when(text, datetime.now(UTC), name)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _reserved(bookings: NodeBookings | None) -> int:
     return bookings.gpus_now if bookings is not None else 0
 
 
-def _private(who: Principal) -> str:
-    """Whose finished jobs ``who`` sees, as ``gacct``: admins everyone's (""), others their
-    own."""
-    return "" if who.admin else who.user
-
-
-def _period(query: dict[str, str], who: Principal) -> AccountingQuery:
+def _period(query: dict[str, str]) -> AccountingQuery:
     start, end = _time(query, "start"), _time(query, "end")
     if start and end and end < start:
         raise UserError("end: must not be before start")
-    return AccountingQuery(start=start, end=end, principal=_private(who))
+    return AccountingQuery(start=start, end=end)

@@ -19,7 +19,7 @@ from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
-from rota.scheduler.web.api import Api, Caller, parse_iso, reply
+from rota.scheduler.web.api import Api, Caller, parse_time, reply
 
 
 class Bookings:
@@ -41,8 +41,8 @@ class Bookings:
         """Open and upcoming reservations with a window in ``start``..``end`` (default: all),
         each with its windows there."""
         query = request.query
-        start = parse_iso(query["start"], "start") if query.get("start") else time.time()
-        end = parse_iso(query["end"], "end") if query.get("end") else 0.0
+        start = parse_time(query["start"], "start") if query.get("start") else time.time()
+        end = parse_time(query["end"], "end") if query.get("end") else 0.0
         if end and end < start:
             raise UserError("end: must not be before start")
         shown = []
@@ -85,8 +85,8 @@ def booking_request(body: dict[str, Any], who: Principal) -> ReservationRequest:
         raise UserError("gpus: pick GPUs by index on every node, or whole nodes only")
     return ReservationRequest(
         name=_text(body, "name"),
-        start=parse_iso(_text(body, "start"), "start"),
-        end=parse_iso(_text(body, "end"), "end"),
+        start=parse_time(_text(body, "start"), "start"),
+        end=parse_time(_text(body, "end"), "end"),
         nodes=tuple(whole),
         gpu_ids=exact,
         users=_names(body, "users") or (() if _names(body, "accounts") else (who.user,)),

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
+from rota import jobview
 from rota.efficiency import efficiency_flags
+from rota.jobview import JobFacts, iso
 from rota.scheduler.cluster.accounting import FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.reservation import Reservation
@@ -36,40 +37,32 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def iso(ts: float | None) -> str | None:
-    if not ts:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def job_json(job: JobRecord) -> Json:
-    """A job as ``gqueue --json`` shows it, plus ``reservation``, ``held`` and ``warning``."""
-    return {
-        "id": job.display_id,
-        "name": job.name,
-        "user": job.user,
-        "account": job.account,
-        "state": job.state.value,
-        "state_code": job.state.code,
-        "reason": job.reason,
-        "exit_code": job.exit_code if job.state.terminal else None,
-        "attempt": job.attempt,
-        "nodes": job.node_names,
-        "gpus": job.spec.gpus,
-        "gpu_ids": {a.node: list(a.gpus) for a in job.allocation},
-        "submit_time": iso(job.submit_time),
-        "start_time": iso(job.start_time),
-        "end_time": iso(job.end_time),
-        "time_limit": int(job.time_limit),
-        "num_nodes": max(len(job.allocation), job.spec.nodes or 1),
-        "estimated_start": iso(job.estimated_start),
-        "expected_end": iso(job.start_time + job.time_limit)
-        if job.start_time and job.time_limit and not job.state.terminal
-        else None,
-        "reservation": job.spec.reservation,
-        "held": job.held,
-        "warning": job.warning,
-    }
+    """A job as ``gqueue --json`` shows it: the same object, built by ``rota.jobview``."""
+    return jobview.job_json(
+        JobFacts(
+            id=job.display_id,
+            name=job.name,
+            user=job.user,
+            account=job.account,
+            state=job.state,
+            reason=job.reason,
+            warning=job.warning,
+            held=job.held,
+            exit_code=job.exit_code,
+            attempt=job.attempt,
+            nodes=job.node_names,
+            gpus=job.spec.gpus,
+            gpu_ids={a.node: a.gpus for a in job.allocation},
+            submit_time=job.submit_time,
+            start_time=job.start_time or 0.0,
+            end_time=job.end_time or 0.0,
+            time_limit=job.time_limit,
+            requested_nodes=job.spec.nodes,
+            estimated_start=job.estimated_start or 0.0,
+            reservation=job.spec.reservation,
+        )
+    )
 
 
 def event_json(event: JobEvent) -> Json:

@@ -56,18 +56,17 @@ class Harness:
         self.sessions: dict[str, int] = {}
 
     def _build(self) -> tuple[Services, Engine]:
-        store = Store(f"sqlite:///{self.path / 'db'}")
+        self.store = Store(f"sqlite:///{self.path / 'db'}")
         services = build_services(
-            store, self.config, self.clock, make_policy(self._policy(), policy_config(self.config))
+            self.store,
+            self.config,
+            self.clock,
+            make_policy(self._policy(), policy_config(self.config)),
         )
         return services, Engine(services)
 
     def _policy(self) -> str:
         return self.policy
-
-    @property
-    def store(self) -> Store:
-        return self.s.model.store
 
     def restart(self) -> None:
         """A scheduler restart: everything in memory is rebuilt from the database."""
@@ -80,7 +79,7 @@ class Harness:
     ) -> Orders:
         session = len(self.sessions) + 100
         self.sessions[node] = session
-        return self.engine.hello_step(Hello(node, "tok", inventory(gpus), attempts), session)
+        return self.engine.steps.hello(Hello(node, "tok", inventory(gpus), attempts), session)
 
     def submit(self, **spec: object) -> str:
         fields = {"image": "img", "command": ("true",), **spec}
@@ -89,10 +88,10 @@ class Harness:
 
     def schedule(self) -> Orders:
         snap = self.s.planner.snapshot()
-        return self.s.planner.apply(self.s.policy.decide(snap), snap.version)
+        return self.s.planner.apply(self.s.policy.decide(snap))
 
     def tick(self) -> Orders:
-        return self.engine.tick_step()
+        return self.engine.steps.tick()
 
     def event(self, node: str, job: str, kind: str, attempt: int = 1, **kw: object) -> Orders:
         ev = AgentEvent(int(job.split("_")[0]), attempt, kind, time=self.clock.now, **kw)  # type: ignore[arg-type]

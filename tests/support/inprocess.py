@@ -14,8 +14,10 @@ import grpc
 
 from rota.scheduler.api.auth import AuthInterceptor
 from rota.scheduler.api.servicers import add_servicers
+from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core.services import Services, build_services
+from rota.scheduler.core_thread import Executor, InlineExecutor
 from rota.scheduler.daemon import SERVER_OPTIONS
 from rota.scheduler.engine import Engine
 from rota.scheduler.policy import make_policy
@@ -63,9 +65,11 @@ class AgentStream:
 
 class InProcessScheduler:
     """``async with InProcessScheduler(tmp_path) as sched:`` serves on ``sched.address``; the
-    stubs speak as the admin user "admin" (``admin_token``); ``user_channel`` makes others."""
+    stubs speak as the admin user "admin" (``admin_token``, ``admin_principal``);
+    ``user_channel`` makes others. ``synchronous``: service calls run at once on the event
+    loop (``InlineExecutor``) instead of on the core and policy threads."""
 
-    def __init__(self, root: Path, **config: object) -> None:
+    def __init__(self, root: Path, synchronous: bool = False, **config: object) -> None:
         self.config = SchedulerConfig(**config)  # type: ignore[arg-type]
         self.store = Store(f"sqlite:///{root / 'db.sqlite'}")
         self.services: Services = build_services(
@@ -75,12 +79,14 @@ class InProcessScheduler:
             make_policy("first-fit", policy_config(self.config)),
         )
         self.admin_token = self.services.users.add("admin", admin=True)[1]
+        self.admin_principal = Principal("admin", admin=True)
+        self.executor: Executor | None = InlineExecutor() if synchronous else None
         self.address = ""
         self._agents: list[AgentStream] = []
         self._channels: list[grpc.aio.Channel] = []
 
     async def __aenter__(self) -> InProcessScheduler:
-        self.engine = Engine(self.services)
+        self.engine = Engine(self.services, executor=self.executor)
         self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=self.interceptors())
         add_servicers(self.server, self.engine)
         port = self.server.add_insecure_port("127.0.0.1:0")
@@ -94,6 +100,15 @@ class InProcessScheduler:
         self.gpus = pb_grpc.GpuServiceStub(self.channel)
         self.agent_service = pb_grpc.AgentServiceStub(self.channel)
         return self
+
+    async def passes_done(self, count: int) -> int:
+        """Wait until ``count`` scheduling passes have finished since start (the number
+        finished)."""
+        return await self.engine.passes.passes_done(count)
+
+    async def fresh_pass(self) -> int:
+        """Wait for a pass that began after this call (it saw every change made before)."""
+        return await self.engine.passes.fresh_pass()
 
     def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         """The server's interceptors: authentication (a subclass may add the daemon's others)."""

@@ -60,9 +60,9 @@ class World:
     def __init__(self, root: Path) -> None:
         self.clock = Clock()
         config = SchedulerConfig(open_registration=True)
-        store = Store(f"sqlite:///{root / 'db'}")
+        self.store = Store(f"sqlite:///{root / 'db'}")
         self.s = build_services(
-            store, config, self.clock, make_policy("rota", policy_config(config))
+            self.store, config, self.clock, make_policy("rota", policy_config(config))
         )
         self.engine = Engine(self.s)
         self.sessions: dict[str, int] = {}
@@ -73,7 +73,7 @@ class World:
     def join(self, node: str) -> None:
         if node not in self.sessions:
             self.sessions[node] = len(self.ids) + 1000 * (1 + len(self.sessions))
-            self.engine.hello_step(Hello(node, "tok", inventory(4)), self.sessions[node])
+            self.engine.steps.hello(Hello(node, "tok", inventory(4)), self.sessions[node])
 
     def job(self, n: int) -> str | None:
         return self.ids[n % len(self.ids)] if self.ids else None
@@ -118,7 +118,7 @@ class World:
                 gpus = tuple(
                     GpuTelemetry(i, f"GPU-{i}", error=error if i == 1 else "") for i in range(4)
                 )
-                self.engine.heartbeat_step(node, self.sessions[node], Heartbeat(gpus=gpus))
+                self.engine.steps.heartbeat(node, self.sessions[node], Heartbeat(gpus=gpus))
         elif action == "drop":
             node = str(arg)
             if node in self.sessions:
@@ -127,11 +127,11 @@ class World:
             self.join(str(arg))
         else:
             self.clock.now += int(arg)  # type: ignore[call-overload]
-            self.engine.tick_step()
+            self.engine.steps.tick()
 
     def schedule(self) -> Snapshot:
         planner = self.s.planner
         snap = planner.snapshot()
         assert_current(self.s, snap)
-        planner.apply(self.s.policy.decide(snap), snap.version)
+        planner.apply(self.s.policy.decide(snap))
         return snap

@@ -183,7 +183,7 @@ class GpuIds(_message.Message):
     def __init__(self, indices: _Optional[_Iterable[int]] = ..., uuids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "job_id", "array_job_id", "array_task_id", "name", "user", "account", "state", "state_code", "reason", "has_exit_code", "exit_code", "attempt", "nodes", "gpus", "gpu_ids", "submit_time", "start_time", "end_time", "time_limit", "spec", "estimated_start", "priority", "events")
+    __slots__ = ("id", "job_id", "array_job_id", "array_task_id", "name", "user", "account", "state", "state_code", "reason", "has_exit_code", "exit_code", "attempt", "nodes", "gpus", "gpu_ids", "submit_time", "start_time", "end_time", "time_limit", "spec", "estimated_start", "priority", "events", "held", "warning")
     class GpuIdsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -215,6 +215,8 @@ class Job(_message.Message):
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    WARNING_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_id: int
     array_job_id: int
@@ -239,7 +241,9 @@ class Job(_message.Message):
     estimated_start: float
     priority: float
     events: _containers.RepeatedCompositeFieldContainer[JobEvent]
-    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., attempt: _Optional[int] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_ids: _Optional[_Mapping[str, GpuIds]] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., time_limit: _Optional[float] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., estimated_start: _Optional[float] = ..., priority: _Optional[float] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ...) -> None: ...
+    held: str
+    warning: str
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., attempt: _Optional[int] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_ids: _Optional[_Mapping[str, GpuIds]] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., time_limit: _Optional[float] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., estimated_start: _Optional[float] = ..., priority: _Optional[float] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., held: _Optional[str] = ..., warning: _Optional[str] = ...) -> None: ...
 
 class SubmitItem(_message.Message):
     __slots__ = ("client_request_id", "spec", "source")

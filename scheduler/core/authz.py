@@ -1,24 +1,28 @@
-"""Who may do what: one function per action, called by every path that performs it.
+"""Who may do what: every permission decision of the scheduler, in this one module.
 
-Each ``may_*`` returns "" when the principal may, else the reason (one line, naming the job,
-field or rule), which the caller raises as ``AccessDenied`` (PERMISSION_DENIED) or
-``UserError`` for a field. Like SLURM with PrivateData: everyone sees the queue and the nodes,
-only the owner or an admin sees a job's environment, mounts and output, and acts on it.
+``authorize(action, principal, target)`` decides the actions of ``ACTIONS`` (one table: the
+engine asks it for every call a principal makes, whichever edge, gRPC or the web API, made
+it); ``require`` raises its refusal as ``AccessDenied`` (PERMISSION_DENIED). The ``may_*``
+functions behind the table, and those for what is not a single yes or no (a submission's
+fields, a booking's users and flags, what an agent's node token may report), return "" when
+allowed, else the reason (one line, naming the job, field or rule). Like SLURM with
+PrivateData: everyone sees the queue and the nodes, only the owner or an admin sees a job's
+environment, mounts and output, and acts on it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import Any
 
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import RESERVATION_HOLD, REVOKED_HOLD, JobRecord
-from rota.scheduler.cluster.reservation import IGNORE_JOBS, MAINT
+from rota.scheduler.cluster.reservation import DAILY, IGNORE_JOBS, MAINT, WEEKLY
 from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core.errors import AccessDenied
 from rota.scheduler.policy import reasons
 from rota.validate import normal_flags
-
-ACTIONS = ("cancel", "hold", "release", "requeue")
 
 
 def owns(principal: Principal, job: JobRecord) -> bool:
@@ -108,13 +112,11 @@ def private_view(principal: Principal, job: JobRecord) -> JobRecord:
     output and error files and webhook URL (which may hold secrets, private paths and tokens)."""
     if may_see_private(principal, job):
         return job
-    hidden = dataclasses.replace(
-        job.spec, env={}, mounts=(), output="", error="", notify_url=""
-    )
+    hidden = dataclasses.replace(job.spec, env={}, mounts=(), output="", error="", notify_url="")
     return dataclasses.replace(job, spec=hidden)
 
 
-ADMIN_FLAGS = frozenset({MAINT, IGNORE_JOBS})
+ADMIN_FLAGS = frozenset({MAINT, IGNORE_JOBS, DAILY, WEEKLY})
 """Reservation flags only admins may set."""
 
 
@@ -127,7 +129,8 @@ def may_book(
     """Book a reservation for ``users`` and ``accounts``: admins for anyone, others for
     themselves and their allowed accounts only (caps aside: ``core.booking``). The flags that
     reach beyond a booking's own GPUs' free time (MAINT blocks everyone, IGNORE_JOBS books over
-    running jobs) are for admins only."""
+    running jobs) or beyond every cap (DAILY and WEEKLY windows recur without end) are for
+    admins only."""
     if principal.admin:
         return ""
     reserved = sorted(set(normal_flags(flags)) & ADMIN_FLAGS)
@@ -170,8 +173,51 @@ def may_report(node: str, job: JobRecord | None, attempt: int) -> str:
     return f"node {node} reported on job {job.display_id} attempt {attempt}, which it does not run"
 
 
-def may_send_logs(node: str, asked_of: str) -> str:
-    """Log data answers a request made of one node; only that node may answer it."""
+def may_send_data(node: str, asked_of: str) -> str:
+    """Data (log output) answers a request made of one node; only that node may answer it."""
     if node == asked_of:
         return ""
     return f"node {node} sent output for a request made of node {asked_of}"
+
+
+def finished_scope(principal: Principal) -> str:
+    """Whose finished jobs and usage ``principal`` sees (``gacct``, the web API): admins
+    everyone's (""), others only their own (SLURM's PrivateData for sacct)."""
+    return "" if principal.admin else principal.user
+
+
+def _admins(what: str) -> Callable[[Principal, Any], str]:
+    return lambda principal, target: may_administer(principal, what)
+
+
+def _on_job(action: str) -> Callable[[Principal, Any], str]:
+    return lambda principal, job: may_act(principal, job, action)
+
+
+# action -> rule(principal, target): "" when allowed, else why not
+ACTIONS: dict[str, Callable[[Principal, Any], str]] = {
+    "nodes.manage": _admins("managing nodes"),
+    "gpus.manage": _admins("managing GPUs"),
+    "users.manage": _admins("managing users, tokens and the audit log"),
+    "job.cancel": _on_job("cancel"),
+    "job.hold": _on_job("hold"),
+    "job.release": _on_job("release"),
+    "job.requeue": _on_job("requeue"),
+    "job.read_logs": may_read_logs,
+    "reservation.change": lambda principal, r: may_change_reservation(
+        principal, r.name, r.created_by
+    ),
+}
+
+
+def authorize(action: str, principal: Principal, target: Any = None) -> str:
+    """ "" when ``principal`` may do ``action`` (a key of ``ACTIONS``) to ``target`` (a job, a
+    reservation, or None), else why not. KeyError for an action not in the table."""
+    return ACTIONS[action](principal, target)
+
+
+def require(action: str, principal: Principal, target: Any = None) -> None:
+    """``authorize``, raising its refusal as AccessDenied."""
+    why = authorize(action, principal, target)
+    if why:
+        raise AccessDenied(why)

@@ -1,0 +1,120 @@
+"""What the agent asks the Docker engine for: a container's create arguments, its name and
+labels, and how Docker's own texts (times, errors) are read back.
+
+Every container carries labels (node, job id, attempt, time limit, GPUs) and a unique name, so
+a restarted agent adopts what is still there and a second launch of the same attempt never
+starts a second container.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+import requests
+from docker.errors import APIError
+from docker.types import DeviceRequest, Mount
+
+from rota.agent.runtime.policy import ContainerPolicy
+from rota.jobspec import Mount as JobMount
+from rota.messages import LaunchOrder
+
+LABEL_NODE = "rota.node"
+LABEL_JOB = "rota.job_id"
+LABEL_ATTEMPT = "rota.attempt"
+LABEL_DISPLAY = "rota.display_id"
+LABEL_LIMIT = "rota.time_limit"
+LABEL_GPUS = "rota.gpus"  # host GPU indices, comma-separated
+GPU_MODES = ("auto", "nvidia", "env")
+ENGINE_DOWN = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
+
+
+def create_args(
+    order: LaunchOrder,
+    mounts: tuple[JobMount, ...],
+    node: str,
+    policy: ContainerPolicy,
+    gpu_mode: str,
+    network: str,
+) -> dict[str, Any]:
+    """``containers.create`` arguments; ``mounts`` as ``policy.admit`` resolved (and the
+    stager staged) them; ``gpu_mode`` "nvidia" or "env"; ``network`` "" for the engine's."""
+    spec = order.spec
+    env = order.container_env  # policy.admit refused user values for the GPU variables
+    uid, gid = policy.run_as(order)
+    kwargs: dict[str, Any] = {"user": f"{uid}:{gid}", **policy.hardening()}
+    indices = ",".join(str(i) for i in order.gpu_indices)
+    if gpu_mode == "nvidia" and order.gpu_uuids:
+        kwargs["device_requests"] = [
+            DeviceRequest(driver="nvidia", device_ids=list(order.gpu_uuids), capabilities=[["gpu"]])
+        ]
+    elif gpu_mode == "nvidia":
+        env["NVIDIA_VISIBLE_DEVICES"] = "void"
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = indices
+        env["NVIDIA_VISIBLE_DEVICES"] = indices or "void"
+    if order.host_network:
+        kwargs["network_mode"] = "host"
+    elif network:
+        kwargs["network_mode"] = network
+    if spec.cpus:
+        kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+    if spec.memory:
+        kwargs["mem_limit"] = spec.memory
+    if spec.shm_size:
+        kwargs["shm_size"] = spec.shm_size
+    if spec.workdir:
+        kwargs["working_dir"] = spec.workdir
+    if mounts:
+        kwargs["mounts"] = [
+            Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
+            for m in mounts
+        ]
+    return dict(
+        image=spec.image,
+        command=list(spec.command),
+        name=container_name(node, order.job_id, order.attempt),
+        environment=env,
+        labels={
+            LABEL_NODE: node,
+            LABEL_JOB: str(order.job_id),
+            LABEL_ATTEMPT: str(order.attempt),
+            LABEL_DISPLAY: order.display_id,
+            LABEL_LIMIT: str(order.time_limit),
+            LABEL_GPUS: indices,
+        },
+        init=True,
+        detach=True,
+        **kwargs,
+    )
+
+
+def container_name(node: str, job_id: int, attempt: int) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", node)
+    return f"rota-{safe}-{job_id}-{attempt}"
+
+
+def parse_time(text: str) -> float:
+    """Docker's RFC 3339 time with nanoseconds -> Unix seconds (0 for the zero time).
+
+    Docker's own format, read back from the engine; not a grammar users write (``rota.when``).
+    """
+    if not text or text.startswith("0001-"):
+        return 0.0
+    m = re.match(r"^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$", text)
+    if not m:
+        return 0.0
+    frac = (m.group(2) or "0")[:6].ljust(6, "0")
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
+    return datetime.fromisoformat(f"{m.group(1)}.{frac}{zone}").timestamp()
+
+
+def engine_message(exc: BaseException) -> str:
+    if isinstance(exc, APIError):
+        return str(exc.explanation or exc)
+    return short(exc)
+
+
+def short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__

@@ -1,0 +1,226 @@
+"""What a booking may take: the checks of a ``greserve`` request and the GPUs it gets.
+
+``GpuPicker`` resolves a request's GPUs against the nodes, the other reservations and the
+running jobs (read only; the reservation service stores what it returns).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from rota.scheduler.cluster.reservation import FLAGS, IGNORE_JOBS, PERIODS, Reservation
+from rota.scheduler.core.errors import Conflict, UserError
+from rota.scheduler.core.model import ClusterModel
+from rota.states import ACTIVE_STATES, JobState
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+RECURRING_HORIZON = 28 * 86_400.0  # a recurring booking is checked for overlaps this far ahead
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationRequest:
+    """What ``greserve create`` asks for; ``start``/``end`` are Unix seconds.
+
+    GPUs come from ``nodes`` (every GPU of each) or ``gpus`` (a count, chosen among GPUs free
+    of other reservations in the window, optionally of ``gpu_type`` and ``gpus_per_node`` per
+    node); with both, the count is chosen among the GPUs of those nodes. ``gpu_ids`` (node ->
+    host GPU indices, as the dashboard's timeline selects them) books exactly those GPUs and
+    takes the place of the other GPU fields.
+    """
+
+    name: str
+    start: float
+    end: float
+    nodes: tuple[str, ...] = ()
+    gpus: int = 0
+    gpu_type: str = ""
+    gpus_per_node: int = 0
+    users: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    lend: bool = True
+    gpu_ids: Mapping[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+
+
+class GpuPicker:
+    """The GPUs a request may book, as of the model and ``clock``. Not thread-safe."""
+
+    def __init__(self, model: ClusterModel, clock: Callable[[], float]) -> None:
+        self.model = model
+        self.clock = clock
+
+    def booked(
+        self, probe: Reservation, maint: bool, exclude: str, others: Iterable[Reservation]
+    ) -> dict[tuple[str, int], str]:
+        """GPUs ``others`` (but ``exclude``) hold in any window of ``probe`` -> the
+        holder's name (none for a MAINT request, and MAINT reservations never conflict).
+        Recurring windows are compared over ``RECURRING_HORIZON``."""
+        if maint:
+            return {}
+        horizon = probe.end + (RECURRING_HORIZON if probe.period else 0.0)
+        windows = probe.windows(probe.start, horizon)
+        out: dict[tuple[str, int], str] = {}
+        for r in others:
+            if r.name != exclude and not r.maint and any(r.overlaps(s, e) for s, e in windows):
+                out.update(dict.fromkeys(r.cells(), r.name))
+        return out
+
+    def check_free(
+        self, gpus: dict[str, tuple[int, ...]], busy: dict[tuple[str, int], str]
+    ) -> None:
+        clash = sorted({busy[(n, g)] for n, idx in gpus.items() for g in idx if (n, g) in busy})
+        if clash:
+            raise Conflict(f"start/end: its GPUs are reserved by {', '.join(clash)} then")
+
+    def known_gpus(self, gpu_ids: Mapping[str, Iterable[int]]) -> dict[str, tuple[int, ...]]:
+        """``gpu_ids`` once every node and GPU index in it exists (UserError naming the
+        first that does not)."""
+        gpus: dict[str, tuple[int, ...]] = {}
+        for name, indices in sorted(gpu_ids.items()):
+            node = self.model.nodes.get(name)
+            if node is None:
+                known = ", ".join(sorted(self.model.nodes)) or "none"
+                raise UserError(f"gpus: unknown node {name!r} (registered: {known})")
+            have = sorted(g.index for g in node.inventory.gpus)
+            wanted = tuple(sorted(set(indices)))
+            missing = [i for i in wanted if i not in have]
+            if missing or not wanted:
+                raise UserError(
+                    f"gpus: node {name} has no GPU {missing[0] if missing else '(none given)'} "
+                    f"(its GPUs: {', '.join(map(str, have)) or 'none reported'})"
+                )
+            gpus[name] = wanted
+        return gpus
+
+    def whole_nodes(
+        self, names: Iterable[str], busy: dict[tuple[str, int], str]
+    ) -> dict[str, tuple[int, ...]]:
+        gpus: dict[str, tuple[int, ...]] = {}
+        for name in names:
+            node = self.model.nodes.get(name)
+            if node is None:
+                known = ", ".join(sorted(self.model.nodes)) or "none"
+                raise UserError(f"nodes: unknown node {name!r} (registered: {known})")
+            idx = tuple(g.index for g in node.inventory.gpus)
+            if not idx:
+                raise UserError(f"nodes: node {name!r} has no GPUs (its agent has not reported)")
+            clash = sorted({busy[(name, g)] for g in idx if (name, g) in busy})
+            if clash:
+                raise Conflict(
+                    f"nodes: GPUs of {name} are reserved by {', '.join(clash)} in that window"
+                )
+            gpus[name] = idx
+        return gpus
+
+    def held_until(self) -> dict[tuple[str, int], tuple[int, float]]:
+        """(node, GPU) -> (job id, expected end) of the GPUs running jobs hold."""
+        out: dict[tuple[str, int], tuple[int, float]] = {}
+        now = self.clock()
+        for job in self.model.jobs.values():
+            if job.state not in ACTIVE_STATES:
+                continue
+            end = (job.start_time or now) + job.time_limit
+            if job.state is JobState.COMPLETING:
+                end = now
+            for a in job.allocation:
+                for g in a.gpus:
+                    out[(a.node, g)] = (job.id, end)
+        return out
+
+    def choose(
+        self, request: ReservationRequest, busy: dict[tuple[str, int], str], ignore_jobs: bool
+    ) -> dict[str, tuple[int, ...]]:
+        """``request.gpus`` GPUs free of other reservations (and of jobs running into the
+        window unless ``ignore_jobs``): the fewest nodes, lowest indices."""
+        held = {} if ignore_jobs else self.held_until()
+        unknown = [n for n in request.nodes if n not in self.model.nodes]
+        if unknown:
+            known = ", ".join(sorted(self.model.nodes)) or "none"
+            raise UserError(f"nodes: unknown node {unknown[0]!r} (registered: {known})")
+        per = request.gpus_per_node
+        kind = request.gpu_type.lower()
+        candidates: list[tuple[str, list[int]]] = []
+        for node in sorted(self.model.nodes.values(), key=lambda n: n.name):
+            if request.nodes and node.name not in request.nodes:
+                continue
+            free = [
+                g.index
+                for g in node.inventory.gpus
+                if (not kind or kind in g.name.lower())
+                and (node.name, g.index) not in busy
+                and held.get((node.name, g.index), (0, 0.0))[1] <= request.start
+            ]
+            if len(free) >= max(per, 1):
+                candidates.append((node.name, free))
+        candidates.sort(key=lambda c: -len(c[1]))
+        left = request.gpus
+        gpus: dict[str, tuple[int, ...]] = {}
+        for name, free in candidates:
+            if left <= 0:
+                break
+            take = min(per or len(free), left)
+            gpus[name] = tuple(free[:take])
+            left -= take
+        if left > 0:
+            what = f" of type {request.gpu_type}" if request.gpu_type else ""
+            spread = f", {per} per node" if per else ""
+            found = request.gpus - left
+            holders = sorted({who for (n, _g), who in busy.items() if n in request.nodes})
+            held_by = f" (reserved by {', '.join(holders)})" if holders else ""
+            raise Conflict(
+                f"gpus: only {found} GPU(s){what}{spread} are free of other reservations"
+                f"{'' if ignore_jobs else ' and running jobs'} in that window; asked for "
+                f"{request.gpus}{held_by}"
+            )
+        return gpus
+
+    def check_jobs(self, gpus: dict[str, tuple[int, ...]], start: float) -> None:
+        held = self.held_until()
+        clash = sorted(
+            {
+                held[(node, g)][0]
+                for node, idx in gpus.items()
+                for g in idx
+                if (node, g) in held and held[(node, g)][1] > start
+            }
+        )
+        if clash:
+            ids = ", ".join(str(j) for j in clash[:10])
+            raise Conflict(
+                f"nodes: running jobs {ids} hold some of these GPUs into the window; wait for "
+                f"them, pick other GPUs or add the flag {IGNORE_JOBS}"
+            )
+
+
+def check_flags(flags: tuple[str, ...]) -> None:
+    """UserError for an unknown flag or two periods; ``flags`` are ``normal_flags``."""
+    for flag in flags:
+        if flag not in FLAGS:
+            raise UserError(f"flags: unknown flag {flag!r}; known: {', '.join(FLAGS)}")
+    if len(set(flags) & set(PERIODS)) > 1:
+        raise UserError("flags: give at most one of DAILY and WEEKLY")
+
+
+def check_request(request: ReservationRequest, now: float, gpus_known: bool) -> None:
+    if not _NAME.match(request.name):
+        raise UserError(
+            "name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit; "
+            f"got {request.name!r}"
+        )
+    if request.end <= request.start:
+        raise UserError("end: must be after start")
+    if request.end <= now:
+        raise UserError("end: is in the past")
+    if not gpus_known and not (request.nodes or request.gpus):
+        raise UserError("nodes/gpus: give --nodes LIST, --gpus N or both (N GPUs of those nodes)")
+    if request.gpus < 0 or request.gpus_per_node < 0:
+        raise UserError("gpus: must be a positive count (gpus_per_node >= 0)")
+    if request.gpus_per_node and request.gpus % request.gpus_per_node:
+        raise UserError(
+            f"gpus_per_node: {request.gpus} GPUs cannot be split {request.gpus_per_node} per node"
+        )
+    if not request.users and not request.accounts:
+        raise UserError("users/accounts: name who may use it (--users LIST or --accounts LIST)")

@@ -1,0 +1,197 @@
+"""Core-thread steps that span several services: each is one hop of the engine's parts.
+
+Every method runs on the core thread (the engine's executor puts it there; in-process tests call
+them directly). Permission decisions are ``authz``'s; these only ask it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TypeAlias
+
+from rota.messages import AgentEvent, EventAck, Heartbeat, Hello
+from rota.scheduler.cluster.model import JobRecord, NodeState
+from rota.scheduler.cluster.reservation import Reservation
+from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.cluster.users import Principal, UserRecord
+from rota.scheduler.core import authz
+from rota.scheduler.core.audit import agent_refusal
+from rota.scheduler.core.errors import AccessDenied, UserError
+from rota.scheduler.core.lifecycle import Orders
+from rota.scheduler.core.lookup import CancelResult
+from rota.scheduler.core.services import Services
+from rota.scheduler.core.submission import SubmitItem
+
+log = logging.getLogger("rota.scheduler")
+
+# A heartbeat as received: decoded already, or a call that decodes it (the wire message's).
+Beat: TypeAlias = Heartbeat | Callable[[], Heartbeat]
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedBeat:
+    """A heartbeat of stream ``session`` of ``node``, received at ``received``."""
+
+    node: str
+    session: int
+    beat: Beat
+    received: float
+
+    def decoded(self) -> Heartbeat:
+        return self.beat if isinstance(self.beat, Heartbeat) else self.beat()
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedEvent:
+    """A job event of stream ``session`` of ``node`` (from ``peer``)."""
+
+    node: str
+    session: int
+    peer: str
+    event: AgentEvent
+
+
+class CoreSteps:
+    """The multi-service steps of the engine, over ``services``."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def tick(self) -> Orders:
+        """Housekeeping: lost nodes and idle jobs, accounting, reservations, tokens, audit."""
+        services = self.services
+        orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
+        services.accounting.tick()
+        services.reservations.advance(services.reservations.clock())
+        services.users.refresh()
+        services.users.prune_audit()
+        return orders
+
+    def hello(self, hello: Hello, session: int, period: float | None = None) -> Orders:
+        """Authenticate and reconcile a node's new stream; ``period``: the telemetry period."""
+        services = self.services
+        orders = services.agents.hello(hello, session, period)
+        services.gpus.node_joined(services.model.nodes[hello.node_name])
+        return orders
+
+    def heartbeat(
+        self, node: str, session: int, beat: Heartbeat, received: float | None = None
+    ) -> bool:
+        """Apply one heartbeat received at ``received`` (default now): True when what the
+        policy sees of the node changed. The one place applied telemetry is handed to its
+        observers: GPU health, then anything that accounts per node or job from telemetry."""
+        services = self.services
+        changed = services.agents.heartbeat(node, session, beat, received)
+        services.meter.observe(node, session)
+        return services.gpus.observe(node, session) or changed
+
+    def telemetry(self, batch: Sequence[ReceivedBeat]) -> bool:
+        """Apply a batch of heartbeats; True when what the policy sees changed."""
+        changed = False
+        for item in batch:
+            beat = item.decoded()
+            changed = self.heartbeat(item.node, item.session, beat, item.received) or changed
+        return changed
+
+    def events(self, batch: Sequence[ReceivedEvent]) -> tuple[Orders, bool]:
+        """Apply job events in one transaction: the orders they cause, and whether a pass is
+        wanted (anything but a start frees or changes resources). A report about a job its
+        node does not run (``authz.may_report``) is refused, acknowledged and recorded. When
+        the transaction fails nothing is acknowledged (the agents resend)."""
+        services = self.services
+        orders: Orders = []
+        wanted = False
+        try:
+            with services.model.together():
+                for item in batch:
+                    event = item.event
+                    try:
+                        job = services.model.jobs.get(event.job_id)
+                        refused = authz.may_report(item.node, job, event.attempt)
+                        if refused:
+                            log.warning("refused job_event of node %s: %s", item.node, refused)
+                            target = f"job={event.job_id}"
+                            services.users.record(
+                                agent_refusal(
+                                    item.node, item.peer, "job_event", target, refused, time.time()
+                                )
+                            )
+                            orders.append((item.node, EventAck(event.job_id, event.attempt)))
+                            continue
+                        orders += services.agents.event(item.node, item.session, event)
+                    except Exception:
+                        log.exception("applying %s of job %d failed", event.kind, event.job_id)
+                    wanted = wanted or event.kind != "STARTED"
+        except Exception:
+            log.exception("storing %d job event(s) failed; none is acknowledged", len(batch))
+            return [], True
+        return orders, wanted
+
+    def authorize_submit(self, items: Sequence[SubmitItem], who: Principal) -> list[SubmitItem]:
+        """The items with their accounts resolved; AccessDenied naming the first item and field
+        ``who`` may not ask for (checked per item, before any array is expanded)."""
+        allowed = self.services.config.user_qos
+        resolved = []
+        for i, item in enumerate(items):
+            spec = replace(item.spec, account=authz.job_account(who, item.spec))
+            field_name, why = authz.may_submit(who, spec, allowed)
+            if why:
+                where = f"{item.source}: " if item.source else f"items[{i}]."
+                raise AccessDenied(f"{where}{field_name}: {why}")
+            resolved.append(replace(item, spec=spec))
+        return resolved
+
+    def check_acts(self, ids: Sequence[str], who: Principal, action: str) -> None:
+        """AccessDenied naming the first job of ``ids`` that ``who`` may not ``action``
+        (cancel, hold, release, requeue); malformed ids are left to the action's result."""
+        if who.admin:
+            return
+        for display_id in ids:
+            try:
+                jobs = self.services.lookup.resolve(display_id)
+            except UserError:
+                continue
+            for job in jobs:
+                authz.require(f"job.{action}", who, job)
+
+    def control(
+        self, action: str, ids: Sequence[str], who: Principal
+    ) -> tuple[list[CancelResult], Orders]:
+        """Hold, release or requeue as ``who`` (AccessDenied as ``check_acts``)."""
+        self.check_acts(ids, who, action)
+        return self.services.control.control(action, ids, who.user, who.admin)
+
+    def log_location(
+        self, display_id: str, attempt: int, node: str, who: Principal
+    ) -> tuple[JobRecord, str, int]:
+        """Where an attempt's output is, once ``who`` may read it (before saying whether there
+        is any)."""
+        jobs = self.services.jobs
+        authz.require("job.read_logs", who, jobs.get(display_id)[0])
+        return jobs.location(display_id, attempt, node)
+
+    def revoke(self, name: str) -> UserRecord:
+        """Revoke the user's token and hold their pending jobs (UserRevoked)."""
+        user = self.services.users.revoke(name)
+        self.services.control.hold_revoked(user.name)
+        return user
+
+    def drain_node(self, name: str, reason: str, user: str) -> tuple[NodeState, NodeStatus]:
+        self.services.nodes.drain(name, reason, user)
+        return self.services.nodes.show(name)
+
+    def resume_node(self, name: str, user: str) -> tuple[NodeState, NodeStatus]:
+        self.services.nodes.resume(name, user)
+        return self.services.nodes.show(name)
+
+    def reservations(self) -> list[tuple[Reservation, list[str]]]:
+        """Every reservation with the jobs in it."""
+        service = self.services.reservations
+        return [(r, service.jobs_of(r.name)) for r in service.all()]
+
+    def reservation(self, name: str) -> tuple[Reservation, list[str]]:
+        service = self.services.reservations
+        return service.get(name), service.jobs_of(name)

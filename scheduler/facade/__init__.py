@@ -1,0 +1,1 @@
+"""The engine's RPC methods, by service: each module one part of the ``Engine`` facade."""

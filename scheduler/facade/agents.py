@@ -1,0 +1,65 @@
+"""AgentService: one stream per agent (``AgentHub``), its heartbeats, events and log data."""
+
+from __future__ import annotations
+
+import time
+
+from rota.messages import AgentEvent, Hello, LogData, Pong
+from rota.scheduler.agent_hub import AgentSession, refusal
+from rota.scheduler.core.errors import AuthError
+from rota.scheduler.core.liveness import telemetry_period
+from rota.scheduler.core.steps import Beat, ReceivedBeat, ReceivedEvent
+from rota.scheduler.facade.parts import Parts
+
+
+class AgentsFacade(Parts):
+    """What an agent's stream says, on receipt (event loop): nothing here waits for the core
+    thread but the hello."""
+
+    async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
+        """Authenticate and reconcile; the new session replaces any older one of that node.
+        A refused hello is recorded in the audit log."""
+        session = self.hub.new_session(hello.node_name, peer)
+        period = telemetry_period(self.services.config, self.hub.joined_count(hello.node_name))
+        try:
+            orders = await self.core.background(self.steps.hello, hello, session.id, period)
+        except AuthError as exc:
+            await self.hub.record(refusal(session, "hello", "", str(exc)))
+            raise
+        self.hub.attach(session)
+        self.hub.dispatch(orders)
+        self.passes.want()
+        return session
+
+    def agent_heartbeat(self, session: AgentSession, beat: Beat) -> None:
+        """Stamp liveness, answer with a pong, and buffer the telemetry for the next batch.
+        ``beat`` may be a call that decodes the wire message: it then runs on the core thread,
+        and not at all for telemetry that is shed."""
+        received = self.services.liveness.stamp(session.node, session.id)
+        session.outbox.put_nowait(self._pong())
+        self.telemetry.add(ReceivedBeat(session.node, session.id, beat, received))
+
+    def agent_keepalive(self, session: AgentSession) -> None:
+        """Stamp liveness and answer; no core-thread work."""
+        self.services.liveness.stamp(session.node, session.id)
+        session.outbox.put_nowait(self._pong())
+
+    def _pong(self) -> Pong:
+        """A pong with the telemetry period for the nodes connected now."""
+        return Pong(time.time(), telemetry_period(self.services.config, len(self.hub)))
+
+    def agent_event(self, session: AgentSession, event: AgentEvent) -> None:
+        """Stamp liveness and queue the event (``EventIntake``)."""
+        self.services.liveness.stamp(session.node, session.id)
+        self.events.add(ReceivedEvent(session.node, session.id, session.peer, event))
+
+    def agent_log_data(self, session: AgentSession, data: LogData) -> None:
+        """Stamp liveness and hand output to the ``glogs`` stream that asked this node for it
+        (output for a request made of another node is refused and recorded)."""
+        self.services.liveness.stamp(session.node, session.id)
+        self.logs.deliver(session, data)
+
+    async def agent_gone(self, session: AgentSession) -> None:
+        self.hub.detach(session)
+        await self.core.background(self.services.agents.disconnected, session.node, session.id)
+        self.passes.want()

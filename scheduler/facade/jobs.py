@@ -1,0 +1,112 @@
+"""JobService and AccountingService: submit, act on, list, explain and follow jobs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import replace
+
+from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
+from rota.scheduler.cluster.model import JobEvent, JobRecord
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core import authz
+from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
+from rota.scheduler.core.lookup import CancelResult
+from rota.scheduler.core.submission import task_count
+from rota.scheduler.facade.parts import Parts
+from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
+from rota.scheduler.policy.explain import Explanation
+
+WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
+
+
+class JobsFacade(Parts):
+    """Jobs as a principal may see and act on them (``authz``)."""
+
+    large: LargeSubmissions
+    cancels: LargeCancels
+
+    async def submit(
+        self, items: Sequence[SubmitItem], who: Principal, test_only: bool
+    ) -> list[SubmitResult]:
+        """Submit as ``who`` (accounts resolved, refused as a whole: ``authz.may_submit``)."""
+        resolved = self.steps.authorize_submit(items, who)
+        if not test_only and task_count(resolved) > LARGE_SUBMISSION:
+            results = await self.large.submit(resolved, who.user)
+        else:
+            results = await self.core.call(self.services.jobs.submit, resolved, who.user, test_only)
+        if not test_only:
+            self.passes.want()
+        return results
+
+    async def cancel(self, ids: Sequence[str], who: Principal, reason: str) -> list[CancelResult]:
+        """Cancel as ``who``; AccessDenied (nothing changed) when any id names a job ``who``
+        may not cancel. Large cancels run in chunks (``LargeCancels``)."""
+        await self.core.call(self.steps.check_acts, ids, who, "cancel")
+        results = await self.cancels.cancel(ids, who.user, reason)
+        self.passes.want()
+        return results
+
+    async def control(self, action: str, ids: Sequence[str], who: Principal) -> list[CancelResult]:
+        """Hold, release or requeue as ``who``; AccessDenied as for ``cancel``."""
+        results, orders = await self.core.call(self.steps.control, action, ids, who)
+        self.hub.dispatch(orders)
+        self.passes.want()
+        return results
+
+    async def list_jobs(self, listing: JobListing, who: Principal) -> JobPage:
+        """A page of jobs. For non-admins, other users' jobs only while pending or active,
+        and without their private parts (``authz.private_view``)."""
+        if not who.admin:
+            listing = replace(listing, private_to=who.user)
+        page = await self.core.call(self.services.jobs.list_page, listing)
+        return replace(page, jobs=[authz.private_view(who, j) for j in page.jobs])
+
+    async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:
+        job, events = await self.core.call(self.services.jobs.get, display_id)
+        return authz.private_view(who, job), events
+
+    async def watch_job(self, display_id: str, who: Principal) -> AsyncGenerator[JobRecord, None]:
+        """The job now and after every change, until it has ended."""
+        last = None
+        while True:
+            job, _events = await self.get_job(display_id, who)
+            if job != last:
+                yield job
+                last = job
+            if job.state.terminal:
+                return
+            await asyncio.sleep(WATCH_INTERVAL)
+
+    async def explain(
+        self, display_id: str, who: Principal
+    ) -> tuple[JobRecord, Explanation | None, int]:
+        """The job, and when pending why it waits (policy thread) and how many are pending."""
+        job, snapshot = await self.core.call(self.services.jobs.explain_target, display_id)
+        job = authz.private_view(who, job)
+        if snapshot is None:
+            return job, None, 0
+        why = await self.core.policy(self.services.policy.explain, snapshot, job.id)
+        return job, why, len(snapshot.pending)
+
+    async def stream_logs(
+        self, display_id: str, attempt: int, follow: bool, who: Principal, node: str = ""
+    ) -> AsyncGenerator[bytes, None]:
+        """An attempt's output from the agent that ran it (``node``: one rank of a gang;
+        default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it."""
+        location = self.steps.log_location
+        job, node, attempt = await self.core.call(location, display_id, attempt, node, who)
+        async for chunk in self.logs.stream(display_id, job.id, node, attempt, follow):
+            yield chunk
+
+    async def list_finished(self, query: AccountingQuery, who: Principal) -> list[FinishedJob]:
+        """Finished jobs ``who`` may see (``authz.finished_scope``)."""
+        query = replace(query, principal=authz.finished_scope(who))
+        return await self.core.call(self.services.accounting.finished, query)
+
+    async def usage_summary(
+        self, query: AccountingQuery, who: Principal
+    ) -> tuple[list[UsageTotal], list[UsageTotal]]:
+        """Totals per user and per account, over the jobs ``who`` may see."""
+        query = replace(query, principal=authz.finished_scope(who))
+        return await self.core.call(self.services.accounting.summary, query)
