@@ -101,7 +101,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         engine.tick, "interval", seconds=config.tick_interval, max_instances=1, coalesce=True
     )
     ticker.start()
-    await clock.start(engine.reservation_edges)
+    await clock.start(engine.reservations.reservation_edges)
     notifier = Notifier(
         engine.claim_notifications,
         engine.notification_result,

@@ -39,9 +39,11 @@ from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
 from rota.scheduler.pass_loop import PassLoop, PassObserver
 
 
-class Engine(JobsFacade, NodesFacade, ReservationsFacade, UsersFacade, AgentsFacade):
-    """The facade the servicers, the web API and the daemon's periodic work call.
-    ``executor``: where service calls run (default: the core and policy threads)."""
+class Engine:
+    """The facade the servicers, the web API and the daemon's periodic work call: one part per
+    gRPC service (``jobs``, ``nodes``, ``reservations``, ``users``, ``agents``), each with one
+    method per RPC. ``executor``: where service calls run (default: the core and policy
+    threads)."""
 
     def __init__(
         self,
@@ -51,11 +53,11 @@ class Engine(JobsFacade, NodesFacade, ReservationsFacade, UsersFacade, AgentsFac
         executor: Executor | None = None,
     ) -> None:
         self.services = services
-        self.on_reservations = on_reservations
         self.core = core = executor if executor is not None else CoreExecutor()
-        self.steps = CoreSteps(services)
-        self.hub = hub = AgentHub(self.record)
-        self.logs = LogRelay(hub)
+        self.steps = steps = CoreSteps(services)
+        self.users = UsersFacade(services, core, steps)
+        self.hub = hub = AgentHub(self.users.record)
+        self.logs = logs = LogRelay(hub)
         self.passes = PassLoop(
             core, services.model, services.planner, services.policy, hub.dispatch, observer
         )
@@ -65,6 +67,13 @@ class Engine(JobsFacade, NodesFacade, ReservationsFacade, UsersFacade, AgentsFac
         self.liveness = LivenessWatch(core, services.agents, tick_interval, self._lost)
         self.large = LargeSubmissions(services.jobs, core.call)
         self.cancels = LargeCancels(services.jobs, core.call, hub.dispatch)
+        passes = self.passes
+        self.jobs = JobsFacade(services, core, steps, hub, logs, passes, self.large, self.cancels)
+        self.nodes = NodesFacade(services, core, steps, hub, passes)
+        self.reservations = ReservationsFacade(services, core, steps, passes, on_reservations)
+        self.agents = AgentsFacade(
+            services, core, steps, hub, logs, passes, self.telemetry, self.events
+        )
 
     def start(self) -> None:
         self.passes.start()

@@ -117,7 +117,7 @@ class Cluster:
     def node_name(self, short: str) -> str:
         return f"{short}-{self.tag}"
 
-    def _spawn(
+    def spawn(
         self, key: str, args: list[str], env: dict[str, str] | None = None
     ) -> subprocess.Popen[bytes]:
         log = (self.root / f"{key}.log").open("ab")
@@ -140,7 +140,7 @@ class Cluster:
             f"sqlite:///{self.root / 'sched.db'}",
         ]
         args += list(extra or self.scheduler_args or ["--open-registration"])
-        proc = self._spawn("scheduler", args)
+        proc = self.spawn("scheduler", args)
         wait_for(
             lambda: "listening on" in self.log("scheduler") or proc.poll() is not None,
             20,
@@ -188,7 +188,7 @@ class Cluster:
         ]
         if gpus is not None:
             args += ["--simulate-gpus", str(gpus)]
-        proc = self._spawn(f"agent-{short}", args, env)
+        proc = self.spawn(f"agent-{short}", args, env)
         if wait:
             wait_for(
                 lambda: self.node(name) and self.node(name)["state"] != "DOWN",

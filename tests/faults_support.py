@@ -50,7 +50,7 @@ def spawn_agent(cluster: Cluster, key: str, node: str, *extra: str) -> subproces
     without waiting for it to connect (for agents that are meant to be refused)."""
     args = ["agent", "--scheduler", cluster.address, "--node", node, "--simulate-gpus", "1"]
     args += ["--data-dir", str(cluster.root / key), "--heartbeat", "0.5", *extra]
-    return cluster._spawn(key, args)
+    return cluster.spawn(key, args)
 
 
 def restart_scheduler(cluster: Cluster, *args: str) -> subprocess.Popen[bytes]:

@@ -344,7 +344,7 @@ def test_a_dry_run_answers_while_a_pass_is_stuck_in_decide(tmp_path: Path) -> No
         try:
             assert await asyncio.to_thread(policy.inside.wait, 30), "the pass never started"
             answers = await asyncio.wait_for(
-                engine.submit([probe, too_big], Principal("bob"), test_only=True), timeout=20
+                engine.jobs.submit([probe, too_big], Principal("bob"), test_only=True), timeout=20
             )
             return answers, stuck_pass.done()
         finally:

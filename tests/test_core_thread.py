@@ -96,7 +96,7 @@ def test_a_large_pass_launches_in_hops_and_a_request_answers_between_them(tmp_pa
         launching = asyncio.create_task(engine.passes.run())
         try:
             assert await asyncio.to_thread(inside.wait, 30), "the pass never placed"
-            lookup = asyncio.create_task(engine.get_job(jobs[-1], Principal("ann")))
+            lookup = asyncio.create_task(engine.jobs.get_job(jobs[-1], Principal("ann")))
             await asyncio.sleep(0.1)  # the lookup is queued behind the first hop
             release.set()
             await asyncio.wait_for(lookup, timeout=20)

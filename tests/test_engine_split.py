@@ -66,7 +66,7 @@ def test_a_job_end_whose_commit_fails_leaves_the_job_running_in_memory_unacknowl
     failing_saves(h, monkeypatch)
 
     async def deliver() -> None:
-        h.engine.agent_event(session, AgentEvent(job_id, 1, "EXITED", exit_code=0, time=0.0))
+        h.engine.agents.agent_event(session, AgentEvent(job_id, 1, "EXITED", exit_code=0, time=0.0))
         await h.engine.events.idle()
 
     asyncio.run(deliver())
@@ -82,11 +82,11 @@ def test_node_administration_is_decided_by_authz_for_every_edge(tmp_path: Path) 
 
     async def attempt() -> None:
         with pytest.raises(AccessDenied, match="managing nodes is for admins only"):
-            await h.engine.drain_node("n1", "mine now", ann)
+            await h.engine.nodes.drain_node("n1", "mine now", ann)
         with pytest.raises(AccessDenied, match="managing GPUs is for admins only"):
-            await h.engine.drain_gpu("n1", 0, "mine now", ann)
+            await h.engine.nodes.drain_gpu("n1", 0, "mine now", ann)
         with pytest.raises(AccessDenied, match="managing users"):
-            await h.engine.audit(0, 10, ann)
+            await h.engine.users.audit(0, 10, ann)
 
     asyncio.run(attempt())
     assert h.s.model.nodes["n1"].schedulable  # nothing changed

@@ -38,7 +38,7 @@ def test_heartbeat_waiting_for_a_busy_core_keeps_its_node_alive(tmp_path: Path) 
         gate, blocked = busy_core(h)
         h.clock.now += 8
         received = h.clock.now
-        h.engine.agent_heartbeat(n1, Heartbeat(gpus=(GpuTelemetry(0, utilization=40),)))
+        h.engine.agents.agent_heartbeat(n1, Heartbeat(gpus=(GpuTelemetry(0, utilization=40),)))
         assert isinstance(n1.outbox.get_nowait(), Pong)  # answered before any core work
         h.clock.now += 8  # 16 s since the hello, 8 s since n1's heartbeat arrived
         h.tick()  # the lost-node check, while n1's telemetry still waits for the core
@@ -64,7 +64,9 @@ def test_a_core_that_falls_behind_sheds_old_telemetry_and_says_so(
     async def scenario() -> None:
         gate, blocked = busy_core(h)
         for load in (10, 20, 30):
-            h.engine.agent_heartbeat(n1, Heartbeat(gpus=(GpuTelemetry(0, utilization=load),)))
+            h.engine.agents.agent_heartbeat(
+                n1, Heartbeat(gpus=(GpuTelemetry(0, utilization=load),))
+            )
         assert [type(n1.outbox.get_nowait()) for _ in range(3)] == [Pong] * 3
         assert h.engine.telemetry.buffer.superseded == 2
         gate.set()
@@ -91,7 +93,9 @@ def test_a_telemetry_backlog_is_applied_in_bounded_hops_oldest_first(tmp_path: P
         gate, blocked = busy_core(h)
         for name in names:
             session = AgentSession(name, h.sessions[name])
-            h.engine.agent_heartbeat(session, Heartbeat(gpus=(GpuTelemetry(0, utilization=7),)))
+            h.engine.agents.agent_heartbeat(
+                session, Heartbeat(gpus=(GpuTelemetry(0, utilization=7),))
+            )
         await asyncio.sleep(0)  # the intake's first hop is queued for the core thread
 
         def applied() -> list[str]:
@@ -119,7 +123,8 @@ def test_telemetry_period_stretches_with_the_node_count_and_keepalives_keep_the_
 
     async def scenario() -> None:
         sessions = [
-            await h.engine.agent_connect(Hello(f"n{i}", "tok", inventory(1))) for i in range(30)
+            await h.engine.agents.agent_connect(Hello(f"n{i}", "tok", inventory(1)))
+            for i in range(30)
         ]
         welcomes = [s.outbox.get_nowait() for s in sessions]
         assert all(isinstance(w, Welcome) for w in welcomes)
@@ -127,11 +132,11 @@ def test_telemetry_period_stretches_with_the_node_count_and_keepalives_keep_the_
         assert periods[0] == periods[9] == 1.0  # 10 nodes at 10/s: one each per second
         assert periods[19] == 2.0 and periods[29] == 3.0
         assert {w.keepalive_interval for w in welcomes} == {4.0}  # type: ignore[union-attr]
-        h.engine.agent_keepalive(sessions[0])
+        h.engine.agents.agent_keepalive(sessions[0])
         assert period_of(sessions[0].outbox.get_nowait()) == 3.0
         for session in sessions[5:]:
-            await h.engine.agent_gone(session)
-        h.engine.agent_heartbeat(sessions[0], Heartbeat())
+            await h.engine.agents.agent_gone(session)
+        h.engine.agents.agent_heartbeat(sessions[0], Heartbeat())
         assert period_of(sessions[0].outbox.get_nowait()) == 1.0
         await h.engine.stop()
 
@@ -148,7 +153,7 @@ def test_a_silent_node_is_down_when_its_timeout_runs_out_not_at_the_next_tick(
 
     async def scenario() -> None:
         h.clock.now += 9.7  # n1 times out in 0.3 s
-        h.engine.agent_keepalive(n2)  # n2 was heard from just now
+        h.engine.agents.agent_keepalive(n2)  # n2 was heard from just now
         h.engine.start()
         await asyncio.sleep(0.1)
         assert h.s.model.nodes["n1"].connected

@@ -61,7 +61,7 @@ def test_a_burst_of_job_ends_is_applied_in_batches_after_requests(
     async def scenario() -> None:
         gate, blocked = busy_core(h)
         for job_id, session in jobs.items():
-            h.engine.agent_event(session, exited(job_id))
+            h.engine.agents.agent_event(session, exited(job_id))
         await asyncio.sleep(0)  # the intake's first batch is queued for the core thread
         live = h.s.model.jobs  # ended jobs leave the live model
 
@@ -96,7 +96,7 @@ def test_job_ends_whose_batch_cannot_be_stored_are_not_acknowledged(
 
     async def deliver() -> None:
         for job_id, session in jobs.items():
-            h.engine.agent_event(session, exited(job_id))
+            h.engine.agents.agent_event(session, exited(job_id))
         await h.engine.events.idle()
 
     monkeypatch.setattr(h.store.jobs, "save", broken)

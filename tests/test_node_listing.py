@@ -105,7 +105,7 @@ def test_a_large_page_is_built_in_hops_that_let_other_requests_in(tmp_path: Path
 
     async def scenario() -> None:
         gate, blocked = busy_core(h)
-        listing = asyncio.ensure_future(h.engine.list_nodes(0, "", True, False))
+        listing = asyncio.ensure_future(h.engine.nodes.list_nodes(0, "", True, False))
         await asyncio.sleep(0.05)  # its first hop waits for the core thread
         shown_when_asked = asyncio.ensure_future(h.engine.core.call(lambda: hops.count))
         await asyncio.sleep(0.05)
@@ -116,7 +116,7 @@ def test_a_large_page_is_built_in_hops_that_let_other_requests_in(tmp_path: Path
         page = await listing
         assert [node.name for node, _ in page.nodes] == names and page.next_page_token == ""
         assert page.summary is not None and page.summary.states["DOWN"] == len(names[::3])
-        down = await h.engine.list_nodes(NODES_PER_HOP + 5, "", False, False, ("DOWN",))
+        down = await h.engine.nodes.list_nodes(NODES_PER_HOP + 5, "", False, False, ("DOWN",))
         assert [node.name for node, _ in down.nodes] == names[::3][: NODES_PER_HOP + 5]
         assert down.next_page_token == names[::3][NODES_PER_HOP + 4]
 

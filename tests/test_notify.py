@@ -121,7 +121,7 @@ def test_a_silent_receiver_is_given_up_while_scheduling_goes_on(tmp_path: Path) 
             )
             while not drive.done():  # posts hang meanwhile: submissions are still answered
                 began = time.monotonic()
-                await h.engine.submit(
+                await h.engine.jobs.submit(
                     [SubmitItem(JobSpec("img", ("true",)))], Principal("bob"), False
                 )
                 waits.append(time.monotonic() - began)

@@ -135,7 +135,7 @@ def test_a_thousand_unauthenticated_requests_write_at_most_the_cap(tmp_path: Pat
                     with pytest.raises(grpc.aio.AioRpcError) as refused:
                         await stub.ListJobs(pb.ListJobsRequest())
                     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
-            return await sched.engine.audit(0.0, 10_000, sched.admin_principal)
+            return await sched.engine.users.audit(0.0, 10_000, sched.admin_principal)
 
     entries = asyncio.run(main())
     refusals = [e for e in entries if e.action == "JobService/ListJobs"]

@@ -77,7 +77,7 @@ def test_many_logins_of_one_user_leave_other_users_sessions_alone() -> None:
     assert book.get(bob_id) is not None  # bob is still logged in
     last, _ = book.open("mallory-token", "mallory")
     assert book.get(last) is not None  # mallory's newest session works
-    assert len(book._by_id) == sessions.MAX_PER_USER + 1  # mallory's oldest went, not others'
+    assert len(book) == sessions.MAX_PER_USER + 1  # mallory's oldest went, not others'
 
 
 def test_logins_beyond_every_session_are_refused_not_made_room_for() -> None:
@@ -115,7 +115,9 @@ def test_login_from_another_site_or_as_text_plain_is_refused(tmp_path: Path) -> 
         assert own.status == 200 and "Set-Cookie" in own.headers
         assert (await web.call("POST", "/api/v1/login", {"token": ann})).status == 200
         refused = [
-            e for e in await sched.engine.audit(0, 1000, sched.admin_principal) if not e.allowed
+            e
+            for e in await sched.engine.users.audit(0, 1000, sched.admin_principal)
+            if not e.allowed
         ]
         assert len(refused) == 6
         assert all(e.action == "web POST /api/v1/login" for e in refused)

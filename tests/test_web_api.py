@@ -96,12 +96,14 @@ def run(test: Test, root: Path) -> None:
 
 async def user(sched: InProcessScheduler, name: str) -> str:
     """A new user's token."""
-    return (await sched.engine.add_user(name, False, (), "", None, None, sched.admin_principal))[1]
+    return (
+        await sched.engine.users.add_user(name, False, (), "", None, None, sched.admin_principal)
+    )[1]
 
 
 async def refusals(sched: InProcessScheduler) -> list[tuple[str, str, str, str]]:
     """The audit log's refused web requests: (user, action, target, detail)."""
-    entries = await sched.engine.audit(0, 1000, sched.admin_principal)
+    entries = await sched.engine.users.audit(0, 1000, sched.admin_principal)
     return [
         (e.user, e.action, e.target, e.detail)
         for e in entries
@@ -150,7 +152,7 @@ def test_no_login_is_401_and_a_change_without_csrf_is_403(tmp_path: Path) -> Non
         assert bearer.status == 200
 
         await web.login(ann)
-        await sched.engine.revoke_user("ann", sched.admin_principal)
+        await sched.engine.users.revoke_user("ann", sched.admin_principal)
         gone = await web.call("GET", "/api/v1/nodes")
         assert gone.status == 401 and "no longer current" in gone.json()["error"]
 
@@ -183,7 +185,7 @@ def test_no_login_is_401_and_a_change_without_csrf_is_403(tmp_path: Path) -> Non
                 "UNAUTHENTICATED: your rota token is no longer current; log in again",
             ),
         ]
-        entries = await sched.engine.audit(0, 1000, sched.admin_principal)
+        entries = await sched.engine.users.audit(0, 1000, sched.admin_principal)
         assert all(e.peer.startswith("ipv4:127.0.0.1:") for e in entries if e.action[:4] == "web ")
 
     run(test, tmp_path)
@@ -296,7 +298,9 @@ def test_booking_follows_greserve_rules_and_only_the_maker_cancels(tmp_path: Pat
         await registered(sched, "n1", 4)
         ann, bob = await user(sched, "ann"), await user(sched, "bob")
         root = (
-            await sched.engine.add_user("root", True, (), "", None, None, sched.admin_principal)
+            await sched.engine.users.add_user(
+                "root", True, (), "", None, None, sched.admin_principal
+            )
         )[1]
         web, other, admin = client(), client(), client()
         ann_csrf = {"X-CSRF-Token": (await web.login(ann))["csrf"]}
@@ -367,7 +371,7 @@ def test_booking_follows_greserve_rules_and_only_the_maker_cancels(tmp_path: Pat
 
         audited = [
             (e.user, e.action, e.target, e.allowed)
-            for e in await sched.engine.audit(0, 1000, sched.admin_principal)
+            for e in await sched.engine.users.audit(0, 1000, sched.admin_principal)
             if e.action.startswith("web ") and e.user in ("root", "bob")
         ]
         assert audited == [

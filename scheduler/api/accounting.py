@@ -89,12 +89,12 @@ class AccountingServicer(pb_grpc.AccountingServiceServicer):
     async def ListFinished(
         self, request: pb.AccountingFilter, context: Any
     ) -> pb.ListFinishedResponse:
-        rows = await self.engine.list_finished(query_from_pb(request), caller())
+        rows = await self.engine.jobs.list_finished(query_from_pb(request), caller())
         return pb.ListFinishedResponse(jobs=[finished_to_pb(r) for r in rows])
 
     @unary
     async def Summary(self, request: pb.AccountingFilter, context: Any) -> pb.SummaryResponse:
-        users, accounts = await self.engine.usage_summary(query_from_pb(request), caller())
+        users, accounts = await self.engine.jobs.usage_summary(query_from_pb(request), caller())
         return pb.SummaryResponse(
             users=[_total(t) for t in users],
             accounts=[_total(t) for t in accounts],

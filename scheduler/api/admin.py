@@ -21,23 +21,23 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
 
     @unary
     async def AddNode(self, request: pb.AddNodeRequest, context: Any) -> pb.AddNodeResponse:
-        token = await self.engine.add_node(
+        token = await self.engine.nodes.add_node(
             request.name, dict(request.labels), request.rotate_token, caller()
         )
         return pb.AddNodeResponse(name=request.name.strip(), token=token)
 
     @unary
     async def DrainNode(self, request: pb.DrainNodeRequest, context: Any) -> pb.Node:
-        shown = await self.engine.drain_node(request.name, request.reason, caller())
+        shown = await self.engine.nodes.drain_node(request.name, request.reason, caller())
         return convert.node_to_pb(*shown)
 
     @unary
     async def ResumeNode(self, request: pb.ResumeNodeRequest, context: Any) -> pb.Node:
-        return convert.node_to_pb(*await self.engine.resume_node(request.name, caller()))
+        return convert.node_to_pb(*await self.engine.nodes.resume_node(request.name, caller()))
 
     @unary
     async def RemoveNode(
         self, request: pb.RemoveNodeRequest, context: Any
     ) -> pb.RemoveNodeResponse:
-        result = await self.engine.remove_node(request.name, request.force, caller())
+        result = await self.engine.nodes.remove_node(request.name, request.force, caller())
         return pb.RemoveNodeResponse(requeued=list(result.requeued), failed=list(result.failed))

@@ -106,7 +106,9 @@ class AuthInterceptor(HandlerInterceptor):
         token = bearer_token(details.invocation_metadata)
         if not token:
             return None
-        return self.engine.authenticate(token) or await self.engine.load_principal(token)
+        return self.engine.users.authenticate(token) or await self.engine.users.load_principal(
+            token
+        )
 
     async def enter(
         self,
@@ -156,7 +158,7 @@ class AuthInterceptor(HandlerInterceptor):
             detail=f"{code.name}: {detail}" if code is not None else detail,
         )
         try:
-            await self.engine.record(entry)
+            await self.engine.users.record(entry)
         except Exception:
             log.exception("could not record an audit entry: %s", entry)
 

@@ -19,10 +19,12 @@ class GpuServicer(pb_grpc.GpuServiceServicer):
 
     @unary
     async def ResumeGpu(self, request: pb.GpuActionRequest, context: Any) -> pb.GpuActionResponse:
-        message = await self.engine.resume_gpu(request.node, request.index, caller())
+        message = await self.engine.nodes.resume_gpu(request.node, request.index, caller())
         return pb.GpuActionResponse(message=message)
 
     @unary
     async def DrainGpu(self, request: pb.GpuActionRequest, context: Any) -> pb.GpuActionResponse:
-        message = await self.engine.drain_gpu(request.node, request.index, request.reason, caller())
+        message = await self.engine.nodes.drain_gpu(
+            request.node, request.index, request.reason, caller()
+        )
         return pb.GpuActionResponse(message=message)

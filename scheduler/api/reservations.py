@@ -25,14 +25,14 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     async def CreateReservation(
         self, request: pb.CreateReservationRequest, context: Any
     ) -> pb.Reservation:
-        r = await self.engine.create_reservation(request_from_pb(request), caller())
+        r = await self.engine.reservations.create_reservation(request_from_pb(request), caller())
         return reservation_to_pb(r, ())
 
     @unary
     async def ListReservations(
         self, request: pb.ListReservationsRequest, context: Any
     ) -> pb.ListReservationsResponse:
-        found = await self.engine.list_reservations()
+        found = await self.engine.reservations.list_reservations()
         return pb.ListReservationsResponse(
             reservations=[reservation_to_pb(r, jobs) for r, jobs in found]
         )
@@ -41,8 +41,8 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     async def GetReservation(
         self, request: pb.GetReservationRequest, context: Any
     ) -> pb.Reservation:
-        msg = reservation_to_pb(*await self.engine.get_reservation(request.name))
-        usage = await self.engine.reservation_usage(request.name)
+        msg = reservation_to_pb(*await self.engine.reservations.get_reservation(request.name))
+        usage = await self.engine.reservations.reservation_usage(request.name)
         msg.booked_gpu_seconds = usage.booked
         msg.owner_gpu_seconds = usage.owners
         msg.lent_gpu_seconds = usage.lent
@@ -53,7 +53,7 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
         self, request: pb.ImportReservationsRequest, context: Any
     ) -> pb.ImportReservationsResponse:
         rows = [request_from_pb(row) for row in request.rows]
-        errors, created = await self.engine.import_reservations(
+        errors, created = await self.engine.reservations.import_reservations(
             rows, caller(), request.dry_run, request.skip_bad
         )
         return pb.ImportReservationsResponse(errors=[e or "" for e in errors], created=created)
@@ -64,14 +64,16 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
     ) -> pb.Reservation:
         changes = request_from_pb(request.changes)
         fields = [f.strip() for f in request.fields if f.strip()]
-        r = await self.engine.update_reservation(request.name.strip(), changes, fields, caller())
+        r = await self.engine.reservations.update_reservation(
+            request.name.strip(), changes, fields, caller()
+        )
         return reservation_to_pb(r, ())
 
     @unary
     async def DeleteReservation(
         self, request: pb.DeleteReservationRequest, context: Any
     ) -> pb.DeleteReservationResponse:
-        r = await self.engine.delete_reservation(request.name, caller())
+        r = await self.engine.reservations.delete_reservation(request.name, caller())
         return pb.DeleteReservationResponse(name=r.name)
 
 

@@ -45,7 +45,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             SubmitItem(convert.spec_from_pb(i.spec), i.client_request_id, i.source)
             for i in request.items
         ]
-        results = await self.engine.submit(items, caller(), request.test_only)
+        results = await self.engine.jobs.submit(items, caller(), request.test_only)
         return pb.SubmitJobsResponse(
             jobs=[
                 pb.SubmittedJob(
@@ -60,7 +60,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
 
     @unary
     async def GetJob(self, request: pb.GetJobRequest, context: Any) -> pb.Job:
-        job, events = await self.engine.get_job(request.id, caller())
+        job, events = await self.engine.jobs.get_job(request.id, caller())
         return convert.job_to_pb(job, events)
 
     @unary
@@ -74,7 +74,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             page_size=request.page_size,
             page_token=request.page_token,
         )
-        page = await self.engine.list_jobs(listing, caller())
+        page = await self.engine.jobs.list_jobs(listing, caller())
         jobs = await asyncio.to_thread(convert.jobs_to_pb, page.jobs)  # the loop keeps serving
         return pb.ListJobsResponse(jobs=jobs, next_page_token=page.next_page_token)
 
@@ -82,7 +82,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
     async def CancelJobs(
         self, request: pb.CancelJobsRequest, context: Any
     ) -> pb.CancelJobsResponse:
-        results = await self.engine.cancel(list(request.ids), caller(), request.reason)
+        results = await self.engine.jobs.cancel(list(request.ids), caller(), request.reason)
         return pb.CancelJobsResponse(
             results=[pb.CancelResult(id=r.id, ok=r.ok, message=r.message) for r in results]
         )
@@ -91,7 +91,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
     async def ControlJobs(
         self, request: pb.ControlJobsRequest, context: Any
     ) -> pb.ControlJobsResponse:
-        results = await self.engine.control(
+        results = await self.engine.jobs.control(
             convert.action_from_pb(request.action), list(request.ids), caller()
         )
         return pb.ControlJobsResponse(
@@ -102,14 +102,14 @@ class JobServicer(pb_grpc.JobServiceServicer):
     async def WatchJob(
         self, request: pb.WatchJobRequest, context: Any
     ) -> AsyncGenerator[pb.Job, None]:
-        async for job in self.engine.watch_job(request.id, caller()):
+        async for job in self.engine.jobs.watch_job(request.id, caller()):
             yield convert.job_to_pb(job)
 
     @streaming
     async def StreamLogs(
         self, request: pb.StreamLogsRequest, context: Any
     ) -> AsyncGenerator[pb.LogChunk, None]:
-        stream = self.engine.stream_logs(
+        stream = self.engine.jobs.stream_logs(
             request.id, request.attempt, request.follow, caller(), request.node
         )
         try:
@@ -122,7 +122,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
     async def ExplainJob(
         self, request: pb.ExplainJobRequest, context: Any
     ) -> pb.ExplainJobResponse:
-        job, why, pending = await self.engine.explain(request.id, caller())
+        job, why, pending = await self.engine.jobs.explain(request.id, caller())
         return convert.explanation_to_pb(job, why, pending)
 
 
@@ -133,7 +133,7 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
 
     @unary
     async def ListNodes(self, request: pb.ListNodesRequest, context: Any) -> pb.ListNodesResponse:
-        page = await self.engine.list_nodes(
+        page = await self.engine.nodes.list_nodes(
             request.page_size,
             request.page_token,
             request.summary,
@@ -148,7 +148,7 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
         else:  # a thread hop would cost more than it saves when the core thread holds the GIL
             reply = convert_page()
         if reply.nodes:
-            booked = await self.engine.node_bookings([n.name for n in reply.nodes])
+            booked = await self.engine.nodes.node_bookings([n.name for n in reply.nodes])
             for msg in reply.nodes:
                 add_bookings(msg, booked.get(msg.name))
         if page.summary is not None:
@@ -157,8 +157,8 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
 
     @unary
     async def GetNode(self, request: pb.GetNodeRequest, context: Any) -> pb.Node:
-        msg = convert.node_to_pb(*await self.engine.get_node(request.name), self._parts)
-        add_bookings(msg, (await self.engine.node_bookings([msg.name])).get(msg.name))
+        msg = convert.node_to_pb(*await self.engine.nodes.get_node(request.name), self._parts)
+        add_bookings(msg, (await self.engine.nodes.node_bookings([msg.name])).get(msg.name))
         return msg
 
 
@@ -179,7 +179,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         if refused:
             raise AuthError(refused)
         hello = convert.hello_from_pb(first.hello)
-        session = await self.engine.agent_connect(hello, context.peer() or "")
+        session = await self.engine.agents.agent_connect(hello, context.peer() or "")
         reader = asyncio.create_task(self._read(session, request_iterator))
         try:
             while True:
@@ -189,19 +189,21 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 yield convert.order_to_pb(order)
         finally:
             reader.cancel()
-            await self.engine.agent_gone(session)
+            await self.engine.agents.agent_gone(session)
 
     async def _read(
         self, session: AgentSession, request_iterator: AsyncIterator[pb.AgentMessage]
     ) -> None:
         engine = self.engine
         handlers: dict[str, Callable[[pb.AgentMessage], None]] = {
-            "heartbeat": lambda m: engine.agent_heartbeat(
+            "heartbeat": lambda m: engine.agents.agent_heartbeat(
                 session, functools.partial(convert.heartbeat_from_pb, m.heartbeat)
             ),
-            "job_event": lambda m: engine.agent_event(session, convert.event_from_pb(m.job_event)),
-            "keepalive": lambda m: engine.agent_keepalive(session),
-            "log_data": lambda m: engine.agent_log_data(
+            "job_event": lambda m: engine.agents.agent_event(
+                session, convert.event_from_pb(m.job_event)
+            ),
+            "keepalive": lambda m: engine.agents.agent_keepalive(session),
+            "log_data": lambda m: engine.agents.agent_log_data(
                 session, convert.log_data_from_pb(m.log_data)
             ),
         }

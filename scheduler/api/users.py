@@ -34,7 +34,7 @@ class UserServicer(pb_grpc.UserServiceServicer):
 
     @unary
     async def AddUser(self, request: pb.AddUserRequest, context: Any) -> pb.UserTokenResponse:
-        user, token = await self.engine.add_user(
+        user, token = await self.engine.users.add_user(
             request.name,
             request.admin,
             list(request.accounts),
@@ -48,26 +48,26 @@ class UserServicer(pb_grpc.UserServiceServicer):
     @unary
     async def ListUsers(self, request: pb.ListUsersRequest, context: Any) -> pb.ListUsersResponse:
         return pb.ListUsersResponse(
-            users=[user_to_pb(u) for u in await self.engine.list_users(caller())]
+            users=[user_to_pb(u) for u in await self.engine.users.list_users(caller())]
         )
 
     @unary
     async def RevokeUser(self, request: pb.UserNameRequest, context: Any) -> pb.User:
-        return user_to_pb(await self.engine.revoke_user(request.name, caller()))
+        return user_to_pb(await self.engine.users.revoke_user(request.name, caller()))
 
     @unary
     async def NewToken(self, request: pb.UserNameRequest, context: Any) -> pb.UserTokenResponse:
-        user, token = await self.engine.new_token(request.name, caller())
+        user, token = await self.engine.users.new_token(request.name, caller())
         return pb.UserTokenResponse(user=user_to_pb(user), token=token)
 
     @unary
     async def WhoAmI(self, request: pb.WhoAmIRequest, context: Any) -> pb.User:
         """The caller's own user: the one its token names."""
-        return user_to_pb(await self.engine.who_am_i(caller()))
+        return user_to_pb(await self.engine.users.who_am_i(caller()))
 
     @unary
     async def ListAudit(self, request: pb.ListAuditRequest, context: Any) -> pb.ListAuditResponse:
-        entries = await self.engine.audit(request.since, request.limit, caller())
+        entries = await self.engine.users.audit(request.since, request.limit, caller())
         return pb.ListAuditResponse(
             entries=[
                 pb.AuditEntry(

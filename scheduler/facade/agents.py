@@ -5,16 +5,39 @@ from __future__ import annotations
 import time
 
 from rota.messages import AgentEvent, Hello, LogData, Pong
-from rota.scheduler.agent_hub import AgentSession, refusal
+from rota.scheduler.agent_hub import AgentHub, AgentSession, LogRelay, refusal
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.liveness import telemetry_period
-from rota.scheduler.core.steps import Beat, ReceivedBeat, ReceivedEvent
-from rota.scheduler.facade.parts import Parts
+from rota.scheduler.core.services import Services
+from rota.scheduler.core.steps import Beat, CoreSteps, ReceivedBeat, ReceivedEvent
+from rota.scheduler.core_thread import Executor
+from rota.scheduler.intake import EventIntake, TelemetryIntake
+from rota.scheduler.pass_loop import PassLoop
 
 
-class AgentsFacade(Parts):
+class AgentsFacade:
     """What an agent's stream says, on receipt (event loop): nothing here waits for the core
     thread but the hello."""
+
+    def __init__(
+        self,
+        services: Services,
+        core: Executor,
+        steps: CoreSteps,
+        hub: AgentHub,
+        logs: LogRelay,
+        passes: PassLoop,
+        telemetry: TelemetryIntake,
+        events: EventIntake,
+    ) -> None:
+        self.services = services
+        self.core = core
+        self.steps = steps
+        self.hub = hub
+        self.logs = logs
+        self.passes = passes
+        self.telemetry = telemetry
+        self.events = events
 
     async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
         """Authenticate and reconcile; the new session replaces any older one of that node.

@@ -6,25 +6,47 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
+from rota.scheduler.agent_hub import AgentHub, LogRelay
 from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core import authz
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lookup import CancelResult
+from rota.scheduler.core.services import Services
+from rota.scheduler.core.steps import CoreSteps
 from rota.scheduler.core.submission import task_count
-from rota.scheduler.facade.parts import Parts
+from rota.scheduler.core_thread import Executor
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
+from rota.scheduler.pass_loop import PassLoop
 from rota.scheduler.policy.explain import Explanation
 
 WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
 
 
-class JobsFacade(Parts):
-    """Jobs as a principal may see and act on them (``authz``)."""
+class JobsFacade:
+    """Jobs as a principal may see and act on them (``authz``); large submissions and
+    cancels run in steps (``large``, ``cancels``)."""
 
-    large: LargeSubmissions
-    cancels: LargeCancels
+    def __init__(
+        self,
+        services: Services,
+        core: Executor,
+        steps: CoreSteps,
+        hub: AgentHub,
+        logs: LogRelay,
+        passes: PassLoop,
+        large: LargeSubmissions,
+        cancels: LargeCancels,
+    ) -> None:
+        self.services = services
+        self.core = core
+        self.steps = steps
+        self.hub = hub
+        self.logs = logs
+        self.passes = passes
+        self.large = large
+        self.cancels = cancels
 
     async def submit(
         self, items: Sequence[SubmitItem], who: Principal, test_only: bool

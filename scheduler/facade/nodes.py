@@ -4,19 +4,37 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rota.scheduler.agent_hub import AgentHub
 from rota.scheduler.cluster.model import NodeState
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core import authz
 from rota.scheduler.core.nodes import NodePage, RemoveResult
 from rota.scheduler.core.reservations import NodeBookings
-from rota.scheduler.facade.parts import Parts
+from rota.scheduler.core.services import Services
+from rota.scheduler.core.steps import CoreSteps
+from rota.scheduler.core_thread import Executor
+from rota.scheduler.pass_loop import PassLoop
 
 NODES_PER_HOP = 100  # nodes of a ListNodes page built per core-thread hop (~0.1-0.2 ms each)
 
 
-class NodesFacade(Parts):
+class NodesFacade:
     """Nodes and GPUs: everyone lists them, admins manage them (``authz``)."""
+
+    def __init__(
+        self,
+        services: Services,
+        core: Executor,
+        steps: CoreSteps,
+        hub: AgentHub,
+        passes: PassLoop,
+    ) -> None:
+        self.services = services
+        self.core = core
+        self.steps = steps
+        self.hub = hub
+        self.passes = passes
 
     async def list_nodes(
         self,

@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.reservations import ReservationRequest, Usage
-from rota.scheduler.facade.parts import Parts
+from rota.scheduler.core.services import Services
+from rota.scheduler.core.steps import CoreSteps
+from rota.scheduler.core_thread import Executor
+from rota.scheduler.pass_loop import PassLoop
 
 
-class ReservationsFacade(Parts):
-    """Reservations (who may book or change which: ``authz``, asked by the service)."""
+class ReservationsFacade:
+    """Reservations (who may book or change which: ``authz``, asked by the service).
+    ``on_reservations`` is told after a reservation changed (the reservation clock)."""
+
+    def __init__(
+        self,
+        services: Services,
+        core: Executor,
+        steps: CoreSteps,
+        passes: PassLoop,
+        on_reservations: Callable[[], None] | None,
+    ) -> None:
+        self.services = services
+        self.core = core
+        self.steps = steps
+        self.passes = passes
+        self.on_reservations = on_reservations
 
     async def create_reservation(
         self, request: ReservationRequest, principal: Principal

@@ -6,11 +6,18 @@ from collections.abc import Sequence
 
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core import authz
-from rota.scheduler.facade.parts import Parts
+from rota.scheduler.core.services import Services
+from rota.scheduler.core.steps import CoreSteps
+from rota.scheduler.core_thread import Executor
 
 
-class UsersFacade(Parts):
+class UsersFacade:
     """Tokens to principals, and managing users (admins only)."""
+
+    def __init__(self, services: Services, core: Executor, steps: CoreSteps) -> None:
+        self.services = services
+        self.core = core
+        self.steps = steps
 
     def authenticate(self, token: str) -> Principal | None:
         """The principal of a current token, from memory (no thread hop)."""

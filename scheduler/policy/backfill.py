@@ -272,7 +272,7 @@ def _pass(
     check_limits = limits.active
     default_limit = cfg.default_time_limit
     full = snapshot.full_reasons
-    # Bulk reasons (see ``_bulk``) need the queue's record of special jobs.
+    # Bulk reasons (see ``bulk_reasons``) need the queue's record of special jobs.
     bulk = (
         queue is not None and todo is queue.jobs and full and not check_limits and not max_job_test
     )
@@ -286,7 +286,7 @@ def _pass(
         i += 1
         if bulk and state.total_free == 0 and (frozen or (waiting and reserved >= depth)):
             assert queue is not None
-            specials = _bulk(todo, i - 1, queue, state, why, placed)
+            specials = bulk_reasons(todo, i - 1, queue, state, why, placed)
             bulk = False
             if specials is not None:
                 todo, i, n = specials, 0, len(specials)
@@ -399,7 +399,7 @@ def _pass(
     return stopped
 
 
-def _bulk(
+def bulk_reasons(
     todo: list[PendingJob],
     start: int,
     queue: OrderCache,

@@ -187,7 +187,7 @@ class Api:
             detail=f"{code}: {why}" if code else why,
         )
         try:
-            await self.engine.record(entry)
+            await self.engine.users.record(entry)
         except Exception:
             log.exception("could not record an audit entry: %s", entry)
 
@@ -254,7 +254,7 @@ class Api:
         shown = await self._all_nodes()
         active = await self._all_jobs(JobListing(), caller.who)
         users = {j.display_id: j.user for j in active}
-        booked = await self.engine.node_bookings([node.name for node, _status in shown])
+        booked = await self.engine.nodes.node_bookings([node.name for node, _status in shown])
         return reply(
             {
                 "time": views.iso(time.time()),
@@ -273,7 +273,7 @@ class Api:
         if wanted == "ended":
             limit = _int(request.query, "limit", ENDED_LIMIT, minimum=1)
             query = AccountingQuery(users=(user,) if user else (), limit=limit)
-            rows = await self.engine.list_finished(query, caller.who)
+            rows = await self.engine.jobs.list_finished(query, caller.who)
             return reply(
                 {"time": views.iso(time.time()), "jobs": [views.job_json(r.job) for r in rows]}
             )
@@ -294,18 +294,20 @@ class Api:
 
     async def _all_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
         """Every node with its displayed status, in name order (page by page)."""
-        page = await self.engine.list_nodes(MAX_NODE_PAGE, "", False, False)
+        page = await self.engine.nodes.list_nodes(MAX_NODE_PAGE, "", False, False)
         nodes = list(page.nodes)
         while page.next_page_token:
-            page = await self.engine.list_nodes(MAX_NODE_PAGE, page.next_page_token, False, False)
+            page = await self.engine.nodes.list_nodes(
+                MAX_NODE_PAGE, page.next_page_token, False, False
+            )
             nodes.extend(page.nodes)
         return nodes
 
     async def _all_jobs(self, listing: JobListing, who: Principal) -> list[Any]:
-        page = await self.engine.list_jobs(listing, who)
+        page = await self.engine.jobs.list_jobs(listing, who)
         jobs = list(page.jobs)
         while page.next_page_token:
-            page = await self.engine.list_jobs(
+            page = await self.engine.jobs.list_jobs(
                 JobListing(
                     listing.states,
                     listing.all_states,
@@ -320,7 +322,7 @@ class Api:
         return jobs
 
     async def job(self, request: Request, caller: Caller) -> Response:
-        job, events = await self.engine.get_job(request.params["id"], caller.who)
+        job, events = await self.engine.jobs.get_job(request.params["id"], caller.who)
         return reply(
             {
                 "job": views.job_json(job),
@@ -338,7 +340,9 @@ class Api:
         kept = bytearray()
         try:
             async with asyncio.timeout(LOG_TIMEOUT):
-                async for chunk in self.engine.stream_logs(display_id, attempt, False, caller.who):
+                async for chunk in self.engine.jobs.stream_logs(
+                    display_id, attempt, False, caller.who
+                ):
                     kept += chunk
                     del kept[:-tail]
         except TimeoutError:
@@ -349,7 +353,7 @@ class Api:
 
     async def summary(self, request: Request, caller: Caller) -> Response:
         """GPU-hours per user and per account of jobs that ended in ``start``..``end``."""
-        users, accounts = await self.engine.usage_summary(_period(request.query), caller.who)
+        users, accounts = await self.engine.jobs.usage_summary(_period(request.query), caller.who)
         return reply(
             {
                 "users": [views.total_json(t) for t in users],
@@ -361,7 +365,7 @@ class Api:
         """Finished jobs of the period whose GPUs stayed mostly idle (below ``idle_below``
         percent) or nearly ran out of memory: ``gacct --efficiency``."""
         idle_below = _float(request.query, "idle_below", IDLE_BELOW)
-        rows = await self.engine.list_finished(_period(request.query), caller.who)
+        rows = await self.engine.jobs.list_finished(_period(request.query), caller.who)
         listed = [views.finished_json(r, idle_below) for r in rows]
         return reply({"jobs": [r for r in listed if r["flags"]]})
 

@@ -46,7 +46,7 @@ class Bookings:
         if end and end < start:
             raise UserError("end: must not be before start")
         shown = []
-        for r, running in await self.engine.list_reservations():
+        for r, running in await self.engine.reservations.list_reservations():
             windows = r.windows(start, end) if end else [(r.start, r.end)]
             if windows:
                 shown.append(views.reservation_json(r, running, windows, caller.who))
@@ -55,12 +55,12 @@ class Bookings:
     async def create(self, request: Request, caller: Caller) -> Response:
         """Book (201 with the reservation); refusals as ``greserve create``'s."""
         booking = booking_request(_object(request.body), caller.who)
-        r = await self.engine.create_reservation(booking, caller.who)
+        r = await self.engine.reservations.create_reservation(booking, caller.who)
         return reply(views.reservation_json(r, (), [(r.start, r.end)], caller.who), 201)
 
     async def delete(self, request: Request, caller: Caller) -> Response:
         """Cancel a booking: its maker or an admin (403 otherwise), none of its jobs running."""
-        await self.engine.delete_reservation(request.params["name"], caller.who)
+        await self.engine.reservations.delete_reservation(request.params["name"], caller.who)
         return reply({})
 
 

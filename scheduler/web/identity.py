@@ -26,4 +26,6 @@ class EngineTokens:
         self.engine = engine
 
     async def __call__(self, token: str) -> Principal | None:
-        return self.engine.authenticate(token) or await self.engine.load_principal(token)
+        return self.engine.users.authenticate(token) or await self.engine.users.load_principal(
+            token
+        )

@@ -66,6 +66,10 @@ class Sessions:
         self._of_user.setdefault(user, {})[session_id] = None
         return session_id, session
 
+    def __len__(self) -> int:
+        """Sessions open now (expired ones may still count until the next look)."""
+        return len(self._by_id)
+
     def get(self, session_id: str) -> Session | None:
         """The live session of ``session_id`` (its idle clock restarts), else None."""
         session = self._by_id.get(session_id) if session_id else None

@@ -35,28 +35,28 @@ POLICIES = ["rota", "fifo", "fifo-backfill", "sjf-oracle"]
 
 
 BULK_CALLS: list[int] = []
-_bulk = backfill._bulk
+_original_bulk = backfill.bulk_reasons
 
 
 def _counted_bulk(*args):  # type: ignore[no-untyped-def]
     BULK_CALLS.append(1)
-    return _bulk(*args)
+    return _original_bulk(*args)
 
 
 @pytest.fixture(autouse=True)
 def count_bulk(monkeypatch):
-    monkeypatch.setattr(backfill, "_bulk", _counted_bulk)
+    monkeypatch.setattr(backfill, "bulk_reasons", _counted_bulk)
 
 
 @contextmanager
 def no_bulk() -> Iterator[None]:
     """Turn bulk reasons off (every job examined one by one), and back on."""
-    bulk = backfill._bulk
-    backfill._bulk = lambda *args: None
+    bulk = backfill.bulk_reasons
+    backfill.bulk_reasons = lambda *args: None
     try:
         yield
     finally:
-        backfill._bulk = bulk
+        backfill.bulk_reasons = bulk
 
 
 class Checked:
