@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
+from rota.allowlists import DEFAULT_REGISTRIES
+from rota.inputs import LABEL_KEY, NODE_NAME
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.settings import (
     Bytes,
@@ -29,7 +31,6 @@ from rota.settings import (
     load_settings,
 )
 from rota.tls import is_loopback
-from rota.validate import DEFAULT_REGISTRIES, LABEL_KEY, NODE_NAME
 
 _NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 _DOCKER_SCHEMES = ("unix://", "tcp://", "ssh://", "http://", "https://", "npipe://")

@@ -1,28 +1,28 @@
-"""The CLI's connection to the scheduler: where it is, one method per RPC, and error handling.
+"""The CLI's connection to the scheduler: one method per RPC, and gRPC errors as ``CliError``.
 
 This is the only CLI module that imports generated protobuf code (commands import it lazily, so
 ``--help`` stays fast). Methods take plain values and return the reply messages, which commands
-only read; job states come back as ``JobState`` through ``state_of``. Errors become one line on
-stderr and an exit code (CONVENTIONS.md): 1 runtime (unreachable, unknown id), 2 invalid input.
+only read; job states come back as ``JobState`` through ``state_of``. Which scheduler, and
+whether a token may go in plaintext: ``target.py``; how an error ends a command: ``errors.py``.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
-from rota.paths import DEFAULT_ADDRESS, config_file
+from rota.cli.errors import CliError
+from rota.cli.target import Target, check_plaintext, resolve_target
 from rota.states import JobState
-from rota.tls import TLSFileError, channel_credentials, is_loopback
+from rota.tls import TLSFileError, channel_credentials
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 
@@ -33,123 +33,11 @@ T = TypeVar("T")
 RPC_TIMEOUT = 30.0
 
 
-class CliError(Exception):
-    """An error to print as one line, with the exit code to use."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def die(message: str, code: int) -> NoReturn:
-    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "rota"
-    print(f"{prog}: error: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def run_main(body: Callable[[], int]) -> int:
-    """Run a command body, turning CliError and Ctrl-C into one line and an exit code."""
-    try:
-        return body()
-    except CliError as exc:
-        die(str(exc), exc.code)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
-
-
 def current_user() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):
         return str(os.getuid())
-
-
-@dataclass(frozen=True)
-class Target:
-    """The scheduler address and where it came from (shown when it cannot be reached), and
-    TLS: the CA that verifies the scheduler ("" = plaintext) and an optional client
-    certificate and key for schedulers that require one."""
-
-    address: str
-    source: str
-    ca: str = ""
-    cert: str = ""
-    key: str = ""
-    insecure: bool = False  # ROTA_INSECURE=1 or ``insecure: true``: a token may go in plaintext
-
-
-def _config() -> dict[str, Any]:
-    path = config_file()
-    if not path.exists():
-        return {}
-    import yaml  # only when there is a config file: it costs every command ~20 ms
-
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise CliError(f"{path}: invalid YAML: {exc}", 2) from None
-    return data if isinstance(data, dict) else {}
-
-
-def resolve_target(flag: str | None, ca: str | None = None) -> Target:
-    """``--scheduler``, else ``ROTA_SCHEDULER``, else the config file's ``scheduler:``, else the
-    default loopback address. TLS likewise: ``--ca``, else ``ROTA_CA``, else ``ca:``; the client
-    certificate from ``ROTA_CERT``/``ROTA_KEY``, else ``cert:``/``key:``."""
-    config = _config()
-
-    def pick(flag_value: str | None, env: str, key: str) -> str:
-        return flag_value or os.environ.get(env) or str(config.get(key) or "")
-
-    tls: dict[str, Any] = {
-        "ca": pick(ca, "ROTA_CA", "ca"),
-        "cert": pick(None, "ROTA_CERT", "cert"),
-        "key": pick(None, "ROTA_KEY", "key"),
-    }
-    insecure = os.environ.get("ROTA_INSECURE", "").strip().lower() in ("1", "true", "yes")
-    tls["insecure"] = insecure or config.get("insecure") is True
-    if flag:
-        return Target(flag, "--scheduler", **tls)
-    env = os.environ.get("ROTA_SCHEDULER")
-    if env:
-        return Target(env, "ROTA_SCHEDULER", **tls)
-    if config.get("scheduler"):
-        return Target(str(config["scheduler"]), str(config_file()), **tls)
-    return Target(DEFAULT_ADDRESS, "the default", **tls)
-
-
-def _loopback(address: str) -> bool:
-    """Whether every scheduler in ``address`` (``HOST:PORT``, comma-separated, optionally
-    ``dns:///``) is this machine (a loopback IP, ``localhost``, or a unix socket), from the
-    text alone: nothing is resolved or dialled."""
-    for one in address.split(","):
-        one = one.strip()
-        if one.startswith(("unix:", "unix-abstract:")):
-            continue
-        one = one.removeprefix("dns:///").removeprefix("ipv4:").removeprefix("ipv6:")
-        if not is_loopback(one if ":" in one else f"{one}:0"):
-            return False
-    return True
-
-
-def _check_plaintext(target: Target) -> None:
-    """Refuse (exit 2) to send a token without TLS to a scheduler that is not on this
-    machine, unless the user opted in (``ROTA_INSECURE=1``, ``insecure: true``); then warn."""
-    if _loopback(target.address):
-        return
-    if not target.insecure:
-        raise CliError(
-            f"refusing to send your rota token without TLS to {target.address} (from "
-            f"{target.source}), which is not this machine: anyone on the network could read "
-            "it. Give the cluster's CA (--ca, ROTA_CA, or ca: in "
-            f"{config_file()}), or set ROTA_INSECURE=1 (insecure: true) to send it anyway",
-            2,
-        )
-    print(
-        f"warning: sending your rota token without TLS to {target.address} (ROTA_INSECURE)",
-        file=sys.stderr,
-    )
 
 
 class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
@@ -181,7 +69,7 @@ class Client:
         except CredentialsError as exc:
             raise CliError(str(exc), 1) from None
         if self.token and not target.ca:
-            _check_plaintext(target)
+            check_plaintext(target)
         if target.ca:
             try:
                 creds = channel_credentials(target.ca, target.cert, target.key)

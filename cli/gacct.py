@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rota.cli.client import run_main
+    from rota.cli.errors import run_main
 
     return run_main(lambda: _acct(args))
 
@@ -96,7 +96,8 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 
 def _filter(args: argparse.Namespace, now: datetime) -> Any:
-    from rota.cli.client import AccountingFilter, CliError
+    from rota.cli.client import AccountingFilter
+    from rota.cli.errors import CliError
     from rota.states import parse_state
     from rota.when import parse_when
 
@@ -149,7 +150,7 @@ def job_row(job: Any) -> dict[str, Any]:
         "user": job.user,
         "account": job.account,
         "state": state_of(job).value,
-        "exit_code": job.exit_code,
+        "exit_code": job.exit_code if job.has_exit_code else None,  # None: it never ran
         "submit_time": iso(job.submit_time),
         "start_time": iso(job.start_time),
         "end_time": iso(job.end_time),
@@ -175,7 +176,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         row["user"],
         row["account"],
         row["state"],
-        str(row["exit_code"]),
+        "-" if row["exit_code"] is None else str(row["exit_code"]),
         _local(row["submit_time"]),
         _local(row["start_time"]),
         _local(row["end_time"]),

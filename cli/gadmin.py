@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_labels(text: str | None) -> dict[str, str]:
     """``k=v,k2=v2`` -> dict; CliError (exit 2) on a malformed item."""
-    from rota.cli.client import CliError
+    from rota.cli.errors import CliError
 
     out: dict[str, str] = {}
     for item in (text or "").split(","):
@@ -73,7 +73,7 @@ def parse_labels(text: str | None) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rota.cli.client import run_main
+    from rota.cli.errors import run_main
 
     return run_main(lambda: _run(args))
 

@@ -23,7 +23,8 @@ def add_gpu_parser(sub: Any) -> None:
 
 def run_gpu(args: argparse.Namespace) -> int:
     """Run ``gadmin gpu ...``: one RPC, one line of output."""
-    from rota.cli.client import CliError, connect, current_user
+    from rota.cli.client import connect, current_user
+    from rota.cli.errors import CliError
 
     if args.index < 0:
         raise CliError("index: must be a GPU index >= 0", 2)

@@ -13,7 +13,8 @@ import time
 from datetime import datetime
 from typing import Any
 
-from rota.cli.client import Client, CliError
+from rota.cli.client import Client
+from rota.cli.errors import CliError
 
 
 def add_user_parsers(sub: Any) -> None:

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rota.cli.client import run_main
+    from rota.cli.errors import run_main
 
     return run_main(lambda: _info(args))
 

@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rota.cli.client import run_main
+    from rota.cli.errors import run_main
 
     if args.explain:
         from rota.cli.gqueue_explain import explain
@@ -69,7 +69,8 @@ def _split(text: str | None) -> list[str]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from rota.cli.client import CliError, connect, state_of
+    from rota.cli.client import connect, state_of
+    from rota.cli.errors import CliError
     from rota.cli.gqueue_format import parse_format
     from rota.cli.render import job_json, table
     from rota.jobview import iso

@@ -92,13 +92,14 @@ def _booking_options(c: argparse.ArgumentParser, required: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rota.cli.client import run_main
+    from rota.cli.errors import run_main
 
     return run_main(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rota.cli.client import CliError, as_dict, connect
+    from rota.cli.client import as_dict, connect
+    from rota.cli.errors import CliError
 
     if args.command == "create":
         fields = _create_fields(args)
@@ -149,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _create_fields(args: argparse.Namespace) -> dict[str, Any]:
-    from rota.cli.client import CliError
+    from rota.cli.errors import CliError
     from rota.units import parse_duration
     from rota.when import parse_when
 
@@ -183,7 +184,7 @@ def _create_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 def _update_fields(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
     """The fields ``greserve update`` changes, and their values."""
-    from rota.cli.client import CliError
+    from rota.cli.errors import CliError
     from rota.units import parse_duration
     from rota.when import parse_when
 
@@ -227,7 +228,7 @@ def _calendar(args: argparse.Namespace, client: Any) -> None:
     import time
 
     from rota.cli.calendar_view import Booking, Running, render
-    from rota.cli.client import CliError
+    from rota.cli.errors import CliError
     from rota.cli.style import colour_enabled
     from rota.when import parse_when
 
@@ -282,7 +283,8 @@ def _import(args: argparse.Namespace) -> int:
     """Check every row of the sheet, then create all of them, or none when a row is bad
     (unless --skip-bad); the report names each row by its line."""
     from rota.cli.bookings import read_sheet
-    from rota.cli.client import CliError, connect
+    from rota.cli.client import connect
+    from rota.cli.errors import CliError
 
     try:
         with open(args.sheet, encoding="utf-8") as f:

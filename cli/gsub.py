@@ -83,7 +83,7 @@ def load_jobs(
     output patterns are made absolute from the current directory (as sbatch does)."""
     import yaml
 
-    from rota.cli.client import CliError
+    from rota.cli.errors import CliError
     from rota.cli.sbatch import BatchJob, ScriptError, is_batch_script, translate
     from rota.cli.userconfig import ConfigError, default_image
     from rota.jobspec import SpecError, parse_job_file
@@ -150,7 +150,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rota.cli.client import run_main
+    from rota.cli.errors import run_main
 
     return run_main(lambda: _dry_run(args) if args.dry_run else _submit(args))
 
@@ -164,7 +164,7 @@ def _dry_run(args: argparse.Namespace) -> int:
 
 
 def _checked_dependency(text: str | None) -> str:
-    from rota.cli.client import CliError
+    from rota.cli.errors import CliError
     from rota.jobspec import parse_dependency
 
     if text:

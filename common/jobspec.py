@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from rota.inputs import SpecError
 from rota.jobends import NOTIFY_EVENTS
 from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from rota.validate import (
@@ -20,7 +21,6 @@ from rota.validate import (
     HARD_MAX_ARRAY_SIZE,
     PULL_POLICIES,
     Rules,
-    SpecError,
     array_size,
     check_spec,
 )

@@ -39,11 +39,9 @@ class AgentSession:
     peer: str = ""  # the stream's peer address, for the audit log
     outbox: asyncio.Queue[AgentOrder | None] = field(default_factory=asyncio.Queue)
 
-
-def refusal(session: AgentSession, what: str, target: str, why: str) -> AuditEntry:
-    """The audit entry of a refused agent message (and a warning in the log)."""
-    log.warning("refused %s of node %s: %s", what, session.node, why)
-    return agent_refusal(session.node, session.peer, what, target, why, time.time())
+    def refusal(self, what: str, target: str, why: str) -> AuditEntry:
+        """The audit entry of a refused message of this stream (``audit.agent_refusal``)."""
+        return agent_refusal(self.node, self.peer, what, target, why, time.time())
 
 
 class AgentHub:
@@ -124,7 +122,7 @@ class AgentHub:
 
     def refuse(self, session: AgentSession, what: str, target: str, why: str) -> None:
         """Record a refused agent message by a task (receipt never waits)."""
-        task = asyncio.create_task(self.record(refusal(session, what, target, why)))
+        task = asyncio.create_task(self.record(session.refusal(what, target, why)))
         self._recording.add(task)
         task.add_done_callback(self._recording.discard)
 

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from rota.allowlists import DEFAULT_REGISTRIES, mount_refusal
 from rota.destinations import parse_networks
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.private import private_dir, private_file
@@ -34,7 +35,7 @@ from rota.settings import (
     Settings,
     load_settings,
 )
-from rota.validate import DEFAULT_REGISTRIES, HARD_MAX_ARRAY_SIZE, Rules, mount_refusal
+from rota.validate import HARD_MAX_ARRAY_SIZE, Rules
 
 
 class WeightSettings(Settings):

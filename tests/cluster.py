@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -81,6 +82,29 @@ def wait_for(
         time.sleep(interval)
     raise AssertionError(
         f"timed out after {timeout}s waiting for {what or predicate}; last value {last!r}"
+    )
+
+
+def scheduler_passes(http_port: int) -> int:
+    """How many scheduling passes the scheduler serving /metrics on ``http_port`` (its
+    ``--http-listen``) has finished."""
+    url = f"http://127.0.0.1:{http_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        text = reply.read().decode()
+    for line in text.splitlines():
+        if line.startswith("rota_scheduling_pass_seconds_count "):
+            return int(float(line.split()[1]))
+    raise AssertionError("no rota_scheduling_pass_seconds_count in /metrics")
+
+
+def fresh_passes(http_port: int, count: int = 1, timeout: float = 30.0) -> None:
+    """Wait until ``count`` passes that began after this call have finished (the one in
+    progress, if any, is not counted)."""
+    seen = scheduler_passes(http_port)
+    wait_for(
+        lambda: scheduler_passes(http_port) >= seen + count + 1,
+        timeout,
+        what=f"{count} scheduling pass(es) after now",
     )
 
 

@@ -1,5 +1,6 @@
 """Users, tokens, authorisation, audit and node-scoped agents, through the real grpc.aio server
-(in-process: the servicers and interceptors as the daemon wires them)."""
+(in-process: the servicers and interceptors as the daemon wires them, service calls run at once
+on the event loop: ``synchronous``)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ DENIED = grpc.StatusCode.PERMISSION_DENIED
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
 
 
-def run(test: Callable[[InProcessScheduler], Coroutine[Any, Any, None]], root: Path) -> None:
+def run(
+    test: Callable[[InProcessScheduler], Coroutine[Any, Any, None]], root: Path, **config: object
+) -> None:
     async def main() -> None:
-        async with InProcessScheduler(root) as sched:
+        async with InProcessScheduler(root, synchronous=True, **config) as sched:
             await asyncio.wait_for(test(sched), 60)
 
     asyncio.run(main())
@@ -52,15 +55,6 @@ async def with_node(sched: InProcessScheduler, name: str = "n1") -> AgentStream:
 async def audit(sched: InProcessScheduler) -> list[pb.AuditEntry]:
     users = pb_grpc.UserServiceStub(sched.channel)
     return list((await users.ListAudit(pb.ListAuditRequest())).entries)
-
-
-async def wait_for_message(agent: AgentStream, kind: str) -> Any:
-    for _ in range(500):
-        found = [getattr(m, kind) for m in agent.received if m.WhichOneof("msg") == kind]
-        if found:
-            return found[-1]
-        await asyncio.sleep(0.02)
-    raise TimeoutError(f"no {kind}")
 
 
 def test_tokens_missing_wrong_revoked_and_renewed(tmp_path: Path) -> None:
@@ -125,12 +119,8 @@ def test_the_user_is_the_tokens_and_others_jobs_are_private(tmp_path: Path) -> N
         ):
             code, details = await refused(call)
             assert code is DENIED and "belongs to alice" in details
-        sched.engine.passes.want()
-        for _ in range(250):  # once a pass has looked at it, a held job says so
-            after = await alice.GetJob(pb.GetJobRequest(id=job_id))
-            if after.reason:
-                break
-            await asyncio.sleep(0.02)
+        await sched.fresh_pass()  # once a pass has looked at it, a held job says so
+        after = await alice.GetJob(pb.GetJobRequest(id=job_id))
         assert (after.state_code, after.reason) == ("PD", "JobHeldUser"), "nothing changed"
         done = await alice.CancelJobs(pb.CancelJobsRequest(ids=[job_id]))
         assert done.results[0].ok
@@ -142,7 +132,7 @@ def test_the_user_is_the_tokens_and_others_jobs_are_private(tmp_path: Path) -> N
         }
         assert {e.target.split(" ")[0] for e in refusals} == {f"ids={job_id}", f"id={job_id}"}
 
-    run(test, tmp_path)
+    run(test, tmp_path, allowed_mounts=("/data",))  # the output file's folder
 
 
 def test_admin_only_areas_and_submission_limits(tmp_path: Path) -> None:
@@ -219,18 +209,15 @@ def test_a_node_token_speaks_for_its_node_only(tmp_path: Path) -> None:
         b = await sched.agent("b", tokens["b"], gpus=1)
         alice = pb_grpc.JobServiceStub(sched.user_channel("alice"))
         job_id = await submit(alice, resources=pb.Resources(gpus=1), node_selector={})
-        launch = None
-        for _ in range(500):
-            job = await alice.GetJob(pb.GetJobRequest(id=job_id))
-            if job.nodes:
-                break
-            await asyncio.sleep(0.02)
+        await sched.fresh_pass()  # places the job
+        job = await alice.GetJob(pb.GetJobRequest(id=job_id))
         runner, other = (a, b) if list(job.nodes) == ["a"] else (b, a)
-        launch = await wait_for_message(runner, "launch")
+        launch = await runner.latest("launch")
+        await other.handled()  # every order queued for it before now has arrived
         assert "API_KEY" not in str(other.received), "no other node sees the launch"
         forged = pb.AgentJobEvent(job_id=int(job_id), attempt=launch.attempt, kind=pb.EXITED)
         other.send.put_nowait(pb.AgentMessage(job_event=forged))
-        await wait_for_message(other, "ack")
+        await other.latest("ack")
         still = await alice.GetJob(pb.GetJobRequest(id=job_id))
         assert still.state_code in ("CF", "R"), "the forged report changed nothing"
 
@@ -247,13 +234,13 @@ def test_a_node_token_speaks_for_its_node_only(tmp_path: Path) -> None:
             return [c.data async for c in logs]
 
         reader = asyncio.create_task(read_all())
-        request = await wait_for_message(runner, "log_request")
+        request = await runner.latest("log_request")
         other.send.put_nowait(
             pb.AgentMessage(
                 log_data=pb.LogData(request_id=request.request_id, data=b"forged\n", eof=True)
             )
         )
-        await asyncio.sleep(0.3)
+        await other.handled()  # the forged data was received (and refused) first
         runner.send.put_nowait(
             pb.AgentMessage(
                 log_data=pb.LogData(request_id=request.request_id, data=b"real\n", eof=True)

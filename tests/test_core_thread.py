@@ -18,6 +18,7 @@ from rota.scheduler.pass_loop import PLACEMENTS_PER_HOP
 from rota.scheduler.policy.snapshot import Placement
 from rota.states import JobState
 from tests.support.core import Harness
+from tests.support.counted import CountedExecutor
 
 
 def test_requests_go_first_but_a_flood_of_them_never_starves_background_work() -> None:
@@ -65,7 +66,8 @@ def test_a_large_pass_launches_in_hops_and_a_request_answers_between_them(tmp_pa
     """A pass placing 240 jobs commits them ``PLACEMENTS_PER_HOP`` per core-thread hop: a job
     lookup asked during the first hop is answered before the second, and every job that fits
     is launched once."""
-    h = Harness(tmp_path)
+    core = CountedExecutor()
+    h = Harness(tmp_path, executor=core)
     for n in range(30):
         h.connect(f"n{n:02d}", gpus=8)  # 240 GPUs
     jobs = [h.submit(gpus=1) for _ in range(250)]
@@ -97,7 +99,7 @@ def test_a_large_pass_launches_in_hops_and_a_request_answers_between_them(tmp_pa
         try:
             assert await asyncio.to_thread(inside.wait, 30), "the pass never placed"
             lookup = asyncio.create_task(engine.jobs.get_job(jobs[-1], Principal("ann")))
-            await asyncio.sleep(0.1)  # the lookup is queued behind the first hop
+            await core.queued(3)  # the snapshot, the first hop, then the lookup
             release.set()
             await asyncio.wait_for(lookup, timeout=20)
             await asyncio.wait_for(launching, timeout=60)

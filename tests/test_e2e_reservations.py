@@ -6,10 +6,9 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from datetime import datetime
 
-from tests.cluster import TEST_IMAGE, Cluster, wait_for
+from tests.cluster import TEST_IMAGE, Cluster, free_port, fresh_passes, wait_for
 
 
 def _as(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -170,7 +169,8 @@ def test_a_daily_reservation_opens_its_next_window_when_one_ends(cluster: Cluste
 
 
 def test_maint_blocks_everyone_and_its_nodes_show_maintenance(cluster: Cluster) -> None:
-    cluster.start_scheduler()
+    http = free_port()
+    cluster.start_scheduler("--open-registration", "--http-listen", f"127.0.0.1:{http}")
     alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
     cluster.start_agent("n1", gpus=2)
     node = cluster.node_name("n1")
@@ -190,7 +190,7 @@ def test_maint_blocks_everyone_and_its_nodes_show_maintenance(cluster: Cluster) 
         30,
         what="both jobs wait",
     )
-    time.sleep(2)  # a few passes
+    fresh_passes(http)  # a pass that saw both jobs waiting left them waiting
     assert cluster.job(mine)["state"] == "PENDING", "MAINT blocks even the reservation's jobs"
     assert cluster.job(other)["state"] == "PENDING"
     line = next(x for x in cluster.cli("ginfo", check=True).stdout.splitlines() if node in x)

@@ -59,7 +59,7 @@ def test_unknown_ids_are_not_found_or_invalid(api: pb_grpc.JobServiceStub) -> No
     )
 
 
-def test_paging_and_watch(api: pb_grpc.JobServiceStub) -> None:
+def test_paging(api: pb_grpc.JobServiceStub) -> None:
     items = [pb.SubmitItem(spec=_spec(hold=True), client_request_id=f"r{i}") for i in range(5)]
     ids = [j.job_ids[0] for j in api.SubmitJobs(pb.SubmitJobsRequest(items=items, user="ann")).jobs]
     seen: list[str] = []
@@ -71,11 +71,6 @@ def test_paging_and_watch(api: pb_grpc.JobServiceStub) -> None:
         if not token:
             break
     assert seen == ids
-    job = api.SubmitJobs(pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=_spec())], user="ann"))
-    job_id = job.jobs[0].job_ids[0]
-    states = [j.state_code for j in api.WatchJob(pb.WatchJobRequest(id=job_id), timeout=60)]
-    assert states[-1] == "CD"
-    assert states == sorted(set(states), key=states.index), "each update is a change"
 
 
 def test_agent_stream_must_start_with_hello(cluster: Cluster) -> None:

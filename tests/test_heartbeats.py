@@ -15,6 +15,7 @@ from rota.scheduler.agent_hub import AgentSession
 from rota.scheduler.intake import TELEMETRY_PER_HOP
 from rota.scheduler.metrics import SchedulerMetrics
 from tests.support.core import Harness, inventory
+from tests.support.counted import CountedExecutor
 
 
 def busy_core(h: Harness) -> tuple[threading.Event, asyncio.Future[bool]]:
@@ -83,7 +84,8 @@ def test_a_core_that_falls_behind_sheds_old_telemetry_and_says_so(
 
 
 def test_a_telemetry_backlog_is_applied_in_bounded_hops_oldest_first(tmp_path: Path) -> None:
-    h = Harness(tmp_path)
+    core = CountedExecutor()
+    h = Harness(tmp_path, executor=core)
     names = [f"n{i:03d}" for i in range(TELEMETRY_PER_HOP * 2 + 10)]
     for name in names:
         h.connect(name)
@@ -96,14 +98,14 @@ def test_a_telemetry_backlog_is_applied_in_bounded_hops_oldest_first(tmp_path: P
             h.engine.agents.agent_heartbeat(
                 session, Heartbeat(gpus=(GpuTelemetry(0, utilization=7),))
             )
-        await asyncio.sleep(0)  # the intake's first hop is queued for the core thread
+        await core.queued(2)  # the intake's first hop is queued, behind the busy core
 
         def applied() -> list[str]:
             return [n for n in names if nodes[n].telemetry]
 
         request = asyncio.ensure_future(h.engine.core.call(applied))
         background = asyncio.ensure_future(h.engine.core.background(applied))
-        await asyncio.sleep(0)  # both calls queued, behind the first hop
+        await core.queued(4)  # both calls queued, behind the first hop
         gate.set()
         await blocked
         assert await request == []  # a request goes before background work
@@ -155,13 +157,12 @@ def test_a_silent_node_is_down_when_its_timeout_runs_out_not_at_the_next_tick(
         h.clock.now += 9.7  # n1 times out in 0.3 s
         h.engine.agents.agent_keepalive(n2)  # n2 was heard from just now
         h.engine.start()
-        await asyncio.sleep(0.1)
+        # the first pass's apply hop is queued behind the watch's first check
+        await h.engine.passes.passes_done(1)
         assert h.s.model.nodes["n1"].connected
         h.clock.now += 0.6
-        for _ in range(50):
-            if not h.s.model.nodes["n1"].connected:
-                break
-            await asyncio.sleep(0.05)
+        # the watch wakes when n1's 0.3 s run out; a lost node wants a pass
+        await asyncio.wait_for(h.engine.passes.passes_done(2), 5.0)
         nodes = h.s.model.nodes
         assert not nodes["n1"].connected  # the tick (hourly here) never ran
         assert nodes["n2"].connected

@@ -15,6 +15,7 @@ from rota.scheduler.agent_hub import AgentSession
 from rota.scheduler.intake import EVENTS_PER_HOP
 from rota.states import JobState
 from tests.support.core import Harness
+from tests.support.counted import CountedExecutor
 from tests.test_heartbeats import busy_core
 
 
@@ -55,14 +56,15 @@ def acks(sessions: set[AgentSession]) -> set[int]:
 def test_a_burst_of_job_ends_is_applied_in_batches_after_requests(
     tmp_path: Path,
 ) -> None:
-    h = Harness(tmp_path)
+    core = CountedExecutor()
+    h = Harness(tmp_path, executor=core)
     jobs = running(h, EVENTS_PER_HOP * 2 + 10)
 
     async def scenario() -> None:
         gate, blocked = busy_core(h)
         for job_id, session in jobs.items():
             h.engine.agents.agent_event(session, exited(job_id))
-        await asyncio.sleep(0)  # the intake's first batch is queued for the core thread
+        await core.queued(2)  # the intake's first batch is queued, behind the busy core
         live = h.s.model.jobs  # ended jobs leave the live model
 
         def ended() -> int:
@@ -70,7 +72,7 @@ def test_a_burst_of_job_ends_is_applied_in_batches_after_requests(
 
         request = asyncio.ensure_future(h.engine.core.call(ended))
         background = asyncio.ensure_future(h.engine.core.background(ended))
-        await asyncio.sleep(0)  # both calls queued, behind the first batch in arrival order
+        await core.queued(4)  # both calls queued, behind the first batch in arrival order
         gate.set()
         await blocked
         assert await request == 0  # a request goes before background work

@@ -16,10 +16,15 @@ from typing import Any
 import pytest
 
 from rota.cli.client import state_of
+from rota.cli.gacct import job_row
 from rota.cli.render import job_json as cli_job_json
+from rota.efficiency import IDLE_BELOW
 from rota.jobspec import JobSpec
+from rota.scheduler.api.accounting import finished_to_pb
 from rota.scheduler.api.convert import job_to_pb
+from rota.scheduler.cluster.accounting import FinishedJob, JobUsage
 from rota.scheduler.cluster.model import JobRecord, NodeAlloc
+from rota.scheduler.web.views import finished_json
 from rota.scheduler.web.views import job_json as web_job_json
 from rota.states import JobState
 from rota.v1 import rota_pb2 as pb
@@ -112,6 +117,41 @@ def test_gqueue_json_and_the_web_api_agree(case: str) -> None:
     assert {key: web[key] for key in expected} == expected
 
 
+GiB = 2**30
+FINISHED = {
+    "cancelled before it ran": (
+        replace(BASE, state=JobState.CANCELLED, start_time=None, allocation=[]),
+        JobUsage(7),
+        None,
+    ),
+    "ran and failed": (
+        replace(BASE, state=JobState.FAILED, exit_code=3),
+        JobUsage(7, util_sum=160.0, samples=2, memory_peak=GiB, memory_total=80 * GiB),
+        3,
+    ),
+    "ran and completed": (
+        replace(BASE, state=JobState.COMPLETED, exit_code=0),
+        JobUsage(7, util_sum=160.0, samples=2, memory_peak=GiB, memory_total=80 * GiB),
+        0,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FINISHED)
+def test_gacct_json_and_the_web_api_agree_on_a_finished_job(case: str) -> None:
+    """One finished job as ``gacct --json`` renders the ``FinishedJob`` message it receives and
+    as the web API renders the record: the same ``exit_code`` (null when it never ran, not 0),
+    and the same values under every key both show (the GPU memory figures aside: gacct says
+    null without samples, the web 0)."""
+    job, usage, exit_code = FINISHED[case]
+    row = FinishedJob(replace(job, end_time=1_780_000_960.0), usage)
+    received = pb.FinishedJob.FromString(finished_to_pb(row).SerializeToString())
+    cli, web = job_row(received), finished_json(row, IDLE_BELOW)
+    assert cli["exit_code"] == web["exit_code"] == exit_code
+    shared = (set(cli) & set(web)) - {"gpu_memory_peak", "gpu_memory_total"}
+    assert {k: cli[k] for k in shared} == {k: web[k] for k in shared}
+
+
 def test_the_object_has_the_documented_keys() -> None:
     assert list(web_job_json(BASE)) == [
         "id",
@@ -157,6 +197,7 @@ def test_a_live_scheduler_answers_both_apis_with_one_object(tmp_path: Path) -> N
             jobs = pb_grpc.JobServiceStub(channel)
             await jobs.SubmitJobs(pb.SubmitJobsRequest(items=items))
             await jobs.CancelJobs(pb.CancelJobsRequest(ids=["1"]))
+            await sched.fresh_pass()  # the held job's reason is set by a pass
             listed = await jobs.ListJobs(pb.ListJobsRequest(all_states=True))
             web = client()
             await web.login(ann)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
-from tests.cluster import Cluster
+from tests.cluster import Cluster, free_port, fresh_passes, wait_for
 from tests.support.fake_agent import FakeAgent
 from tests.support.tokens import channel as token_channel
 
@@ -18,7 +18,8 @@ def test_a_10000_task_array_does_not_delay_list_nodes_or_drop_agent_streams(
     tmp_path: Path,
 ) -> None:
     cluster = Cluster(tmp_path)
-    cluster.start_scheduler()
+    http = free_port()
+    cluster.start_scheduler("--open-registration", "--http-listen", f"127.0.0.1:{http}")
     agent = FakeAgent(cluster.address, "n1", interval=0.2)
     channel = token_channel(cluster.address, cluster.token)
     try:
@@ -59,7 +60,9 @@ def test_a_10000_task_array_does_not_delay_list_nodes_or_drop_agent_streams(
         typical = statistics.median(during)
         assert typical <= 0.1, f"ListNodes took {typical * 1000:.0f} ms (median) meanwhile"
         assert max(during) <= 1.0, f"ListNodes took {max(during) * 1000:.0f} ms meanwhile"
-        time.sleep(1.0)  # the pass that follows, and a few more heartbeats
+        beats = len(agent.pongs)
+        fresh_passes(http)  # the pass that follows
+        wait_for(lambda: len(agent.pongs) >= beats + 3, 10, what="three more heartbeats")
         assert not agent.dropped, agent.dropped
         assert agent.pongs and max(agent.pongs) < 2.0
     finally:

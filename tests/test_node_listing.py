@@ -12,6 +12,7 @@ from rota.scheduler.api import convert
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.facade.nodes import NODES_PER_HOP
 from tests.support.core import Harness
+from tests.support.counted import CountedExecutor
 from tests.test_heartbeats import busy_core
 
 
@@ -95,7 +96,8 @@ def test_many_unknown_states_are_named_briefly(tmp_path: Path) -> None:
 
 
 def test_a_large_page_is_built_in_hops_that_let_other_requests_in(tmp_path: Path) -> None:
-    h = Harness(tmp_path)
+    core = CountedExecutor()
+    h = Harness(tmp_path, executor=core)
     count = NODES_PER_HOP * 4 + 30  # under the default page of 500
     names = [f"n{i:04d}" for i in range(count)]
     for name in names:
@@ -106,9 +108,9 @@ def test_a_large_page_is_built_in_hops_that_let_other_requests_in(tmp_path: Path
     async def scenario() -> None:
         gate, blocked = busy_core(h)
         listing = asyncio.ensure_future(h.engine.nodes.list_nodes(0, "", True, False))
-        await asyncio.sleep(0.05)  # its first hop waits for the core thread
+        await core.queued(2)  # its first hop waits for the core thread
         shown_when_asked = asyncio.ensure_future(h.engine.core.call(lambda: hops.count))
-        await asyncio.sleep(0.05)
+        await core.queued(3)
         gate.set()
         await blocked
         # the request queued behind the listing ran after its first hop, not after all

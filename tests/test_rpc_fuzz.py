@@ -163,7 +163,6 @@ def test_random_requests_never_break_the_server_or_change_the_database(
             lambda: api.ControlJobs(pb.ControlJobsRequest(ids=ids, action=action)),
             lambda: api.GetJob(pb.GetJobRequest(id=one)),
             lambda: api.ExplainJob(pb.ExplainJobRequest(id=one)),
-            lambda: api.WatchJob(pb.WatchJobRequest(id=one), timeout=10),
             lambda: api.StreamLogs(pb.StreamLogsRequest(id=one, node=text), timeout=10),
         ]
         for call in calls:

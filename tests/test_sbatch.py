@@ -14,15 +14,13 @@ import pytest
 import yaml
 
 from rota.cli import gsub
-from rota.cli.sbatch import (
-    SHELL_PREAMBLE,
+from rota.cli.sbatch import SHELL_PREAMBLE, is_batch_script, translate
+from rota.cli.sbatch_options import (
     ScriptError,
-    is_batch_script,
     slurm_begin,
     slurm_export,
     slurm_memory,
     split_options,
-    translate,
 )
 from rota.jobspec import parse_job_file
 from tests.cluster import Cluster, wait_for

@@ -9,7 +9,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -136,11 +135,11 @@ def test_a_revoked_users_queued_jobs_are_held_and_never_launched(tmp_path: Path)
             await _launched(agent, block_id)
             ended = pb.AgentJobEvent(job_id=int(block_id), attempt=1, kind=pb.EXITED)
             agent.send.put_nowait(pb.AgentMessage(job_event=ended))
-            deadline = time.monotonic() + 10
-            while (await sched.jobs.GetJob(pb.GetJobRequest(id=block_id))).state != pb.COMPLETED:
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.05)
-            await asyncio.sleep(1.0)  # passes after the GPU came free
+            await agent.handled()
+            await sched.intake_idle()
+            assert (await sched.jobs.GetJob(pb.GetJobRequest(id=block_id))).state == pb.COMPLETED
+            await sched.fresh_pass()  # a pass after the GPU came free
+            await agent.handled()  # and any order it made has arrived
             launched = [m.launch.display_id for m in agent.received if m.HasField("launch")]
             assert launched == [block_id]
             assert _states(await sched.jobs.ListJobs(listing)) == shown
@@ -164,10 +163,11 @@ def test_a_revoked_users_queued_jobs_are_held_and_never_launched(tmp_path: Path)
 
 async def _launched(agent: AgentStream, display_id: str) -> None:
     """Wait until ``agent`` was ordered to launch job ``display_id``."""
-    deadline = time.monotonic() + 10
-    while display_id not in [m.launch.display_id for m in agent.received if m.HasField("launch")]:
-        assert time.monotonic() < deadline, f"job {display_id} was never launched"
-        await asyncio.sleep(0.05)
+
+    def launched(received: list[pb.SchedulerMessage]) -> bool:
+        return display_id in [m.launch.display_id for m in received if m.HasField("launch")]
+
+    await agent.wait_for(launched)
 
 
 def test_jobs_planned_before_a_revocation_are_held_not_launched(tmp_path: Path) -> None:
@@ -223,7 +223,8 @@ def test_the_cli_refuses_to_send_its_token_in_plaintext_off_this_machine(tmp_pat
 def test_loopback_plaintext_and_the_explicit_opt_out_are_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rota.cli.client import Client, Target
+    from rota.cli.client import Client
+    from rota.cli.target import Target
 
     monkeypatch.setenv("ROTA_TOKEN", "secret-token")
     for address in ("127.0.0.1:9717", "localhost:9717", "[::1]:9717", "127.0.0.2:1"):

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rota.agent.runtime.policy import ContainerPolicy
+from rota.allowlists import DEFAULT_REGISTRIES, image_registry
 from rota.cli import gsub
 from rota.jobspec import SpecError, parse_job_file
 from rota.messages import LaunchOrder
@@ -31,7 +32,6 @@ from rota.scheduler.web.dashboard import dashboard_routes
 from rota.scheduler.web.identity import EngineTokens
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
-from rota.validate import DEFAULT_REGISTRIES, image_registry
 from tests.support.inprocess import InProcessScheduler
 from tests.support.tokens import channel
 from tests.test_auth import refused, with_node
@@ -279,6 +279,51 @@ def test_admin_node_rpcs_are_validated_at_the_door(tmp_path: Path) -> None:
             assert code is INVALID and "is not a node name" in details, details
 
     run(DaemonChain, tmp_path, test)
+
+
+# ---------------------------------------------------------------- job specs, at every door
+
+
+BAD_SPECS = {
+    "b.yaml: mounts[0].source: mounting /etc is never allowed (it is or holds /etc)": pb.JobSpec(
+        image="img",
+        command=["true"],
+        mounts=[pb.Mount(source="/etc", target="/e")],
+        priority=5,  # also not bob's to ask: the spec's check comes first
+    ),
+    "b.yaml: array: names 10001 tasks; at most 10000 are allowed": pb.JobSpec(
+        image="img", command=["true"], array="0-10000"
+    ),
+    "b.yaml: env.CUDA_VISIBLE_DEVICES: is set by rota": pb.JobSpec(
+        image="img", command=["true"], env={"CUDA_VISIBLE_DEVICES": "0"}
+    ),
+    "b.yaml: image: images from evil.example are not allowed here": pb.JobSpec(
+        image="evil.example/x", command=["true"]
+    ),
+}
+
+
+@CHAINS
+def test_a_bad_spec_is_refused_alike_with_or_without_the_interceptor(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """The spec of a SubmitJobs item is checked once, behind every door: the daemon's chain and
+    the services alone (as the web API reaches them) refuse it with the same words, naming the
+    item's source and field, before anything is authorised, and store nothing."""
+
+    async def test(sched: InProcessScheduler) -> None:
+        bob = pb_grpc.JobServiceStub(sched.user_channel("bob"))
+        for expected, spec in BAD_SPECS.items():
+            item = pb.SubmitItem(spec=spec, source="b.yaml")
+            request = pb.SubmitJobsRequest(items=[item])
+            code, details = await refused(bob.SubmitJobs(request))
+            assert code is INVALID and details.startswith(expected), details
+        too_many = pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=BAD_SPECS[expected])] * 1001)
+        code, details = await refused(bob.SubmitJobs(too_many))
+        assert code is INVALID and details.startswith("items: 1001 jobs in one request"), details
+        assert not (await sched.jobs.ListJobs(pb.ListJobsRequest(all_states=True))).jobs
+
+    run(harness, tmp_path, test)
 
 
 # ---------------------------------------------------------------- huge numbers (Low)

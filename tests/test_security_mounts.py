@@ -19,8 +19,9 @@ import pytest
 
 from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.useropen import open_no_follow
+from rota.allowlists import resolve_mount_source
+from rota.inputs import SpecError
 from rota.jobspec import Mount
-from rota.validate import SpecError, resolve_mount_source
 from tests.cluster import TEST_IMAGE, Cluster, wait_for
 from tests.faults_support import config_file
 

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rota.allowlists import resolve_mount_source
 from rota.jobspec import JobSpec, SpecError, parse_array, parse_job_file
-from rota.validate import Rules, check_spec, resolve_mount_source
+from rota.validate import Rules, check_spec
 
 BASE: dict[str, Any] = {"image": "busybox", "command": ["true"]}
 

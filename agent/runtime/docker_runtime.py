@@ -38,8 +38,8 @@ from rota.agent.runtime.engine_args import (
 from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.output import OutputSaver
 from rota.agent.runtime.policy import ContainerPolicy
+from rota.inputs import SpecError
 from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
-from rota.validate import SpecError
 
 log = logging.getLogger("rota.agent")
 

@@ -23,8 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from rota.agent.runtime.useropen import open_source_as
+from rota.inputs import SpecError
 from rota.jobspec import Mount
-from rota.validate import SpecError
 
 log = logging.getLogger("rota.agent")
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from rota.agent.runtime.useropen import open_as
+from rota.allowlists import resolve_mount_source
+from rota.inputs import SpecError
 from rota.jobends import expand
 from rota.messages import LaunchOrder
-from rota.validate import SpecError, resolve_mount_source
 
 LABEL_OUTPUT = "rota.output"  # container labels: where the files go, kept for an adopting agent
 LABEL_ERROR = "rota.error"

@@ -13,15 +13,11 @@ import pwd
 from dataclasses import dataclass
 from typing import Any
 
+from rota.allowlists import check_image, resolve_mount_source
+from rota.inputs import SpecError
 from rota.jobspec import Mount
 from rota.messages import LaunchOrder
-from rota.validate import (
-    RESERVED_ENV,
-    SpecError,
-    check_image,
-    check_shm,
-    resolve_mount_source,
-)
+from rota.validate import RESERVED_ENV, check_shm
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ def finished_to_pb(row: FinishedJob) -> pb.FinishedJob:
         user=job.user,
         account=job.account,
         state=state_to_pb(job.state),
+        has_exit_code=job.exit_code is not None,
         exit_code=job.exit_code or 0,
         submit_time=job.submit_time,
         start_time=job.start_time or 0.0,

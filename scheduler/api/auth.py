@@ -37,7 +37,6 @@ SUBMIT = "/rota.v1.JobService/SubmitJobs"  # an admin's own jobs use no admin po
 READ_ONLY = {
     "/rota.v1.JobService/ListJobs",
     "/rota.v1.JobService/GetJob",
-    "/rota.v1.JobService/WatchJob",
     "/rota.v1.JobService/StreamLogs",
     "/rota.v1.JobService/ExplainJob",
     "/rota.v1.NodeService/ListNodes",

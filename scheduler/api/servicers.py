@@ -99,13 +99,6 @@ class JobServicer(pb_grpc.JobServiceServicer):
         )
 
     @streaming
-    async def WatchJob(
-        self, request: pb.WatchJobRequest, context: Any
-    ) -> AsyncGenerator[pb.Job, None]:
-        async for job in self.engine.jobs.watch_job(request.id, caller()):
-            yield convert.job_to_pb(job)
-
-    @streaming
     async def StreamLogs(
         self, request: pb.StreamLogsRequest, context: Any
     ) -> AsyncGenerator[pb.LogChunk, None]:

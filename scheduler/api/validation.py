@@ -1,10 +1,11 @@
 """Every request is normalised, then validated, before any servicer sees it: one gRPC
 interceptor.
 
-The shape of every unary and server-streaming request (``rota.validate.check_message``), then
-per method: the job specs of SubmitJobs (``check_spec`` with the cluster's rules: array size,
-mounts, images), the ids, page tokens and reasons of the job RPCs, and the admin RPCs like the
-users' (node names as agents register, labels, user names, uids/gids). Names and flags are
+The shape of every unary and server-streaming request (``rota.inputs.check_message``), then
+per method: the ids, page tokens and reasons of the job RPCs, and the admin RPCs like the
+users' (node names as agents register, labels, user names, uids/gids). A SubmitJobs request's
+items and job specs are not checked here but once, behind every door, by the submission itself
+(``core.submission.check_items``, called by ``JobsFacade.submit``). Names and flags are
 normalised in the request itself (stripped; reservation flags upper-cased: ``normal_flags``)
 before anything checks a permission, so the value checked is the value stored. A bad request
 is answered INVALID_ARGUMENT naming the field and what is allowed, and nothing is changed. The
@@ -19,13 +20,8 @@ from typing import Any
 
 import grpc
 
-from rota.scheduler.api.convert import spec_from_pb
-from rota.scheduler.api.intercept import HandlerInterceptor
-from rota.scheduler.cluster.reservation import FLAGS
-from rota.v1 import rota_pb2 as pb
-from rota.validate import (
+from rota.inputs import (
     MAX_REASON,
-    Rules,
     SpecError,
     check_host_id,
     check_job_ids,
@@ -35,12 +31,15 @@ from rota.validate import (
     check_node_name,
     check_number,
     check_page_token,
-    check_spec,
     check_text,
     normal_flags,
     normal_name,
     normal_names,
 )
+from rota.scheduler.api.intercept import HandlerInterceptor
+from rota.scheduler.cluster.reservation import FLAGS
+from rota.v1 import rota_pb2 as pb
+from rota.validate import Rules
 
 _JOBS = "/rota.v1.JobService/"
 _BOOKINGS = "/rota.v1.ReservationService/"
@@ -50,17 +49,8 @@ _GPUS = "/rota.v1.GpuService/"
 
 
 def _submit(req: pb.SubmitJobsRequest, rules: Rules) -> None:
-    if len(req.items) > rules.max_jobs_per_submit:
-        raise SpecError(
-            "items",
-            f"{len(req.items)} jobs in one request; at most {rules.max_jobs_per_submit} "
-            "(scheduler setting max_jobs_per_submit)",
-        )
+    """The request's ``user`` only: its items are checked by the submission (module doc)."""
     check_name("user", req.user)
-    for i, item in enumerate(req.items):
-        check_text(f"items[{i}].client_request_id", item.client_request_id, 128)
-        where = f"{item.source}: " if item.source else f"items[{i}].spec."
-        check_spec(spec_from_pb(item.spec), rules, where)
 
 
 def _list(req: pb.ListJobsRequest, rules: Rules) -> None:
@@ -70,7 +60,7 @@ def _list(req: pb.ListJobsRequest, rules: Rules) -> None:
 
 
 def _filters(req: pb.ListJobsRequest | pb.AccountingFilter, rules: Rules) -> None:
-    check_job_ids("ids", req.ids, rules)
+    check_job_ids("ids", req.ids, rules.max_ids_per_request)
     for name in ("users", "accounts"):
         values = getattr(req, name)
         if len(values) > rules.max_ids_per_request:
@@ -80,7 +70,7 @@ def _filters(req: pb.ListJobsRequest | pb.AccountingFilter, rules: Rules) -> Non
 
 
 def _act(req: pb.CancelJobsRequest | pb.ControlJobsRequest, rules: Rules) -> None:
-    check_job_ids("ids", req.ids, rules)
+    check_job_ids("ids", req.ids, rules.max_ids_per_request)
     check_name("user", req.user)
     if isinstance(req, pb.CancelJobsRequest):
         check_text("reason", req.reason, MAX_REASON)
@@ -94,7 +84,7 @@ def _accounting(req: pb.AccountingFilter, rules: Rules) -> None:
 
 
 def _one(req: Any, rules: Rules) -> None:
-    check_job_ids("id", [req.id], rules)
+    check_job_ids("id", [req.id], rules.max_ids_per_request)
 
 
 def _set(field: Any, values: tuple[str, ...]) -> None:
@@ -188,7 +178,6 @@ _CHECKS: dict[str, Callable[[Any, Rules], None]] = {
     _JOBS + "CancelJobs": _act,
     _JOBS + "ControlJobs": _act,
     _JOBS + "GetJob": _one,
-    _JOBS + "WatchJob": _one,
     _JOBS + "StreamLogs": _one,
     _JOBS + "ExplainJob": _one,
     "/rota.v1.AccountingService/ListFinished": _accounting,

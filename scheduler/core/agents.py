@@ -7,6 +7,7 @@ import hmac
 import logging
 from collections.abc import Callable
 
+from rota.inputs import SpecError, check_node_name
 from rota.messages import (
     AgentEvent,
     EventAck,
@@ -24,7 +25,6 @@ from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.store.protocols import NodeRepository
 from rota.states import ACTIVE_STATES, JobState
-from rota.validate import SpecError, check_node_name
 
 log = logging.getLogger("rota.scheduler")
 
@@ -32,7 +32,9 @@ _ENDED = ("EXITED", "KILLED", "TIMED_OUT")  # reports of a container that ran an
 
 
 class AgentService:
-    """The agent side of the life cycle. Each method commits before it returns."""
+    """The agent side of the life cycle. Each method commits before it returns: new records
+    (jobs and nodes) are written, then swapped into the model; a failed write raises and leaves
+    the model as it was (a node's liveness fields, never stored, excepted)."""
 
     def __init__(
         self,
@@ -49,8 +51,6 @@ class AgentService:
         self.liveness = liveness
         self.config = config
         self.clock = clock
-        # (job id, attempt) of a gang -> how each of its ranks that already stopped ended
-        self._gang_results: dict[tuple[int, int], dict[str, JobState]] = {}
 
     def hello(self, hello: Hello, session: int, period: float | None = None) -> Orders:
         """Authenticate a (re)connecting agent, record its inventory, and reconcile attempts.
@@ -60,8 +60,8 @@ class AgentService:
         ``period`` is the telemetry period the Welcome gives (default: heartbeat_interval).
         """
         life = self.lifecycle
-        node = self.model.nodes.get(hello.node_name)
-        if node is None:
+        known = self.model.nodes.get(hello.node_name)
+        if known is None:
             if not self.config.open_registration:
                 raise AuthError(
                     f"node {hello.node_name!r} is not registered; an admin registers it with "
@@ -72,20 +72,21 @@ class AgentService:
             except SpecError as exc:
                 raise AuthError(str(exc)) from None
             node = NodeState(name=hello.node_name, token_hash=hash_token(hello.token))
-            self.model.nodes[node.name] = node
-        elif not node.token_hash:
+        elif not known.token_hash:
             if not self.config.open_registration:
                 raise AuthError(
                     f"node {hello.node_name!r} has no join token; an admin issues one with "
                     f"`gadmin node add {hello.node_name} --rotate-token`"
                 )
-            node.token_hash = hash_token(hello.token)  # open registration: its first token
-        elif node.token_hash and not hmac.compare_digest(node.token_hash, hash_token(hello.token)):
+            node = dataclasses.replace(known, token_hash=hash_token(hello.token))  # its first
+        elif not hmac.compare_digest(known.token_hash, hash_token(hello.token)):
             raise AuthError(
                 f"wrong join token for node {hello.node_name!r}; use the token that `gadmin node "
                 f"add` printed, or issue a new one with `gadmin node add {hello.node_name} "
                 "--rotate-token`"
             )
+        else:
+            node = dataclasses.replace(known)
         now = self.clock()
         node.inventory = hello.inventory
         node.address = hello.address
@@ -96,6 +97,7 @@ class AgentService:
         node.engine_healthy = True
         node.attempts = hello.attempts
         self.store.save(node)
+        self.model.nodes[node.name] = node
         running = {(a.job_id, a.attempt): a.running for a in hello.attempts}
         keep: list[RunningAttempt] = []
         orders: Orders = []
@@ -104,6 +106,7 @@ class AgentService:
         for job in list(self.model.jobs.values()):
             if job.state not in ACTIVE_STATES or node.name not in job.node_names:
                 continue
+            job = dataclasses.replace(job)  # committed, then swapped in
             key = (job.id, job.attempt)
             if key in running:
                 keep.append(RunningAttempt(job.id, job.attempt))
@@ -174,10 +177,9 @@ class AgentService:
         node = self.model.nodes.get(node_name)
         if node is None or node.session != session:
             return
-        node.connected = False
-        node.session = 0
-        node.down_since = self.clock()
+        node = dataclasses.replace(node, connected=False, session=0, down_since=self.clock())
         self.store.save(node)
+        self.model.nodes[node_name] = node
         self.model.bump()
         log.warning("node %s disconnected", node_name)
 
@@ -199,7 +201,7 @@ class AgentService:
             orders.append((node_name, EventAck(ev.job_id, ev.attempt)))
         if not current or job is None:
             return orders
-        was, job = job, dataclasses.replace(job)  # committed, then swapped in (model.commit)
+        job = dataclasses.replace(job)  # committed, then swapped in (model.commit)
         events: list[JobEvent] = []
         when = ev.time or self.clock()
         if ev.kind == "STARTED":
@@ -207,13 +209,14 @@ class AgentService:
                 job.start_time = when
                 events.append(life.transition(job, JobState.RUNNING, f"started on {node_name}"))
         elif ev.kind == "LAUNCH_FAILED" and ev.engine_fault:
-            node.engine_healthy = False
-            node.engine_error = ev.message
             events.append(life.requeue(job, f"engine on {node_name} failed: {ev.message}"))
         else:
             final, why = self._final_state(job, ev)
             events.extend(self._gang_part_ended(job, node_name, final, why, ev, orders))
-        self.model.commit([job], events, replaced=[was])
+        self.model.commit([job], events)
+        if ev.kind == "LAUNCH_FAILED" and ev.engine_fault:  # observed, never stored
+            node.engine_healthy = False
+            node.engine_error = ev.message
         self.model.bump()
         return orders
 
@@ -253,9 +256,9 @@ class AgentService:
         if ev.kind in _ENDED and not job.exit_code:
             job.exit_code = ev.exit_code  # a gang keeps its first non-zero exit code
         if len(job.allocation) > 1:
-            key = (job.id, job.attempt)
-            done = self._gang_results.setdefault(key, {})
+            done = dict(job.ranks_ended)
             done[node_name] = final
+            job.ranks_ended = tuple(done.items())  # on the record: committed, then swapped in
             if final is not JobState.COMPLETED and job.state is not JobState.COMPLETING:
                 events.append(
                     life.transition(job, JobState.COMPLETING, f"rank on {node_name}: {why}")
@@ -264,7 +267,7 @@ class AgentService:
                 orders.extend((n, o) for n, o in life.kill_orders(job, why) if n not in done)
             if len(done) < len(job.allocation):
                 return events
-            self._gang_results.pop(key, None)
+            job.ranks_ended = ()
             worst = next(
                 (s for s in done.values() if s is not JobState.COMPLETED), JobState.COMPLETED
             )
@@ -287,11 +290,13 @@ class AgentService:
         """Mark nodes whose streams went silent DOWN; end the attempts of nodes DOWN past the
         grace period as NODE_FAIL (requeued when allowed). Silence is judged from receipt
         stamps (``Liveness``), so telemetry still waiting for the core thread keeps its node
-        alive."""
+        alive. When the jobs' commit fails it raises: the jobs are as they were (the nodes'
+        liveness, never stored, stays as observed) and the next call ends them again."""
         now = self.clock()
         orders: Orders = []
         changed: list[JobRecord] = []
         events: list[JobEvent] = []
+        ended: dict[int, JobRecord] = {}
         for node in self.model.nodes.values():
             if node.connected:
                 seen = self.liveness.seen(node.name, node.session)
@@ -319,7 +324,10 @@ class AgentService:
                 continue
             why = f"node {node.name} down for more than {self.config.node_grace:.0f}s"
             for job in list(self.model.jobs.values()):
-                if job.state in ACTIVE_STATES and node.name in job.node_names:
+                if job.id in ended or job.state not in ACTIVE_STATES:
+                    continue  # ended here on a node before (a gang): once is enough
+                if node.name in job.node_names:
+                    job = ended[job.id] = dataclasses.replace(job)  # committed, then swapped in
                     events.extend(
                         self.lifecycle.attempt_ended(job, JobState.NODE_FAIL, why, orders)
                     )

@@ -11,11 +11,13 @@ the rest of that minute is not recorded. Admin actions, and refusals of a known 
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from rota.scheduler.cluster.users import AuditEntry
 
 WINDOW = 60.0  # seconds
 AGENT_HELLO = "AgentService/Connect hello"  # the action of a node's hello (its token checked)
+log = logging.getLogger("rota.scheduler")
 MAX_PEERS = 10_000  # peers followed at once; those whose minute is over are forgotten beyond it
 
 
@@ -72,7 +74,9 @@ class RefusalLimiter:
 def agent_refusal(
     node: str, peer: str, what: str, target: str, why: str, when: float
 ) -> AuditEntry:
-    """The audit entry of a refused message (``what``) of ``node``'s agent stream."""
+    """The audit entry of a refused message (``what``) of ``node``'s agent stream, logged as a
+    warning: every agent-stream refusal is made here."""
+    log.warning("refused %s of node %s: %s", what, node, why)
     return AuditEntry(
         when,
         f"node:{node}",

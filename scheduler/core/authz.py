@@ -16,13 +16,13 @@ import dataclasses
 from collections.abc import Callable, Collection
 from typing import Any
 
+from rota.inputs import normal_flags
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import RESERVATION_HOLD, REVOKED_HOLD, JobRecord
 from rota.scheduler.cluster.reservation import DAILY, IGNORE_JOBS, MAINT, WEEKLY
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import AccessDenied
 from rota.scheduler.policy import reasons
-from rota.validate import normal_flags
 
 
 def owns(principal: Principal, job: JobRecord) -> bool:

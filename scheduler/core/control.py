@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from rota.scheduler.cluster.model import REVOKED_HOLD, HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
@@ -17,7 +18,9 @@ ACTIONS = ("hold", "release", "requeue")
 
 
 class ControlService:
-    """Hold, release and requeue jobs by display id (``123`` names every task of array 123)."""
+    """Hold, release and requeue jobs by display id (``123`` names every task of array 123).
+    Each action changes new records (``JobLookup.act_on``), committed before they replace the
+    model's."""
 
     def __init__(
         self,
@@ -33,9 +36,10 @@ class ControlService:
 
     def hold_revoked(self, user: str) -> int:
         """Hold every pending job of revoked ``user`` (reason UserRevoked; one an admin holds
-        keeps that hold); how many were held."""
+        keeps that hold); how many were held. Commit, then swap: a failed commit raises and
+        holds none in the model."""
         held = [
-            j
+            replace(j)
             for j in self.model.jobs.values()
             if j.user == user
             and j.state is JobState.PENDING
@@ -97,6 +101,5 @@ class ControlService:
             events.append(self.lifecycle.transition(job, JobState.PENDING, why))
             job.allocation, job.reason, job.exit_code = [], "", None
             job.start_time = job.end_time = None
-            self.model.jobs[job.id] = job
-            return ""
+            return ""  # back in the model once committed
         return f"is {job.state.value}; it cannot be requeued now"

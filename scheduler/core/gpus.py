@@ -1,8 +1,10 @@
 """GPU health, occupancy and idle jobs (rules in ``cluster.gpus`` and docs/gpus.md).
 
-Unhealthy marks are persisted (``NodeRepository.save_gpu_marks``); everything else here is derived from
-telemetry and kept in memory. The snapshot builder reads ``blocked``; the engine calls
-``node_joined`` after a hello, ``observe`` after a heartbeat and ``idle_jobs`` on every tick.
+Unhealthy marks are persisted (``NodeRepository.save_gpu_marks``) and job warnings committed
+before either replaces what memory holds (a failed write raises and changes neither);
+everything else here is derived from telemetry and kept in memory. The snapshot builder reads
+``blocked``; the engine calls ``node_joined`` after a hello, ``observe`` after a heartbeat and
+``idle_jobs`` on every tick.
 """
 
 from __future__ import annotations
@@ -94,8 +96,8 @@ class GpuHealth:
                 continue
             kept[index] = dataclasses.replace(mark, index=index)
         if kept != marks:
-            self.marks[node.name] = kept
             self.store.save_gpu_marks(node.name, kept.values())
+            self.marks[node.name] = kept
 
     def observe(self, node_name: str, session: int) -> bool:
         """Judge the fresh heartbeat of the live session ``session``: mark, auto-resume, dirty,
@@ -107,9 +109,9 @@ class GpuHealth:
         telemetry = {t.index: t for t in node.telemetry}
         holders = self._holders(node.name)
         tracks = self._tracks.setdefault(node.name, {})
-        marks = self.marks.setdefault(node.name, {})
+        marks = dict(self.marks.get(node.name) or {})  # replaces the node's once saved
         changed = marks_changed = False
-        jobs: list[JobRecord] = []
+        jobs: dict[int, JobRecord] = {}
         events: list[JobEvent] = []
         for gpu in node.inventory.gpus:
             t = telemetry.get(gpu.index)
@@ -129,8 +131,8 @@ class GpuHealth:
                 log.warning("GPU %d on %s unhealthy: %s", gpu.index, node.name, problem)
                 if job is not None:
                     text = f"GPU {gpu.index} on {node.name} unhealthy: {problem}"
-                    events.append(self.lifecycle.warn(job, text))
-                    jobs.append(job)
+                    warned = jobs[job.id] = jobs.get(job.id) or self._copy(job)
+                    events.append(self.lifecycle.warn(warned, text))
             elif mark is not None and track.resumable(not problem, now, cfg) and mark.by == AUTO:
                 del marks[gpu.index]
                 marks_changed = True
@@ -151,12 +153,13 @@ class GpuHealth:
                 )
         if marks_changed:
             self.store.save_gpu_marks(node.name, marks.values())
+            self.marks[node.name] = marks
             changed = True
-        if jobs:
-            self.model.commit(jobs, events)
         if changed:
             self._blocked.pop(node.name, None)
             self.model.bump()
+        if jobs:
+            self.model.commit(list(jobs.values()), events)
         return changed
 
     def _holders(self, node_name: str) -> dict[int, JobRecord]:
@@ -170,6 +173,10 @@ class GpuHealth:
                         index.setdefault(alloc.node, {}).update(dict.fromkeys(alloc.gpus, job))
             self._holders_index, self._holders_version = index, self.model.version
         return self._holders_index.get(node_name, {})
+
+    def _copy(self, job: JobRecord) -> JobRecord:
+        """A new record of ``job`` as the model now holds it (the holders index may be older)."""
+        return dataclasses.replace(self.model.jobs.get(job.id, job))
 
     # ------------------------------------------------------------ planning and display
 
@@ -219,11 +226,12 @@ class GpuHealth:
     def resume(self, node_name: str, index: int, user: str) -> str:
         """Return an unhealthy GPU to service; the message says what happened."""
         node, _uuid = self._gpu_of(node_name, index)
-        marks = self.marks.get(node.name) or {}
+        marks = dict(self.marks.get(node.name) or {})
         mark = marks.pop(index, None)
         if mark is None:
             return f"GPU {index} on {node.name} is not marked unhealthy; nothing to do"
         self.store.save_gpu_marks(node.name, marks.values())
+        self.marks[node.name] = marks
         self._tracks.get(node.name, {}).pop(index, None)
         self._blocked.pop(node.name, None)
         self.model.bump()
@@ -238,16 +246,20 @@ class GpuHealth:
         """Take a GPU out of service by hand; only ``resume`` returns it."""
         node, uuid = self._gpu_of(node_name, index)
         why = reason or f"drained by {user}"
-        marks = self.marks.setdefault(node.name, {})
-        marks[index] = GpuMark(index, uuid, why, self.clock(), user)
+        marks = {
+            **self.marks.get(node.name, {}),
+            index: GpuMark(index, uuid, why, self.clock(), user),
+        }
         self.store.save_gpu_marks(node.name, marks.values())
+        self.marks[node.name] = marks
         self._blocked.pop(node.name, None)
-        job = self._holders(node.name).get(index)
-        if job is not None:
+        self.model.bump()
+        held = self._holders(node.name).get(index)
+        if held is not None:
+            job = self._copy(held)
             self.model.commit(
                 [job], [self.lifecycle.warn(job, f"GPU {index} on {node.name}: {why}")]
             )
-        self.model.bump()
         log.info("GPU %d on %s drained by %s: %s", index, node.name, user, why)
         return f"GPU {index} on {node.name} drained: {why}"
 
@@ -281,6 +293,7 @@ class GpuHealth:
         orders: Orders = []
         jobs: list[JobRecord] = []
         events: list[JobEvent] = []
+        warned: dict[int, float] = {}
         for job in list(jobs_now.values()):
             if (
                 job.state is not JobState.RUNNING
@@ -290,6 +303,7 @@ class GpuHealth:
                 continue
             since = max(job.start_time or now, self._active_at.get(job.id, 0.0))
             idle = now - since
+            job = dataclasses.replace(job)  # committed, then swapped in
             if cancel_after and idle >= cancel_after:
                 why = (
                     f"cancelled: its GPUs were idle (0% utilisation) for {human_duration(idle)} "
@@ -301,7 +315,7 @@ class GpuHealth:
                 orders.extend(kills)
                 jobs.append(job)
             elif warn_after and idle >= warn_after and self._idle_warned.get(job.id) != since:
-                self._idle_warned[job.id] = since
+                warned[job.id] = since
                 text = f"GPUs idle (0% utilisation) for {human_duration(idle)}"
                 if cancel_after:
                     text += f"; cancelled at {human_duration(cancel_after)} idle"
@@ -309,6 +323,7 @@ class GpuHealth:
                 jobs.append(job)
         if jobs:
             self.model.commit(jobs, events)
+            self._idle_warned.update(warned)  # once committed: a failed warning is retried
             self.model.bump()
         return orders
 

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rota.inputs import SpecError, check_page_token
 from rota.jobspec import parse_dependency
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
@@ -30,7 +31,6 @@ from rota.scheduler.policy.fit import node_matches
 from rota.scheduler.policy.snapshot import Snapshot
 from rota.scheduler.store.protocols import DuplicateRequest, JobQuery, JobRepository
 from rota.states import ACTIVE_STATES, JobState
-from rota.validate import SpecError, check_page_token
 
 DEFAULT_STATES = (JobState.PENDING, *ACTIVE_STATES)  # what a listing shows unless told
 MAX_PAGE_SIZE = 2_000  # jobs per listing page at most; clients follow next_page_token
@@ -62,7 +62,8 @@ class JobPage:
 
 class JobService:
     """What users ask of jobs. Every method runs on the core thread; changes commit before
-    it returns."""
+    it returns (new records, swapped into the model once written: a failed commit raises
+    and changes nothing in memory)."""
 
     def __init__(
         self,
@@ -95,7 +96,8 @@ class JobService:
     def submit(
         self, items: Sequence[SubmitItem], user: str, test_only: bool = False
     ) -> list[SubmitResult]:
-        """Validate every item against the cluster, then store all of them or none.
+        """Check every item (its spec already checked: ``submission.check_items``) against the
+        cluster, then store all of them or none.
 
         Items whose client request id was seen before return the stored ids (duplicate=True).
         Raises UserError naming the source and field of the first invalid item. (The engine
@@ -161,12 +163,6 @@ class JobService:
 
     def _check_fits_cluster(self, item: SubmitItem) -> None:
         spec, src = item.spec, item.source or "job"
-        if not spec.image.strip():
-            raise UserError(f"{src}: image: is required")
-        if not spec.command:
-            raise UserError(f"{src}: command: is required")
-        if spec.gpus < 0 or spec.nodes < 1:
-            raise UserError(f"{src}: resources.gpus must be >= 0 and nodes >= 1")
         if self.config.max_time_limit and spec.time_limit > self.config.max_time_limit:
             raise UserError(
                 f"{src}: time_limit: {spec.time_limit:.0f}s exceeds the maximum of "

@@ -1,7 +1,9 @@
 """Job life-cycle transitions and the orders they produce, shared by every service.
 
-Transitions change a job in memory and return the event to commit; the caller commits (through
-``ClusterModel.commit``) before the orders go out.
+Transitions change the job record they are given, which is a new record the caller built
+(``dataclasses.replace`` of the model's), and return the event to commit; the caller commits it
+(``ClusterModel.commit``: written, then swapped into the model, then fed to the usage book)
+before the orders go out.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from rota.messages import AgentOrder, KillOrder, LaunchOrder
 from rota.scheduler.cluster.model import REVOKED_HOLD, HistoryKind, JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.model import ClusterModel
-from rota.scheduler.core.usage import UsageBook
 from rota.scheduler.policy import reasons
 from rota.states import JobState
 
@@ -22,19 +23,17 @@ LAUNCH_PREFIX = "launch ordered on "  # event reason of a launch; the node list 
 
 
 class Lifecycle:
-    """State changes of jobs in ``model``; feeds the usage book on every one."""
+    """State changes of new records of jobs in ``model`` (never the model's own records)."""
 
     def __init__(
         self,
         model: ClusterModel,
-        usage: UsageBook,
         config: SchedulerConfig,
         clock: Callable[[], float],
         ids_of: Callable[[str], tuple[int, int] | None],
     ) -> None:
         """``ids_of``: the (uid, gid) an admin set for a user (``gadmin user --uid --gid``)."""
         self.model = model
-        self.usage = usage
         self.config = config
         self.clock = clock
         self.ids_of = ids_of
@@ -43,7 +42,6 @@ class Lifecycle:
         old = job.state
         job.state = new
         now = self.clock()
-        self.usage.changed(job, new, now)
         return JobEvent(job.id, now, job.attempt, old.value, new.value, why)
 
     def note(self, job: JobRecord, kind: HistoryKind, text: str) -> JobEvent:
@@ -65,11 +63,11 @@ class Lifecycle:
         return self.note(job, HistoryKind.WARNING, text)
 
     def finish(self, job: JobRecord, final: JobState, why: str) -> JobEvent:
+        """End ``job`` in state ``final``; it leaves the model once committed."""
         ev = self.transition(job, final, why)
         job.reason = why
         job.end_time = self.clock()
         job.stop_state = ""
-        self.model.jobs.pop(job.id, None)
         return ev
 
     def stop(self, job: JobRecord, final: JobState, why: str) -> tuple[JobEvent, Orders]:
@@ -103,6 +101,7 @@ class Lifecycle:
     def requeue(self, job: JobRecord, why: str) -> JobEvent:
         ev = self.transition(job, JobState.PENDING, why)
         job.allocation = []
+        job.ranks_ended = ()
         job.stop_state = ""
         job.start_time = None
         job.reason = ""

@@ -7,15 +7,16 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rota.inputs import is_job_id
 from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.store.protocols import JobQuery, JobRepository
 from rota.states import JobState
-from rota.validate import is_job_id
 
-# applies an action to one job, appending events and orders; returns why it could not ("": done)
+# applies an action to a new record of one job (changing it), appending events and orders;
+# returns why it could not ("": done)
 Act = Callable[[JobRecord, list[JobEvent], Orders], str]
 
 
@@ -81,23 +82,25 @@ class JobLookup:
 
     def act_on_live(self, job_ids: Sequence[int], act: Act) -> tuple[dict[int, str], Orders]:
         """Apply ``act`` to the jobs among ``job_ids`` still live (others are skipped) and
-        commit; returns why it could not, by job id, and the orders."""
+        commit; returns why it could not, by job id, and the orders. Commit, then swap: a
+        failed commit raises and changes no job in the model."""
         problems: dict[int, str] = {}
-        changed: list[JobRecord] = []
+        changed: dict[int, JobRecord] = {}
         events: list[JobEvent] = []
         orders: Orders = []
         jobs_now = self.model.jobs
         for job_id in job_ids:
-            job = jobs_now.get(job_id)
+            job = _live(changed.get(job_id) or jobs_now.get(job_id))
             if job is None:
                 continue
+            job = dataclasses.replace(job)
             problem = act(job, events, orders)
             if problem:
                 problems[job_id] = f"{job.display_id} {problem}"
             else:
-                changed.append(job)
+                changed[job_id] = job
         if changed or events:
-            self.model.commit(changed, events)
+            self.model.commit(list(changed.values()), events)
             self.model.bump()
         return problems, orders
 
@@ -105,9 +108,10 @@ class JobLookup:
         self, display_ids: Sequence[str], act: Act, live_only: bool = False
     ) -> tuple[list[CancelResult], Orders]:
         """Apply ``act`` to every job each id names and commit; a result per id. ``live_only``
-        skips jobs that have ended."""
+        skips jobs that have ended. Commit, then swap: a failed commit raises and changes no
+        job in the model."""
         results: list[CancelResult] = []
-        changed: list[JobRecord] = []
+        changed: dict[int, JobRecord] = {}
         events: list[JobEvent] = []
         orders: Orders = []
         jobs_now = self.model.jobs
@@ -117,7 +121,11 @@ class JobLookup:
             except UserError as exc:
                 results.append(CancelResult(display_id, False, str(exc)))
                 continue
-            jobs = [jobs_now.get(j.id, j) for j in found if not live_only or j.id in jobs_now]
+            jobs = [
+                dataclasses.replace(changed.get(j.id) or jobs_now.get(j.id, j))
+                for j in found
+                if not live_only or _live(changed.get(j.id) or jobs_now.get(j.id))
+            ]
             if not jobs:
                 why = "has already ended" if found else "does not exist"
                 results.append(CancelResult(display_id, False, f"job {display_id} {why}"))
@@ -128,9 +136,14 @@ class JobLookup:
                 if problem:
                     problems.append(f"{job.display_id} {problem}")
                 else:
-                    changed.append(job)
+                    changed[job.id] = job
             results.append(CancelResult(display_id, not problems, "; ".join(problems)))
         if changed or events:
-            self.model.commit(changed, events)
+            self.model.commit(list(changed.values()), events)
             self.model.bump()
         return results, orders
+
+
+def _live(job: JobRecord | None) -> JobRecord | None:
+    """``job`` unless it is None or has ended (finished earlier in the same request)."""
+    return job if job is not None and not job.state.terminal else None

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from rota.inputs import SpecError, check_labels, check_node_name, normal_name
 from rota.scheduler.cluster.model import AdminState, JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.status import NODE_STATES, NodeStatus, node_status
 from rota.scheduler.config import SchedulerConfig
@@ -23,7 +24,6 @@ from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token, new_token
 from rota.scheduler.store.protocols import NodeRepository
 from rota.states import ACTIVE_STATES, JobState
-from rota.validate import SpecError, check_labels, check_node_name, normal_name
 
 log = logging.getLogger("rota.scheduler")
 DEFAULT_NODE_PAGE = 500  # nodes per ListNodes page when none is asked for
@@ -62,7 +62,8 @@ class RemoveResult:
 
 class NodeService:
     """What administrators do to nodes, and how nodes are shown. Each change commits before
-    it returns."""
+    it returns: new records are written, then swapped into the model; a failed write raises
+    and changes nothing in memory."""
 
     def __init__(
         self,
@@ -94,14 +95,13 @@ class NodeService:
                 f"node {name!r} is already registered; `gadmin node add {name} --rotate-token` "
                 "issues a new token"
             )
-        if node is None:
-            node = NodeState(name=name, down_since=self.clock())
-            self.model.nodes[name] = node
+        node = NodeState(name=name, down_since=self.clock()) if node is None else replace(node)
         token = new_token()
         node.token_hash = hash_token(token)
         if labels:
             node.labels = {**node.labels, **labels}
         self.store.save(node)
+        self.model.nodes[name] = node
         self.model.bump()
         log.info("node %s %s by %s", name, "token rotated" if rotate_token else "added", user)
         return token
@@ -110,12 +110,15 @@ class NodeService:
         """Stop placing jobs on ``name``; its running jobs finish (DRAINING, then DRAINED)."""
         if not reason.strip():
             raise UserError("reason: a drain needs a reason (--reason TEXT)")
-        node = self._node(name)
-        node.admin_state = AdminState.DRAIN
-        node.reason = reason.strip()
-        node.reason_by = user
-        node.reason_time = self.clock()
+        node = replace(
+            self._node(name),
+            admin_state=AdminState.DRAIN,
+            reason=reason.strip(),
+            reason_by=user,
+            reason_time=self.clock(),
+        )
         self.store.save(node)
+        self.model.nodes[name] = node
         self.model.bump()
         log.info("node %s drained by %s: %s", name, user, node.reason)
 
@@ -124,11 +127,9 @@ class NodeService:
         node = self._node(name)
         if node.admin_state is AdminState.NONE:
             raise Conflict(f"node {name!r} is not drained")
-        node.admin_state = AdminState.NONE
-        node.reason = ""
-        node.reason_by = ""
-        node.reason_time = None
+        node = replace(node, admin_state=AdminState.NONE, reason="", reason_by="", reason_time=None)
         self.store.save(node)
+        self.model.nodes[name] = node
         self.model.bump()
         log.info("node %s resumed by %s", name, user)
 
@@ -136,11 +137,15 @@ class NodeService:
         """Forget ``name``; its agent is refused from then on.
 
         Refused while jobs run on it, unless ``force``: then each job's attempt ends NODE_FAIL
-        (requeued when the job allows it) and the agent is told to stop the containers.
+        (requeued when the job allows it) and the agent is told to stop the containers. The
+        jobs are committed, then the node deleted; each is swapped in (or out) of the model
+        only once written.
         """
         self._node(name)
         jobs = [
-            j for j in self.model.jobs.values() if j.state in ACTIVE_STATES and name in j.node_names
+            replace(j)
+            for j in self.model.jobs.values()
+            if j.state in ACTIVE_STATES and name in j.node_names
         ]
         if jobs and not force:
             ids = ", ".join(j.display_id for j in jobs)

@@ -45,7 +45,7 @@ class Planner:
         A failed commit raises and changes nothing in the model."""
         orders, changed, events = self._place(placements)
         if changed:
-            self.model.commit(changed, events, replaced=self._was(changed))
+            self.model.commit(changed, events)
             self.model.bump()
         return orders
 
@@ -70,7 +70,7 @@ class Planner:
             changed.append(job)
             orders.extend(life.kill_orders(job, "preempted"))
         if changed or events:
-            self.model.commit(changed, events, replaced=self._was(changed))
+            self.model.commit(changed, events)
         waiting: list[tuple[int, str]] = []
         for job_id, reason in self.snapshots.changed_reasons(plan.reasons):
             job = jobs.get(job_id)
@@ -87,10 +87,6 @@ class Planner:
         if changed or events or waiting:
             self.model.bump()
         return orders
-
-    def _was(self, changed: Sequence[JobRecord]) -> list[JobRecord]:
-        """The model's records of the jobs ``changed`` holds new records of."""
-        return [self.model.jobs[j.id] for j in changed if j.id in self.model.jobs]
 
     def _place(
         self, placements: Sequence[Placement]
@@ -126,6 +122,7 @@ class Planner:
                 allocs[0].port = life.master_port(job.id, allocs[0].node, changed)
             job.attempt += 1
             job.allocation = allocs
+            job.ranks_ended = ()
             self._fit_window(job, placement.deadline)
             job.reason = ""
             job.warning = ""  # a new attempt starts without the old one's warnings

@@ -14,9 +14,10 @@ thread and commit before they return. The GPUs a request gets: ``core/reservatio
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from rota.inputs import normal_flags
 from rota.scheduler.cluster.model import RESERVATION_HOLD, HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.reservation import IGNORE_JOBS, MAINT, PERIODS, PURGE_COMP, Reservation
 from rota.scheduler.cluster.users import Principal
@@ -41,7 +42,6 @@ from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.snapshot import ReservationView
 from rota.scheduler.store.protocols import JobRepository, ReservationRepository
 from rota.states import ACTIVE_STATES, JobState
-from rota.validate import normal_flags
 
 GPU_FIELDS = frozenset({"nodes", "gpus", "gpu_type", "gpus_per_node"})
 UPDATABLE = frozenset({"start", "end", "users", "accounts", "flags", "lend"}) | GPU_FIELDS
@@ -267,8 +267,8 @@ class ReservationService:
             raise Conflict(f"reservation {name!r} has running jobs ({ids}); cancel them first")
         self.store.delete(name)
         del self.live[name]
-        self._hold_orphans({name}, "was deleted")
         self._changed()
+        self._hold_orphans({name}, self.live, "was deleted")
         return r
 
     def get(self, name: str) -> Reservation:
@@ -388,29 +388,37 @@ class ReservationService:
         """Write what the calendar says of ``now`` (the periodic tick calls this, nothing
         else): recurring reservations whose window ended move to their next one, ended ones
         are forgotten and their pending jobs held, open PURGE_COMP ones whose jobs have all
-        ended are deleted; returns the names purged."""
-        moved = False
+        ended are deleted; returns the names purged. Commit, then swap: the holds are committed
+        first, then the reservations written, and each replaces what memory holds only once
+        written; a failed write raises, and the next step does what is left."""
+        live = dict(self.live)
+        moved: list[Reservation] = []
         ended: set[str] = set()
-        for name, r in list(self.live.items()):
-            if r.advance(now):
-                self.store.save(r)
-                moved = True
+        for name, r in self.live.items():
+            if r.period and r.end <= now:
+                moved.append(dataclasses.replace(r, view=None))
+                moved[-1].advance(now)
             elif r.end <= now:
-                del self.live[name]
+                del live[name]
                 ended.add(name)
         purged = [
             r.name
-            for r in list(self.live.values())
+            for r in live.values()
             if PURGE_COMP in r.flags and r.start <= now and self._completed(r)
         ]
+        if not self._swept:  # first step: also those that ended while the scheduler was down
+            self._hold_orphans(None, live)
+            self._swept = True
+        elif ended:
+            self._hold_orphans(ended, live, "has ended")
+        for r in moved:
+            self.store.save(r)
+            self.live[r.name] = r
         for name in purged:
             self.store.delete(name)
             del self.live[name]
-        if not self._swept:  # first step: also those that ended while the scheduler was down
-            self._swept = True
-            self._hold_orphans(None)
-        elif ended:
-            self._hold_orphans(ended, "has ended")
+        for name in ended:
+            del self.live[name]
         if moved or ended or purged:
             self._changed()
         return purged
@@ -443,10 +451,13 @@ class ReservationService:
             return False
         return any(j.spec.reservation == name for j in self.stored_jobs.ended(r.start))
 
-    def _hold_orphans(self, names: set[str] | None, what: str = "is gone") -> None:
+    def _hold_orphans(
+        self, names: set[str] | None, live: Mapping[str, Reservation], what: str = "is gone"
+    ) -> None:
         """Hold the pending jobs that name a reservation of ``names`` (None: any reservation
-        not open or upcoming), as SLURM does: reason ``ReservationDeleted`` until released
-        (once a reservation of that name exists again) or cancelled."""
+        not in ``live``), as SLURM does: reason ``ReservationDeleted`` until released (once a
+        reservation of that name exists again) or cancelled. New records, committed, then
+        swapped in: a failed commit raises and holds none in memory."""
         held: list[JobRecord] = []
         events: list[JobEvent] = []
         now = self.clock()
@@ -454,9 +465,9 @@ class ReservationService:
             name = job.spec.reservation
             if job.state is not JobState.PENDING or not name or job.held:
                 continue
-            if name in self.live if names is None else name not in names:
+            if name in live if names is None else name not in names:
                 continue
-            job.held = RESERVATION_HOLD
+            job = dataclasses.replace(job, held=RESERVATION_HOLD)
             held.append(job)
             text = (
                 f"held: reservation {name} {what}; cancel it, or release it once a "

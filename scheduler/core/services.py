@@ -74,7 +74,8 @@ def build_services(
         RefusalLimiter(config.audit_refusals_per_minute),
         config.audit_retention,
     )
-    lifecycle = Lifecycle(model, usage, config, clock, users.ids_of)
+    model.observe(usage.committed)  # the ledger is fed what was written, once written
+    lifecycle = Lifecycle(model, config, clock, users.ids_of)
     lookup = JobLookup(model, store.jobs)
     gpus = GpuHealth(model, store.nodes, store.jobs, lifecycle, config, clock)
     liveness = Liveness(clock)

@@ -112,13 +112,11 @@ class CoreSteps:
                         job = services.model.jobs.get(event.job_id)
                         refused = authz.may_report(item.node, job, event.attempt)
                         if refused:
-                            log.warning("refused job_event of node %s: %s", item.node, refused)
                             target = f"job={event.job_id}"
-                            services.users.record(
-                                agent_refusal(
-                                    item.node, item.peer, "job_event", target, refused, time.time()
-                                )
+                            entry = agent_refusal(
+                                item.node, item.peer, "job_event", target, refused, time.time()
                             )
+                            services.users.record(entry)
                             orders.append((item.node, EventAck(event.job_id, event.attempt)))
                             continue
                         orders += services.agents.event(item.node, item.session, event)

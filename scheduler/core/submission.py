@@ -12,9 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rota.inputs import SpecError, check_text
 from rota.jobspec import JobSpec, parse_array
 from rota.scheduler.cluster.model import JobRecord
 from rota.states import JobState
+from rota.validate import Rules, check_spec
+
+MAX_REQUEST_ID = 128  # characters of a client request id
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +34,23 @@ class SubmitResult:
     job_ids: tuple[str, ...]
     duplicate: bool = False
     reason: str = ""
+
+
+def check_items(items: Sequence[SubmitItem], rules: Rules) -> None:
+    """The one check of a submission's items, whichever door they came through (every
+    submission passes ``JobsFacade.submit``), before anything is authorised or stored: at most ``rules.max_jobs_per_submit`` of them,
+    each client request id short text, each spec ``check_spec`` against the cluster's
+    ``rules``. SpecError names the field: ``SOURCE: field`` or ``items[i].spec.field``."""
+    if len(items) > rules.max_jobs_per_submit:
+        raise SpecError(
+            "items",
+            f"{len(items)} jobs in one request; at most {rules.max_jobs_per_submit} "
+            "(scheduler setting max_jobs_per_submit)",
+        )
+    for i, item in enumerate(items):
+        check_text(f"items[{i}].client_request_id", item.client_request_id, MAX_REQUEST_ID)
+        where = f"{item.source}: " if item.source else f"items[{i}].spec."
+        check_spec(item.spec, rules, where)
 
 
 def base_record(spec: JobSpec, user: str, now: float, default_time_limit: float) -> JobRecord:
@@ -53,16 +74,10 @@ def task_ids(spec: JobSpec) -> list[int] | None:
 
 
 def task_count(items: Sequence[SubmitItem]) -> int:
-    """How many jobs ``items`` would create (every array task counts; an invalid array counts
-    as one job, and ``JobService.admit`` names the error)."""
-    total = 0
-    for item in items:
-        try:
-            ids = task_ids(item.spec)
-        except ValueError:
-            ids = None
-        total += 1 if ids is None else len(ids)
-    return total
+    """How many jobs ``items`` (checked: ``check_items``) would create; every array task
+    counts."""
+    counts = (task_ids(item.spec) for item in items)
+    return sum(1 if ids is None else len(ids) for ids in counts)
 
 
 def expand(base: JobRecord, ids: list[int] | None) -> list[JobRecord]:

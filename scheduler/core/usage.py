@@ -1,4 +1,5 @@
-"""Fair-share bookkeeping: the ``UsageLedger`` that ``Lifecycle`` feeds on every state change.
+"""Fair-share bookkeeping: the ``UsageLedger``, fed every state change once it is committed
+(``UsageBook.committed`` observes the ``ClusterModel``).
 
 A job is counted from the moment it is given GPUs (CONFIGURING) until it releases them (any
 state that is not active). An attempt that ends on its own (COMPLETED, FAILED, TIMEOUT,
@@ -9,9 +10,9 @@ the ledger is rebuilt from the jobs table, so fair share survives a scheduler re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from rota.scheduler.cluster.model import JobRecord
+from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.policy.usage import UsageLedger
 from rota.states import JobState
 
@@ -34,6 +35,15 @@ class UsageBook:
     def __init__(self, half_life: float) -> None:
         self.ledger = UsageLedger(half_life)
         self.holding: dict[int, tuple[str, str, int]] = {}
+
+    def committed(self, jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> None:
+        """Feed the ledger the transitions of a written batch, in order, each with its job's
+        record as written (the ``ClusterModel`` observer: nothing is fed before the commit)."""
+        written = {j.id: j for j in jobs}
+        for event in events:
+            job = written.get(event.job_id)
+            if job is not None and event.kind is HistoryKind.STATE:
+                self.changed(job, JobState(event.new_state), event.time)
 
     def changed(self, job: JobRecord, new: JobState, now: float) -> None:
         """Feed the ledger with ``job`` entering state ``new`` at ``now``."""

@@ -13,12 +13,12 @@ import dataclasses
 import hmac
 from collections.abc import Callable, Sequence
 
+from rota.inputs import SpecError, check_host_id, check_name
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core.audit import RefusalLimiter
 from rota.scheduler.core.errors import AlreadyExists, NotFound, UserError
 from rota.scheduler.core.tokens import hash_token, new_token
 from rota.scheduler.store.protocols import UserRepository
-from rota.validate import SpecError, check_host_id, check_name
 
 _SELECTOR = 16  # hex digits of a token's hash that find it in memory
 MAX_AUDIT = 10_000  # entries one ListAudit answers with at most
@@ -70,9 +70,7 @@ class UsersService:
             if user.revoked:
                 revoked.add(user.name)
             elif user.token_hash:
-                accepted[user.token_hash[:_SELECTOR]] = (user.token_hash, user.principal())
-                if user.uid is not None and user.gid is not None:
-                    ids[user.name] = (user.uid, user.gid)
+                _enter(user, accepted, ids)
         self._accepted, self._ids, self._revoked = accepted, ids, revoked
 
     def revoked(self, name: str) -> bool:
@@ -85,9 +83,7 @@ class UsersService:
         return self._ids.get(name)
 
     def _accept(self, user: UserRecord) -> None:
-        self._accepted[user.token_hash[:_SELECTOR]] = (user.token_hash, user.principal())
-        if user.uid is not None and user.gid is not None:
-            self._ids[user.name] = (user.uid, user.gid)
+        _enter(user, self._accepted, self._ids)
 
     def _forget(self, user: UserRecord) -> None:
         self._accepted.pop(user.token_hash[:_SELECTOR], None)
@@ -214,3 +210,14 @@ class UsersService:
 
     def audit(self, since: float = 0.0, limit: int = 0) -> list[AuditEntry]:
         return self.store.audit(since, min(limit or 1000, MAX_AUDIT))
+
+
+def _enter(
+    user: UserRecord,
+    accepted: dict[str, tuple[str, Principal]],
+    ids: dict[str, tuple[int, int]],
+) -> None:
+    """Put ``user``'s token in ``accepted`` and their uid/gid, when set, in ``ids``."""
+    accepted[user.token_hash[:_SELECTOR]] = (user.token_hash, user.principal())
+    if user.uid is not None and user.gid is not None:
+        ids[user.name] = (user.uid, user.gid)

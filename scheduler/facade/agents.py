@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from rota.messages import AgentEvent, Hello, LogData, Pong
-from rota.scheduler.agent_hub import AgentHub, AgentSession, LogRelay, refusal
+from rota.scheduler.agent_hub import AgentHub, AgentSession, LogRelay
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.services import Services
@@ -47,7 +47,7 @@ class AgentsFacade:
         try:
             orders = await self.core.background(self.steps.hello, hello, session.id, period)
         except AuthError as exc:
-            await self.hub.record(refusal(session, "hello", "", str(exc)))
+            await self.hub.record(session.refusal("hello", "", str(exc)))
             raise
         self.hub.attach(session)
         self.hub.dispatch(orders)

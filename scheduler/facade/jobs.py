@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
@@ -10,18 +9,17 @@ from rota.scheduler.agent_hub import AgentHub, LogRelay
 from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
+from rota.scheduler.config import input_rules
 from rota.scheduler.core import authz
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
-from rota.scheduler.core.submission import task_count
+from rota.scheduler.core.submission import check_items, task_count
 from rota.scheduler.core_thread import Executor
 from rota.scheduler.large_requests import LARGE_SUBMISSION, LargeCancels, LargeSubmissions
 from rota.scheduler.pass_loop import PassLoop
 from rota.scheduler.policy.explain import Explanation
-
-WATCH_INTERVAL = 0.25  # seconds between looks at a watched job
 
 
 class JobsFacade:
@@ -47,11 +45,15 @@ class JobsFacade:
         self.passes = passes
         self.large = large
         self.cancels = cancels
+        self.rules = input_rules(services.config)  # what a job spec may ask (check_items)
 
     async def submit(
         self, items: Sequence[SubmitItem], who: Principal, test_only: bool
     ) -> list[SubmitResult]:
-        """Submit as ``who`` (accounts resolved, refused as a whole: ``authz.may_submit``)."""
+        """Submit as ``who``: the items checked (``check_items``: every door's one check,
+        SpecError naming the field), then authorised (accounts resolved, refused as a whole:
+        ``authz.may_submit``), then admitted and stored by the core."""
+        check_items(items, self.rules)
         resolved = self.steps.authorize_submit(items, who)
         if not test_only and task_count(resolved) > LARGE_SUBMISSION:
             results = await self.large.submit(resolved, who.user)
@@ -87,18 +89,6 @@ class JobsFacade:
     async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:
         job, events = await self.core.call(self.services.jobs.get, display_id)
         return authz.private_view(who, job), events
-
-    async def watch_job(self, display_id: str, who: Principal) -> AsyncGenerator[JobRecord, None]:
-        """The job now and after every change, until it has ended."""
-        last = None
-        while True:
-            job, _events = await self.get_job(display_id, who)
-            if job != last:
-                yield job
-                last = job
-            if job.state.terminal:
-                return
-            await asyncio.sleep(WATCH_INTERVAL)
 
     async def explain(
         self, display_id: str, who: Principal

@@ -18,8 +18,10 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 
 from rota.scheduler.policy import reasons
+from rota.scheduler.policy.earliest import earliest_start
 from rota.scheduler.policy.fit import node_matches
 from rota.scheduler.policy.limits import LimitCounter
+from rota.scheduler.policy.node_state import INF
 from rota.scheduler.policy.preemption import Preemptor
 from rota.scheduler.policy.queue import OrderCache
 from rota.scheduler.policy.snapshot import (
@@ -30,13 +32,8 @@ from rota.scheduler.policy.snapshot import (
     RunningJob,
     Snapshot,
 )
-from rota.scheduler.policy.state import (
-    INF,
-    ClusterState,
-    ConstraintKey,
-    StateCache,
-    constraint_key,
-)
+from rota.scheduler.policy.state import ClusterState, ConstraintKey, constraint_key
+from rota.scheduler.policy.state_cache import StateCache
 
 Duration = Callable[[PendingJob], float]
 RunningEnd = Callable[[RunningJob], float]
@@ -264,7 +261,7 @@ def _pass(
     stopped: int | None = None
 
     def reserve(job: PendingJob, key: ConstraintKey, length: float) -> None:
-        start, nodes = state.earliest(job, key, length)
+        start, nodes = earliest_start(state, job, key, length)
         if start < INF:
             state.reserve(nodes, -1 if job.exclusive else job.gpus, start, start + length)
             est[job.id] = start

@@ -19,7 +19,7 @@ from rota.scheduler.policy.explain import Explanation
 from rota.scheduler.policy.priority import Factor
 from rota.scheduler.policy.queue import OrderCache, SortKey
 from rota.scheduler.policy.snapshot import PendingJob, Plan, RunningJob, Snapshot
-from rota.scheduler.policy.state import StateCache
+from rota.scheduler.policy.state_cache import StateCache
 
 
 class Policy(Protocol):

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.fit import gpu_ok
+from rota.scheduler.policy.node_state import INF, NodeState, window_ok
 from rota.scheduler.policy.snapshot import PendingJob, RunningJob
-from rota.scheduler.policy.state import INF, ClusterState, ConstraintKey, NodeState, window_ok
+from rota.scheduler.policy.state import ClusterState, ConstraintKey
 
 
 @dataclass(frozen=True, slots=True)

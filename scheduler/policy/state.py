@@ -1,44 +1,23 @@
-"""Mutable per-pass cluster state: free resources now and free GPUs over time per node.
+"""The cluster during a pass: every node's ``NodeState``, indexed by free GPU count for
+best-fit placement, and the running jobs they hold.
 
-Each node keeps the GPUs free now and a step profile of how its free GPU count changes later
-(running jobs release theirs at start + time limit; reservations take theirs during their
-window). A job fits now on a node when it gets enough GPUs, CPUs and memory now and the
-profile never drops below its GPU count before its time limit ends, so a job placed now
-never delays a reservation. Profiles count GPUs only: CPUs and memory are checked now, not
-reserved ahead (jobs that need them but no GPU are rare); GPU-type filters are checked on
-the GPUs free now, and profiles assume a node's GPUs are alike.
-
-Exclusive jobs hold a node whole, which GPU counts alone cannot say for jobs that need no
-GPU: each node also keeps its *claims*, windows ``[start, end)`` of exclusive jobs running,
-placed or reserved there (*whole*: no other job may overlap one) and of reservations for
-jobs that need no GPU (no exclusive job may overlap one), and the end times of the jobs
-there that hold no GPU (an exclusive job starts only after them).
+Placement (``find``, ``take``), reservations for blocked jobs (``reserve``) and preemption
+(``preempt``) change it; ``begin`` and ``undo`` record and put back what a pass changed;
+``update`` and ``replace_nodes`` carry it to the next snapshot (``state_cache.StateCache``).
+Earliest starts are searched in ``earliest.py``.
 """
 
 from __future__ import annotations
 
-import math
 from bisect import insort
 from collections.abc import Callable, Iterable
 
 from rota.scheduler.policy.fit import gpu_ok, node_matches
+from rota.scheduler.policy.node_state import INF, NodeState, Saved
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 from rota.scheduler.policy.topology import choose_gpus
 
-INF = math.inf
 ConstraintKey = tuple[str, int, tuple[tuple[str, str], ...]] | None
-# free, cpus, memory, used, reserved, changes, releases, claims, gpuless
-_Saved = tuple[
-    list[int],
-    float,
-    int,
-    bool,
-    bool,
-    list[tuple[float, int]],
-    list[float],
-    list[tuple[float, float, bool]],
-    list[tuple[float, int]],
-]
 # (job, [(node idx, GPUs taken)], release time, regular)
 _Held = tuple[RunningJob, list[tuple[int, int]], float, bool]
 
@@ -48,169 +27,6 @@ def constraint_key(job: PendingJob) -> ConstraintKey:
     if not job.node_selector and not job.gpu_type and not job.gpu_memory:
         return None
     return (job.gpu_type, job.gpu_memory, tuple(sorted(job.node_selector.items())))
-
-
-def window_ok(
-    level: int, changes: list[tuple[float, int]], gpus: int, start: float, end: float
-) -> bool:
-    """Whether a profile (free GPUs now, sorted changes) keeps ``gpus`` free over ``[start, end)``.
-
-    Changes at one instant net out before the level is compared.
-    """
-    n = len(changes)
-    i = 0
-    while i < n and changes[i][0] <= start:
-        level += changes[i][1]
-        i += 1
-    if level < gpus:
-        return False
-    while i < n and changes[i][0] < end:
-        when = changes[i][0]
-        while i < n and changes[i][0] == when:
-            level += changes[i][1]
-            i += 1
-        if level < gpus:
-            return False
-    return True
-
-
-class NodeState:
-    """One node during a pass."""
-
-    __slots__ = (
-        "allocatable",
-        "changes",
-        "claims",
-        "cpus",
-        "free",
-        "gpuless",
-        "holders",
-        "idx",
-        "memory",
-        "releases",
-        "reserved",
-        "stopping",
-        "total",
-        "used",
-        "view",
-    )
-
-    def __init__(self, idx: int, view: NodeView) -> None:
-        self.idx = idx
-        self.view = view
-        self.allocatable = _allocatable(view)
-        self.free: list[int] = list(self.allocatable)
-        self.total = len(self.free)
-        self.cpus = view.cpus
-        self.memory = view.memory
-        self.used = False
-        self.holders: dict[int, tuple[float, int]] = {}  # running job id -> (cpus, memory)
-        self.reserved = False  # some reservation takes GPUs here later
-        self.stopping = 0  # GPUs held by jobs that were told to stop
-        self.changes: list[tuple[float, int]] = []  # (time, delta of free GPUs), sorted
-        self.releases: list[float] = []  # one end time per held GPU, sorted (no reservations)
-        self.claims: list[tuple[float, float, bool]] = []  # (start, end, whole), sorted
-        self.gpuless: list[tuple[float, int]] = []  # (end, job id) of holders of no GPU, sorted
-
-    def save(self) -> _Saved:
-        """The fields a pass may change (for ``ClusterState.undo``)."""
-        return (
-            self.free,
-            self.cpus,
-            self.memory,
-            self.used,
-            self.reserved,
-            list(self.changes),
-            list(self.releases),
-            list(self.claims),
-            list(self.gpuless),
-        )
-
-    def restore(self, saved: _Saved) -> None:
-        (
-            self.free,
-            self.cpus,
-            self.memory,
-            self.used,
-            self.reserved,
-            self.changes,
-            self.releases,
-            self.claims,
-            self.gpuless,
-        ) = saved
-
-    def refresh_held(self) -> None:
-        """CPUs and memory left by running jobs (``fsum``: the same in any order)."""
-        held = self.holders
-        view = self.view
-        if not held:
-            self.cpus, self.memory, self.used = view.cpus, view.memory, False
-            return
-        self.used = True
-        cpus = [c for c, _ in held.values() if c]
-        self.cpus = view.cpus - math.fsum(cpus) if cpus else view.cpus
-        self.memory = view.memory - sum(m for _, m in held.values())
-
-    def hold(self, count: int, end: float) -> None:
-        """``count`` GPUs taken now come free again at ``end``."""
-        insort(self.changes, (end, count))
-        for _ in range(count):
-            insort(self.releases, end)
-
-    def move_release(self, old: float, new: float, count: int) -> None:
-        """``count`` GPUs expected free at ``old`` come free at ``new`` instead."""
-        if (old, count) in self.changes:
-            self.changes.remove((old, count))
-            for _ in range(count):
-                self.releases.remove(old)
-        self.hold(count, new)
-
-    def window_ok(self, gpus: int, start: float, end: float, exclusive: bool = False) -> bool:
-        """Whether ``gpus`` GPUs stay free over ``[start, end)`` and no claim keeps a job
-        (an ``exclusive`` one) off the node then."""
-        if self.claims and self.claimed(start, end, exclusive):
-            return False
-        return window_ok(len(self.free), self.changes, gpus, start, end)
-
-    def claimed(self, start: float, end: float, exclusive: bool) -> bool:
-        """Whether a claim keeps a job (an ``exclusive`` one) off the node in ``[start, end)``."""
-        return any(s < end and start < e and (whole or exclusive) for s, e, whole in self.claims)
-
-    def claim(self, start: float, end: float, whole: bool) -> None:
-        """Claim the node over ``[start, end)``: for an exclusive job (``whole``), or for a
-        job that needs no GPU (keeps exclusive jobs off)."""
-        insort(self.claims, (start, end, whole))
-        self.reserved = True  # profile walks must see the claim
-
-    def earliest(self, gpus: int, duration: float, after: float, exclusive: bool = False) -> float:
-        """Earliest ``t >= after`` with ``gpus`` GPUs free over ``[t, t + duration)`` and no
-        claim in the way (``window_ok``); INF if never."""
-        if not self.reserved:  # the profile only rises: free from its lower bound on
-            return self.lower_bound(gpus, after)
-        candidates = [after] + [when for when, delta in self.changes if when > after and delta > 0]
-        if self.claims:
-            candidates = sorted(candidates + [e for _, e, _ in self.claims if e > after])
-        for t in candidates:
-            if self.window_ok(gpus, t, t + duration, exclusive):
-                return t
-        return INF
-
-    def empty_from(self) -> float:
-        """When every holder of no GPU has ended (GPU holders are in the profile)."""
-        return self.gpuless[-1][0] if self.gpuless else -INF
-
-    def lower_bound(self, gpus: int, after: float) -> float:
-        """A time before which ``gpus`` GPUs cannot be free (reservations only lower levels)."""
-        return max(after, self.release_bound(gpus))
-
-    def release_bound(self, gpus: int) -> float:
-        """When running and placed jobs will have released enough for ``gpus`` free GPUs."""
-        missing = gpus - len(self.free)
-        if missing <= 0:
-            return -INF
-        if missing > len(self.releases):
-            return INF
-        return self.releases[missing - 1]
 
 
 class ClusterState:
@@ -238,7 +54,7 @@ class ClusterState:
         self._match: dict[tuple[ConstraintKey, int, float, int], list[NodeState]] = {}
         self._usable_by_key: dict[ConstraintKey, list[tuple[NodeState, int]]] = {}
         self._bounds: dict[int, list[tuple[float, int]]] = {}  # gpus -> sorted release bounds
-        self._saved: dict[int, _Saved] | None = None  # node idx -> fields before this pass
+        self._saved: dict[int, Saved] | None = None  # node idx -> fields before this pass
         self._saved_total = 0
         # running job id -> (job, [(node idx, GPUs taken)], end, regular)
         self._running: dict[int, _Held] = {}
@@ -598,77 +414,7 @@ class ClusterState:
             if gpus <= 0:
                 node.claim(start, end, gpus < 0)
 
-    def earliest(
-        self, job: PendingJob, key: ConstraintKey, duration: float
-    ) -> tuple[float, list[NodeState]]:
-        """Earliest start of ``job`` on schedulable nodes and the nodes it would get there."""
-        now = self.now
-        if job.nodes == 1 and key is None and not (job.exclusive or job.cpus or job.memory):
-            return self._earliest_plain(job, duration)
-        if key is None and not (job.exclusive or job.cpus or job.memory):  # a plain gang
-            return self._earliest_gang(job, duration, self._plain_bounds(job))
-        nodes = self.matching(job, key)
-        bounds = sorted((self._lower_bound(job, n, now), n.idx) for n in nodes)
-        if job.nodes == 1:
-            best, best_node = INF, None
-            for bound, idx in bounds:
-                if bound >= best:
-                    break
-                node = self.nodes[idx]
-                t = node.earliest(self._need(job, node), duration, bound, job.exclusive)
-                if t < best:
-                    best, best_node = t, node
-            return (best, [best_node]) if best_node is not None else (INF, [])
-        return self._earliest_gang(job, duration, bounds)
-
-    def _earliest_gang(
-        self, job: PendingJob, duration: float, bounds: list[tuple[float, int]]
-    ) -> tuple[float, list[NodeState]]:
-        """Earliest start of a gang: the first time at which ``job.nodes`` nodes can each
-        hold their share for ``duration``, from nodes sorted by lower bound.
-
-        Candidate times are the nodes' own earliest starts in increasing order. A node's
-        start is computed only once its lower bound is no later than the candidate being
-        tried (a node with a later bound cannot start by then), so a gang looks at the nodes
-        that free up first, not at all of them; the answer is the one that computing every
-        node's start would give.
-        """
-        starts: list[tuple[float, int]] = []  # computed (start, idx), sorted
-        nodes, count = self.nodes, len(bounds)
-        j = 0
-        at = job.nodes - 1  # index in ``starts`` of the candidate tried
-        while True:
-            while (
-                j < count
-                and bounds[j][0] < INF
-                and (at >= len(starts) or bounds[j][0] <= starts[at][0])
-            ):
-                bound, idx = bounds[j]
-                j += 1
-                node = nodes[idx]
-                t = node.earliest(self._need(job, node), duration, bound, job.exclusive)
-                insort(starts, (t, idx))
-            if at >= len(starts):
-                return INF, []
-            t = starts[at][0]
-            if t == INF:
-                return INF, []
-            ok = [
-                nodes[idx]
-                for start, idx in starts
-                if start <= t
-                and (
-                    not nodes[idx].reserved
-                    or nodes[idx].window_ok(
-                        self._need(job, nodes[idx]), t, t + duration, job.exclusive
-                    )
-                )
-            ]
-            if len(ok) >= job.nodes:
-                return t, ok[: job.nodes]
-            at += 1
-
-    def _plain_bounds(self, job: PendingJob) -> list[tuple[float, int]]:
+    def plain_bounds(self, job: PendingJob) -> list[tuple[float, int]]:
         """Schedulable nodes with their earliest possible time for ``job.gpus`` free GPUs
         (release times only), sorted; kept up to date by ``take`` for the rest of the pass."""
         bounds = self._bounds.get(job.gpus)
@@ -682,28 +428,6 @@ class ClusterState:
             self._bounds[job.gpus] = bounds
         return bounds
 
-    def _earliest_plain(self, job: PendingJob, duration: float) -> tuple[float, list[NodeState]]:
-        """``earliest`` for a one-node job without constraints, from kept release bounds."""
-        bounds = self._plain_bounds(job)
-        best, best_node = INF, None
-        for bound, idx in bounds:
-            if bound >= best:
-                break
-            node = self.nodes[idx]
-            t = node.earliest(job.gpus, duration, bound)
-            if t < best:
-                best, best_node = t, node
-        return (best, [best_node]) if best_node is not None else (INF, [])
-
-    def _lower_bound(self, job: PendingJob, node: NodeState, now: float) -> float:
-        """A time before which ``job`` cannot start on ``node``."""
-        bound = node.lower_bound(self._need(job, node), now)
-        return max(bound, node.empty_from()) if job.exclusive else bound
-
-    @staticmethod
-    def _need(job: PendingJob, node: NodeState) -> int:
-        return node.total if job.exclusive else job.gpus
-
     def _drop_bucket(self, node: NodeState) -> None:
         if node.view.schedulable:
             self.buckets[len(node.free)].remove(node.idx)
@@ -713,88 +437,6 @@ class ClusterState:
             insort(self.buckets[len(node.free)], node.idx)
 
 
-def _allocatable(view: NodeView) -> tuple[int, ...]:
-    """Sorted allocatable GPU indices of a node view."""
-    return tuple(sorted(g.index for g in view.gpus if g.allocatable))
-
-
 def _name_mem(node: NodeState, index: int) -> tuple[str, int]:
     gpu = next(g for g in node.view.gpus if g.index == index)
     return gpu.name, gpu.memory_total
-
-
-class StateCache:
-    """One policy's ``ClusterState`` between passes.
-
-    ``acquire`` returns the state for a snapshot: the kept one updated with the nodes whose
-    views changed (a few of the same names in the same order) and the running jobs that
-    changed, when ``end_key`` (what ``end_of`` computes, e.g. the default time limit) is
-    unchanged; else a new one. ``release`` keeps the state for the next pass: undone at once,
-    or, with ``run`` (what the pass carried from job to job), left as the pass ended so that
-    the next pass may ``resume`` it; the next ``acquire`` undoes it. A pass that raised never
-    releases: its state is dropped.
-    """
-
-    def __init__(self) -> None:
-        self.state: ClusterState | None = None
-        self.nodes: tuple[NodeView, ...] | None = None
-        self.end_key: object = None
-        self.run: object = None  # the kept pass's loop state (``backfill._Loop``)
-
-    def acquire(
-        self,
-        nodes: tuple[NodeView, ...],
-        running: tuple[RunningJob, ...],
-        now: float,
-        end_key: object,
-        end_of: Callable[[RunningJob], float],
-    ) -> ClusterState:
-        state, self.state, self.run = self.state, None, None
-        if state is not None:
-            state.undo()
-        if (
-            state is None
-            or not (end_key is self.end_key or end_key == self.end_key)
-            or not self._nodes_replaced(state, nodes)
-            or not state.update(running, end_of)
-        ):
-            state = ClusterState(nodes, running, now, end_of)
-            self.end_key = end_key
-        self.nodes = nodes
-        state.begin(now)
-        return state
-
-    def _nodes_replaced(self, state: ClusterState, nodes: tuple[NodeView, ...]) -> bool:
-        """Whether ``state`` now holds ``nodes``: the kept ones, or a few of them changed
-        and replaced; False: rebuild."""
-        kept = self.nodes
-        if nodes is kept:
-            return True
-        if kept is None or len(nodes) != len(kept):
-            return False
-        changed = [
-            (i, v)
-            for i, (k, v) in enumerate(zip(kept, nodes, strict=True))
-            if k is not v and k != v
-        ]
-        if not changed:
-            return True
-        if len(changed) > max(32, len(nodes) // 4) or any(
-            kept[i].name != v.name for i, v in changed
-        ):
-            return False
-        return state.replace_nodes(changed)
-
-    def resume(self) -> ClusterState | None:
-        """The state as the kept pass left it (its changes still recorded), or None."""
-        state, self.state, self.run = self.state, None, None
-        return state if state is not None and state.dirty else None
-
-    def clear(self) -> None:
-        """Forget the kept state (the next pass builds it from scratch)."""
-        self.state = self.nodes = self.run = None
-
-    def release(self, state: ClusterState, run: object = None) -> None:
-        if run is None:
-            state.undo()
-        self.state, self.run = state, run

@@ -26,7 +26,8 @@ from rota.scheduler.policy.snapshot import (
     RunningJob,
     Snapshot,
 )
-from rota.scheduler.policy.state import ClusterState, StateCache
+from rota.scheduler.policy.state import ClusterState
+from rota.scheduler.policy.state_cache import StateCache
 from rota.scheduler.sim import simulate
 from rota.scheduler.sim.trace import derive_limits
 from tests.policy.test_simulator import generated_jobs

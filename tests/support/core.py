@@ -19,6 +19,7 @@ from rota.scheduler.config import SchedulerConfig, policy_config
 from rota.scheduler.core.jobs import SubmitItem
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.services import Services, build_services
+from rota.scheduler.core_thread import Executor
 from rota.scheduler.engine import Engine
 from rota.scheduler.policy import make_policy
 from rota.scheduler.store.store import Store
@@ -44,12 +45,14 @@ def inventory(gpus: int) -> Inventory:
 
 
 class Harness:
-    """Services over a SQLite file in ``path`` with the ``first-fit`` policy."""
+    """Services over a SQLite file in ``path`` with the ``first-fit`` policy; the engine
+    runs its calls on ``executor`` (default: the daemon's core and policy threads)."""
 
     policy = "first-fit"
 
-    def __init__(self, path: Path, **config: object) -> None:
+    def __init__(self, path: Path, executor: Executor | None = None, **config: object) -> None:
         self.path = path
+        self.executor = executor
         self.clock = Clock()
         self.config = SchedulerConfig(**{"open_registration": True, **config})  # type: ignore[arg-type]
         self.s, self.engine = self._build()
@@ -63,7 +66,7 @@ class Harness:
             self.clock,
             make_policy(self._policy(), policy_config(self.config)),
         )
-        return services, Engine(services)
+        return services, Engine(services, executor=self.executor)
 
     def _policy(self) -> str:
         return self.policy

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any, TypeVar
 
 import grpc
 
@@ -26,36 +27,79 @@ from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.support.tokens import aio_channel
 
+T = TypeVar("T")
+
 
 class AgentStream:
-    """One agent's stream: messages put in ``send`` go out, ``received`` collects replies."""
+    """One agent's stream: messages put in ``send`` go out, ``received`` collects replies.
+    Waits are on what arrives (``wait_for``, ``handled``), never on time."""
 
     def __init__(self, stub: pb_grpc.AgentServiceStub, hello: pb.Hello) -> None:
         self.send: asyncio.Queue[pb.AgentMessage | None] = asyncio.Queue()
         self.send.put_nowait(pb.AgentMessage(hello=hello))
         self.received: list[pb.SchedulerMessage] = []
+        self._sent = 0  # messages sent
+        self._pings = 0  # heartbeats and keepalives sent: each is answered by one pong
+        self._arrived = asyncio.Condition()
         self.call = stub.Connect(self._messages())
         self._reader = asyncio.create_task(self._read())
 
     async def _messages(self) -> AsyncIterator[pb.AgentMessage]:
         while (msg := await self.send.get()) is not None:
+            self._sent += 1
+            if msg.WhichOneof("msg") in ("heartbeat", "keepalive"):
+                self._pings += 1
             yield msg
 
     async def _read(self) -> None:
-        async for msg in self.call:
-            self.received.append(msg)
+        try:
+            async for msg in self.call:
+                async with self._arrived:
+                    self.received.append(msg)
+                    self._arrived.notify_all()
+        finally:
+            async with self._arrived:
+                self._arrived.notify_all()
+
+    async def wait_for(
+        self, found: Callable[[list[pb.SchedulerMessage]], T | None], timeout: float = 10.0
+    ) -> T:
+        """The first truthy ``found(received)``, waiting for messages as they arrive; the
+        stream's error if it ends first."""
+        async with asyncio.timeout(timeout), self._arrived:
+            while not (result := found(self.received)):
+                if self._reader.done():
+                    await self._reader  # raises the stream's error
+                    raise AssertionError("the stream ended")
+                await self._arrived.wait()
+            return result
+
+    async def latest(self, kind: str, timeout: float = 10.0) -> Any:
+        """The latest message of ``kind`` (a ``SchedulerMessage`` field), once there is one."""
+
+        def last(received: list[pb.SchedulerMessage]) -> Any:
+            found = [getattr(m, kind) for m in received if m.WhichOneof("msg") == kind]
+            return found[-1] if found else None
+
+        return await self.wait_for(last, timeout)
 
     async def welcomed(self, timeout: float = 10.0) -> pb.Welcome:
         """The Welcome the scheduler answered the hello with."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for msg in self.received:
-                if msg.WhichOneof("msg") == "welcome":
-                    return msg.welcome
-            if self._reader.done():
-                await self._reader  # raises the stream's error
-            await asyncio.sleep(0.01)
-        raise TimeoutError("no Welcome")
+        welcome: pb.Welcome = await self.latest("welcome", timeout)
+        return welcome
+
+    async def handled(self, timeout: float = 10.0) -> None:
+        """Wait until the scheduler has received everything sent before this call, and this
+        agent every order queued for it meanwhile: a keepalive is answered on receipt, after
+        the messages before it and behind the orders before it."""
+        self.send.put_nowait(pb.AgentMessage(keepalive=pb.Keepalive()))
+        keepalive = self._sent + self.send.qsize()  # how many are sent once it is
+
+        def answered(received: list[pb.SchedulerMessage]) -> bool:
+            pongs = sum(m.WhichOneof("msg") == "pong" for m in received)
+            return self._sent >= keepalive and pongs >= self._pings
+
+        await self.wait_for(answered, timeout)
 
     async def close(self) -> None:
         self.send.put_nowait(None)
@@ -109,6 +153,12 @@ class InProcessScheduler:
     async def fresh_pass(self) -> int:
         """Wait for a pass that began after this call (it saw every change made before)."""
         return await self.engine.passes.fresh_pass()
+
+    async def intake_idle(self) -> None:
+        """Wait until the telemetry and job events received so far are applied (after an
+        agent's ``handled``, everything it sent)."""
+        await self.engine.telemetry.idle()
+        await self.engine.events.idle()
 
     def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         """The server's interceptors: authentication (a subclass may add the daemon's others)."""

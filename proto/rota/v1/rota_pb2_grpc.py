@@ -59,11 +59,6 @@ class JobServiceStub:
                 request_serializer=rota_dot_v1_dot_rota__pb2.ControlJobsRequest.SerializeToString,
                 response_deserializer=rota_dot_v1_dot_rota__pb2.ControlJobsResponse.FromString,
                 _registered_method=True)
-        self.WatchJob = channel.unary_stream(
-                '/rota.v1.JobService/WatchJob',
-                request_serializer=rota_dot_v1_dot_rota__pb2.WatchJobRequest.SerializeToString,
-                response_deserializer=rota_dot_v1_dot_rota__pb2.Job.FromString,
-                _registered_method=True)
         self.StreamLogs = channel.unary_stream(
                 '/rota.v1.JobService/StreamLogs',
                 request_serializer=rota_dot_v1_dot_rota__pb2.StreamLogsRequest.SerializeToString,
@@ -109,12 +104,6 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def WatchJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
     def StreamLogs(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -154,11 +143,6 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.ControlJobs,
                     request_deserializer=rota_dot_v1_dot_rota__pb2.ControlJobsRequest.FromString,
                     response_serializer=rota_dot_v1_dot_rota__pb2.ControlJobsResponse.SerializeToString,
-            ),
-            'WatchJob': grpc.unary_stream_rpc_method_handler(
-                    servicer.WatchJob,
-                    request_deserializer=rota_dot_v1_dot_rota__pb2.WatchJobRequest.FromString,
-                    response_serializer=rota_dot_v1_dot_rota__pb2.Job.SerializeToString,
             ),
             'StreamLogs': grpc.unary_stream_rpc_method_handler(
                     servicer.StreamLogs,
@@ -306,33 +290,6 @@ class JobService:
             '/rota.v1.JobService/ControlJobs',
             rota_dot_v1_dot_rota__pb2.ControlJobsRequest.SerializeToString,
             rota_dot_v1_dot_rota__pb2.ControlJobsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def WatchJob(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
-            target,
-            '/rota.v1.JobService/WatchJob',
-            rota_dot_v1_dot_rota__pb2.WatchJobRequest.SerializeToString,
-            rota_dot_v1_dot_rota__pb2.Job.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,101 @@
+"""Which scheduler the CLI talks to and how: the address and TLS files from flags, the
+environment or the config file, and the rule that a token never goes in plaintext to another
+machine unless the user opted in."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from rota.cli.errors import CliError
+from rota.paths import DEFAULT_ADDRESS, config_file
+
+
+@dataclass(frozen=True)
+class Target:
+    """The scheduler address and where it came from (shown when it cannot be reached), and
+    TLS: the CA that verifies the scheduler ("" = plaintext) and an optional client
+    certificate and key for schedulers that require one."""
+
+    address: str
+    source: str
+    ca: str = ""
+    cert: str = ""
+    key: str = ""
+    insecure: bool = False  # ROTA_INSECURE=1 or ``insecure: true``: a token may go in plaintext
+
+
+def _config() -> dict[str, Any]:
+    path = config_file()
+    if not path.exists():
+        return {}
+    import yaml  # only when there is a config file: it costs every command ~20 ms
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise CliError(f"{path}: invalid YAML: {exc}", 2) from None
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_target(flag: str | None, ca: str | None = None) -> Target:
+    """``--scheduler``, else ``ROTA_SCHEDULER``, else the config file's ``scheduler:``, else the
+    default loopback address. TLS likewise: ``--ca``, else ``ROTA_CA``, else ``ca:``; the client
+    certificate from ``ROTA_CERT``/``ROTA_KEY``, else ``cert:``/``key:``."""
+    config = _config()
+
+    def pick(flag_value: str | None, env: str, key: str) -> str:
+        return flag_value or os.environ.get(env) or str(config.get(key) or "")
+
+    tls: dict[str, Any] = {
+        "ca": pick(ca, "ROTA_CA", "ca"),
+        "cert": pick(None, "ROTA_CERT", "cert"),
+        "key": pick(None, "ROTA_KEY", "key"),
+    }
+    insecure = os.environ.get("ROTA_INSECURE", "").strip().lower() in ("1", "true", "yes")
+    tls["insecure"] = insecure or config.get("insecure") is True
+    if flag:
+        return Target(flag, "--scheduler", **tls)
+    env = os.environ.get("ROTA_SCHEDULER")
+    if env:
+        return Target(env, "ROTA_SCHEDULER", **tls)
+    if config.get("scheduler"):
+        return Target(str(config["scheduler"]), str(config_file()), **tls)
+    return Target(DEFAULT_ADDRESS, "the default", **tls)
+
+
+def _loopback(address: str) -> bool:
+    """Whether every scheduler in ``address`` (``HOST:PORT``, comma-separated, optionally
+    ``dns:///``) is this machine (a loopback IP, ``localhost``, or a unix socket), from the
+    text alone: nothing is resolved or dialled."""
+    from rota.tls import is_loopback  # imports grpc: only when a client is built
+
+    for one in address.split(","):
+        one = one.strip()
+        if one.startswith(("unix:", "unix-abstract:")):
+            continue
+        one = one.removeprefix("dns:///").removeprefix("ipv4:").removeprefix("ipv6:")
+        if not is_loopback(one if ":" in one else f"{one}:0"):
+            return False
+    return True
+
+
+def check_plaintext(target: Target) -> None:
+    """Refuse (exit 2) to send a token without TLS to a scheduler that is not on this
+    machine, unless the user opted in (``ROTA_INSECURE=1``, ``insecure: true``); then warn."""
+    if _loopback(target.address):
+        return
+    if not target.insecure:
+        raise CliError(
+            f"refusing to send your rota token without TLS to {target.address} (from "
+            f"{target.source}), which is not this machine: anyone on the network could read "
+            "it. Give the cluster's CA (--ca, ROTA_CA, or ca: in "
+            f"{config_file()}), or set ROTA_INSECURE=1 (insecure: true) to send it anyway",
+            2,
+        )
+    print(
+        f"warning: sending your rota token without TLS to {target.address} (ROTA_INSECURE)",
+        file=sys.stderr,
+    )
