@@ -12,13 +12,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
+from rota.scheduler.api.errors import INTERNAL_MESSAGE
 from rota.scheduler.cluster.model import RESERVATION_HOLD, AdminState
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.states import JobState
+from rota.v1 import rota_pb2 as pb
 from tests.support.core import Harness
+from tests.support.inprocess import InProcessScheduler
+from tests.test_auth import with_node
 
 ANN = Principal("ann")
 ROOT = Principal("root", admin=True)
@@ -184,3 +189,27 @@ def test_a_plan_whose_commit_fails_feeds_nothing_to_the_usage_ledger(
     monkeypatch.undo()
     h.schedule()
     assert h.s.snapshots.usage.holding[int(job)] == ("ann", "ann", 1)
+
+
+def test_a_request_whose_commit_fails_is_answered_internal_over_grpc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gcancel while the database refuses writes: INTERNAL with a message that says nothing
+    changed (the cause goes to the scheduler's log), and the job is still pending."""
+
+    async def main() -> None:
+        async with InProcessScheduler(tmp_path) as sched:
+            await with_node(sched)
+            spec = pb.JobSpec(image="img", command=["true"], hold=True)
+            sent = pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)])
+            job = (await sched.jobs.SubmitJobs(sent)).jobs[0].job_ids[0]
+            monkeypatch.setattr(sched.store.jobs, "save", broken)
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await sched.jobs.CancelJobs(pb.CancelJobsRequest(ids=[job]))
+            assert refused.value.code() is grpc.StatusCode.INTERNAL
+            assert refused.value.details() == INTERNAL_MESSAGE
+            monkeypatch.undo()
+            shown = await sched.jobs.GetJob(pb.GetJobRequest(id=job))
+            assert shown.state_code == "PD"
+
+    asyncio.run(main())

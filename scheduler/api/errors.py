@@ -2,12 +2,16 @@
 
 UserError, SpecError and ValueError -> INVALID_ARGUMENT; NotFound -> NOT_FOUND; AuthError ->
 UNAUTHENTICATED; AccessDenied -> PERMISSION_DENIED; AlreadyExists -> ALREADY_EXISTS; Conflict -> FAILED_PRECONDITION. The details
-are the error's one-line message, which names the field or the thing at fault.
+are the error's one-line message, which names the field or the thing at fault. Anything else (a
+database that refused a write, a bug) is logged with its traceback and answered INTERNAL with
+``INTERNAL_MESSAGE``: the services commit before they change memory, so such a failure changed
+nothing the scheduler shows.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -21,6 +25,12 @@ from rota.scheduler.core.errors import (
     Conflict,
     NotFound,
     UserError,
+)
+
+log = logging.getLogger("rota.scheduler")
+
+INTERNAL_MESSAGE = (
+    "the scheduler could not complete this request and changed nothing; its log has the cause"
 )
 
 T = TypeVar("T")
@@ -63,6 +73,12 @@ def unary(
             return await method(self, request, context)
         except _DOMAIN_ERRORS as exc:
             await abort(context, exc)
+        except grpc.aio.AbortError:
+            raise  # the method ended the call itself
+        except Exception:
+            log.exception("%s failed", method.__qualname__)
+            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE)
+            raise AssertionError("unreachable: abort raises") from None
 
     return wrapper
 
@@ -81,6 +97,11 @@ def streaming(
                 yield item
         except _DOMAIN_ERRORS as exc:
             await abort(context, exc)
+        except grpc.aio.AbortError:
+            raise  # the method ended the call itself
+        except Exception:
+            log.exception("%s failed", method.__qualname__)
+            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE)
         finally:
             await stream.aclose()
 
