@@ -43,7 +43,7 @@ def test_the_agent_example_loads_with_its_values(tmp_path: Path) -> None:
     cfg = load_agent_config(example, {})
     assert (cfg.node, cfg.scheduler, cfg.token) == ("gpu01", "sched.example.org:9717", "s3cret")
     assert cfg.labels == {"rack": "r7", "ib": "true"} and cfg.kill_grace == 10
-    assert cfg.data_dir == Path("/var/lib/rota/agent")
+    assert cfg.data_dir == Path("/var/lib/rota-agent")
     assert "s3cret" not in repr(cfg)
 
 
