@@ -20,17 +20,17 @@ CASES = {
     "memory": (
         pb.Resources(gpus=1, memory=512 * GiB),
         1,
-        "resources.memory: 512GiB per node, but the largest node has 64GiB",
+        "resources.memory: 512GiB per node, but the largest node, n2, has 64GiB",
     ),
     "cpus": (
         pb.Resources(gpus=1, cpus=64),
         1,
-        "resources.cpus: 64 per node, but the largest node has 16",
+        "resources.cpus: 64 per node, but the largest node, n2, has 16",
     ),
     "gpus": (
         pb.Resources(gpus=8),
         1,
-        "resources.gpus: 8 GPU(s) per node, but the largest node has 4",
+        "resources.gpus: 8 GPU(s) per node, but the largest node, n2, has 4",
     ),
     "gpu type": (
         pb.Resources(gpus=1, gpu_type="H100"),

@@ -51,25 +51,31 @@ def _gpus(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
             f"resources.gpu_memory: {_size(job.gpu_memory)} per GPU, but the largest{kind} "
             f"GPU has {_size(top)}"
         )
-    most = max(sum(gpu_ok(job, g.name, g.memory_total) for g in n.gpus) for n in nodes)
+    most, biggest = max(
+        (sum(gpu_ok(job, g.name, g.memory_total) for g in n.gpus), n.name) for n in nodes
+    )
     if most < job.gpus:
         kind = f" {job.gpu_type}" if job.gpu_type else ""
         big = f" of at least {_size(job.gpu_memory)}" if job.gpu_memory else ""
         return (
-            f"resources.gpus: {job.gpus}{kind} GPU(s){big} per node, but the largest node "
-            f"has {most}"
+            f"resources.gpus: {job.gpus}{kind} GPU(s){big} per node, but the largest node, "
+            f"{biggest}, has {most}"
         )
     return None
 
 
 def _totals(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
     if job.cpus and all(n.cpus and n.cpus < job.cpus for n in nodes):
-        top = max(n.cpus for n in nodes)
-        return f"resources.cpus: {_cpus(job.cpus)} per node, but the largest node has {_cpus(top)}"
-    if job.memory and all(n.memory and n.memory < job.memory for n in nodes):
-        top = max(n.memory for n in nodes)
+        cpus, name = max((n.cpus, n.name) for n in nodes)
         return (
-            f"resources.memory: {_size(job.memory)} per node, but the largest node has {_size(top)}"
+            f"resources.cpus: {_cpus(job.cpus)} per node, but the largest node, {name}, "
+            f"has {_cpus(cpus)}"
+        )
+    if job.memory and all(n.memory and n.memory < job.memory for n in nodes):
+        memory, name = max((n.memory, n.name) for n in nodes)
+        return (
+            f"resources.memory: {_size(job.memory)} per node, but the largest node, {name}, "
+            f"has {_size(memory)}"
         )
     return None
 
