@@ -15,7 +15,8 @@ SUMMARY_OVER = 50  # more rows than this end with a summary line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gqueue", description="Show rota jobs.")
+    p = argparse.ArgumentParser(prog="gqueue", description="Show rota jobs.", add_help=False)
+    p.add_argument("--help", action="help", help="show this help and exit")
     p.add_argument("-t", "--states", help="'all', or states/codes separated by commas (PD,R,CD...)")
     p.add_argument(
         "-j", "--jobs", help="job ids separated by commas (123 lists all tasks of array 123)"
@@ -31,9 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--format",
         help="squeue-style columns, e.g. '%%.10i %%.9j %%.8u %%.2t %%.10M %%.10l %%.6D %%R' "
-        "(letters: i j u a t T M l D b R N r V S v; %%.N right-aligns in N, %%N left-aligns)",
+        "(letters: i A F K j u a P q t T M l L D c C m b f E R N r V S e v Z o; %%.N "
+        "right-aligns in N, %%N and %%-N left-align)",
     )
-    p.add_argument("--noheader", action="store_true", help="no header and no summary line")
+    p.add_argument(
+        "-h", "--noheader", action="store_true", help="no header and no summary line (as squeue -h)"
+    )
     p.add_argument(
         "-r",
         "--array",

@@ -1,7 +1,8 @@
 """gqueue's tables, from the documented ``gqueue --json`` job objects (pure: no I/O).
 
-``--format`` takes SLURM's squeue letters: ``%[.][WIDTH]LETTER``; a width pads the value (on the
-right, or on the left with ``.``) and cuts it to that width, as squeue does. Pending tasks of
+``--format`` takes SLURM's squeue letters (``gqueue_letters``): ``%[.|-][WIDTH]LETTER``; a width
+pads the value (on the right, or on the left with ``.``) and cuts it to that width, as squeue
+does. Pending tasks of
 one array waiting for the same reason share one row (``123_[4-99]``) unless ``-r`` is given.
 """
 
@@ -9,14 +10,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
-from rota.units import format_duration
-
-Job = dict[str, Any]
+from rota.cli.gqueue_letters import GPUS, LETTERS, Job
 
 # Colours of state codes on a terminal (ANSI SGR).
 STATE_COLOURS = {
@@ -34,59 +31,7 @@ STATE_COLOURS = {
 }
 
 
-def _seconds(iso: str | None) -> float:
-    return datetime.fromisoformat(iso).timestamp() if iso else 0.0
-
-
-def used(job: Job, now: float) -> str:
-    """Run time so far (or in all, once ended), SLURM style."""
-    start = _seconds(job["start_time"])
-    if not start:
-        return "0:00"
-    return format_duration((_seconds(job["end_time"]) or now) - start)
-
-
-def where(job: Job) -> str:
-    """squeue's NODELIST(REASON): nodes once placed, else the pending reason in brackets."""
-    if job["state"] == "PENDING":
-        return f"({job['reason'] or 'None'})"
-    text = ",".join(job["nodes"])
-    if job["reason"] and job["state"] in ("CONFIGURING", "RUNNING"):
-        text += f" (WARN: {job['reason']})"  # the latest warning: GPU idle or unhealthy
-    elif job["reason"] and job["state"] == "COMPLETING":
-        text += f" ({job['reason']})"
-    return text
-
-
-def _limit(job: Job) -> str:
-    return format_duration(job["time_limit"]) if job["time_limit"] else "UNLIMITED"
-
-
-@dataclass(frozen=True)
-class Letter:
-    header: str
-    value: Callable[[Job, float], object]
-
-
-LETTERS: dict[str, Letter] = {
-    "i": Letter("JOBID", lambda j, _: j["id"]),
-    "j": Letter("NAME", lambda j, _: j["name"]),
-    "u": Letter("USER", lambda j, _: j["user"]),
-    "a": Letter("ACCOUNT", lambda j, _: j["account"]),
-    "t": Letter("ST", lambda j, _: j["state_code"]),
-    "T": Letter("STATE", lambda j, _: j["state"]),
-    "M": Letter("TIME", used),
-    "l": Letter("TIME_LIMIT", lambda j, _: _limit(j)),
-    "D": Letter("NODES", lambda j, _: j["num_nodes"]),
-    "b": Letter("GPUS", lambda j, _: j["gpus"]),
-    "R": Letter("NODELIST(REASON)", lambda j, _: where(j)),
-    "N": Letter("NODELIST", lambda j, _: ",".join(j["nodes"])),
-    "r": Letter("REASON", lambda j, _: j["reason"] or "None"),
-    "V": Letter("SUBMIT_TIME", lambda j, _: j["submit_time"] or "N/A"),
-    "S": Letter("START_TIME", lambda j, _: j["start_time"] or j["estimated_start"] or "N/A"),
-    "v": Letter("RESERVATION", lambda j, _: j.get("reservation") or "(null)"),
-}
-_FIELD = re.compile(r"%(?P<right>\.)?(?P<width>\d+)?(?P<letter>.)?")
+_FIELD = re.compile(r"%(?:(?P<right>\.)|-)?(?P<width>\d+)?(?P<letter>.)?")
 
 
 @dataclass(frozen=True)
@@ -205,7 +150,7 @@ def default_rows(jobs: Iterable[Job], now: float) -> tuple[list[str], list[list[
     columns = DEFAULT_COLUMNS
     if any(j.get("reservation") for j in jobs):
         columns = columns[:-1] + "v" + columns[-1]
-    letters = [LETTERS[c] for c in columns]
+    letters = [GPUS if c == "b" else LETTERS[c] for c in columns]
     rows = [
         [str(x.value(j, now))[:20] if x.header == "NAME" else str(x.value(j, now)) for x in letters]
         for j in jobs

@@ -11,6 +11,9 @@ rule of what is shown lives in ``job_json``:
   unset key of the object is null, not "").
 - ``reason``: the scheduler's reason; while the job is active and has none, its latest
   warning (what ``gqueue`` shows as ``WARN:``); ``warning`` carries the warning as well.
+- ``gpu_type``, ``qos``, ``dependency``, ``workdir``: null when the job gives none; ``cpus``
+  and ``memory`` (bytes) per node, 0 when unlimited; ``job_id`` the integer id of the row (an
+  array task has its own).
 - Times are ISO 8601 UTC, null when unset; ``time_limit`` whole seconds.
 
 Light on purpose: the CLI imports it at start-up (no scheduler or generated code).
@@ -50,6 +53,15 @@ class JobFacts:
     requested_nodes: int  # the spec's ``nodes`` (0 = not given)
     estimated_start: float
     reservation: str
+    job_id: int  # the row's integer id (one per array task)
+    cpus: float  # per node, 0 = no limit
+    memory: int  # bytes per node, 0 = no limit
+    gpu_type: str
+    node_selector: Mapping[str, str]
+    qos: str
+    dependency: str
+    workdir: str  # "" = the image's
+    command: Sequence[str]
 
 
 def iso(ts: float | None) -> str | None:
@@ -92,6 +104,15 @@ def job_json(job: JobFacts) -> dict[str, Any]:
         "reservation": job.reservation or None,
         "held": job.held,
         "warning": job.warning,
+        "job_id": job.job_id,
+        "cpus": job.cpus,
+        "memory": job.memory,
+        "gpu_type": job.gpu_type or None,
+        "node_selector": dict(job.node_selector),
+        "qos": job.qos or None,
+        "dependency": job.dependency or None,
+        "workdir": job.workdir or None,
+        "command": list(job.command),
     }
 
 
@@ -119,4 +140,13 @@ def facts_from_message(job: Any, state: JobState) -> JobFacts:
         requested_nodes=job.spec.nodes,
         estimated_start=job.estimated_start,
         reservation=job.spec.reservation,
+        job_id=job.job_id,
+        cpus=job.spec.resources.cpus,
+        memory=job.spec.resources.memory,
+        gpu_type=job.spec.resources.gpu_type,
+        node_selector=dict(job.spec.node_selector),
+        qos=job.spec.qos,
+        dependency=job.spec.dependency,
+        workdir=job.spec.workdir,
+        command=list(job.spec.command),
     )

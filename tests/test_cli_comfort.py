@@ -71,7 +71,7 @@ RUNNING = _job(
         ),
         ("%.6i|%8j|%u", [" JOBID|NAME    |USER", "     7|a-very-l|ann"]),
         ("%.2t %T 100%%", ["ST STATE 100%", " R RUNNING 100%"]),
-        ("%a:%b %N", ["ACCOUNT:GPUS NODELIST", "vision:1 gpu01,gpu02"]),
+        ("%a:%b %N", ["ACCOUNT:TRES_PER_NODE NODELIST", "vision:gres/gpu:1 gpu01,gpu02"]),
     ],
 )
 def test_format_letters_widths_and_cuts(fmt: str, expected: list[str]) -> None:

@@ -163,7 +163,9 @@ def test_submission_checks_against_registered_nodes(h: Harness) -> None:
     with pytest.raises(UserError, match="no node is registered"):
         h.submit(gpus=1)
     h.connect("n1", gpus=2)
-    with pytest.raises(UserError, match="largest, n1, has 2 GPU"):
+    with pytest.raises(
+        UserError, match=r"resources.gpus: 4 GPU\(s\) per node, but the largest node, n1, has 2$"
+    ):
         h.submit(gpus=4)
     with pytest.raises(UserError, match="dependency: job 77 does not exist"):
         h.submit(dependency="afterok:77")

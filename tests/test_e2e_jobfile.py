@@ -18,9 +18,9 @@ BAD_FILES = [
     ("invalid yaml", "image: [unclosed\n", "invalid YAML"),
     ("unknown resource", GOOD + "resources: {tpus: 1}\n", "resources.tpus: unknown field"),
     ("bad dependency", GOOD + "dependency: whenever:1\n", "dependency: expected TYPE:ID"),
-    ("too many gpus", GOOD + "resources: {gpus: 3}\n", "largest"),
-    ("gpu type absent", GOOD + "resources: {gpus: 1, gpu_type: H100}\n", "could ever hold"),
-    ("too many nodes", GOOD + "nodes: 2\nresources: {gpus: 1}\n", "could ever hold"),
+    ("too many gpus", GOOD + "resources: {gpus: 3}\n", "resources.gpus: 3 GPU(s) per node"),
+    ("gpu type absent", GOOD + "resources: {gpus: 1, gpu_type: H100}\n", "no node has H100 GPUs"),
+    ("too many nodes", GOOD + "nodes: 2\nresources: {gpus: 1}\n", "nodes: 2 nodes"),
 ]
 
 

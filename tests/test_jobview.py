@@ -71,6 +71,35 @@ CASES: dict[str, tuple[JobRecord, dict[str, Any]]] = {
         {"exit_code": 0},
     ),
     "no reservation": (BASE, {"reservation": None}),
+    "plain spec: squeue's facts are null or 0": (
+        BASE,
+        {"job_id": 7, "cpus": 0, "memory": 0, "gpu_type": None, "qos": None, "workdir": None},
+    ),
+    "squeue's facts from the spec": (
+        replace(
+            BASE,
+            spec=replace(
+                BASE.spec,
+                cpus=8.0,
+                memory=32 * 2**30,
+                gpu_type="A100",
+                node_selector={"zone": "eu"},
+                qos="high",
+                dependency="afterok:3",
+                workdir="/data",
+            ),
+        ),
+        {
+            "cpus": 8.0,
+            "memory": 32 * 2**30,
+            "gpu_type": "A100",
+            "node_selector": {"zone": "eu"},
+            "qos": "high",
+            "dependency": "afterok:3",
+            "workdir": "/data",
+            "command": ["true"],
+        },
+    ),
     "in a reservation": (
         replace(BASE, spec=replace(BASE.spec, reservation="vision-week")),
         {"reservation": "vision-week"},
@@ -176,6 +205,15 @@ def test_the_object_has_the_documented_keys() -> None:
         "reservation",
         "held",
         "warning",
+        "job_id",
+        "cpus",
+        "memory",
+        "gpu_type",
+        "node_selector",
+        "qos",
+        "dependency",
+        "workdir",
+        "command",
     ]
 
 

@@ -27,7 +27,7 @@ from rota.scheduler.core.submission import (
 )
 from rota.scheduler.policy import Policy, reasons
 from rota.scheduler.policy.config import PolicyConfig
-from rota.scheduler.policy.fit import node_matches
+from rota.scheduler.policy.never_fits import never_fits
 from rota.scheduler.policy.snapshot import Snapshot
 from rota.scheduler.store.protocols import DuplicateRequest, JobQuery, JobRepository
 from rota.states import ACTIVE_STATES, JobState
@@ -170,30 +170,13 @@ class JobService:
             )
         if spec.dependency:
             self._check_dependency_targets(src, spec.dependency)
-        nodes = self.model.nodes
-        if not nodes:
-            raise UserError(f"{src}: no node is registered yet, so nothing could ever run this job")
         probe = self.snapshots.pending_view(
             dataclasses.replace(base_record(spec, "probe", 0.0, 0.0), id=-1), blocked=None
         )
         views = self.snapshots
-        capable = 0  # stops at the first spec.nodes nodes that could hold it
-        for node in nodes.values():
-            if node_matches(probe, views.node_view(node)):
-                capable += 1
-                if capable >= spec.nodes:
-                    return
-        largest = max(
-            nodes.values(),
-            key=lambda n: (n.gpu_count, n.inventory.cpus, n.inventory.memory),
-        )
-        raise UserError(
-            f"{src}: resources: asks for {spec.nodes} node(s) with {spec.gpus} GPU(s)"
-            f"{' of type ' + spec.gpu_type if spec.gpu_type else ''}"
-            f"{' and labels ' + str(dict(spec.node_selector)) if spec.node_selector else ''}"
-            f" each, but only {capable} registered node(s) could ever hold that "
-            f"(the largest, {largest.name}, has {largest.gpu_count} GPU(s))"
-        )
+        why = never_fits(probe, (views.node_view(n) for n in self.model.nodes.values()))
+        if why is not None:
+            raise UserError(f"{src}: {why}")
 
     def _check_pending_limits(
         self, items: Sequence[SubmitItem], bases: Sequence[JobRecord], counts: Sequence[int]

@@ -61,6 +61,15 @@ def job_json(job: JobRecord) -> Json:
             requested_nodes=job.spec.nodes,
             estimated_start=job.estimated_start or 0.0,
             reservation=job.spec.reservation,
+            job_id=job.id,
+            cpus=job.spec.cpus,
+            memory=job.spec.memory,
+            gpu_type=job.spec.gpu_type,
+            node_selector=job.spec.node_selector,
+            qos=job.spec.qos,
+            dependency=job.spec.dependency,
+            workdir=job.spec.workdir,
+            command=job.spec.command,
         )
     )
 
