@@ -5,6 +5,7 @@ to their end and exits with their exit code."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass
@@ -80,7 +81,8 @@ def load_jobs(
     """Read, translate (batch scripts) and validate every file, applying ``--hold``,
     ``--dependency`` and the job-file fields of ``flags`` (``output``, ``error``, ``notify``,
     ``reservation``); raise CliError(code 2) naming the file and the field or directive. Relative
-    output patterns are made absolute from the current directory (as sbatch does)."""
+    output patterns are made absolute from the current directory (as sbatch does), which is also
+    sent as the spec's ``submit_dir`` (``SLURM_SUBMIT_DIR``)."""
     import yaml
 
     from rota.cli.errors import CliError
@@ -90,6 +92,7 @@ def load_jobs(
     from rota.yamlload import load as load_yaml
 
     loaded = []
+    submit_dir, submit_host = _submitted_from()
     for name in files:
         try:
             text = sys.stdin.read() if name == "-" else Path(name).read_text()
@@ -119,8 +122,24 @@ def load_jobs(
             directive = batch.directive_for(exc.field) if batch else None
             where = f" (from {directive})" if directive else ""
             raise CliError(f"{name}: {exc}{where}", 2) from None
+        spec = dataclasses.replace(spec, submit_dir=submit_dir, submit_host=submit_host)
         loaded.append(Loaded(name, data, spec))
     return loaded
+
+
+def _submitted_from() -> tuple[str, str]:
+    """Where gsub runs: the current directory and this host's name (``submit_dir``,
+    ``submit_host``), each empty when it cannot be told or would not pass the scheduler's check."""
+    import socket
+
+    from rota.validate import HOST_NAME
+
+    try:
+        here = os.getcwd()
+    except OSError:  # the directory was removed under us
+        here = ""
+    host = socket.gethostname()
+    return here, host if HOST_NAME.match(host) else ""
 
 
 def _absolute_outputs(data: Any) -> Any:

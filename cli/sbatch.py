@@ -4,10 +4,11 @@
 the first line that is neither blank nor a comment) and returns the job-file mapping that
 ``rota.jobspec.parse_job_file`` validates, or raises ``ScriptError`` naming the directive.
 
-The container command is the whole script, run by its ``#!`` interpreter (``/bin/sh`` when it
-has none) as ``[interpreter, "-c", script]``. A shell script's first line is prefixed with an
-``export`` of SLURM's job variables set from rota's (``SLURM_JOB_ID="$ROTA_JOB_ID"`` ...), so
-scripts that read ``$SLURM_ARRAY_TASK_ID`` run as they are and line numbers stay the file's. ``#ROTA key=value`` lines set what ``#SBATCH`` cannot say, ``image`` first of all.
+The container command is the whole script, unchanged, run by its ``#!`` interpreter
+(``/bin/sh`` when it has none) as ``[interpreter, "-c", script]``; ``slurm_env: true`` has the
+scheduler set SLURM's job variables in the container (``SLURM_JOB_ID`` ...), so scripts in any
+language that read ``$SLURM_ARRAY_TASK_ID`` run as they are. ``#ROTA key=value`` lines set what
+``#SBATCH`` cannot say, ``image`` first of all.
 
 The options and SLURM's value spellings are read by ``sbatch_options.py``; this module maps
 them to job-file fields.
@@ -34,24 +35,8 @@ from rota.cli.sbatch_options import (
     split_options,
 )
 
-SHELLS = frozenset({"sh", "bash", "dash", "ksh", "zsh", "ash"})
 SCRIPT_SUFFIXES = (".sh", ".bash", ".sbatch", ".slurm")
 
-# SLURM's job variables, set from rota's (CONVENTIONS.md "Inside the container").
-SLURM_VARIABLES = (
-    ("SLURM_JOB_ID", "$ROTA_JOB_ID"),
-    ("SLURM_JOB_NAME", "$ROTA_JOB_NAME"),
-    ("SLURM_JOB_USER", "$ROTA_USER"),
-    ("SLURM_JOB_ACCOUNT", "$ROTA_ACCOUNT"),
-    ("SLURM_ARRAY_JOB_ID", "$ROTA_ARRAY_JOB_ID"),
-    ("SLURM_ARRAY_TASK_ID", "$ROTA_ARRAY_TASK_ID"),
-    ("SLURM_JOB_NODELIST", "$ROTA_NODELIST"),
-    ("SLURM_JOB_NUM_NODES", "${ROTA_NNODES:-1}"),
-    ("SLURM_NNODES", "${ROTA_NNODES:-1}"),
-    ("SLURM_NODEID", "${NODE_RANK:-0}"),
-    ("SLURM_PROCID", "${NODE_RANK:-0}"),
-)
-SHELL_PREAMBLE = "export " + " ".join(f'{name}="{value}"' for name, value in SLURM_VARIABLES) + "; "
 # The order of fields in a translated job file: the README's, with the long command last.
 FIELD_ORDER = (
     "name",
@@ -78,6 +63,7 @@ FIELD_ORDER = (
     "output",
     "error",
     "notify",
+    "slurm_env",
     "command",
 )
 RESOURCE_ORDER = ("gpus", "gpu_type", "gpu_memory", "cpus", "memory")
@@ -125,16 +111,11 @@ ROTA_KEYS = {
 }
 
 
-def _interpreter(text: str) -> tuple[list[str], bool]:
-    """The ``#!`` command (``/bin/sh`` without one) and whether it is a POSIX-like shell."""
+def _interpreter(text: str) -> list[str]:
+    """The ``#!`` command (``/bin/sh`` without one)."""
     first = text.splitlines()[0] if text else ""
-    if not first.startswith("#!"):
-        return ["/bin/sh"], True
-    words = first[2:].split()
-    if not words:
-        return ["/bin/sh"], True
-    program = words[-1] if words[0].endswith("/env") else words[0]
-    return words, program.rsplit("/", 1)[-1] in SHELLS
+    words = first[2:].split() if first.startswith("#!") else []
+    return words or ["/bin/sh"]
 
 
 def header_lines(text: str) -> list[tuple[int, str]]:
@@ -213,8 +194,8 @@ def translate(
                 "default_image in the CLI config or ROTA_DEFAULT_IMAGE"
             )
         job["image"] = default_image
-    program, is_shell = _interpreter(text)
-    job["command"] = [*program, "-c", (SHELL_PREAMBLE if is_shell else "") + text]
+    job["slurm_env"] = True
+    job["command"] = [*_interpreter(text), "-c", text]
     batch.job = {k: job[k] for k in FIELD_ORDER if k in job}
     return batch
 

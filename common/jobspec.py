@@ -81,6 +81,9 @@ class JobSpec:
     notify_on: tuple[str, ...] = ()  # which ends; empty = every end
     output: str = ""  # stdout (and stderr when ``error`` is empty) to this file pattern
     error: str = ""  # stderr to this file pattern
+    slurm_env: bool = False  # set SLURM's batch-job variables in the container (gsub scripts)
+    submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
+    submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
 
 
 def _type_name(value: object) -> str:
@@ -321,6 +324,7 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "hold": ("hold", _bool),
     "output": ("output", _str),
     "error": ("error", _str),
+    "slurm_env": ("slurm_env", _bool),
 }
 
 ALLOWED_KEYS = (*_TOP_FIELDS, "notify", "resources")

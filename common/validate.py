@@ -51,6 +51,7 @@ MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
 INT32 = (-(2**31), 2**31 - 1)
 PULL_POLICIES = ("missing", "always", "never")
 RESERVED_ENV = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _ARRAY = re.compile(r"^(?P<body>[0-9,\-:]+)(?:%(?P<limit>\d+))?$")
 
@@ -213,6 +214,14 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
         check_text(at("workdir"), spec.workdir, MAX_PATH)
         if not spec.workdir.startswith("/"):
             raise SpecError(at("workdir"), "must be an absolute path")
+    if spec.submit_dir:
+        check_text(at("submit_dir"), spec.submit_dir, MAX_PATH)
+        if not spec.submit_dir.startswith("/"):
+            raise SpecError(at("submit_dir"), "must be an absolute path")
+    if spec.submit_host and not HOST_NAME.match(spec.submit_host):
+        raise SpecError(
+            at("submit_host"), "must be a host name (letters, digits, '-', '.'; at most 253)"
+        )
     if spec.pull not in PULL_POLICIES:
         raise SpecError(at("pull"), f"expected one of {', '.join(PULL_POLICIES)}")
     _check_job_ends(spec, rules, at)

@@ -56,6 +56,9 @@ def spec_from_message(msg: Any) -> JobSpec:
         notify_on=tuple(msg.notify_on),
         output=msg.output,
         error=msg.error,
+        slurm_env=msg.slurm_env,
+        submit_dir=msg.submit_dir,
+        submit_host=msg.submit_host,
     )
 
 
@@ -96,6 +99,9 @@ def spec_fields(spec: JobSpec) -> Fields:
         "notify_on": list(spec.notify_on),
         "output": spec.output,
         "error": spec.error,
+        "slurm_env": spec.slurm_env,
+        "submit_dir": spec.submit_dir,
+        "submit_host": spec.submit_host,
     }
 
 

@@ -182,11 +182,12 @@ def test_a_large_array_is_stored_found_by_task_listed_in_pages_and_cancelled_who
         named = await sched.jobs.ListJobs(pb.ListJobsRequest(ids=[f"{array}_7"]))
         assert [(j.id, j.state_code) for j in named.jobs] == [(f"{array}_7", "PD")]
         cancelled = await sched.jobs.CancelJobs(
-            pb.CancelJobsRequest(ids=[array, "999", single], user="ann")
+            # 999 would be task 998's own integer id (its SLURM_JOB_ID): name no job at all
+            pb.CancelJobsRequest(ids=[array, "999999", single], user="ann")
         )
         assert [(r.id, r.ok, r.message) for r in cancelled.results] == [
             (array, True, ""),
-            ("999", False, "job 999 does not exist"),
+            ("999999", False, "job 999999 does not exist"),
             (single, True, ""),
         ]
         left = await sched.jobs.ListJobs(pb.ListJobsRequest())

@@ -15,6 +15,7 @@ from rota.messages import AgentOrder, KillOrder, LaunchOrder
 from rota.scheduler.cluster.model import REVOKED_HOLD, HistoryKind, JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.slurm_env import slurm_job_env, slurm_node_env
 from rota.scheduler.policy import reasons
 from rota.states import JobState
 
@@ -136,6 +137,8 @@ class Lifecycle:
                 ROTA_NNODES=str(len(nodes)),
                 ROTA_GPUS_PER_NODE=str(job.spec.gpus),
             )
+        if job.spec.slurm_env:
+            env.update(slurm_job_env(job))
         ids = self.ids_of(job.user)
         uid, gid = ids if ids is not None else (None, None)
         spec = job.spec
@@ -148,6 +151,8 @@ class Lifecycle:
             node_env["ROTA_GPU_INDICES"] = ",".join(str(i) for i in alloc.gpus)
             if gang:
                 node_env["NODE_RANK"] = str(rank)
+            if job.spec.slurm_env:
+                node_env.update(slurm_node_env(rank, alloc))
             orders.append(
                 (
                     alloc.node,

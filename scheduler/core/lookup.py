@@ -40,7 +40,8 @@ class CancelResult:
 
 
 class JobLookup:
-    """Resolves ``123`` (a job, or every task of array 123) and ``123_4``."""
+    """Resolves ``123`` (a job, an array task by its own integer id, or every task of array
+    123) and ``123_4``."""
 
     def __init__(self, model: ClusterModel, store: JobRepository) -> None:
         self.model = model
@@ -53,8 +54,9 @@ class JobLookup:
         if task_id is not None:  # one task: found by the (array, task) index
             named = JobQuery(array_ids=(job_id,), task_ids=(task_id,))
             return [self.live(r) for r in self.store.query(named)]
+        # job ``job_id`` itself (an array task by its own id too) and every task of array job_id
         rows = self.store.query(JobQuery(ids=(job_id,), array_ids=(job_id,)))
-        return [self.live(r) for r in rows if r.array_job_id in (None, job_id)]
+        return [self.live(r) for r in rows]
 
     def live(self, job: JobRecord) -> JobRecord:
         """A copy of the current record of ``job``, safe to read on other threads."""
@@ -72,8 +74,8 @@ class JobLookup:
         job_id, task_id = parse_display_id(display_id)
         jobs = self.model.jobs
         job = jobs.get(job_id)
-        if task_id is None and job is not None and job.array_job_id is None:
-            return [job_id]
+        if task_id is None and job is not None and job.array_job_id != job_id:
+            return [job_id]  # a job, or an array task by its own integer id
         return [
             j.id
             for j in jobs.values()

@@ -374,7 +374,7 @@ class SqlJobRepository:
             pairs = [(n, task) for n, task in query.named if task is not None]
             stmt = stmt.where(
                 or_(
-                    and_(c.id.in_(plain), c.array_job_id.is_(None)),
+                    c.id.in_(plain),
                     c.array_job_id.in_(plain),
                     tuple_(c.array_job_id, c.array_task_id).in_(pairs),
                 )

@@ -29,7 +29,8 @@ class JobQuery:
     ids: tuple[int, ...] = ()  # job row ids
     array_ids: tuple[int, ...] = ()  # all tasks of these array jobs
     task_ids: tuple[int, ...] = ()  # with array_ids: only these task ids of those arrays
-    # display ids, parsed: (123, None) is job 123 or every task of array 123; (123, 4) is 123_4
+    # display ids, parsed: (123, None) is job 123 (a job, or an array task by its own integer
+    # id, its SLURM_JOB_ID) and every task of array 123; (123, 4) is 123_4
     named: tuple[tuple[int, int | None], ...] = ()
     users: tuple[str, ...] = ()
     accounts: tuple[str, ...] = ()
@@ -52,7 +53,7 @@ class JobQuery:
                 and (not self.private_to or not job.state.terminal or job.user == self.private_to)
                 and (
                     not self.named
-                    or (job.id in plain and job.array_job_id is None)
+                    or job.id in plain
                     or job.array_job_id in plain
                     or (job.array_job_id, job.array_task_id) in pairs
                 )

@@ -1,0 +1,76 @@
+"""SLURM's batch-job variables for one node of a launch (pure), for jobs with ``slurm_env``.
+
+The values have SLURM's types and meaning: ``SLURM_JOB_ID`` is the job's integer row id, also
+for an array task (every task has its own; task ids are the array's ``SLURM_ARRAY_JOB_ID`` and
+``SLURM_ARRAY_TASK_ID``, and the first task's job id is the array's id, as in SLURM). A
+variable SLURM leaves unset (array variables outside arrays, ``SLURM_CPUS_PER_TASK`` without
+``--cpus-per-task`` ...) is left unset, never set empty. rota runs one task per node, so the
+task counts are the node counts and the batch step's ranks are the node's rank.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rota.hostlist import compress
+from rota.scheduler.cluster.model import JobRecord, NodeAlloc
+
+MIB = 1 << 20
+
+
+def slurm_job_env(job: JobRecord) -> dict[str, str]:
+    """The variables every node of ``job``'s launch shares."""
+    spec = job.spec
+    nnodes = str(len(job.allocation))
+    env = {
+        "SLURM_JOB_ID": str(job.id),
+        "SLURM_JOBID": str(job.id),
+        "SLURM_JOB_NAME": job.name,
+        "SLURM_JOB_USER": job.user,
+        "SLURM_JOB_ACCOUNT": job.account,
+        "SLURM_JOB_NODELIST": compress(job.node_names),
+        "SLURM_NODELIST": compress(job.node_names),
+        "SLURM_JOB_NUM_NODES": nnodes,
+        "SLURM_NNODES": nnodes,
+        "SLURM_NTASKS": nnodes,
+        "SLURM_NPROCS": nnodes,
+        "SLURM_NTASKS_PER_NODE": "1",
+        "SLURM_TASKS_PER_NODE": "1" if nnodes == "1" else f"1(x{nnodes})",
+        "SLURM_RESTART_COUNT": str(max(job.attempt - 1, 0)),
+        "USER": job.user,
+        "LOGNAME": job.user,
+    }
+    if job.array_job_id is not None:
+        env["SLURM_ARRAY_JOB_ID"] = str(job.array_job_id)
+        env["SLURM_ARRAY_TASK_ID"] = str(job.array_task_id)
+    if spec.submit_dir:
+        env["SLURM_SUBMIT_DIR"] = spec.submit_dir
+    if spec.submit_host:
+        env["SLURM_SUBMIT_HOST"] = spec.submit_host
+    if spec.cpus:
+        env["SLURM_CPUS_PER_TASK"] = str(math.ceil(spec.cpus))
+    if spec.memory:
+        env["SLURM_MEM_PER_NODE"] = str(max(spec.memory // MIB, 1))
+    if spec.gpus:
+        env["SLURM_GPUS_PER_NODE"] = str(spec.gpus)
+    if spec.qos:
+        env["SLURM_JOB_QOS"] = spec.qos
+    if spec.reservation:
+        env["SLURM_JOB_RESERVATION"] = spec.reservation
+    return env
+
+
+def slurm_node_env(rank: int, alloc: NodeAlloc) -> dict[str, str]:
+    """The variables of the node of rank ``rank`` (the batch step's task on it)."""
+    env = {
+        "SLURMD_NODENAME": alloc.node,
+        "SLURM_NODEID": str(rank),
+        "SLURM_PROCID": str(rank),
+        "SLURM_LOCALID": "0",
+    }
+    if alloc.gpus:
+        env["SLURM_GPUS_ON_NODE"] = str(len(alloc.gpus))
+        env["SLURM_JOB_GPUS"] = ",".join(str(i) for i in alloc.gpus)
+    if alloc.cpus:
+        env["SLURM_CPUS_ON_NODE"] = str(math.ceil(alloc.cpus))
+    return env
