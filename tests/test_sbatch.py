@@ -410,3 +410,24 @@ def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(cluster: 
     # --output=e2e-%A_%a.out, relative to where gsub ran, written by the agent
     written = (here / f"e2e-{job_id}_1.out").read_text()
     assert written.strip() == f"task 1 of array {job_id} as e2e-array on 1 node(s)"
+
+
+@pytest.mark.docker
+def test_script_arguments_and_wrap_run_end_to_end(cluster: Cluster, test_image: str) -> None:
+    cluster.start_scheduler("--open-registration")
+    cluster.start_agent("n1", gpus=1)
+    script = str(DATA / "args_e2e.sh")
+    result = cluster.cli("gsub", "--parsable", "-J", "from-cli", script, "hello", "two words")
+    job_id = result.stdout.strip()
+    assert job_id.isdigit(), result.stderr
+    assert "args_e2e.sh: line 3: --partition=gpu: accepted" in result.stderr
+    assert cluster.wait_state(job_id, "COMPLETED")["name"] == "from-cli"
+    logs = wait_for(lambda: cluster.cli("glogs", job_id).stdout, 20, what="the job's output")
+    assert logs.strip() == "2 args: hello and two words as from-cli"
+    cluster.env_extra["ROTA_DEFAULT_IMAGE"] = test_image
+    result = cluster.cli("gsub", "--wait", "--parsable", "--wrap", 'echo "wrapped $((2 + 3))"')
+    assert result.returncode == 0, result.stderr
+    wrapped = result.stdout.strip()
+    assert cluster.job(wrapped)["name"] == "wrap"
+    logs = wait_for(lambda: cluster.cli("glogs", wrapped).stdout, 20, what="the wrap output")
+    assert logs.strip() == "wrapped 5"
