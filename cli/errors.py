@@ -20,7 +20,8 @@ class CliError(Exception):
 
 def die(message: str, code: int) -> NoReturn:
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "rota"
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    for line in message.splitlines() or [""]:  # several problems: one line each
+        print(f"{prog}: error: {line}", file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -1,6 +1,8 @@
 """gsub: submit job files or ``#SBATCH`` batch scripts. All files are valid and submitted, or
-none is (exit 2). ``--dry-run`` prints the job files it would submit; ``--wait`` follows the jobs
-to their end and exits with their exit code."""
+none is (exit 2). Like sbatch, it takes sbatch options before the script (they win over its
+``#SBATCH`` lines), arguments after it, or ``--wrap CMD``; options rota accepts without carrying
+them out print one warning each (``--strict`` refuses them). ``--dry-run`` prints the job files
+it would submit; ``--wait`` follows the jobs to their end and exits with their exit code."""
 
 from __future__ import annotations
 
@@ -8,27 +10,41 @@ import argparse
 import dataclasses
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rota.cli.gsub_argv import Sources, split_argv
+
 if TYPE_CHECKING:
+    from rota.cli.sbatch import BatchJob
     from rota.jobspec import JobSpec
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="gsub", description="Submit rota job files (YAML) or #SBATCH batch scripts."
+        prog="gsub",
+        usage="gsub [OPTIONS] [SBATCH OPTIONS] (JOB.yaml... | SCRIPT [ARGS...] | --wrap CMD)",
+        description="Submit rota job files (YAML) or #SBATCH batch scripts. Any sbatch option "
+        "may come before a script (it wins over the script's #SBATCH lines); words after the "
+        "script are its arguments.",
     )
     p.add_argument(
         "files",
-        nargs="+",
+        nargs="*",
         metavar="JOB.yaml|SCRIPT.sh",
-        help="job files or batch scripts (#SBATCH, #ROTA image=...); - reads standard input",
+        help="job files, or a batch script (#SBATCH, #ROTA image=...) and its arguments; "
+        "- reads standard input",
+    )
+    p.add_argument("--wrap", metavar="CMD", help="submit the script '#!/bin/sh\\nCMD'")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse sbatch options rota accepts but does not carry out (instead of warning)",
     )
     p.add_argument("--parsable", action="store_true", help="print only the job ids, one per line")
     p.add_argument(
-        "--hold", action="store_true", help="submit held (release with gcontrol release)"
+        "-H", "--hold", action="store_true", help="submit held (release with gcontrol release)"
     )
     p.add_argument("-d", "--dependency", help="SLURM dependency, e.g. afterok:12:13")
     p.add_argument(
@@ -41,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the job file(s) it would submit (YAML) and submit nothing",
     )
     p.add_argument(
+        "-W",
         "--wait",
         action="store_true",
         help="follow the jobs until they end; exit with their (highest) exit code",
@@ -76,52 +93,42 @@ class Loaded:
 
 
 def load_jobs(
-    files: list[str], hold: bool = False, dependency: str = "", **flags: Any
+    files: list[str],
+    hold: bool = False,
+    dependency: str = "",
+    *,
+    script: Script | None = None,
+    **flags: Any,
 ) -> list[Loaded]:
     """Read, translate (batch scripts) and validate every file, applying ``--hold``,
     ``--dependency`` and the job-file fields of ``flags`` (``output``, ``error``, ``notify``,
-    ``reservation``); raise CliError(code 2) naming the file and the field or directive. Relative
-    output patterns are made absolute from the current directory (as sbatch does), which is also
-    sent as the spec's ``submit_dir`` (``SLURM_SUBMIT_DIR``)."""
-    import yaml
+    ``reservation``); raise CliError(code 2) naming the file and the field or directive (every
+    directive a script cannot use, one per line). ``script`` holds the sbatch options, script
+    arguments and ``--wrap`` of the command line. Warnings go to standard error. Relative output
+    patterns are made absolute from the current directory (as sbatch does), which is also sent as
+    the spec's ``submit_dir`` (``SLURM_SUBMIT_DIR``)."""
+    from rota.cli.sbatch import is_batch_script, wrap_script
 
-    from rota.cli.errors import CliError
-    from rota.cli.sbatch import BatchJob, ScriptError, is_batch_script, translate
-    from rota.cli.userconfig import ConfigError, default_image
-    from rota.jobspec import SpecError, parse_job_file
-    from rota.yamlload import load as load_yaml
-
+    script = script or Script()
+    names = [*files, "--wrap"] if script.wrap is not None else files
     loaded = []
-    submit_dir, submit_host = _submitted_from()
-    for name in files:
-        try:
-            text = sys.stdin.read() if name == "-" else Path(name).read_text()
-        except OSError as exc:
-            raise CliError(f"{name}: cannot read: {exc.strerror}", 2) from None
+    submitted_from = _submitted_from()
+    for name in names:
+        text = wrap_script(script.wrap or "") if name == "--wrap" else script.sources.read(name)
         batch: BatchJob | None = None
-        if is_batch_script(name, text):
-            try:
-                batch = translate(text, default_image(), os.environ)
-            except (ScriptError, ConfigError) as exc:
-                raise CliError(f"{name}: {exc}", 2) from None
+        if name == "--wrap" or is_batch_script(name, text):
+            batch = _translate(name, text, script)
             data: Any = batch.job
         else:
-            try:
-                data = load_yaml(text)  # refuses an alias bomb before building it
-            except yaml.YAMLError as exc:
-                raise CliError(f"{name}: invalid YAML: {' '.join(str(exc).split())}", 2) from None
+            data = _job_file(name, text, script)
         if isinstance(data, dict):
             if hold:
                 data["hold"] = True
             if dependency:
                 data["dependency"] = dependency
             data.update({k: v for k, v in flags.items() if v})
-        try:
-            spec = parse_job_file(_absolute_outputs(data))
-        except SpecError as exc:
-            directive = batch.directive_for(exc.field) if batch else None
-            where = f" (from {directive})" if directive else ""
-            raise CliError(f"{name}: {exc}{where}", 2) from None
+        spec = _spec(name, data, batch)
+        submit_dir, submit_host = submitted_from
         spec = dataclasses.replace(spec, submit_dir=submit_dir, submit_host=submit_host)
         loaded.append(Loaded(name, data, spec))
     return loaded
@@ -140,6 +147,72 @@ def _submitted_from() -> tuple[str, str]:
         here = ""
     host = socket.gethostname()
     return here, host if HOST_NAME.match(host) else ""
+
+
+@dataclass
+class Script:
+    """What the command line says about the batch script: sbatch options (they win over the
+    script's), its arguments, ``--wrap CMD`` and ``--strict``."""
+
+    options: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    wrap: str | None = None
+    strict: bool = False
+    sources: Sources = field(default_factory=Sources)
+
+
+def _translate(name: str, text: str, script: Script) -> BatchJob:
+    from rota.cli.errors import CliError
+    from rota.cli.sbatch import ScriptError, translate
+    from rota.cli.userconfig import ConfigError, default_image
+
+    try:
+        batch = translate(
+            text,
+            default_image(),
+            os.environ,
+            options=script.options,
+            args=script.args,
+            name=Path(name).name,
+            strict=script.strict,
+        )
+    except (ScriptError, ConfigError) as exc:
+        raise CliError("\n".join(f"{name}: {line}" for line in str(exc).splitlines()), 2) from None
+    if name == "--wrap" and "name" not in batch.job:
+        batch.job = {"name": "wrap", **batch.job}
+    for warning in batch.warnings:
+        print(f"gsub: warning: {name}: {warning}", file=sys.stderr)
+    return batch
+
+
+def _job_file(name: str, text: str, script: Script) -> Any:
+    import yaml
+
+    from rota.cli.errors import CliError
+    from rota.yamlload import load as load_yaml
+
+    if script.options:
+        raise CliError(
+            f"{name}: sbatch options ({' '.join(script.options)}) apply to batch scripts; "
+            f"write them as fields of the job file",
+            2,
+        )
+    try:
+        return load_yaml(text)  # refuses an alias bomb before building it
+    except yaml.YAMLError as exc:
+        raise CliError(f"{name}: invalid YAML: {' '.join(str(exc).split())}", 2) from None
+
+
+def _spec(name: str, data: Any, batch: BatchJob | None) -> JobSpec:
+    from rota.cli.errors import CliError
+    from rota.jobspec import SpecError, parse_job_file
+
+    try:
+        return parse_job_file(_absolute_outputs(data))
+    except SpecError as exc:
+        directive = batch.directive_for(exc.field) if batch else None
+        where = f" (from {directive})" if directive else ""
+        raise CliError(f"{name}: {exc}{where}", 2) from None
 
 
 def _absolute_outputs(data: Any) -> Any:
@@ -168,16 +241,35 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     from rota.cli.errors import run_main
 
-    return run_main(lambda: _dry_run(args) if args.dry_run else _submit(args))
+    return run_main(lambda: _run(sys.argv[1:] if argv is None else argv))
 
 
-def _dry_run(args: argparse.Namespace) -> int:
+def _run(argv: list[str]) -> int:
+    from rota.cli.errors import CliError
+    from rota.cli.sbatch import is_batch_script
+
+    sources = Sources()
+    line = split_argv(argv, lambda name: is_batch_script(name, sources.read(name)))
+    args = build_parser().parse_args([*line.own, "--", *line.files])
+    if args.wrap is not None and args.files:
+        raise CliError("--wrap CMD takes no script or job file", 2)
+    if args.wrap is None and not args.files:
+        raise CliError("give job files, a batch script (and its arguments) or --wrap CMD", 2)
+    script = Script(line.sbatch, line.args, args.wrap, args.strict, sources)
+    return _dry_run(args, script) if args.dry_run else _submit(args, script)
+
+
+def _load(args: argparse.Namespace, script: Script) -> list[Loaded]:
+    dependency = _checked_dependency(args.dependency)
+    return load_jobs(args.files, args.hold, dependency, script=script, **_flags(args))
+
+
+def _dry_run(args: argparse.Namespace, script: Script) -> int:
     from rota.cli.sbatch import dump_job
 
-    jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency), **_flags(args))
+    jobs = _load(args, script)
     print("---\n".join(dump_job(job.job) for job in jobs), end="")
     return 0
 
@@ -194,10 +286,10 @@ def _checked_dependency(text: str | None) -> str:
     return text or ""
 
 
-def _submit(args: argparse.Namespace) -> int:
+def _submit(args: argparse.Namespace, script: Script) -> int:
     from rota.cli.client import connect, current_user
 
-    jobs = load_jobs(args.files, args.hold, _checked_dependency(args.dependency), **_flags(args))
+    jobs = _load(args, script)
     with connect(args.scheduler, args.ca) as client:
         response = client.submit(
             [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only

@@ -8,95 +8,73 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
+from rota.cli.sbatch_catalog import FLAGS, KNOWN, OPTIONAL, SHORT
+
 
 class ScriptError(ValueError):
     """A directive cannot be translated; the message names it and says what is allowed."""
 
 
-# Short options and the long options they stand for (sbatch's spelling).
-SHORT = {
-    "J": "job-name",
-    "t": "time",
-    "N": "nodes",
-    "c": "cpus-per-task",
-    "o": "output",
-    "e": "error",
-    "a": "array",
-    "d": "dependency",
-    "A": "account",
-    "G": "gpus",
-    "H": "hold",
-    "D": "chdir",
-    "q": "qos",
-    "n": "ntasks",
-}
-# Long options that take no value.
-FLAGS = frozenset({"hold", "exclusive", "requeue", "no-requeue"})
-VALUED = frozenset(
-    {
-        "job-name",
-        "gres",
-        "gpus",
-        "gpus-per-node",
-        "time",
-        "nodes",
-        "cpus-per-task",
-        "mem",
-        "output",
-        "error",
-        "array",
-        "dependency",
-        "reservation",
-        "account",
-        "qos",
-        "begin",
-        "export",
-        "chdir",
-        "ntasks",
-        "ntasks-per-node",
-    }
-)
-SUPPORTED = ", ".join(f"--{o}" for o in sorted(VALUED | FLAGS))
+Option = tuple[str, str | None]
 
 
-def split_options(words: list[str]) -> list[tuple[str, str | None]]:
-    """``["--time=1:00", "-N", "2", "-Jname"]`` -> ``[("time", "1:00"), ("nodes", "2"), ...]``.
+def takes_value(name: str) -> bool:
+    """Whether an option needs a value (given inline or as the next word)."""
+    return name not in FLAGS and name not in OPTIONAL
 
-    Raises ScriptError naming an unknown option or one missing its value.
-    """
-    out: list[tuple[str, str | None]] = []
+
+def long_name(word: str) -> str | None:
+    """The long name of an option word (``-J``, ``-Jx``, ``--job-name=x`` -> ``job-name``);
+    None when it is not an option sbatch knows."""
+    if word.startswith("--"):
+        name = word[2:].split("=", 1)[0]
+        return name if name in KNOWN else None
+    if word.startswith("-") and len(word) > 1:
+        return SHORT.get(word[1])
+    return None
+
+
+def split_options(words: list[str]) -> tuple[list[Option], list[str]]:
+    """``["--time=1:00", "-N", "2", "-Jname"]`` -> ``[("time", "1:00"), ("nodes", "2"), ...]``
+    and the problems found (an unknown option, a missing value), each naming the option. An
+    unknown option is skipped with the word after it when that does not look like an option."""
+    out: list[Option] = []
+    problems: list[str] = []
     i = 0
     while i < len(words):
         word = words[i]
+        i += 1
         value: str | None = None
         if word.startswith("--"):
             name, eq, inline = word[2:].partition("=")
             if eq:
                 value = inline
         elif word.startswith("-") and len(word) > 1:
-            letter = word[1]
-            if letter not in SHORT:
-                raise ScriptError(f"unknown directive -{letter}; supported: {SUPPORTED}")
-            name = SHORT[letter]
+            name = SHORT.get(word[1], "")
             rest = word[2:].removeprefix("=")
             if rest:
                 value = rest
         else:
-            raise ScriptError(f"unexpected word {word!r}; directives look like --name=value")
-        shown = word.split("=", 1)[0]
-        if name not in VALUED and name not in FLAGS:
-            raise ScriptError(f"unknown directive {shown}; supported: {SUPPORTED}")
+            problems.append(f"unexpected word {word!r}; directives look like --name=value")
+            continue
+        shown = word.split("=", 1)[0] if word.startswith("--") else word[:2]
+        if name not in KNOWN:
+            problems.append(f"unknown directive {shown}")
+            if value is None and i < len(words) and not words[i].startswith("-"):
+                i += 1
+            continue
         if name in FLAGS:
             if value is not None:
-                raise ScriptError(f"{shown} takes no value, got {value!r}")
-        elif value is None:
-            if i + 1 >= len(words):
-                raise ScriptError(f"{shown} needs a value")
-            i += 1
+                problems.append(f"{shown} takes no value, got {value!r}")
+                continue
+        elif value is None and name not in OPTIONAL:
+            if i >= len(words):
+                problems.append(f"{shown} needs a value")
+                continue
             value = words[i]
+            i += 1
         out.append((name, value))
-        i += 1
-    return out
+    return out, problems
 
 
 _GPU_COUNT = re.compile(r"^(?:(?P<type>[A-Za-z0-9_.+-]+):)?(?P<count>\d+)$")
@@ -144,17 +122,25 @@ def gres_gpus(value: str) -> tuple[str, int]:
     return found
 
 
-def slurm_memory(value: str) -> str:
-    """SLURM's ``--mem`` (default unit MB; K/M/G/T are powers of 1024) as a rota size."""
+def memory_amount(option: str, value: str) -> tuple[int, str]:
+    """SLURM's ``--mem``/``--mem-per-cpu``/``--mem-per-gpu`` value as (number, unit): the
+    default unit is M, and K/M/G/T are powers of 1024. 0 means "no limit" (the caller says so)."""
     m = _SLURM_MEM.match(value.strip())
     if not m:
-        raise ScriptError(f"--mem: expected a number with an optional K, M, G or T, got {value!r}")
-    if int(m.group("num")) == 0:
         raise ScriptError(
-            "--mem=0 (all of a node's memory) has no rota equivalent; use --exclusive"
+            f"--{option}: expected a number with an optional K, M, G or T, got {value!r}"
         )
-    unit = (m.group("unit") or "M").upper()
-    return f"{m.group('num')}{unit}i"
+    return int(m.group("num")), (m.group("unit") or "M").upper()
+
+
+def rota_size(number: int, unit: str) -> str:
+    """(16000, "M") -> ``16000Mi``."""
+    return f"{number}{unit}i"
+
+
+def slurm_memory(value: str) -> str:
+    """SLURM's ``--mem`` as a rota size (``32G`` -> ``32Gi``, ``16000`` -> ``16000Mi``)."""
+    return rota_size(*memory_amount("mem", value))
 
 
 def slurm_begin(value: str, now: datetime) -> str:

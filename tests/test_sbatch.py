@@ -46,23 +46,39 @@ NOW = datetime(2026, 3, 2, 15, 30, 0)
 def test_options_in_every_spelling(
     words: list[str], expected: list[tuple[str, str | None]]
 ) -> None:
-    assert split_options(words) == expected
+    assert split_options(words) == (expected, [])
+
+
+def test_every_sbatch_option_is_known() -> None:
+    # the long options of `sbatch --help` (SLURM 22.05) and man sbatch's newer ones
+    words = ["-p", "gpu", "--mail-type", "END", "--signal=B:USR1@60", "-L", "matlab:1"]
+    words += ["--nice", "--exclusive=user", "-w", "n1", "-x", "n2", "--x11"]
+    options, problems = split_options(words)
+    assert [name for name, _ in options] == [
+        "partition",
+        "mail-type",
+        "signal",
+        "licenses",
+        "nice",
+        "exclusive",
+        "nodelist",
+        "exclude",
+    ]
+    assert problems == ["unknown directive --x11"]
 
 
 @pytest.mark.parametrize(
-    ("words", "message"),
+    ("words", "problems"),
     [
-        (["--partition=gpu"], "unknown directive --partition"),
-        (["-p", "gpu"], "unknown directive -p"),
-        (["--mail-type", "END"], "unknown directive --mail-type"),
-        (["--time"], "--time needs a value"),
-        (["--hold=yes"], "--hold takes no value"),
-        (["gpu"], "unexpected word 'gpu'"),
+        (["--qoss=high", "-J", "a"], ["unknown directive --qoss"]),
+        (["-X", "-Y"], ["unknown directive -X", "unknown directive -Y"]),
+        (["--time"], ["--time needs a value"]),
+        (["--hold=yes"], ["--hold takes no value, got 'yes'"]),
+        (["gpu"], ["unexpected word 'gpu'; directives look like --name=value"]),
     ],
 )
-def test_bad_options_are_named(words: list[str], message: str) -> None:
-    with pytest.raises(ScriptError, match=message):
-        split_options(words)
+def test_bad_options_are_all_named(words: list[str], problems: list[str]) -> None:
+    assert split_options(words)[1] == problems
 
 
 @pytest.mark.parametrize(
@@ -83,7 +99,7 @@ def test_memory_is_slurm_binary_units_default_megabytes(slurm: str, rota: str) -
 
 @pytest.mark.parametrize(
     ("slurm", "message"),
-    [("0", "--mem=0"), ("lots", "expected a number"), ("1.5G", "expected a number")],
+    [("lots", "expected a number"), ("1.5G", "expected a number")],
 )
 def test_bad_memory_is_refused(slurm: str, message: str) -> None:
     with pytest.raises(ScriptError, match=message):
@@ -140,6 +156,17 @@ def _script(*directives: str, body: str = "echo hi\n") -> str:
         (["--ntasks=2", "-N 2", "--ntasks-per-node=1"], {"nodes": 2}),
         (["--requeue"], {"requeue": True}),
         (["--dependency=afterok:5_1"], {"dependency": "afterok:5_1"}),
+        (["--mem-per-cpu=4G", "-c 8"], {"resources": {"cpus": 8, "memory": "32Gi"}}),
+        (["--mem-per-cpu=2000"], {"resources": {"memory": "2000Mi"}}),
+        (["--mem-per-gpu=40G", "--gpus-per-node=2"], {"resources": {"gpus": 2, "memory": "80Gi"}}),
+        (["--gpus-per-task=1", "--ntasks-per-node=4"], {"resources": {"gpus": 4, "cpus": 4}}),
+        (["-n 8", "-N 2", "-c 4"], {"resources": {"cpus": 16}, "nodes": 2}),
+        (["--gres=gpu:2", "--cpus-per-gpu=6"], {"resources": {"gpus": 2, "cpus": 12}}),
+        (["--mem=0"], {}),
+        (["-C a100&ib"], {"node_selector": {"a100": "true", "ib": "true"}}),
+        (["-C 'a100|h100'"], {}),
+        (["-p gpu", "--exclusive=user"], {"exclusive": True}),
+        (["--priority=5", "--no-requeue"], {"priority": 5, "requeue": False}),
     ],
 )
 def test_directive_table(directives: list[str], expected: dict[str, object]) -> None:
@@ -151,12 +178,12 @@ def test_directive_table(directives: list[str], expected: dict[str, object]) -> 
 @pytest.mark.parametrize(
     ("directives", "message"),
     [
-        (["--gres=gpu:2,shard:1"], "--gres: only gpu is supported"),
-        (["--gpus=3", "-N 2"], "--gpus=3 does not divide evenly over 2 nodes"),
-        (["--ntasks-per-node=8"], "--ntasks-per-node=8: rota runs one container per node"),
-        (["--ntasks=4"], "--ntasks=4"),
-        (["--nodes=2-4"], "--nodes: expected a whole number"),
-        (["--job-name='unclosed"], "No closing quotation"),
+        (["--gres=gpu:2,shard:1"], "line 2: --gres: only gpu is supported"),
+        (["--gpus=3", "-N 2"], "line 2: --gpus=3: 3 GPUs do not divide evenly over 2 nodes"),
+        (["--ntasks=1", "-N 2"], "line 2: --ntasks=1: fewer tasks than the 2 nodes"),
+        (["--mem-per-gpu=8G"], "line 2: --mem-per-gpu=8G: needs GPUs"),
+        (["--nodes=2-4"], "line 2: --nodes: expected a whole number"),
+        (["--job-name='unclosed"], "line 2: No closing quotation"),
     ],
 )
 def test_untranslatable_directives_are_named(directives: list[str], message: str) -> None:
@@ -168,7 +195,9 @@ def test_directives_stop_at_the_first_command_and_the_line_is_named() -> None:
     text = "#!/bin/sh\n#SBATCH -J a\necho go\n#SBATCH --partition=late\n#ROTA image=img\n"
     with pytest.raises(ScriptError, match="no container image"):
         translate(text)  # neither the late #SBATCH nor the late #ROTA is read
-    with pytest.raises(ScriptError, match=r"^line 3: unknown directive --qoss"):
+    with pytest.raises(
+        ScriptError, match=r"^line 3: unknown directive --qoss \(did you mean --qos\?\)$"
+    ):
         translate("#!/bin/sh\n#SBATCH -J a\n#SBATCH --qoss=high\n")
     with pytest.raises(ScriptError, match=r"unknown #ROTA directive 'imgae'"):
         translate("#!/bin/sh\n#ROTA imgae=x\n")
@@ -219,15 +248,105 @@ def test_dry_run_prints_the_exact_job_file(
     parse_job_file(yaml.safe_load(out))  # what it prints is a valid job file
 
 
+JOB_FILE = "name: resnet50-finetune\nimage: img\ncommand: [true]\noutput: slurm-%j.out\n"
+
+
 @pytest.mark.usefixtures("lab_env")
-def test_dry_run_of_several_files_applies_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
-    files = [str(DATA / "single_gpu.sh"), str(DATA / "mem_megabytes.sh")]
+def test_dry_run_of_several_files_applies_the_flags(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # job files first, then one script (words after a script would be its arguments)
+    (tmp_path / "job.yaml").write_text(JOB_FILE)
+    files = [str(tmp_path / "job.yaml"), str(DATA / "mem_megabytes.sh")]
     assert gsub.main(["--dry-run", "--hold", "-d", "afterok:9", *files]) == 0
     captured = capsys.readouterr()
     docs = list(yaml.safe_load_all(captured.out))
     assert [d["name"] for d in docs] == ["resnet50-finetune", "preprocess"]
     assert all(d["hold"] is True and d["dependency"] == "afterok:9" for d in docs)
     assert docs[0]["output"] == "slurm-%j.out"  # as written; gsub resolves it from here
+
+
+@pytest.mark.usefixtures("lab_env")
+def test_unsupported_directives_warn_once_each_with_their_lines(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(DATA)
+    assert gsub.main(["--dry-run", "legacy_cluster.sh"]) == 0
+    warnings = capsys.readouterr().err.splitlines()
+    assert all(w.startswith("gsub: warning: legacy_cluster.sh: line ") for w in warnings)
+    said = [w.split(": ", 5)[3:5] for w in warnings]
+    assert said == [
+        ["line 5", "--partition=gpu-long"],
+        ["line 6", "--ntasks-per-node=4"],
+        ["line 8", "--mem=0"],
+        ["line 10", "--nodelist=gpu[01-02]"],
+        ["line 11", "--exclude=gpu07"],
+        ["line 12", "--signal=B:USR1@120"],
+        ["line 13", "--open-mode=append"],
+        ["line 14", "--comment=ticket 4411"],
+        ["line 15", "--time-min=1:00:00"],
+        ["line 17", "--nice=100"],
+        ["line 18", "--deadline=2026-12-01T00:00:00"],
+        ["line 19", "--licenses=matlab:1"],
+        ["line 20", "--hint=nomultithread"],
+    ]
+    assert "srun steps are not supported yet" in warnings[1]
+    assert "no memory limit" in warnings[2]
+
+
+def test_strict_refuses_every_unsupported_directive_at_once() -> None:
+    env = {**os.environ, "ROTA_DEFAULT_IMAGE": "img"}
+    result = _gsub(
+        "--strict", "--scheduler", "127.0.0.1:1", str(DATA / "legacy_cluster.sh"), env=env
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 13, result.stderr
+    assert all(line.endswith("(refused: --strict)") for line in lines)
+    assert "legacy_cluster.sh: line 5: --partition=gpu-long: accepted: rota has no " in lines[0]
+    assert "line 20: --hint=nomultithread" in lines[-1]
+
+
+@pytest.mark.usefixtures("lab_env")
+def test_command_line_options_win_over_the_script_and_args_follow_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(DATA)
+    argv = ["--dry-run", "--array=0-3", "-J", "x", "--time=10", "-p", "gpu", "hparam_sweep.sh"]
+    assert gsub.main([*argv, "5", "--lr=3e-4"]) == 0
+    captured = capsys.readouterr()
+    job = yaml.safe_load(captured.out)
+    assert (job["name"], job["array"], job["time_limit"]) == ("x", "0-3", "10")
+    assert job["resources"] == {"gpus": 2, "cpus": 16, "memory": "80Gi"}  # from the script
+    assert job["command"][3:] == ["hparam_sweep.sh", "5", "--lr=3e-4"]  # $0, $1, $2
+    assert captured.err.startswith("gsub: warning: hparam_sweep.sh: command line: --partition=gpu")
+    assert gsub.main(["--dry-run", "--mem-per-cpu=1G", "hparam_sweep.sh"]) == 0
+    job = yaml.safe_load(capsys.readouterr().out)
+    assert job["resources"]["memory"] == "16Gi"  # the command line's memory request replaces it
+
+
+@pytest.mark.usefixtures("lab_env")
+def test_wrap_submits_a_one_line_script(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gsub.main(["--dry-run", "--gres=gpu:1", "--wrap", "python x.py --epochs 3"]) == 0
+    job = yaml.safe_load(capsys.readouterr().out)
+    assert job["name"] == "wrap"
+    assert job["image"] == "ghcr.io/lab/base:2024.10"
+    assert job["resources"] == {"gpus": 1}
+    assert job["command"] == ["/bin/sh", "-c", "#!/bin/sh\npython x.py --epochs 3\n"]
+    assert job["slurm_env"] is True
+
+
+def test_sbatch_options_are_refused_for_job_files_and_wrap_with_a_script(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(JOB_FILE)
+    result = _gsub("--dry-run", "--array=0-3", str(tmp_path / "job.yaml"))
+    assert result.returncode == 2
+    assert "sbatch options (--array=0-3) apply to batch scripts" in result.stderr
+    result = _gsub("--dry-run", "--wrap", "true", str(DATA / "single_gpu.sh"))
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        "gsub.py: error: --wrap CMD takes no script or job file",
+    )
 
 
 def _gsub(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -240,14 +359,18 @@ def _gsub(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     )
 
 
-def test_unknown_directive_is_refused_by_name_before_anything_is_sent() -> None:
+def test_unknown_directives_are_all_refused_by_line_before_anything_is_sent() -> None:
     # The scheduler address is unreachable: an attempt to submit would exit 1, not 2.
     result = _gsub("--scheduler", "127.0.0.1:1", str(DATA / "unknown_directive.sh"))
     assert result.returncode == 2
     assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "unknown_directive.sh: line 3: unknown directive --partition" in lines[0]
+    where = f"gsub.py: error: {DATA / 'unknown_directive.sh'}"
+    assert result.stderr.splitlines() == [
+        f"{where}: line 3: unknown directive --qoss (did you mean --qos?)",
+        f"{where}: line 5: unknown directive --gpu (did you mean --gpus?)",
+        f"{where}: line 5: unknown directive -X",
+        f"{where}: line 6: --mem: expected a number with an optional K, M, G or T, got 'lots'",
+    ]
 
 
 def test_invalid_value_names_the_directive_it_came_from(tmp_path: Path) -> None:
@@ -287,3 +410,24 @@ def test_a_batch_script_runs_end_to_end_and_wait_returns_its_exit_code(cluster: 
     # --output=e2e-%A_%a.out, relative to where gsub ran, written by the agent
     written = (here / f"e2e-{job_id}_1.out").read_text()
     assert written.strip() == f"task 1 of array {job_id} as e2e-array on 1 node(s)"
+
+
+@pytest.mark.docker
+def test_script_arguments_and_wrap_run_end_to_end(cluster: Cluster, test_image: str) -> None:
+    cluster.start_scheduler("--open-registration")
+    cluster.start_agent("n1", gpus=1)
+    script = str(DATA / "args_e2e.sh")
+    result = cluster.cli("gsub", "--parsable", "-J", "from-cli", script, "hello", "two words")
+    job_id = result.stdout.strip()
+    assert job_id.isdigit(), result.stderr
+    assert "args_e2e.sh: line 3: --partition=gpu: accepted" in result.stderr
+    assert cluster.wait_state(job_id, "COMPLETED")["name"] == "from-cli"
+    logs = wait_for(lambda: cluster.cli("glogs", job_id).stdout, 20, what="the job's output")
+    assert logs.strip() == "2 args: hello and two words as from-cli"
+    cluster.env_extra["ROTA_DEFAULT_IMAGE"] = test_image
+    result = cluster.cli("gsub", "--wait", "--parsable", "--wrap", 'echo "wrapped $((2 + 3))"')
+    assert result.returncode == 0, result.stderr
+    wrapped = result.stdout.strip()
+    assert cluster.job(wrapped)["name"] == "wrap"
+    logs = wait_for(lambda: cluster.cli("glogs", wrapped).stdout, 20, what="the wrap output")
+    assert logs.strip() == "wrapped 5"

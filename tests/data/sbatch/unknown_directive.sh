@@ -1,7 +1,9 @@
 #!/bin/bash
 #SBATCH --job-name=legacy
-#SBATCH --partition=gpu
+#SBATCH --qoss=high
 #SBATCH --gres=gpu:1
+#SBATCH --gpu=2 -X
+#SBATCH --mem=lots
 #ROTA image=busybox:1.36
 
 echo never submitted

@@ -1,0 +1,198 @@
+"""Every option sbatch knows (SLURM 22.05 to 24.x, ``man sbatch``): its short letter, whether
+it takes a value, and, for those rota does not carry out, the one line a warning says. Pure data.
+
+Options rota maps to job-file fields are read in ``sbatch_map.py``; every other option here is
+accepted with the warning in ``NOT_HERE``, so no real sbatch option is ever "unknown".
+"""
+
+from __future__ import annotations
+
+# Short options and the long options they stand for (sbatch's spelling).
+SHORT = {
+    "A": "account",
+    "a": "array",
+    "B": "extra-node-info",
+    "b": "begin",
+    "C": "constraint",
+    "c": "cpus-per-task",
+    "D": "chdir",
+    "d": "dependency",
+    "e": "error",
+    "F": "nodefile",
+    "G": "gpus",
+    "H": "hold",
+    "h": "help",
+    "i": "input",
+    "J": "job-name",
+    "k": "no-kill",
+    "L": "licenses",
+    "M": "clusters",
+    "m": "distribution",
+    "N": "nodes",
+    "n": "ntasks",
+    "O": "overcommit",
+    "o": "output",
+    "p": "partition",
+    "Q": "quiet",
+    "q": "qos",
+    "s": "oversubscribe",
+    "S": "core-spec",
+    "t": "time",
+    "V": "version",
+    "v": "verbose",
+    "W": "wait",
+    "w": "nodelist",
+    "x": "exclude",
+}
+# Options that take no value.
+FLAGS = frozenset(
+    {
+        "contiguous",
+        "help",
+        "hold",
+        "ignore-pbs",
+        "no-requeue",
+        "overcommit",
+        "oversubscribe",
+        "parsable",
+        "quiet",
+        "reboot",
+        "requeue",
+        "spread-job",
+        "test-only",
+        "usage",
+        "use-min-nodes",
+        "verbose",
+        "version",
+        "wait",
+    }
+)
+# Options whose value is optional: given only as ``--name=value``.
+OPTIONAL = frozenset(
+    {"exclusive", "export", "get-user-env", "nice", "no-kill", "propagate", "resv-ports"}
+)
+_LAYOUT = "ignored: rota gives each node one container and does not lay out or bind CPUs"
+_NODES = "ignored: rota cannot choose or avoid nodes by name yet; label them and use -C"
+_CLI = "ignored in a script: give it on gsub's command line"
+_ENV = "ignored: the container gets the image's environment, --export and SLURM's variables"
+_ACCOUNTING = "ignored: rota keeps its own accounting (gacct)"
+# What rota does not do for each option it accepts without carrying it out.
+NOT_HERE = {
+    "acctg-freq": _ACCOUNTING,
+    "batch": "ignored: rota has no batch-host features",
+    "bb": "ignored: rota has no burst buffers",
+    "bbf": "ignored: rota has no burst buffers",
+    "cluster-constraint": "ignored: a scheduler is one cluster (gsub --scheduler picks it)",
+    "clusters": "ignored: a scheduler is one cluster (gsub --scheduler picks it)",
+    "comment": "ignored: rota does not store job comments",
+    "container": "ignored: every job runs in a container; '#ROTA image=IMAGE' names it",
+    "container-id": "ignored: every job runs in a container; '#ROTA image=IMAGE' names it",
+    "contiguous": _LAYOUT,
+    "core-spec": _LAYOUT,
+    "cores-per-socket": _LAYOUT,
+    "cpu-freq": _LAYOUT,
+    "deadline": "ignored: rota does not cancel a job that cannot end by a deadline",
+    "delay-boot": "ignored: rota does not reboot nodes",
+    "distribution": _LAYOUT,
+    "export-file": _ENV,
+    "extra": "ignored: rota has no extra node constraints",
+    "extra-node-info": _LAYOUT,
+    "get-user-env": _ENV,
+    "gid": "ignored: the job runs as your token's user",
+    "gpu-bind": _LAYOUT,
+    "gpu-freq": _LAYOUT,
+    "gpus-per-socket": _LAYOUT,
+    "gres-flags": _LAYOUT,
+    "help": "ignored: see gsub --help",
+    "hint": _LAYOUT,
+    "ignore-pbs": "ignored: rota never reads #PBS lines",
+    "input": "ignored: the container's standard input is empty",
+    "kill-on-invalid-dep": "ignored: a job whose dependency can never be met stays pending "
+    "(DependencyNeverSatisfied) until cancelled",
+    "licenses": "ignored: rota tracks no licenses",
+    "mail-type": "ignored: rota sends no mail; gsub --notify URL posts a webhook when a job ends",
+    "mail-user": "ignored: rota sends no mail; gsub --notify URL posts a webhook when a job ends",
+    "mcs-label": _ACCOUNTING,
+    "mem-bind": _LAYOUT,
+    "mincpus": _LAYOUT,
+    "network": "ignored: rota requests no network resources",
+    "nice": "ignored: rota orders jobs by priority, QoS and fair share",
+    "no-kill": "ignored: a job loses its allocation when a node fails (NODE_FAIL)",
+    "nodefile": _NODES,
+    "nodelist": _NODES,
+    "exclude": _NODES,
+    "ntasks-per-core": _LAYOUT,
+    "ntasks-per-gpu": _LAYOUT,
+    "ntasks-per-socket": _LAYOUT,
+    "open-mode": "ignored: output files are written anew (truncated) for each attempt",
+    "overcommit": _LAYOUT,
+    "oversubscribe": "ignored: rota never shares a job's GPUs, CPUs or memory with another",
+    "parsable": _CLI,
+    "partition": "accepted: rota has no partitions yet, every node is eligible "
+    "(-C/--constraint selects nodes by label)",
+    "power": "ignored: rota does not manage node power",
+    "prefer": "ignored: rota has no soft constraints (-C is a hard one)",
+    "profile": _ACCOUNTING,
+    "propagate": _ENV,
+    "quiet": "ignored: gsub has no quiet mode",
+    "reboot": "ignored: rota does not reboot nodes",
+    "resv-ports": "ignored: rota reserves no ports (gang jobs get MASTER_PORT)",
+    "segment": _LAYOUT,
+    "signal": "ignored: rota sends no signal before the time limit; at the limit the "
+    "container is stopped",
+    "sockets-per-node": _LAYOUT,
+    "spread-job": _LAYOUT,
+    "switches": _LAYOUT,
+    "test-only": _CLI,
+    "thread-spec": _LAYOUT,
+    "threads-per-core": _LAYOUT,
+    "time-min": "ignored: the job always gets its full --time",
+    "tmp": "ignored: rota does not choose nodes by local disk space",
+    "tres-bind": _LAYOUT,
+    "tres-per-task": "ignored: use --gpus-per-task or --cpus-per-task",
+    "uid": "ignored: the job runs as your token's user",
+    "usage": "ignored: see gsub --help",
+    "use-min-nodes": _LAYOUT,
+    "verbose": "ignored: gsub has no verbose mode",
+    "version": "ignored: see gsub --help",
+    "wait": _CLI,
+    "wait-all-nodes": "ignored: rota decides when a gang job's containers start",
+    "wckey": _ACCOUNTING,
+    "wrap": "ignored in a script: give gsub --wrap CMD instead of a script",
+}
+# The options rota maps to job-file fields (sbatch_map.py reads them).
+MAPPED = frozenset(
+    {
+        "account",
+        "array",
+        "begin",
+        "chdir",
+        "constraint",
+        "cpus-per-gpu",
+        "cpus-per-task",
+        "dependency",
+        "error",
+        "exclusive",
+        "export",
+        "gpus",
+        "gpus-per-node",
+        "gpus-per-task",
+        "gres",
+        "hold",
+        "job-name",
+        "mem",
+        "mem-per-cpu",
+        "mem-per-gpu",
+        "no-requeue",
+        "nodes",
+        "ntasks",
+        "ntasks-per-node",
+        "output",
+        "priority",
+        "qos",
+        "requeue",
+        "reservation",
+        "time",
+    }
+)
+KNOWN = MAPPED | frozenset(NOT_HERE)

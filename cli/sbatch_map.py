@@ -1,0 +1,272 @@
+"""sbatch options -> job-file fields (pure). ``Request`` reads options in order (a later one wins,
+so the command line, read last, wins over the script), records one warning per option rota
+accepts without carrying out and one problem per option it cannot take, and ``resolve()`` turns
+the per-task, per-GPU and per-CPU requests into rota's per-node resources.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rota.cli.sbatch_catalog import KNOWN, NOT_HERE
+from rota.cli.sbatch_options import (
+    ScriptError,
+    gpu_count,
+    gres_gpus,
+    memory_amount,
+    positive,
+    rota_size,
+    slurm_begin,
+    slurm_export,
+    split_options,
+)
+
+_FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass
+class Request:
+    """The job file being built, with what each directive asked for and where it said so."""
+
+    environ: Mapping[str, str]
+    now: datetime
+    job: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    # Requests SLURM spells per job, per task or per GPU: (per, ...) resolved in resolve().
+    gpus: tuple[str, str, int] | None = None  # (node|job|task, type, count)
+    cpus: tuple[str, int] | None = None  # (task|gpu, count)
+    memory: tuple[str, int, str] | None = None  # (node|cpu|gpu, number, unit); number 0: none
+    ntasks: int | None = None
+    ntasks_per_node: int | None = None
+    said: dict[str, str] = field(default_factory=dict)  # request -> "line N: --option=value"
+    where: str = ""
+
+    def read(self, where: str, words: list[str]) -> None:
+        """Apply one line's (or the command line's) option words."""
+        options, problems = split_options(words)
+        self.problems += [f"{where}: {_suggest(p)}" for p in problems]
+        for option, value in options:
+            self.where = f"{where}: --{option}" + ("" if value is None else f"={value}")
+            try:
+                _apply(self, option, value)
+            except ScriptError as exc:
+                self.problems.append(f"{where}: {exc}")
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(f"{self.where}: {text}")
+
+    def note(self, request: str, origin: str, *fields: str) -> None:
+        self.said[request] = self.where
+        for name in fields:
+            self.origins[name] = f"--{origin}"
+
+    def resolve(self) -> None:
+        """Per-node resources from the task, GPU and CPU requests; problems as they come."""
+        try:
+            self._resolve()
+        except ScriptError as exc:
+            self.problems.append(str(exc))
+
+    def _resolve(self) -> None:
+        nodes = int(self.job.get("nodes", 1))
+        tasks = self._tasks_per_node(nodes)
+        gpus = self._gpus_per_node(nodes, tasks)
+        cpus = self._cpus_per_node(tasks, gpus)
+        if self.memory is not None:
+            per, number, unit = self.memory
+            times = {"node": 1, "cpu": cpus or tasks, "gpu": gpus or 0}[per]
+            if not times:
+                raise ScriptError(f"{self.said['memory']}: needs GPUs (--gres or --gpus-*)")
+            if number:
+                self.resources["memory"] = rota_size(number * times, unit)
+
+    def _tasks_per_node(self, nodes: int) -> int:
+        if self.ntasks is not None and self.ntasks < nodes:
+            raise ScriptError(f"{self.said['tasks']}: fewer tasks than the {nodes} nodes")
+        tasks = self.ntasks_per_node or -(-(self.ntasks or 1) // nodes)
+        if tasks > 1:
+            self.warnings.append(
+                f"{self.said['tasks']}: the script runs once per node with the CPUs, GPUs and "
+                f"memory of {tasks} tasks (srun steps are not supported yet): start the "
+                f"{tasks} processes yourself, e.g. torchrun --nproc-per-node={tasks}"
+            )
+        return tasks
+
+    def _gpus_per_node(self, nodes: int, tasks: int) -> int:
+        if self.gpus is None:
+            return int(self.resources.get("gpus", 0))
+        per, kind, count = self.gpus
+        if per == "job" and count % nodes:
+            raise ScriptError(
+                f"{self.said['gpus']}: {count} GPUs do not divide evenly over {nodes} nodes; "
+                f"use --gpus-per-node (rota gives every node the same number of GPUs)"
+            )
+        total = {"node": count, "job": count // nodes, "task": count * tasks}[per]
+        self.resources["gpus"] = total
+        if kind:
+            self.resources["gpu_type"] = kind
+        return total
+
+    def _cpus_per_node(self, tasks: int, gpus: int) -> int:
+        if self.cpus is None:
+            if tasks > 1:
+                self.resources["cpus"] = tasks  # SLURM's default: one CPU per task
+            return int(self.resources.get("cpus", 0))
+        per, count = self.cpus
+        if per == "gpu" and not gpus:
+            raise ScriptError(f"{self.said['cpus']}: needs GPUs (--gres or --gpus-*)")
+        total = count * (tasks if per == "task" else gpus)
+        self.resources["cpus"] = total
+        return total
+
+
+def _suggest(problem: str) -> str:
+    """An unknown option with the closest real one, if any."""
+    if not problem.startswith("unknown directive --"):
+        return problem
+    import difflib
+
+    name = problem.removeprefix("unknown directive --")
+    close = difflib.get_close_matches(name, sorted(KNOWN), n=1)
+    return problem + (f" (did you mean --{close[0]}?)" if close else "")
+
+
+Handler = Callable[[Request, str, str | None], None]
+
+
+def _set(target: str, convert: Callable[[str], Any] = str) -> Handler:
+    def handle(req: Request, option: str, value: str | None) -> None:
+        req.job[target] = convert(value or "")
+        req.origins[target] = f"--{option}"
+
+    return handle
+
+
+def _flag(target: str, setting: bool) -> Handler:
+    def handle(req: Request, option: str, value: str | None) -> None:
+        req.job[target] = setting
+        req.origins[target] = f"--{option}"
+        if value:  # --exclusive=user|mcs|topo
+            req.warn(f"treated as --{option}: the job gets whole nodes")
+
+    return handle
+
+
+def _gpus(per: str) -> Handler:
+    def handle(req: Request, option: str, value: str | None) -> None:
+        if option == "gres":
+            kind, count = gres_gpus(value or "")
+        else:
+            kind, count = gpu_count(option, value or "")
+        req.gpus = (per, kind, count)
+        req.note("gpus", option, "resources.gpus", "resources.gpu_type")
+
+    return handle
+
+
+def _cpus(per: str) -> Handler:
+    def handle(req: Request, option: str, value: str | None) -> None:
+        req.cpus = (per, positive(option, value or ""))
+        req.note("cpus", option, "resources.cpus")
+
+    return handle
+
+
+def _memory(per: str) -> Handler:
+    def handle(req: Request, option: str, value: str | None) -> None:
+        number, unit = memory_amount(option, value or "")
+        req.memory = (per, number, unit)
+        req.note("memory", option, "resources.memory")
+        if not number:
+            req.warn(
+                "no memory limit: the job may use all of a node's memory (--exclusive keeps "
+                "other jobs off the node)"
+            )
+
+    return handle
+
+
+def _tasks(req: Request, option: str, value: str | None) -> None:
+    if option == "ntasks-per-node":
+        req.ntasks_per_node = positive(option, value or "")
+    else:
+        req.ntasks = positive(option, value or "")
+    req.note("tasks", option)
+
+
+def _constraint(req: Request, option: str, value: str | None) -> None:
+    features = (value or "").split("&")
+    if not all(_FEATURE.match(f) for f in features):
+        req.warn("ignored: only FEATURE&FEATURE... becomes rota's node_selector")
+        return
+    req.job["node_selector"] = {f: "true" for f in features}
+    req.origins["node_selector"] = f"--{option}"
+
+
+def _begin(req: Request, option: str, value: str | None) -> None:
+    req.job["begin"] = slurm_begin(value or "", req.now)
+    req.origins["begin"] = f"--{option}"
+
+
+def _export(req: Request, option: str, value: str | None) -> None:
+    req.job.setdefault("env", {}).update(slurm_export(value or "ALL", req.environ))
+    req.origins["env"] = f"--{option}"
+
+
+def _priority(value: str) -> int:
+    if not value.strip().lstrip("-").isdigit():
+        raise ScriptError(f"--priority: expected a whole number, got {value!r}")
+    return int(value)
+
+
+def _nodes(value: str) -> int:
+    return positive("nodes", value)
+
+
+_HANDLERS: dict[str, Handler] = {
+    "job-name": _set("name"),
+    "time": _set("time_limit"),
+    "nodes": _set("nodes", _nodes),
+    "output": _set("output"),
+    "error": _set("error"),
+    "array": _set("array"),
+    "dependency": _set("dependency"),
+    "reservation": _set("reservation"),
+    "account": _set("account"),
+    "qos": _set("qos"),
+    "chdir": _set("workdir"),
+    "priority": _set("priority", _priority),
+    "gres": _gpus("node"),
+    "gpus-per-node": _gpus("node"),
+    "gpus": _gpus("job"),
+    "gpus-per-task": _gpus("task"),
+    "cpus-per-task": _cpus("task"),
+    "cpus-per-gpu": _cpus("gpu"),
+    "mem": _memory("node"),
+    "mem-per-cpu": _memory("cpu"),
+    "mem-per-gpu": _memory("gpu"),
+    "ntasks": _tasks,
+    "ntasks-per-node": _tasks,
+    "constraint": _constraint,
+    "begin": _begin,
+    "export": _export,
+    "hold": _flag("hold", True),
+    "exclusive": _flag("exclusive", True),
+    "requeue": _flag("requeue", True),
+    "no-requeue": _flag("requeue", False),
+}
+
+
+def _apply(req: Request, option: str, value: str | None) -> None:
+    handler = _HANDLERS.get(option)
+    if handler is not None:
+        handler(req, option, value)
+    elif not (option == "open-mode" and value == "truncate"):
+        req.warn(NOT_HERE[option])
