@@ -1,5 +1,5 @@
 """``rota``: the daemons (``rota scheduler``, ``rota agent``), a one-command local cluster
-(``rota up``) and the trace simulator (``rota simulate``)."""
+(``rota up``), the database's schema (``rota db``) and the trace simulator (``rota simulate``)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
     from rota.scheduler.config import load_config
     from rota.scheduler.daemon import ListenError, serve
+    from rota.scheduler.store.schema import SchemaError
 
     try:
         config = load_config(
@@ -77,7 +78,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     gc.set_threshold(*GC_THRESHOLDS)
     try:
         return asyncio.run(serve(config))
-    except ListenError as exc:
+    except (ListenError, SchemaError) as exc:
         print(f"rota scheduler: error: {exc}", file=sys.stderr)
         return 1
 
@@ -179,6 +180,42 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_db(args: argparse.Namespace) -> int:
+    """``rota db upgrade|current|downgrade [REV]``: the database's schema revision, on the
+    database ``rota scheduler`` with the same --db/--config would open."""
+    from rota.scheduler.config import load_config
+    from rota.scheduler.store import schema
+    from rota.scheduler.store.store import open_engine
+
+    prog = f"rota db {args.db_command}"
+    try:
+        config = load_config(
+            Path(args.config) if args.config else None,
+            database_url=args.db,
+            db_password_file=args.db_password_file,
+        )
+        url = config.resolved_database_url()
+    except (ValueError, OSError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    os.umask(0o077)
+    engine = open_engine(url)
+    try:
+        if args.db_command == "current":
+            found = schema.status(engine)
+        elif args.db_command == "upgrade":
+            found = schema.upgrade(engine, args.revision)
+        else:
+            found = schema.downgrade(engine, args.revision, drop_all=args.drop_all)
+    except Exception as exc:  # refused, unreachable, or a migration failed: one line, exit 1
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    print(found.describe())
+    return 0
+
+
 def current_user_name() -> str:
     import getpass
 
@@ -193,6 +230,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from rota.private import private_dir
     from rota.scheduler.cluster.model import NodeState
     from rota.scheduler.core.tokens import hash_token
+    from rota.scheduler.store.schema import SchemaError
     from rota.scheduler.store.store import Store
 
     os.umask(0o077)  # the database and job output: readable by their owner only
@@ -200,7 +238,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     db_url = f"sqlite:///{base / 'scheduler.db'}"
     node = args.node or socket.gethostname()
     token = secrets.token_urlsafe(24)
-    store = Store(db_url)
+    try:
+        store = Store(db_url)  # an empty database is created at the newest schema revision
+    except SchemaError as exc:
+        print(f"rota up: error: {exc}", file=sys.stderr)
+        return 1
     existing = {n.name: n for n in store.nodes.all()}
     record = existing.get(node, NodeState(name=node))
     record.token_hash = hash_token(token)
@@ -441,6 +483,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the token to your ~/.config/rota/credentials instead of printing it",
     )
 
+    d = sub.add_parser("db", help="the database's schema revision: upgrade, current, downgrade")
+    d_sub = d.add_subparsers(dest="db_command", required=True)
+    d_up = d_sub.add_parser("upgrade", help="migrate the database (default: to this rota's head)")
+    d_up.add_argument("revision", nargs="?", default="head", help="target revision")
+    d_cur = d_sub.add_parser("current", help="print the database's revision and this rota's head")
+    d_down = d_sub.add_parser("downgrade", help="migrate the database down to REV")
+    d_down.add_argument("revision", help="target revision, -N (N steps down), or base")
+    d_down.add_argument(
+        "--drop-all",
+        action="store_true",
+        help="allow going below the baseline revision, which drops every table and its data",
+    )
+    for cmd in (d_up, d_cur, d_down):
+        cmd.add_argument("--db", help="the scheduler's SQLAlchemy URL (default: as rota scheduler)")
+        cmd.add_argument("--config", help="the scheduler's YAML settings file")
+        cmd.add_argument("--db-password-file", help="file holding the database password")
+
     c = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
     c.add_argument("shell", choices=["bash", "zsh"])
 
@@ -467,6 +526,7 @@ def main(argv: list[str] | None = None) -> int:
         "up": cmd_up,
         "certs": cmd_certs,
         "admin-token": cmd_admin_token,
+        "db": cmd_db,
     }
     return handlers[args.command](args)
 

@@ -122,3 +122,6 @@ def configure_logging(verbose: bool, log_format: str = "text", node: str = "") -
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # Alembic says which plugins and dialect it set up on every start; rota.scheduler.store.schema
+    # logs each migration it runs instead
+    logging.getLogger("alembic").setLevel(logging.DEBUG if verbose else logging.WARNING)

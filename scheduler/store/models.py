@@ -1,8 +1,9 @@
 """Every table of the scheduler's database, on one ``MetaData``, created in one place.
 
 The database is the source of truth for jobs, events, nodes, reservations, users and the audit
-log. ``create_schema`` is the only ``create_all``: a new database gets every table, an old one
-the tables and indexes it lacks (a baseline migration can be generated from this module).
+log. Nothing creates these tables from here: the migrations in ``migrations/versions/`` do
+(``schema.py``), and ``tests/test_migrations.py`` checks that they and this module agree. A
+change here comes with a new revision there.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from sqlalchemy import (
     Table,
     Text,
 )
-from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -218,11 +218,3 @@ NODES = cast(Table, NodeRow.__table__)
 GPU_MARKS = cast(Table, GpuMarkRow.__table__)
 USAGE = cast(Table, JobUsageRow.__table__)
 NOTICES = cast(Table, NotificationRow.__table__)
-
-
-def create_schema(engine: Engine) -> None:
-    """Create the tables ``engine``'s database lacks, and the ``jobs`` indexes that tables made
-    by older versions lack. Idempotent: every scheduler start runs it."""
-    Base.metadata.create_all(engine)
-    for index in JOBS.indexes:
-        index.create(engine, checkfirst=True)

@@ -1,5 +1,6 @@
 """The composition root of storage: one SQLAlchemy engine, the schema, and one repository per
-aggregate (``jobs``, ``nodes``, ``usage``, ``notices``, ``users``, ``reservations``).
+aggregate (``jobs``, ``nodes``, ``usage``, ``notices``, ``users``, ``reservations``); the
+schema's revision is ``schema.py``'s.
 
 Any SQLAlchemy URL works; SQLite (the embedded default) runs in WAL mode. The core is given the
 repositories it uses (``rota.scheduler.core.services``), typed by the protocols of
@@ -15,10 +16,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from rota.scheduler.store.jobs import SqlJobRepository
-from rota.scheduler.store.models import create_schema
 from rota.scheduler.store.nodes import SqlNodeRepository
 from rota.scheduler.store.notices import SqlNoticeRepository
 from rota.scheduler.store.reservations import SqlReservationRepository
+from rota.scheduler.store.schema import prepare
 from rota.scheduler.store.usage import SqlUsageRepository
 from rota.scheduler.store.users import SqlUserRepository
 from rota.scheduler.store.writer import BackgroundWriter
@@ -35,11 +36,17 @@ def open_engine(url: str) -> Engine:
 
 
 class Store:
-    """Durable state of the scheduler: the repositories on one engine, schema created."""
+    """Durable state of the scheduler: the repositories on one engine, on a database at this
+    code's schema revision (``schema.prepare``: an empty one is migrated; an older or newer
+    revision raises ``SchemaError``)."""
 
     def __init__(self, url: str) -> None:
         self.engine = open_engine(url)
-        create_schema(self.engine)
+        try:
+            prepare(self.engine)
+        except BaseException:
+            self.engine.dispose()
+            raise
         sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._writer = BackgroundWriter("rota-reasons")
         self.jobs = SqlJobRepository(self.engine, self._writer)
