@@ -109,6 +109,11 @@ class Notifier:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="rota-notifier")
 
+    async def idle(self) -> None:
+        """Return once every post claimed so far has ended and its outcome is recorded."""
+        while self._busy:
+            await asyncio.gather(*self._busy, return_exceptions=True)
+
     async def stop(self) -> None:
         """Stop looking and abandon posts in flight (their leases run out and they are posted
         again, by this scheduler or the next)."""

@@ -98,7 +98,8 @@ def test_lost_gpu_is_unhealthy_within_one_heartbeat_kept_across_restart_and_resu
     wait_for(
         lambda: (n := gc.c.node(gc.node_name)) and n["state"] != "DOWN", 30, what="reconnected"
     )
-    time.sleep(3 * HEARTBEAT)
+    gc.change(0, temperature=41)  # a marker: once shown, a report without the loss was judged
+    wait_for(lambda: gc.gpu(0).get("telemetry", {}).get("temperature") == 41, 10, what="report")
     assert gc.gpu(0)["state"] == "unhealthy"
     assert gc.c.job(third)["state"] == "PENDING"
     ginfo = gc.c.cli("ginfo", check=True).stdout
@@ -175,8 +176,8 @@ def test_memory_held_after_the_job_ends_marks_the_gpu_dirty_until_released(
     gpu0 = gc.wait_gpu(0, "dirty", timeout=10)
     assert f"10Gi still in use after job {first} ended" in gpu0["reason"]
     second = gc.c.submit(SLEEPER)
-    time.sleep(3 * HEARTBEAT)
-    assert gc.c.job(second)["state"] == "PENDING", "a dirty GPU gets no job"
+    waiting = wait_for(lambda: (j := gc.c.job(second))["reason"] and j, 10, what="a pass")
+    assert waiting["state"] == "PENDING", "a dirty GPU gets no job"
     gc.change(0, memory_used=0, utilization=0)
     gc.c.wait_state(second, "RUNNING")
     assert gc.gpu(0)["state"] == "allocated"
