@@ -70,6 +70,15 @@ def parse_format(fmt: str) -> list[Field | str]:
     return parts
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(value: object) -> str:
+    """``value`` as one cell: control characters (a newline in a command, an escape sequence)
+    written as ``\\n``, ``\\x1b``..., so no field can break or forge a row."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], str(value))
+
+
 def formatted(parts: Sequence[Field | str], jobs: Iterable[Job], now: float) -> list[str]:
     """The header line then one line per job."""
 
@@ -78,7 +87,9 @@ def formatted(parts: Sequence[Field | str], jobs: Iterable[Job], now: float) -> 
             p
             if isinstance(p, str)
             else p.cell(
-                LETTERS[p.letter].header if job is None else str(LETTERS[p.letter].value(job, now))
+                LETTERS[p.letter].header
+                if job is None
+                else shown(LETTERS[p.letter].value(job, now))
             )
             for p in parts
         )
@@ -152,7 +163,10 @@ def default_rows(jobs: Iterable[Job], now: float) -> tuple[list[str], list[list[
         columns = columns[:-1] + "v" + columns[-1]
     letters = [GPUS if c == "b" else LETTERS[c] for c in columns]
     rows = [
-        [str(x.value(j, now))[:20] if x.header == "NAME" else str(x.value(j, now)) for x in letters]
+        [
+            shown(x.value(j, now))[:20] if x.header == "NAME" else shown(x.value(j, now))
+            for x in letters
+        ]
         for j in jobs
     ]
     return [x.header for x in letters], rows

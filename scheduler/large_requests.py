@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
@@ -86,27 +87,29 @@ class LargeCancels:
         self.dispatch = dispatch
 
     async def cancel(
-        self, display_ids: Sequence[str], user: str, reason: str
+        self, display_ids: Sequence[str], who: Principal, reason: str
     ) -> list[CancelResult]:
-        """Answer as ``JobService.cancel`` does; small cancels are one core step."""
+        """Answer as ``JobService.cancel`` does; small cancels are one core step. Every step
+        checks again that ``who`` may cancel each job it stops (ids may name new jobs by then)."""
         service = self.jobs
+        user = who.user
         targets = await self.call(service.cancel_targets, display_ids)
         if sum(map(len, targets.values())) <= CANCEL_CHUNK:
-            results, orders = await self.call(service.cancel, display_ids, user, reason)
+            results, orders = await self.call(service.cancel, display_ids, user, reason, who)
             self.dispatch(orders)
             return list(results)
         named = [i for i in display_ids if targets[i]]
         answers: dict[str, CancelResult] = {}
         rest = [i for i in display_ids if not targets[i]]
         if rest:  # ids naming no live job: the one-step cancel says why
-            results, orders = await self.call(service.cancel, rest, user, reason)
+            results, orders = await self.call(service.cancel, rest, user, reason, who)
             self.dispatch(orders)
             answers.update((r.id, r) for r in results)
         problems: dict[int, str] = {}
         ids = [job_id for i in named for job_id in targets[i]]
         for start in range(0, len(ids), CANCEL_CHUNK):
             chunk = ids[start : start + CANCEL_CHUNK]
-            found, orders = await self.call(service.cancel_live, chunk, user, reason)
+            found, orders = await self.call(service.cancel_live, chunk, user, reason, who)
             self.dispatch(orders)
             problems.update(found)
         for i in named:

@@ -106,6 +106,8 @@ def test_the_user_is_the_tokens_and_others_jobs_are_private(tmp_path: Path) -> N
         assert theirs.user == "alice" and not theirs.spec.env and not theirs.spec.mounts
         assert not theirs.spec.notify_url, "a webhook URL may hold a token"
         assert not theirs.spec.output, "an output path names a file to attack"
+        assert not theirs.spec.command, "a batch script travels whole in its command"
+        assert list(mine.spec.command) == ["true"]
         listed = (await bob.ListJobs(pb.ListJobsRequest())).jobs
         assert [j.id for j in listed] == [job_id] and not listed[0].spec.env
         admin_view = await sched.jobs.GetJob(pb.GetJobRequest(id=job_id))

@@ -156,6 +156,8 @@ def test_downgrade_to_base_needs_drop_all_then_upgrade_again(db_url: str) -> Non
         schema.downgrade(engine, "base")
     with pytest.raises(SchemaError, match="--drop-all"):
         schema.downgrade(engine, "-1")
+    with pytest.raises(SchemaError, match="--drop-all"):
+        schema.downgrade(engine, f"{schema.BASELINE}-1")  # Alembic's REV-N form
     assert schema.downgrade(engine, "base", drop_all=True).current is None
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     assert schema.upgrade(engine).current == HEAD

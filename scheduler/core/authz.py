@@ -108,11 +108,24 @@ def may_submit(principal: Principal, spec: JobSpec, user_qos: Collection[str]) -
 
 
 def private_view(principal: Principal, job: JobRecord) -> JobRecord:
-    """``job`` as ``principal`` may see it: another user's job without its environment, mounts,
-    output and error files and webhook URL (which may hold secrets, private paths and tokens)."""
+    """``job`` as ``principal`` may see it: another user's job without its command (a batch
+    script travels whole in it, with its arguments), environment, mounts, working, submit and
+    output directories, submit host and webhook URL (which may hold secrets, private paths and
+    tokens). As SLURM shows no one else's batch script."""
     if may_see_private(principal, job):
         return job
-    hidden = dataclasses.replace(job.spec, env={}, mounts=(), output="", error="", notify_url="")
+    hidden = dataclasses.replace(
+        job.spec,
+        command=(),
+        env={},
+        mounts=(),
+        workdir="",
+        submit_dir="",
+        submit_host="",
+        output="",
+        error="",
+        notify_url="",
+    )
     return dataclasses.replace(job, spec=hidden)
 
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from rota.inputs import SpecError, check_page_token
 from rota.jobspec import parse_dependency
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
+from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core import authz
 from rota.scheduler.core.errors import NotFound, UserError
 from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
 from rota.scheduler.core.lookup import CancelResult, JobLookup, parse_display_id
@@ -308,17 +310,23 @@ class JobService:
     # ------------------------------------------------------------ cancel
 
     def cancel(
-        self, display_ids: Sequence[str], user: str, reason: str = ""
+        self,
+        display_ids: Sequence[str],
+        user: str,
+        reason: str = "",
+        who: Principal | None = None,
     ) -> tuple[list[CancelResult], Orders]:
         """Cancel pending jobs at once and order running ones stopped (COMPLETING ->
         CANCELLED). A job already stopping on its way back to the queue (requeue, preemption)
-        ends CANCELLED instead. (The engine cancels many jobs in chunks instead:
-        ``cancel_targets``, then ``cancel_live`` per chunk.)"""
+        ends CANCELLED instead. With ``who``, a job ``who`` may not cancel is left alone and
+        its result says why, decided in this same step (a job that appeared after the caller's
+        first check is never cancelled for them). (The engine cancels many jobs in chunks
+        instead: ``cancel_targets``, then ``cancel_live`` per chunk.)"""
         if not display_ids:
             raise UserError("ids: name at least one job to cancel")
         why = reason or f"cancelled by {user}"
         return self.lookup.act_on(
-            display_ids, functools.partial(self._stop, why=why), live_only=True
+            display_ids, functools.partial(self._stop, why=why, who=who), live_only=True
         )
 
     def cancel_targets(self, display_ids: Sequence[str]) -> dict[str, list[int]]:
@@ -333,13 +341,28 @@ class JobService:
         return targets
 
     def cancel_live(
-        self, job_ids: Sequence[int], user: str, reason: str = ""
+        self,
+        job_ids: Sequence[int],
+        user: str,
+        reason: str = "",
+        who: Principal | None = None,
     ) -> tuple[dict[int, str], Orders]:
         """``cancel`` of the jobs among ``job_ids`` still live; why any could not be, by id."""
         why = reason or f"cancelled by {user}"
-        return self.lookup.act_on_live(job_ids, functools.partial(self._stop, why=why))
+        return self.lookup.act_on_live(job_ids, functools.partial(self._stop, why=why, who=who))
 
-    def _stop(self, job: JobRecord, events: list[JobEvent], orders: Orders, why: str) -> str:
+    def _stop(
+        self,
+        job: JobRecord,
+        events: list[JobEvent],
+        orders: Orders,
+        why: str,
+        who: Principal | None = None,
+    ) -> str:
+        if who is not None:
+            refused = authz.authorize("job.cancel", who, job)
+            if refused:
+                return refused
         life = self.lifecycle
         if job.state is JobState.PENDING:
             events.append(life.finish(job, JobState.CANCELLED, why))

@@ -19,6 +19,7 @@ from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import Principal, UserRecord
 from rota.scheduler.core import authz
 from rota.scheduler.core.audit import agent_refusal
+from rota.scheduler.core.control import ACTIONS as CONTROL_ACTIONS
 from rota.scheduler.core.errors import AccessDenied, UserError
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
@@ -158,7 +159,10 @@ class CoreSteps:
     def control(
         self, action: str, ids: Sequence[str], who: Principal
     ) -> tuple[list[CancelResult], Orders]:
-        """Hold, release or requeue as ``who`` (AccessDenied as ``check_acts``)."""
+        """Hold, release or requeue as ``who`` (AccessDenied as ``check_acts``); UserError
+        naming ``action`` when it is none of those."""
+        if action not in CONTROL_ACTIONS:
+            raise UserError(f"action: {action!r} is not one of {', '.join(CONTROL_ACTIONS)}")
         self.check_acts(ids, who, action)
         return self.services.control.control(action, ids, who.user, who.admin)
 

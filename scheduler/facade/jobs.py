@@ -67,7 +67,7 @@ class JobsFacade:
         """Cancel as ``who``; AccessDenied (nothing changed) when any id names a job ``who``
         may not cancel. Large cancels run in chunks (``LargeCancels``)."""
         await self.core.call(self.steps.check_acts, ids, who, "cancel")
-        results = await self.cancels.cancel(ids, who.user, reason)
+        results = await self.cancels.cancel(ids, who, reason)
         self.passes.want()
         return results
 
@@ -80,11 +80,13 @@ class JobsFacade:
 
     async def list_jobs(self, listing: JobListing, who: Principal) -> JobPage:
         """A page of jobs. For non-admins, other users' jobs only while pending or active,
-        and without their private parts (``authz.private_view``)."""
+        and without their private parts (``authz.private_view``). Every job's command is cut
+        to ``LISTED_COMMAND`` characters (``GetJob`` has it whole), so one user's long scripts
+        cannot make a page too large to send to anyone."""
         if not who.admin:
             listing = replace(listing, private_to=who.user)
         page = await self.core.call(self.services.jobs.list_page, listing)
-        return replace(page, jobs=[authz.private_view(who, j) for j in page.jobs])
+        return replace(page, jobs=[_listed(authz.private_view(who, j)) for j in page.jobs])
 
     async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:
         job, events = await self.core.call(self.services.jobs.get, display_id)
@@ -122,3 +124,21 @@ class JobsFacade:
         """Totals per user and per account, over the jobs ``who`` may see."""
         query = replace(query, principal=authz.finished_scope(who))
         return await self.core.call(self.services.accounting.summary, query)
+
+
+LISTED_COMMAND = 1024  # characters of a job's command a listing carries
+
+
+def _listed(job: JobRecord) -> JobRecord:
+    """``job`` with its command cut to ``LISTED_COMMAND`` characters in all, ending in ``…``
+    when it was cut (a listing shows a command, it does not carry scripts)."""
+    left, words = LISTED_COMMAND, []
+    for word in job.spec.command:
+        if len(word) > left:
+            words.append(word[:left] + "…")
+            break
+        words.append(word)
+        left -= len(word)
+    if len(words) == len(job.spec.command) and words[-1:] == list(job.spec.command[-1:]):
+        return job
+    return replace(job, spec=replace(job.spec, command=tuple(words)))

@@ -188,12 +188,15 @@ def _require_known(conn: Connection) -> str | None:
 
 
 def _drops_everything(current: str | None, target: str) -> bool:
+    """Whether downgrading from ``current`` to ``target`` (``base``, ``REV``, ``-N`` or
+    ``REV-N``, as Alembic reads them) goes below the baseline, dropping every table."""
     if target == "base":
         return current is not None
-    if not target.startswith("-") or not target[1:].isdigit():
+    start, minus, steps = target.rpartition("-")
+    if not minus or not steps.isdigit():
         return False
-    scripts, revision = _scripts(), current
-    for _ in range(int(target[1:])):
+    scripts, revision = _scripts(), (start or current)
+    for _ in range(int(steps)):
         if revision is None:
             return False
         down = scripts.get_revision(revision).down_revision

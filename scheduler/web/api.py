@@ -416,16 +416,20 @@ def _who(who: Principal, session: Session | None) -> dict[str, Any]:
     }
 
 
-def _int(query: dict[str, str], name: str, default: int, minimum: int) -> int:
+def _int(
+    query: dict[str, str], name: str, default: int, minimum: int, maximum: int = 2**31 - 1
+) -> int:
+    """The whole number ``name`` of the query, from ``minimum`` to ``maximum``; UserError
+    (400) naming it otherwise."""
     text = query.get(name, "")
     if not text:
         return default
     try:
-        value = int(text)
+        value = int(text) if len(text) <= 20 else maximum + 1
     except ValueError:
-        raise UserError(f"{name}: {text!r} is not a whole number") from None
-    if value < minimum:
-        raise UserError(f"{name}: must be >= {minimum}")
+        raise UserError(f"{name}: {text[:40]!r} is not a whole number") from None
+    if not minimum <= value <= maximum:
+        raise UserError(f"{name}: must be from {minimum} to {maximum}")
     return value
 
 
