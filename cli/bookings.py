@@ -2,10 +2,12 @@
 reads.
 
 The sheet has a header row with the columns ``who``, ``node``, ``gpus``, ``start``, ``end`` and
-optionally ``name``: ``who`` is space-separated user names, ``account:NAME`` for an account;
-``gpus`` is a count of that node's GPUs, or ``all`` (or empty) for every GPU; ``start`` and
-``end`` take the forms of ``greserve create --start``; without ``name`` one is made of node,
-who and start day.
+optionally ``name``, ``flags`` and ``lend``: ``who`` is space-separated user names,
+``account:NAME`` for an account; ``gpus`` is a count of that node's GPUs, or ``all`` (or empty)
+for every GPU; ``start`` and ``end`` take the forms of ``greserve create --start``; without
+``name`` one is made of node, who and start day; ``flags`` is space-separated (``DAILY
+MAINT``); ``lend`` is ``yes`` (default) or ``no``. ``to_csv`` writes this sheet
+(``greserve export --csv``), one row per node of each booking.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from rota.when import parse_when
 
 COLUMNS = ("who", "node", "gpus", "start", "end")
+OPTIONAL = ("name", "flags", "lend")
 PERIODS = {"DAILY": "DAILY", "WEEKLY": "WEEKLY"}
 
 
@@ -80,6 +83,9 @@ def _fields(row: dict[str, str], now: datetime, names: set[str]) -> dict[str, An
         end = parse_when(row["end"], now)
     except ValueError as exc:
         raise ValueError(f"end: {exc}") from None
+    lend = row.get("lend", "").lower()
+    if lend not in ("", "yes", "no"):
+        raise ValueError(f"lend: {row['lend']!r} is not yes or no")
     name = row.get("name", "")
     if not name:
         day = datetime.fromtimestamp(start).strftime("%Y%m%d")
@@ -96,7 +102,45 @@ def _fields(row: dict[str, str], now: datetime, names: set[str]) -> dict[str, An
         "gpus": gpus,
         "users": users,
         "accounts": accounts,
+        "flags": [f.upper() for f in row.get("flags", "").replace(",", " ").split()],
+        "no_lend": lend == "no",
     }
+
+
+def to_csv(reservations: list[Any]) -> str:
+    """The booking sheet of ``reservations`` (``rota.v1.Reservation``), as ``read_sheet``
+    reads it: one row per node, named after the booking (``NAME.NODE`` when it spans
+    several nodes, since each row is a booking of its own); times ISO 8601 UTC."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*COLUMNS, *OPTIONAL])
+    for r in reservations:
+        who = " ".join([*r.users, *(f"account:{a}" for a in r.accounts)])
+        for g in r.gpus:
+            name = r.name if len(r.gpus) == 1 else f"{r.name}.{g.node}"
+            start, end = iso_time(r.start), iso_time(r.end)
+            flags = " ".join(r.flags)
+            lend = "yes" if r.lend else "no"
+            writer.writerow([who, g.node, len(g.indices), start, end, name, flags, lend])
+    return out.getvalue()
+
+
+def iso_time(t: float) -> str:
+    """``t`` (Unix seconds) as ISO 8601 UTC, e.g. ``2026-11-23T17:05:00Z``."""
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def reservation_json(r: Any) -> dict[str, Any]:
+    """``greserve list/show/create --json``'s object of a ``rota.v1.Reservation``: its
+    fields with ``start``, ``end`` and ``created_at`` ISO 8601 UTC (null when unset), as in
+    ``gacct --json``."""
+    from rota.cli.client import as_dict
+
+    data = as_dict(r)
+    for key in ("start", "end", "created_at"):
+        value = getattr(r, key)
+        data[key] = iso_time(value) if value else None
+    return data
 
 
 def to_ics(reservations: list[Any], host: str) -> bytes:

@@ -134,7 +134,7 @@ def _print_jobs(
         summary,
     )
     from rota.cli.render import table
-    from rota.cli.style import colour_enabled
+    from rota.cli.style import colour_enabled, terminal_width
 
     now = time.time()
     rows = jobs if args.array else collapse_arrays(jobs)
@@ -142,7 +142,7 @@ def _print_jobs(
     if parts is not None:
         lines = formatted(parts, shown, now)
     else:
-        headers, cells = default_rows(shown, now)
+        headers, cells = default_rows(shown, now, terminal_width(sys.stdout))
         decorate = paint if colour_enabled(sys.stdout) else None
         lines = table(headers, cells, right=RIGHT, paint=decorate).split("\n")
     if args.noheader:

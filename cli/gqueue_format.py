@@ -154,9 +154,16 @@ DEFAULT_COLUMNS = "iujtMbDR"
 RIGHT = ("JOBID", "TIME", "GPUS", "NODES")
 
 
-def default_rows(jobs: Iterable[Job], now: float) -> tuple[list[str], list[list[str]]]:
+SHRINK = {"NAME": 8, "RESERVATION": 8, "USER": 8}  # cut first, down to this width
+LAST_MIN = 16  # NODELIST(REASON) keeps at least this much
+
+
+def default_rows(
+    jobs: Iterable[Job], now: float, width: int = 0
+) -> tuple[list[str], list[list[str]]]:
     """gqueue's usual columns: JOBID USER NAME ST TIME GPUS NODES NODELIST(REASON), and
-    RESERVATION before the last when some job shown runs in one."""
+    RESERVATION before the last when some job shown runs in one ("-" for the others). With
+    ``width`` (the terminal's), the table is cut to fit (``fit``)."""
     jobs = list(jobs)
     columns = DEFAULT_COLUMNS
     if any(j.get("reservation") for j in jobs):
@@ -164,12 +171,38 @@ def default_rows(jobs: Iterable[Job], now: float) -> tuple[list[str], list[list[
     letters = [GPUS if c == "b" else LETTERS[c] for c in columns]
     rows = [
         [
-            shown(x.value(j, now))[:20] if x.header == "NAME" else shown(x.value(j, now))
+            shown(x.value(j, now))[:20]
+            if x.header == "NAME"
+            else shown(j.get("reservation") or "-")
+            if x.header == "RESERVATION"
+            else shown(x.value(j, now))
             for x in letters
         ]
         for j in jobs
     ]
-    return [x.header for x in letters], rows
+    headers = [x.header for x in letters]
+    return headers, fit(headers, rows, width) if width else rows
+
+
+def fit(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> list[list[str]]:
+    """``rows`` cut so the table (one space between columns) is at most ``width`` wide:
+    the ``SHRINK`` columns first, down to their minimum, then the last column, down to
+    ``LAST_MIN``; a cut cell ends with ``+``. Wider than that, the rows stay as they are."""
+    cells = [list(r) for r in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    over = sum(widths) + len(widths) - 1 - width
+    for i, h in [*((i, h) for i, h in enumerate(headers) if h in SHRINK), (len(headers) - 1, "")]:
+        if over <= 0:
+            break
+        least = max(SHRINK.get(h, LAST_MIN), len(headers[i]))
+        cut = min(over, widths[i] - least)
+        if cut > 0:
+            widths[i] -= cut
+            over -= cut
+            for r in cells:
+                if len(r[i]) > widths[i]:
+                    r[i] = r[i][: widths[i] - 1] + "+"
+    return cells
 
 
 def paint(header: str, cell: str) -> str:

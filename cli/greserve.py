@@ -26,6 +26,9 @@ jobs use a reservation with `reservation: lab-a` in the job file or `gsub --rese
 """
 
 
+CALENDAR_WIDTH = 80  # greserve calendar's width in a pipe or file without COLUMNS
+
+
 def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -58,10 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--from", dest="start", default="today", help="first day (as --start)")
     cal.add_argument("--days", type=int, default=7)
     cal.add_argument("--node", action="append", default=[], help="only this node (repeatable)")
-    ex = sub.add_parser("export", help="write the bookings as an iCalendar file")
-    ex.add_argument("--ics", action="store_true", required=True)
+    ex = sub.add_parser("export", help="write the bookings as iCalendar or as an import sheet")
+    form = ex.add_mutually_exclusive_group(required=True)
+    form.add_argument("--ics", action="store_true", help="iCalendar, for calendar programs")
+    form.add_argument("--csv", action="store_true", help="the CSV sheet `greserve import` reads")
     ex.add_argument("-o", "--output", default="-", help="file (default: standard output)")
-    im = sub.add_parser("import", help="book the rows of a CSV sheet (who,node,gpus,start,end)")
+    im = sub.add_parser(
+        "import", help="book the rows of a CSV sheet (who,node,gpus,start,end[,name,flags,lend])"
+    )
     im.add_argument("sheet")
     im.add_argument("--dry-run", action="store_true", help="check every row, create nothing")
     im.add_argument("--skip-bad", action="store_true", help="create the good rows anyway")
@@ -98,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rota.cli.client import as_dict, connect
+    from rota.cli.bookings import reservation_json
+    from rota.cli.client import connect
     from rota.cli.errors import CliError
 
     if args.command == "create":
@@ -111,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "update":
             r = client.update_reservation(args.name, given, **fields)
             if args.json:
-                print(json.dumps(as_dict(r), indent=2))
+                print(json.dumps(reservation_json(r), indent=2))
             else:
                 print(f"reservation {r.name} updated: {_gpus(r)}, {_window(r)}")
             return 0
@@ -124,21 +132,21 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "create":
             r = client.create_reservation(**fields)
             if args.json:
-                print(json.dumps(as_dict(r), indent=2))
+                print(json.dumps(reservation_json(r), indent=2))
             else:
                 print(f"reservation {r.name} created: {_gpus(r)}, {_window(r)}")
             return 0
         if args.command == "list":
             found = client.list_reservations()
             if args.json:
-                print(json.dumps([as_dict(r) for r in found], indent=2))
+                print(json.dumps([reservation_json(r) for r in found], indent=2))
             else:
                 _table(found)
             return 0
         if args.command == "show":
             r = client.get_reservation(args.name)
             if args.json:
-                print(json.dumps(as_dict(r), indent=2))
+                print(json.dumps(reservation_json(r), indent=2))
             else:
                 _show(r)
             return 0
@@ -229,7 +237,7 @@ def _calendar(args: argparse.Namespace, client: Any) -> None:
 
     from rota.cli.calendar_view import Booking, Running, render
     from rota.cli.errors import CliError
-    from rota.cli.style import colour_enabled
+    from rota.cli.style import colour_enabled, terminal_width
     from rota.when import parse_when
 
     try:
@@ -240,6 +248,11 @@ def _calendar(args: argparse.Namespace, client: Any) -> None:
         raise CliError("--days: must be at least 1", 2)
     nodes = [n for n in client.list_nodes() if not args.node or n.name in args.node]
     gpus = [(n.name, g.info.index) for n in nodes for g in n.gpus]
+    down = {
+        n.name: f"{n.state}{f' ({n.reason})' if n.reason else ''}"
+        for n in nodes
+        if n.state in ("DRAINING", "DRAINED", "DOWN")
+    }
     bookings = [
         Booking(
             r.name,
@@ -256,21 +269,23 @@ def _calendar(args: argparse.Namespace, client: Any) -> None:
             j.start_time,
             j.start_time + j.time_limit,
             frozenset((node, i) for node, ids in j.gpu_ids.items() for i in ids.indices),
+            j.user,
         )
         for j in client.list_jobs([], [], [])
         if j.start_time
     ]
-    print(
-        render(gpus, bookings, running, start, args.days, time.time(), colour_enabled(sys.stdout))
-    )
+    width = terminal_width(sys.stdout) or CALENDAR_WIDTH
+    colour = colour_enabled(sys.stdout)
+    print(render(gpus, bookings, running, start, args.days, time.time(), colour, width, down))
 
 
 def _export(args: argparse.Namespace, client: Any) -> None:
     import socket
 
-    from rota.cli.bookings import to_ics
+    from rota.cli.bookings import to_csv, to_ics
 
-    data = to_ics(client.list_reservations(), socket.gethostname())
+    found = client.list_reservations()
+    data = to_csv(found).encode() if args.csv else to_ics(found, socket.gethostname())
     if args.output == "-":
         sys.stdout.write(data.decode())
     else:

@@ -11,3 +11,16 @@ def colour_enabled(stream: TextIO) -> bool:
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     return stream.isatty()
+
+
+def terminal_width(stream: TextIO) -> int:
+    """The columns to fit output in: ``COLUMNS`` when set to a positive number, else the
+    terminal's width when ``stream`` is one; 0 (no limit) for a pipe or file."""
+    text = os.environ.get("COLUMNS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    if not stream.isatty():
+        return 0
+    import shutil
+
+    return shutil.get_terminal_size().columns

@@ -150,16 +150,14 @@ def test_a_daily_reservation_opens_its_next_window_when_one_ends(cluster: Cluste
     assert "2 now (standup)" in shown
     wait_for(
         lambda: (
-            json.loads(cluster.cli("greserve", "show", "standup", "--json").stdout or "{}").get(
-                "start"
-            )
-            == first["start"] + 86_400
+            _t(json.loads(cluster.cli("greserve", "show", "standup", "--json").stdout or "{}"))
+            == _t(first) + 86_400
         ),
         40,
         what="the clock moved the window on by a day at its end",
     )
     again = json.loads(cluster.cli("greserve", "show", "standup", "--json", check=True).stdout)
-    assert again["end"] == first["end"] + 86_400
+    assert _t(again, "end") == _t(first, "end") + 86_400
     assert "2 now" not in cluster.cli("ginfo", check=True).stdout
     job = cluster.submit(
         f"image: {TEST_IMAGE}\ncommand: [sh, -c, 'sleep 60']\nresources: {{gpus: 2}}\n"
@@ -264,3 +262,8 @@ def test_a_long_job_is_not_backfilled_into_an_upcoming_window_but_a_short_one_is
     assert cluster.job(long)["state"] == "PENDING"
     start = cluster.cli("gqueue", "--start", check=True).stdout
     assert long in start and "N/A" not in next(x for x in start.splitlines() if long in x)
+
+
+def _t(shown: dict, key: str = "start") -> float:
+    """A time of ``greserve show --json`` (ISO 8601) in Unix seconds (0 when absent)."""
+    return datetime.fromisoformat(shown[key]).timestamp() if shown.get(key) else 0.0

@@ -25,8 +25,8 @@ def _calendar(colour: bool) -> str:
 def test_the_calendar_draws_bookings_jobs_and_now_in_plain_text_off_a_tty() -> None:
     text = _calendar(colour=False)
     rows = {line.split()[0]: line.split(" ", 1)[1] for line in text.splitlines()[1:3]}
-    assert rows["gpu03:0"] == "." * 18 + "A" * 6 + "|" + "A" * 9 + "." * 14
-    assert rows["gpu03:1"] == "#" * 4 + "." * 20 + "|" + "." * 23
+    assert rows["gpu03:0"] == "." * 18 + "AlabAA|" + "A" * 9 + "." * 14  # the name on its bar
+    assert rows["gpu03:1"] == "#7##" + "." * 20 + "|" + "." * 23  # a job without a user: its id
     assert "A lab" in text and "\x1b[" not in text
 
 

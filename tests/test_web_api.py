@@ -150,6 +150,8 @@ def test_no_login_is_401_and_a_change_without_csrf_is_403(tmp_path: Path) -> Non
 
         bearer = await web.call("GET", "/api/v1/nodes", headers={"Authorization": f"Bearer {bob}"})
         assert bearer.status == 200
+        counts = bearer.json()["summary"]  # ginfo -s's counts, for the overview's totals
+        assert counts["gpus_free"] == sum(n["gpus_free"] for n in bearer.json()["nodes"])
 
         await web.login(ann)
         await sched.engine.users.revoke_user("ann", sched.admin_principal)

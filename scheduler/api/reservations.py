@@ -8,7 +8,8 @@ from typing import Any
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
 from rota.scheduler.cluster.reservation import Reservation
-from rota.scheduler.core.reservations import NodeBookings, ReservationRequest
+from rota.scheduler.core.node_bookings import NodeBookings
+from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -116,6 +117,9 @@ def add_bookings(msg: pb.Node, booked: NodeBookings | None) -> None:
     msg.gpus_reserved = booked.gpus_now
     msg.reserved_by.extend(booked.names_now)
     msg.maintenance = booked.maintenance
+    if msg.gpus_free:  # GPUs under an open MAINT window are free to no one
+        closed = sum(1 for g in msg.gpus if g.info.index in booked.gpus_maint and g.state == "idle")
+        msg.gpus_free = max(0, msg.gpus_free - closed)
     msg.gpus_reserved_next = booked.gpus_next
     msg.reserved_next_by.extend(booked.names_next)
     msg.reserved_next_start = booked.next_start

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rota.scheduler.cluster.gpus import GpuDisplay
@@ -23,13 +23,23 @@ class NodeStatus:
     gpus: Mapping[int, GpuDisplay] = field(default_factory=dict)  # per GPU index (cluster.gpus)
 
 
-def free_gpus(node: NodeState, status: NodeStatus) -> int:
-    """GPUs of ``node`` a job could get now: held by no job and allocatable."""
+FREE_STATES = frozenset({"IDLE", "MIXED"})
+"""Node states whose GPUs may count free; a draining, drained or DOWN node has none."""
+
+
+def free_gpus(node: NodeState, status: NodeStatus, maint: Collection[int] = ()) -> int:
+    """GPUs of ``node`` a job could get now: the node in service (``FREE_STATES``), the GPU
+    held by no job, allocatable and not under an open MAINT window (``maint``: indices). The
+    count ``ginfo``, ``ginfo -s`` and the web's overview show."""
+    if status.state not in FREE_STATES:
+        return 0
     shown = status.gpus
     return sum(
         1
         for g in node.inventory.gpus
-        if g.index not in status.holders and (g.index not in shown or shown[g.index].allocatable)
+        if g.index not in status.holders
+        and g.index not in maint
+        and (g.index not in shown or shown[g.index].allocatable)
     )
 
 

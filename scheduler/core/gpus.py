@@ -191,6 +191,14 @@ class GpuHealth:
             self._blocked[node] = found
         return found
 
+    def unhealthy(self, node: NodeState) -> dict[int, str]:
+        """GPU index -> why it is unhealthy (marked, or reporting an NVML error) on ``node``."""
+        out = {i: m.reason for i, m in (self.marks.get(node.name) or {}).items()}
+        for t in node.telemetry:
+            if t.error:
+                out.setdefault(t.index, t.error)
+        return out
+
     def counts(self, node: NodeState, held: Collection[int]) -> tuple[int, int]:
         """(free, unhealthy) GPUs of ``node`` as ``display`` would count them, without building
         the displays (the node summary walks every node): free is held by no job (``held``:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from rota.inputs import SpecError, check_labels, check_node_name, normal_name
 from rota.scheduler.cluster.model import AdminState, JobEvent, JobRecord, NodeState
-from rota.scheduler.cluster.status import NODE_STATES, NodeStatus, node_status
+from rota.scheduler.cluster.status import FREE_STATES, NODE_STATES, NodeStatus, node_status
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
 from rota.scheduler.core.gpus import GpuHealth
@@ -177,10 +177,12 @@ class NodeService:
         summary: bool,
         summary_only: bool = False,
         states: Collection[str] = (),
+        maint: Mapping[str, Collection[int]] | None = None,
     ) -> NodePage:
         """Nodes after ``page_token`` (the last name of the previous page) in name order,
         ``page_size`` of them (0: DEFAULT_NODE_PAGE; at most MAX_NODE_PAGE), only those whose
-        state is one of ``states`` when given; with ``summary``, counts over all nodes; with
+        state is one of ``states`` when given; with ``summary``, counts over all nodes (GPUs
+        of ``maint``, node -> indices under an open MAINT window, not counted free); with
         ``summary_only``, no nodes."""
         size = self.page_size(page_size)
         if not page_token.isprintable():
@@ -190,7 +192,7 @@ class NodeService:
             named = ", ".join(repr(s[:40]) for s in unknown[:5]) + (", ..." if unknown[5:] else "")
             raise UserError(f"states: {named} unknown; one of {', '.join(NODE_STATES)}")
         by_node = self._active_by_node()
-        counted = self._summary(by_node) if summary or summary_only else None
+        counted = self._summary(by_node, maint or {}) if summary or summary_only else None
         if summary_only:
             return NodePage([], "", counted)
         names = sorted(self.model.nodes)
@@ -231,7 +233,9 @@ class NodeService:
                     by_node.setdefault(name, []).append(job)
         return by_node
 
-    def _summary(self, by_node: dict[str, list[JobRecord]]) -> NodeSummary:
+    def _summary(
+        self, by_node: dict[str, list[JobRecord]], maint: Mapping[str, Collection[int]]
+    ) -> NodeSummary:
         now = self.clock()
         stale_after = self._stale_after()
         states: Counter[str] = Counter()
@@ -246,8 +250,9 @@ class NodeService:
                 state, holders = status.state, status.holders
             states[state] += 1
             total += len(node.inventory.gpus)
-            node_free, node_unhealthy = counts(node, holders)
-            free += node_free if state in ("IDLE", "MIXED") else 0
+            closed = maint.get(node.name)
+            node_free, node_unhealthy = counts(node, {*holders, *closed} if closed else holders)
+            free += node_free if state in FREE_STATES else 0
             unhealthy += node_unhealthy
         return NodeSummary(len(self.model.nodes), dict(states), total, free, unhealthy)
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from rota.scheduler.cluster.model import AdminState, NodeState
 from rota.scheduler.cluster.reservation import FLAGS, IGNORE_JOBS, PERIODS, Reservation
 from rota.scheduler.core.errors import Conflict, UserError
 from rota.scheduler.core.model import ClusterModel
@@ -46,11 +47,18 @@ class ReservationRequest:
 
 
 class GpuPicker:
-    """The GPUs a request may book, as of the model and ``clock``. Not thread-safe."""
+    """The GPUs a request may book, as of the model and ``clock``; ``unhealthy`` gives a
+    node's unhealthy GPUs (index -> why). Not thread-safe."""
 
-    def __init__(self, model: ClusterModel, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        model: ClusterModel,
+        clock: Callable[[], float],
+        unhealthy: Callable[[NodeState], Mapping[int, str]],
+    ) -> None:
         self.model = model
         self.clock = clock
+        self.unhealthy = unhealthy
 
     def booked(
         self, probe: Reservation, maint: bool, exclude: str, others: Iterable[Reservation]
@@ -60,13 +68,45 @@ class GpuPicker:
         Recurring windows are compared over ``RECURRING_HORIZON``."""
         if maint:
             return {}
-        horizon = probe.end + (RECURRING_HORIZON if probe.period else 0.0)
-        windows = probe.windows(probe.start, horizon)
+        return {
+            cell: r.name
+            for r in _overlapping(probe, exclude, others)
+            if not r.maint
+            for cell in r.cells()
+        }
+
+    def unavailable(
+        self, probe: Reservation, exclude: str, others: Iterable[Reservation]
+    ) -> dict[tuple[str, int], str]:
+        """GPUs a user may not book for ``probe`` -> why: those of a node that is drained
+        or DOWN now, unhealthy now, or under a MAINT reservation (but ``exclude``) in one of
+        its windows. The state now counts for a later window too (a drain may outlast it);
+        administrators may book them all the same."""
         out: dict[tuple[str, int], str] = {}
-        for r in others:
-            if r.name != exclude and not r.maint and any(r.overlaps(s, e) for s, e in windows):
-                out.update(dict.fromkeys(r.cells(), r.name))
+        for node in self.model.nodes.values():
+            why = _node_unavailable(node)
+            bad = self.unhealthy(node)
+            for g in node.inventory.gpus:
+                reason = why or (
+                    f"GPU {g.index} of {node.name} is unhealthy: {bad[g.index]}"
+                    if g.index in bad
+                    else ""
+                )
+                if reason:
+                    out[(node.name, g.index)] = reason
+        for r in _overlapping(probe, exclude, others):
+            if r.maint:
+                for cell in r.cells():
+                    out.setdefault(cell, f"{cell[0]} is under maintenance ({r.name}) then")
         return out
+
+    def check_available(
+        self, gpus: Mapping[str, Iterable[int]], out: Mapping[tuple[str, int], str], field: str
+    ) -> None:
+        """Conflict naming ``field`` and every reason some of ``gpus`` are in ``out``."""
+        why = sorted({out[(n, g)] for n, idx in gpus.items() for g in idx if (n, g) in out})
+        if why:
+            raise Conflict(f"{field}: {'; '.join(why)} (an administrator may still book it)")
 
     def check_free(
         self, gpus: dict[str, tuple[int, ...]], busy: dict[tuple[str, int], str]
@@ -131,10 +171,16 @@ class GpuPicker:
         return out
 
     def choose(
-        self, request: ReservationRequest, busy: dict[tuple[str, int], str], ignore_jobs: bool
+        self,
+        request: ReservationRequest,
+        busy: dict[tuple[str, int], str],
+        ignore_jobs: bool,
+        out: Mapping[tuple[str, int], str],
     ) -> dict[str, tuple[int, ...]]:
         """``request.gpus`` GPUs free of other reservations (and of jobs running into the
-        window unless ``ignore_jobs``): the fewest nodes, lowest indices."""
+        window unless ``ignore_jobs``) and not ``out`` (unavailable): the fewest nodes,
+        lowest indices. A shortfall's Conflict names the reservations holding GPUs of the
+        kind asked for and why the unavailable ones are."""
         held = {} if ignore_jobs else self.held_until()
         unknown = [n for n in request.nodes if n not in self.model.nodes]
         if unknown:
@@ -143,16 +189,22 @@ class GpuPicker:
         per = request.gpus_per_node
         kind = request.gpu_type.lower()
         candidates: list[tuple[str, list[int]]] = []
+        holders: set[str] = set()
+        reasons: set[str] = set()
         for node in sorted(self.model.nodes.values(), key=lambda n: n.name):
             if request.nodes and node.name not in request.nodes:
                 continue
-            free = [
-                g.index
-                for g in node.inventory.gpus
-                if (not kind or kind in g.name.lower())
-                and (node.name, g.index) not in busy
-                and held.get((node.name, g.index), (0, 0.0))[1] <= request.start
-            ]
+            free = []
+            for g in node.inventory.gpus:
+                cell = (node.name, g.index)
+                if kind and kind not in g.name.lower():
+                    continue
+                if cell in busy:
+                    holders.add(busy[cell])
+                elif cell in out:
+                    reasons.add(out[cell])
+                elif held.get(cell, (0, 0.0))[1] <= request.start:
+                    free.append(g.index)
             if len(free) >= max(per, 1):
                 candidates.append((node.name, free))
         candidates.sort(key=lambda c: -len(c[1]))
@@ -168,8 +220,9 @@ class GpuPicker:
             what = f" of type {request.gpu_type}" if request.gpu_type else ""
             spread = f", {per} per node" if per else ""
             found = request.gpus - left
-            holders = sorted({who for (n, _g), who in busy.items() if n in request.nodes})
-            held_by = f" (reserved by {', '.join(holders)})" if holders else ""
+            named = [f"reserved by {', '.join(sorted(holders))}"] if holders else []
+            named += sorted(reasons)
+            held_by = f" ({'; '.join(named)})" if named else ""
             raise Conflict(
                 f"gpus: only {found} GPU(s){what}{spread} are free of other reservations"
                 f"{'' if ignore_jobs else ' and running jobs'} in that window; asked for "
@@ -193,6 +246,27 @@ class GpuPicker:
                 f"nodes: running jobs {ids} hold some of these GPUs into the window; wait for "
                 f"them, pick other GPUs or add the flag {IGNORE_JOBS}"
             )
+
+
+def _overlapping(
+    probe: Reservation, exclude: str, others: Iterable[Reservation]
+) -> Iterable[Reservation]:
+    """``others`` (but ``exclude``) open in some window of ``probe`` (recurring windows
+    compared over ``RECURRING_HORIZON``)."""
+    horizon = probe.end + (RECURRING_HORIZON if probe.period else 0.0)
+    windows = probe.windows(probe.start, horizon)
+    return [r for r in others if r.name != exclude and any(r.overlaps(s, e) for s, e in windows)]
+
+
+def _node_unavailable(node: NodeState) -> str:
+    """Why no GPU of ``node`` may be booked by a user now ("" when it is in service)."""
+    if not node.connected:
+        return f"node {node.name} is DOWN (agent not connected)"
+    if node.admin_state is AdminState.DRAIN:
+        return f"node {node.name} is drained: {node.reason}"
+    if not node.engine_healthy:
+        return f"node {node.name} is DOWN (container engine unhealthy: {node.engine_error})"
+    return ""
 
 
 def check_flags(flags: tuple[str, ...]) -> None:

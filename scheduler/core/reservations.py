@@ -18,10 +18,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from rota.inputs import normal_flags
-from rota.scheduler.cluster.model import RESERVATION_HOLD, HistoryKind, JobEvent, JobRecord
+from rota.scheduler.cluster.model import (
+    RESERVATION_HOLD,
+    HistoryKind,
+    JobEvent,
+    JobRecord,
+    NodeState,
+)
 from rota.scheduler.cluster.reservation import IGNORE_JOBS, MAINT, PERIODS, PURGE_COMP, Reservation
 from rota.scheduler.cluster.users import Principal
-from rota.scheduler.core import authz
+from rota.scheduler.core import authz, node_bookings
 from rota.scheduler.core.booking import BookingRules
 from rota.scheduler.core.errors import (
     AccessDenied,
@@ -31,8 +37,8 @@ from rota.scheduler.core.errors import (
     UserError,
 )
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.node_bookings import NodeBookings
 from rota.scheduler.core.reservation_gpus import (
-    RECURRING_HORIZON,
     GpuPicker,
     ReservationRequest,
     check_flags,
@@ -60,19 +66,6 @@ class Usage:
         return max(0.0, self.booked - self.owners - self.lent)
 
 
-@dataclass(frozen=True, slots=True)
-class NodeBookings:
-    """What ``ginfo`` shows of a node's reservations: GPUs reserved now (and by which), whether
-    a MAINT window is open on it, and its next window that opens later."""
-
-    gpus_now: int = 0
-    names_now: tuple[str, ...] = ()
-    maintenance: bool = False
-    gpus_next: int = 0
-    names_next: tuple[str, ...] = ()
-    next_start: float = 0.0  # 0: no later window within four weeks
-
-
 class ReservationService:
     """Open and upcoming reservations by name, as committed. Not thread-safe."""
 
@@ -83,13 +76,14 @@ class ReservationService:
         jobs: JobRepository,
         clock: Callable[[], float],
         rules: BookingRules,
+        unhealthy: Callable[[NodeState], Mapping[int, str]],
     ) -> None:
         self.model = model
         self.store = store
         self.stored_jobs = jobs  # ended jobs that ran in a reservation
         self.clock = clock
         self.rules = rules  # caps on users' bookings (who may book for whom: core.authz)
-        self.picker = GpuPicker(model, clock)
+        self.picker = GpuPicker(model, clock, unhealthy)
         self.live: dict[str, Reservation] = {r.name: r for r in store.current(clock())}
         self._views: tuple[ReservationView, ...] | None = None  # of ``live``, as stored
         self._swept = False  # the first ``advance`` holds jobs of reservations gone meanwhile
@@ -228,12 +222,17 @@ class ReservationService:
         probe = Reservation(request.name, request.start, request.end, {}, flags=flags)
         picker = self.picker
         busy = picker.booked(probe, MAINT in flags, exclude, self.live.values())
+        # users may not book what is out of service; an update keeping its GPUs is not checked
+        out = {} if principal.admin else picker.unavailable(probe, exclude, self.live.values())
         if gpus is not None:
             picker.check_free(gpus, busy)
+            if not exclude:
+                picker.check_available(gpus, out, "gpus")
         elif request.nodes and not request.gpus:
             gpus = picker.whole_nodes(request.nodes, busy)
+            picker.check_available(gpus, out, "nodes")
         else:
-            gpus = picker.choose(request, busy, IGNORE_JOBS in flags)
+            gpus = picker.choose(request, busy, IGNORE_JOBS in flags, out)
         if IGNORE_JOBS not in flags and not (exclude and self.jobs_of(exclude)):
             picker.check_jobs(gpus, request.start)
         r = Reservation(
@@ -334,39 +333,13 @@ class ReservationService:
         at = self.clock() if now is None else now
         return self.calendar(at).per_node(at)
 
+    def maintenance_now(self) -> dict[str, frozenset[int]]:
+        """Node name -> its GPUs under a MAINT window open now (free to no one)."""
+        return node_bookings.maintenance_now(self.calendar())
+
     def on_nodes(self, names: Iterable[str]) -> dict[str, NodeBookings]:
-        """The bookings of the nodes ``names`` that have any, now and next (windows up to
-        four weeks ahead)."""
-        now = self.clock()
-        wanted = set(names)
-        now_gpus: dict[str, int] = {}
-        now_names: dict[str, list[str]] = {}
-        maint: set[str] = set()
-        later: dict[str, list[tuple[float, str, int]]] = {}
-        for r, start, end in self.calendar(now).windows(now + RECURRING_HORIZON):
-            for node, idx in r.gpus.items():
-                if node not in wanted:
-                    continue
-                if start <= now < end:
-                    now_gpus[node] = now_gpus.get(node, 0) + len(idx)
-                    now_names.setdefault(node, []).append(r.name)
-                    if r.maint:
-                        maint.add(node)
-                elif start > now:
-                    later.setdefault(node, []).append((start, r.name, len(idx)))
-        out: dict[str, NodeBookings] = {}
-        for node in set(now_gpus) | set(later):
-            first = min((t for t, _, _ in later.get(node, ())), default=0.0)
-            nxt = [(n, k) for t, n, k in later.get(node, ()) if t == first]
-            out[node] = NodeBookings(
-                gpus_now=now_gpus.get(node, 0),
-                names_now=tuple(now_names.get(node, ())),
-                maintenance=node in maint,
-                gpus_next=sum(k for _, k in nxt),
-                names_next=tuple(n for n, _ in nxt),
-                next_start=first,
-            )
-        return out
+        """The bookings of the nodes ``names`` that have any, now and next."""
+        return node_bookings.on_nodes(self.calendar(), self.clock(), names)
 
     def jobs_of(self, name: str) -> list[str]:
         """Display ids of the active (running) jobs that belong to reservation ``name``."""

@@ -80,7 +80,7 @@ def build_services(
     gpus = GpuHealth(model, store.nodes, store.jobs, lifecycle, config, clock)
     liveness = Liveness(clock)
     reservations = ReservationService(
-        model, store.reservations, store.jobs, clock, booking_rules(config)
+        model, store.reservations, store.jobs, clock, booking_rules(config), gpus.unhealthy
     )
     snapshots = SnapshotBuilder(
         model, lookup, gpus, usage, config, pconfig, clock, reservations=reservations.views

@@ -9,8 +9,8 @@ from rota.scheduler.cluster.model import NodeState
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core import authz
+from rota.scheduler.core.node_bookings import NodeBookings
 from rota.scheduler.core.nodes import NodePage, RemoveResult
-from rota.scheduler.core.reservations import NodeBookings
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
 from rota.scheduler.core_thread import Executor
@@ -49,7 +49,7 @@ class NodesFacade:
         nodes = self.services.nodes
         want = nodes.page_size(page_size)
         first = await self.core.call(
-            nodes.page, min(want, NODES_PER_HOP), page_token, summary, summary_only, states
+            self._first_page, min(want, NODES_PER_HOP), page_token, summary, summary_only, states
         )
         shown, page = list(first.nodes), first
         while page.next_page_token and len(shown) < want:
@@ -57,6 +57,13 @@ class NodesFacade:
             page = await self.core.call(nodes.page, hop, page.next_page_token, False, False, states)
             shown += page.nodes
         return replace(first, nodes=shown, next_page_token=page.next_page_token)
+
+    def _first_page(
+        self, size: int, token: str, summary: bool, summary_only: bool, states: tuple[str, ...]
+    ) -> NodePage:
+        """On the core thread: the first hop, its summary leaving MAINT GPUs out of free."""
+        maint = self.services.reservations.maintenance_now() if summary or summary_only else None
+        return self.services.nodes.page(size, token, summary, summary_only, states, maint)
 
     async def node_bookings(self, names: list[str]) -> dict[str, NodeBookings]:
         """Reservations on these nodes now and next (``ginfo``)."""

@@ -35,8 +35,8 @@ from rota.scheduler.core.errors import (
     UserError,
 )
 from rota.scheduler.core.jobs import JobListing
-from rota.scheduler.core.nodes import MAX_NODE_PAGE
-from rota.scheduler.core.reservations import NodeBookings
+from rota.scheduler.core.node_bookings import NodeBookings
+from rota.scheduler.core.nodes import MAX_NODE_PAGE, NodeSummary
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
@@ -251,7 +251,9 @@ class Api:
     # ------------------------------------------------------------ cluster and queue
 
     async def nodes(self, request: Request, caller: Caller) -> Response:
+        """Every node, and ``summary``: the counts of ``ginfo -s``."""
         shown = await self._all_nodes()
+        counted = await self.engine.nodes.list_nodes(0, "", False, True)
         active = await self._all_jobs(JobListing(), caller.who)
         users = {j.display_id: j.user for j in active}
         booked = await self.engine.nodes.node_bookings([node.name for node, _status in shown])
@@ -259,9 +261,10 @@ class Api:
             {
                 "time": views.iso(time.time()),
                 "nodes": [
-                    views.node_json(node, status, users, _reserved(booked.get(node.name)))
+                    views.node_json(node, status, users, *_reserved(booked.get(node.name)))
                     for node, status in shown
                 ],
+                "summary": views.summary_json(counted.summary or NodeSummary()),
             }
         )
 
@@ -458,8 +461,11 @@ def parse_time(text: str, name: str) -> float:
         raise UserError(str(exc)) from None
 
 
-def _reserved(bookings: NodeBookings | None) -> int:
-    return bookings.gpus_now if bookings is not None else 0
+def _reserved(bookings: NodeBookings | None) -> tuple[int, frozenset[int]]:
+    """GPUs reserved now and those under an open MAINT window."""
+    if bookings is None:
+        return 0, frozenset()
+    return bookings.gpus_now, bookings.gpus_maint
 
 
 def _period(query: dict[str, str]) -> AccountingQuery:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from rota import jobview
@@ -15,8 +15,9 @@ from rota.jobview import JobFacts, iso
 from rota.scheduler.cluster.accounting import FinishedJob, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord, NodeState
 from rota.scheduler.cluster.reservation import Reservation
-from rota.scheduler.cluster.status import NodeStatus
+from rota.scheduler.cluster.status import NodeStatus, free_gpus
 from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core.nodes import NodeSummary
 
 Json = dict[str, Any]
 
@@ -85,10 +86,17 @@ def event_json(event: JobEvent) -> Json:
     }
 
 
-def node_json(node: NodeState, status: NodeStatus, users: Mapping[str, str], reserved: int) -> Json:
+def node_json(
+    node: NodeState,
+    status: NodeStatus,
+    users: Mapping[str, str],
+    reserved: int,
+    maint: Collection[int] = (),
+) -> Json:
     """A node with GPU counts and one object per GPU (the heat map's cells). ``users`` maps
     the display id of each job holding a GPU to its user; ``reserved``: GPUs of open
-    reservation windows on it."""
+    reservation windows on it; ``maint``: its GPUs under an open MAINT window. ``gpus_free``
+    is ``ginfo``'s count (``free_gpus``): none on a draining, drained or DOWN node."""
     gpus = [_gpu_json(node, status, g.index, users) for g in node.inventory.gpus]
     return {
         "name": node.name,
@@ -102,7 +110,7 @@ def node_json(node: NodeState, status: NodeStatus, users: Mapping[str, str], res
         "memory": node.inventory.memory,
         "simulated": node.inventory.simulated,
         "gpus_total": len(gpus),
-        "gpus_free": sum(1 for g in gpus if g["state"] == "idle"),
+        "gpus_free": free_gpus(node, status, maint),
         "gpus_allocated": sum(1 for g in gpus if g["state"] == "allocated"),
         "gpus_unhealthy": sum(1 for g in gpus if g["state"] == "unhealthy"),
         "gpus_reserved": reserved,
@@ -135,6 +143,18 @@ def _gpu_json(node: NodeState, status: NodeStatus, index: int, users: Mapping[st
             for p in (reading.processes if reading is not None else ())
             if not p.job_id
         ],
+    }
+
+
+def summary_json(summary: NodeSummary) -> Json:
+    """The counts over every node that ``ginfo -s`` prints (``gpus_free``: the nodes'
+    ``gpus_free`` summed)."""
+    return {
+        "nodes": summary.nodes,
+        "states": dict(summary.states),
+        "gpus_total": summary.gpus_total,
+        "gpus_free": summary.gpus_free,
+        "gpus_unhealthy": summary.gpus_unhealthy,
     }
 
 
