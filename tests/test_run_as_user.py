@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import TEST_IMAGE, Cluster
+from tests.cluster import TEST_IMAGE, Cluster, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -113,11 +114,11 @@ def test_a_submit_dir_outside_allowed_mounts_is_never_mounted_nor_written(
     cluster.start_agent("n1", 1)
     token = cluster.add_user(host_user.name)
     (outside / "data.txt").write_text("outside the allowed prefix\n")
-    job = _submit_from(cluster, token, outside, "pwd; cat data.txt; echo home=$HOME")
+    job = _submit_from(cluster, token, outside, "echo cwd=$(pwd); cat data.txt; echo home=$HOME")
     assert cluster.job(job)["state"] == "COMPLETED"  # the last command is echo
     assert sorted(p.name for p in outside.iterdir()) == ["data.txt"]  # no slurm-N.out
     logs = cluster.cli("glogs", job, check=True).stdout
-    assert logs.splitlines()[0] == "/" and "outside the allowed prefix" not in logs
+    assert "cwd=/\n" in logs and "outside the allowed prefix" not in logs
     assert f"home={host_user.home}" in logs  # the home is still allowed and mounted
     shown = _shown(cluster, job)
     assert f"submit directory {outside} not mounted" in shown
@@ -137,11 +138,55 @@ def test_a_submit_dir_the_user_cannot_reach_is_not_mounted(
     inner = private / "project"
     inner.mkdir(mode=0o777)
     (inner / "secret.txt").write_text("not for you\n")
-    job = _submit_from(cluster, token, inner, "pwd; cat secret.txt")
+    job = _submit_from(cluster, token, inner, "echo cwd=$(pwd); cat secret.txt")
     assert cluster.job(job)["state"] == "FAILED"
     logs = cluster.cli("glogs", job, check=True).stdout
-    assert logs.splitlines()[0] == "/" and "not for you" not in logs
+    assert "cwd=/\n" in logs and "not for you" not in logs
     assert sorted(p.name for p in inner.iterdir()) == ["secret.txt"]
     shown = _shown(cluster, job)
     assert f"submit directory {inner} not mounted" in shown
     assert "Permission denied" in shown
+
+
+def test_rota_up_allows_your_home_for_output_files_and_submit_dirs(
+    cluster: Cluster, outside: Path
+) -> None:
+    """``rota up`` with HOME at ``outside`` (a writable directory outside the cluster's root):
+    ``-o`` there is accepted and a script submitted from there runs there."""
+    project = outside / "project"
+    project.mkdir()
+    project.chmod(0o777)  # the job of root runs as nobody
+    up = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rota.cli.rota_main",
+            "up",
+            "--port",
+            str(cluster.port),
+            "--simulate-gpus",
+            "1",
+            "--node",
+            cluster.node_name("up"),
+            "--data-dir",
+            str(cluster.root / "up"),
+        ],
+        env={**cluster.env, "HOME": str(outside)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: cluster.node(cluster.node_name("up")), 30, what="rota up")
+        script = project / "job.sh"
+        script.write_text(SCRIPT.format(body="pwd"))
+        done = cluster.cli(
+            "gsub", "--wait", "--parsable", "-e", "err-%j.txt", str(script), cwd=project
+        )
+        job = done.stdout.strip().splitlines()[0]
+        assert done.returncode == 0, _shown(cluster, job)
+        assert (project / f"slurm-{job}.out").read_text() == f"{project}\n"
+        assert (project / f"err-{job}.txt").exists()
+    finally:
+        up.send_signal(2)  # Ctrl-C
+        up.wait(timeout=30)
