@@ -56,6 +56,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             insecure=True if args.insecure else None,
             db_password_file=args.db_password_file,
             http_listen=args.http_listen,
+            allowed_mounts=tuple(args.allowed_mount) if args.allowed_mount else None,
         )
         config.resolved_database_url()  # a bad password file is a usage error
     except ValueError as exc:
@@ -225,6 +226,15 @@ def current_user_name() -> str:
         return str(os.getuid())
 
 
+def _home_prefix() -> list[str]:
+    """``--allowed-mount HOME`` for ``rota up``: the invoking user's home, unless the node
+    never mounts it (``/``, ``/root``: ``allowlists.mount_refusal``)."""
+    from rota.allowlists import mount_refusal
+
+    home = os.path.realpath(Path.home())
+    return [] if mount_refusal(home, None) else ["--allowed-mount", home]
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     """Scheduler (SQLite) + one local agent in the foreground; Ctrl-C stops both."""
     from rota.private import private_dir
@@ -255,7 +265,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     listen = f"127.0.0.1:{args.port}"
     exe = [sys.executable, "-m", "rota.cli.rota_main"]
     logs = ["--log-format", args.log_format]
-    scheduler = subprocess.Popen([*exe, "scheduler", "--listen", listen, "--db", db_url, *logs])
+    home = _home_prefix()  # your own directories: -o files, mounts, jobs' submit directories
+    scheduler = subprocess.Popen(
+        [*exe, "scheduler", "--listen", listen, "--db", db_url, *home, *logs]
+    )
     agent_cmd = [
         *exe,
         "agent",
@@ -265,6 +278,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         node,
         "--data-dir",
         str(base / f"agent-{node}"),
+        *home,
         *logs,
     ]
     if args.simulate_gpus is not None:
@@ -370,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="HOST:PORT of the HTTP port serving /metrics (default 127.0.0.1:9718; '' = off)",
     )
 
+    s.add_argument(
+        "--allowed-mount",
+        action="append",
+        metavar="PREFIX",
+        help="host path prefix jobs may bind-mount or write output under (repeatable; "
+        "instead of allowed_mounts of --config)",
+    )
     _log_format_option(s)
 
     a = sub.add_parser(

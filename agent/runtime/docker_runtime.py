@@ -18,7 +18,7 @@ from typing import Any
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
-from rota.agent.runtime import outfiles
+from rota.agent.runtime import workplace
 from rota.agent.runtime.attempts import Attempt, AttemptTable, Phase
 from rota.agent.runtime.base import EngineHealth, ReportFn
 from rota.agent.runtime.engine_args import (
@@ -234,17 +234,24 @@ class DockerRuntime:
 
     def _launch(self, order: LaunchOrder, att: Attempt) -> None:
         try:
-            mounts = self.policy.admit(order)
-            files = outfiles.plan(order, self.node, self.policy.allowed_mounts)
-            outfiles.create(files, *self.policy.run_as(order))
-            mounts = self.mounts.stage(_stage_key(att), mounts, *self.policy.run_as(order))
+            place = workplace.prepare(order, self.node, self.policy, self.mounts, _stage_key(att))
         except SpecError as exc:
             self._fail(att, f"refused by node {self.node}: {exc}")
             return
         try:
             self._ensure_image(order)
-            args = create_args(order, mounts, self.node, self.policy, self.gpu_mode, self.network)
-            args["labels"].update(files.labels())
+            args = create_args(
+                order,
+                place.mounts,
+                self.node,
+                self.policy,
+                self.gpu_mode,
+                self.network,
+                place.who,
+                place.workdir,
+                place.home,
+            )
+            args["labels"].update(place.files.labels())
             if args.get("device_requests"):
                 log.info(
                     "job %s attempt %d: GPUs %s passed as an nvidia DeviceRequest",
@@ -271,7 +278,10 @@ class DockerRuntime:
         self.mounts.release(_stage_key(att))  # the started container keeps its own copy
         now = self._clock()
         att.started(now + order.time_limit if order.time_limit else 0.0)
-        self._report(AgentEvent(att.job_id, att.attempt, EventKind.STARTED, time=now))
+        notes = "; ".join(place.notes)
+        self._report(
+            AgentEvent(att.job_id, att.attempt, EventKind.STARTED, message=notes, time=now)
+        )
         self._watch(att)
 
     def _ensure_image(self, order: LaunchOrder) -> None:

@@ -16,7 +16,7 @@ import requests
 from docker.errors import APIError
 from docker.types import DeviceRequest, Mount
 
-from rota.agent.runtime.policy import ContainerPolicy
+from rota.agent.runtime.policy import ContainerPolicy, Identity
 from rota.jobspec import Mount as JobMount
 from rota.messages import LaunchOrder
 
@@ -37,13 +37,22 @@ def create_args(
     policy: ContainerPolicy,
     gpu_mode: str,
     network: str,
+    who: Identity | None = None,
+    workdir: str = "",
+    home: str = "",
 ) -> dict[str, Any]:
     """``containers.create`` arguments; ``mounts`` as ``policy.admit`` resolved (and the
-    stager staged) them; ``gpu_mode`` "nvidia" or "env"; ``network`` "" for the engine's."""
+    stager staged) them; ``gpu_mode`` "nvidia" or "env"; ``network`` "" for the engine's;
+    ``who`` the container's user (``policy.identity`` when None); ``workdir`` and ``home``
+    as ``workplace.prepare`` decided them ("" = the spec's ``workdir``, the image's ``HOME``)."""
     spec = order.spec
     env = order.container_env  # policy.admit refused user values for the GPU variables
-    uid, gid = policy.run_as(order)
-    kwargs: dict[str, Any] = {"user": f"{uid}:{gid}", **policy.hardening()}
+    who = who or policy.identity(order)
+    kwargs: dict[str, Any] = {"user": f"{who.uid}:{who.gid}", **policy.hardening()}
+    if who.groups:
+        kwargs["group_add"] = [str(g) for g in who.groups]
+    if home:
+        env["HOME"] = home
     indices = ",".join(str(i) for i in order.gpu_indices)
     if gpu_mode == "nvidia" and order.gpu_uuids:
         kwargs["device_requests"] = [
@@ -64,8 +73,8 @@ def create_args(
         kwargs["mem_limit"] = spec.memory
     if spec.shm_size:
         kwargs["shm_size"] = spec.shm_size
-    if spec.workdir:
-        kwargs["working_dir"] = spec.workdir
+    if workdir or spec.workdir:
+        kwargs["working_dir"] = workdir or spec.workdir
     if mounts:
         kwargs["mounts"] = [
             Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)

@@ -57,25 +57,48 @@ def plan(order: LaunchOrder, node: str, allowed: Iterable[str]) -> OutputFiles:
     ``order``'s container user; SpecError naming the field when one cannot be written."""
     if order.env.get("NODE_RANK", "0") != "0":
         return OutputFiles()
+    fields = _fields(order, node)
+    paths = {}
+    for name, pattern in (("output", order.spec.output), ("error", order.spec.error)):
+        if pattern:
+            paths[name] = _resolve(name, expand(pattern, fields), tuple(allowed))
+    return OutputFiles(paths.get("output", ""), paths.get("error", ""))
+
+
+def default_output(order: LaunchOrder, node: str, allowed: Iterable[str]) -> str:
+    """Where the standard output of a job that names no ``output`` goes: ``slurm-%j.out``
+    (``slurm-%A_%a.out`` for an array task) for a batch script, ``rota-%j.out`` for a job file,
+    in its submit directory; "" without a submit directory or on a gang's other ranks;
+    SpecError when the node's ``allowed_mounts`` refuse that directory."""
+    spec = order.spec
+    if spec.output or not spec.submit_dir or order.env.get("NODE_RANK", "0") != "0":
+        return ""
+    if not spec.slurm_env:
+        name = "rota-%j.out"
+    elif order.env.get("ROTA_ARRAY_JOB_ID"):
+        name = "slurm-%A_%a.out"
+    else:
+        name = "slurm-%j.out"
+    pattern = str(Path(spec.submit_dir) / name)
+    return _resolve("output", expand(pattern, _fields(order, node)), tuple(allowed))
+
+
+def _fields(order: LaunchOrder, node: str) -> dict[str, str]:
     env = order.env
-    array = env.get("ROTA_ARRAY_JOB_ID", "")
-    fields = {
+    return {
         "j": order.display_id,
-        "A": array or order.display_id,
+        "A": env.get("ROTA_ARRAY_JOB_ID", "") or order.display_id,
         "a": env.get("ROTA_ARRAY_TASK_ID", ""),
         "x": env.get("ROTA_JOB_NAME", ""),
         "u": order.user,
         "N": node,
     }
-    allowed = tuple(allowed)
-    paths = {}
-    for name, pattern in (("output", order.spec.output), ("error", order.spec.error)):
-        if not pattern:
-            continue
-        path = Path(expand(pattern, fields))
-        folder = resolve_mount_source(name, str(path.parent), allowed)
-        paths[name] = str(Path(folder) / path.name)
-    return OutputFiles(paths.get("output", ""), paths.get("error", ""))
+
+
+def _resolve(name: str, expanded: str, allowed: tuple[str, ...]) -> str:
+    path = Path(expanded)
+    folder = resolve_mount_source(name, str(path.parent), allowed)
+    return str(Path(folder) / path.name)
 
 
 def create(files: OutputFiles, uid: int, gid: int) -> None:

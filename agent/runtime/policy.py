@@ -4,7 +4,10 @@ The node checks every launch itself, whatever the scheduler allowed: mounts only
 node's ``allowed_mounts`` (symbolic links resolved here, the Docker socket, ``/`` and system
 directories never), images on the node's allow-list, no user value for the GPU variables. The
 container runs as a non-root uid:gid with every capability dropped, ``no-new-privileges``, a
-pids limit and Docker's default seccomp profile.
+pids limit and Docker's default seccomp profile. Who it runs as (``identity``): the uid:gid
+``gadmin user`` set, else this node's passwd entry of the job's user, with that entry's
+supplementary groups and home directory (the same groups the agent opens mounts and output files
+with, ``useropen``).
 """
 
 from __future__ import annotations
@@ -13,11 +16,23 @@ import pwd
 from dataclasses import dataclass
 from typing import Any
 
+from rota.agent.runtime.useropen import supplementary_groups
 from rota.allowlists import check_image, resolve_mount_source
 from rota.inputs import SpecError
 from rota.jobspec import Mount
 from rota.messages import LaunchOrder
 from rota.validate import RESERVED_ENV, check_shm
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a job's container runs as: uid, gid, supplementary groups and the home directory of
+    the uid's passwd entry on this node ("" without one)."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...] = ()
+    home: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,19 @@ class ContainerPolicy:
         if uid < 0 or ((uid == 0 or gid == 0) and not self.allow_root):
             return self.default_uid, self.default_gid
         return uid, gid
+
+    def identity(self, order: LaunchOrder) -> Identity:
+        """``run_as`` with the supplementary groups and home of the uid's passwd entry here
+        (none for the default user, group 0 only where ``allow_root`` says so)."""
+        uid, gid = self.run_as(order)
+        if (uid, gid) == (self.default_uid, self.default_gid):
+            return Identity(uid, gid)
+        try:
+            home = pwd.getpwuid(uid).pw_dir
+        except KeyError:
+            return Identity(uid, gid)
+        groups = tuple(g for g in supplementary_groups(uid, gid) if g or self.allow_root)
+        return Identity(uid, gid, groups, home if home.startswith("/") else "")
 
     def hardening(self) -> dict[str, Any]:
         """docker-py ``containers.create`` arguments every job container gets."""

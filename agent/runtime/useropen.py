@@ -66,7 +66,7 @@ def _in_child(mode: str, path: str, uid: int, gid: int) -> int:
                     str(child.fileno()),
                     str(uid),
                     str(gid),
-                    *(str(g) for g in _groups(uid, gid)),
+                    *(str(g) for g in supplementary_groups(uid, gid)),
                 ],
                 pass_fds=(child.fileno(),),
                 cwd="/",
@@ -84,7 +84,7 @@ def _in_child(mode: str, path: str, uid: int, gid: int) -> int:
             _reap(proc)
 
 
-def _groups(uid: int, gid: int) -> list[int]:
+def supplementary_groups(uid: int, gid: int) -> list[int]:
     """The supplementary groups of ``uid``'s passwd entry here; none without one."""
     try:
         name = pwd.getpwuid(uid).pw_name

@@ -208,6 +208,8 @@ class AgentService:
             if job.state is JobState.CONFIGURING:
                 job.start_time = when
                 events.append(life.transition(job, JobState.RUNNING, f"started on {node_name}"))
+                if ev.message:  # what the node left out: a submit directory, a default output
+                    events.append(life.note(job, HistoryKind.INFO, f"on {node_name}: {ev.message}"))
         elif ev.kind == "LAUNCH_FAILED" and ev.engine_fault:
             events.append(life.requeue(job, f"engine on {node_name} failed: {ev.message}"))
         else:
