@@ -54,6 +54,7 @@ class WeightSettings(Settings):
     size: NonNegativeNumber | None = None
     service: NonNegativeNumber | None = None
     job_priority: NonNegativeNumber | None = None
+    partition_tier: NonNegativeNumber | None = None
 
 
 class LimitSettings(Settings):

@@ -58,9 +58,7 @@ def check_partitions(partitions: Mapping[str, PartitionSettings]) -> None:
     if len(defaults) > 1:
         raise ValueError(f"only one partition may be the default, got {', '.join(defaults)}")
     if len(partitions) > 1 and not defaults:
-        raise ValueError(
-            f"one of the partitions ({', '.join(partitions)}) must have default: true"
-        )
+        raise ValueError(f"one of the partitions ({', '.join(partitions)}) must have default: true")
 
 
 def partition_table(partitions: Mapping[str, PartitionSettings]) -> PartitionTable:
