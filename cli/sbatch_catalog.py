@@ -186,6 +186,7 @@ MAPPED = frozenset(
         "ntasks",
         "ntasks-per-node",
         "output",
+        "partition",
         "priority",
         "qos",
         "requeue",
