@@ -96,6 +96,8 @@ class PartitionTable:
         return frozenset(p.name for p in self.partitions if p.holds(node, labels))
 
     def tier(self, text: str) -> int:
-        """The highest priority tier of the partitions ``text`` names (0 if none is known)."""
+        """The priority tier of a job that may run in the partitions ``text`` names: the
+        lowest of theirs (a job that may also run in a lower tier's nodes does not go ahead
+        of that tier's jobs there); 0 if none is known."""
         tiers = [self.by_name[n].priority_tier for n in text.split(",") if n in self.by_name]
-        return max(tiers, default=0)
+        return min(tiers, default=0)

@@ -2,7 +2,7 @@
 
 Every factor is in [0, 1]; the priority is the weighted sum (``config.Weights``) plus
 ``weights.job_priority * job.priority`` plus ``weights.partition_tier * job.priority_tier``
-(the highest tier of its partitions). Factors:
+(the lowest tier of its partitions). Factors:
 
 - ``age``: waiting time / ``max_age``, capped at 1; time is ``now`` rounded down to
   ``priority_period``.

@@ -90,7 +90,7 @@ class PendingJob:
     ``array_task_limit`` (0: none). ``true_duration`` is set only by the simulator, for the
     ``sjf-oracle`` policy; production leaves it None. ``reservation`` is the reservation the
     job names ("" for none). ``partitions``: it runs only on nodes of one of these (empty:
-    anywhere); ``priority_tier`` is the highest tier among them (adds
+    anywhere); ``priority_tier`` is the lowest tier among them (adds
     ``weights.partition_tier`` per tier to its priority).
     """
 
