@@ -286,7 +286,7 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
 
 def partitions(config: SchedulerConfig) -> PartitionTable:
     """The lab's partitions from the (already checked) settings."""
-    return partition_table(config.partitions)
+    return partition_table(config.partitions, config.default_time_limit, config.max_time_limit)
 
 
 def booking_rules(config: SchedulerConfig) -> BookingRules:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pydantic import Field, model_validator
 
 from rota.inputs import SpecError, check_name
-from rota.scheduler.policy.partitions import Partition, PartitionTable
+from rota.scheduler.policy.partitions import DEFAULT_PARTITION, Partition, PartitionTable
 from rota.settings import Count, Names, Seconds, Settings
 
 
@@ -61,8 +61,20 @@ def check_partitions(partitions: Mapping[str, PartitionSettings]) -> None:
         raise ValueError(f"one of the partitions ({', '.join(partitions)}) must have default: true")
 
 
-def partition_table(partitions: Mapping[str, PartitionSettings]) -> PartitionTable:
-    """The lab's partitions from the (already checked) settings."""
+def partition_table(
+    partitions: Mapping[str, PartitionSettings], default_time: float, max_time: float
+) -> PartitionTable:
+    """The lab's partitions from the (already checked) settings; a partition without its own
+    ``default_time`` / ``max_time`` gets the scheduler's (``default_time_limit``,
+    ``max_time_limit``), as does the implicit ``default`` partition."""
+    if not partitions:
+        return PartitionTable(
+            [
+                Partition(
+                    DEFAULT_PARTITION, default=True, default_time=default_time, max_time=max_time
+                )
+            ]
+        )
     single = len(partitions) == 1
     return PartitionTable(
         [
@@ -71,8 +83,8 @@ def partition_table(partitions: Mapping[str, PartitionSettings]) -> PartitionTab
                 nodes=p.nodes,
                 labels=dict(p.labels),
                 default=p.default or single,
-                default_time=p.default_time,
-                max_time=p.max_time,
+                default_time=p.default_time or default_time,
+                max_time=p.max_time or max_time,
                 default_gpus=p.default_gpus,
                 max_gpus_per_job=p.max_gpus_per_job,
                 allow_users=frozenset(p.allow_users),

@@ -90,7 +90,7 @@ def test_the_settings_are_checked() -> None:
         )
     with pytest.raises(SettingsError, match=r"one of the partitions \(a, b\) must have default"):
         build(SchedulerConfig, "scheduler", {"partitions": {"a": {}, "b": {}}})
-    with pytest.raises(SettingsError, match="default_time .* must be <= max_time"):
+    with pytest.raises(SettingsError, match=r"default_time .* must be <= max_time"):
         build(
             SchedulerConfig,
             "scheduler",
