@@ -235,6 +235,11 @@ class Client:
             if not token:
                 return nodes
 
+    def partitions(self) -> list[Any]:
+        """The lab's partitions (``rota.v1.PartitionInfo``), in settings order."""
+        request = pb.ListNodesRequest(summary_only=True)
+        return list(self.call(self.nodes.ListNodes, request).partitions)
+
     def node_summary(self) -> Any:
         """Counts over every node (``rota.v1.NodeSummary``), without the nodes."""
         request = pb.ListNodesRequest(summary_only=True)

@@ -18,6 +18,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ginfo", description="Show rota nodes and GPUs.")
     p.add_argument("-G", "--gpus", action="store_true", help="one line per GPU")
     p.add_argument("-N", "--node", help="only this node, one line per GPU")
+    p.add_argument(
+        "-P",
+        "--partitions",
+        action="store_true",
+        help="one line per partition and node state, as sinfo prints (default partition: *)",
+    )
+    p.add_argument("-p", "--partition", help="only the nodes of this partition")
     p.add_argument("-s", "--summary", action="store_true", help="only counts: nodes by state, GPUs")
     p.add_argument(
         "-a",
@@ -51,6 +58,8 @@ def _info(args: argparse.Namespace) -> int:
     from rota.units import format_size
 
     with connect(args.scheduler, args.ca) as client:
+        if args.partitions or args.partition:
+            return _partition_view(client, args)
         if args.summary and not args.node:
             return _summary(client.node_summary(), args.json)
         listed = args.node or args.all or args.states or args.gpus or args.json
@@ -102,6 +111,28 @@ def _info(args: argparse.Namespace) -> int:
         )
     header = ["NODE", "STATE", "GPUS(FREE/TOTAL)", "GPU_TYPE", "CPUS", "MEMORY", "RESERVED"]
     print(table([*header, "REASON"], rows))
+    return 0
+
+
+def _partition_view(client: Any, args: argparse.Namespace) -> int:
+    """``-P``: the sinfo-like partition lines; ``-p NAME`` alone: that partition's nodes."""
+    from rota.cli.errors import CliError
+    from rota.cli.ginfo_partitions import partition_rows
+    from rota.cli.render import table
+
+    partitions = client.partitions()
+    names = [p.name for p in partitions]
+    if args.partition and args.partition not in names:
+        raise CliError(f"unknown partition {args.partition!r}; partitions: {', '.join(names)}", 2)
+    nodes = client.list_nodes(args.states)
+    if args.partition:
+        nodes = [n for n in nodes if args.partition in n.partitions]
+    if args.partitions:
+        rows = partition_rows(partitions, nodes, args.partition or "")
+        print(table(["PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST"], rows))
+        return 0
+    rows = [(n.name, _state(n), f"{n.gpus_free}/{n.gpus_total}", reserved(n)) for n in nodes]
+    print(table(["NODE", "STATE", "GPUS(FREE/TOTAL)", "RESERVED"], rows))
     return 0
 
 

@@ -2,7 +2,8 @@
 
 Values are spelled as squeue spells them: times ``YYYY-MM-DDTHH:MM:SS`` in local time, durations
 ``[D-]H:MM:SS`` or ``UNLIMITED``, memory ``4G``/``500M``, ``N/A`` or ``(null)`` where squeue
-prints those. rota has no partitions yet: ``%P`` prints ``default``.
+prints those. ``%P`` is the job's ``partition``: where it runs once placed, else the list it may
+run in (``a,b``), ``default`` for a job from before partitions.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from rota.units import format_duration
 
 Job = dict[str, Any]
-PARTITION = "default"  # what %P prints until rota has partitions
+PARTITION = "default"  # what %P prints for a job from before partitions
 
 
 def _seconds(iso: str | None) -> float:
@@ -115,7 +116,7 @@ LETTERS: dict[str, Letter] = {
     "j": Letter("NAME", lambda j, _: j["name"]),
     "u": Letter("USER", lambda j, _: j["user"]),
     "a": Letter("ACCOUNT", lambda j, _: j["account"]),
-    "P": Letter("PARTITION", lambda j, _: PARTITION),
+    "P": Letter("PARTITION", lambda j, _: j.get("partition") or PARTITION),
     "q": Letter("QOS", lambda j, _: j.get("qos") or "normal"),
     "t": Letter("ST", lambda j, _: j["state_code"]),
     "T": Letter("STATE", lambda j, _: j["state"]),

@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--reservation", help="run in this reservation (greserve list); overrides the file's"
     )
+    p.add_argument(
+        "-p",
+        "--partition",
+        help="run in this partition, or in any of a list (a,b; ginfo lists them); overrides "
+        "the file's and the script's",
+    )
     p.add_argument("--test-only", action="store_true", help="validate and say when it would start")
     p.add_argument(
         "--dry-run",
@@ -237,6 +243,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "error": args.error,
         "notify": notify,
         "reservation": args.reservation,
+        "partition": args.partition,
     }
 
 

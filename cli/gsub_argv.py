@@ -29,6 +29,8 @@ OWN = {
     "-d": True,
     "--dependency": True,
     "--reservation": True,
+    "-p": True,
+    "--partition": True,
     "-o": True,
     "--output": True,
     "-e": True,

@@ -48,6 +48,7 @@ FIELD_ORDER = (
     "begin",
     "array",
     "reservation",
+    "partition",
     "node_selector",
     "exclusive",
     "hold",

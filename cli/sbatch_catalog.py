@@ -128,8 +128,6 @@ NOT_HERE = {
     "overcommit": _LAYOUT,
     "oversubscribe": "ignored: rota never shares a job's GPUs, CPUs or memory with another",
     "parsable": _CLI,
-    "partition": "accepted: rota has no partitions yet, every node is eligible "
-    "(-C/--constraint selects nodes by label)",
     "power": "ignored: rota does not manage node power",
     "prefer": "ignored: rota has no soft constraints (-C is a hard one)",
     "profile": _ACCOUNTING,
@@ -188,6 +186,7 @@ MAPPED = frozenset(
         "ntasks",
         "ntasks-per-node",
         "output",
+        "partition",
         "priority",
         "qos",
         "requeue",

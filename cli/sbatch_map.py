@@ -239,6 +239,7 @@ _HANDLERS: dict[str, Handler] = {
     "array": _set("array"),
     "dependency": _set("dependency"),
     "reservation": _set("reservation"),
+    "partition": _set("partition"),
     "account": _set("account"),
     "qos": _set("qos"),
     "chdir": _set("workdir"),

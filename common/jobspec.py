@@ -84,6 +84,7 @@ class JobSpec:
     slurm_env: bool = False  # set SLURM's batch-job variables in the container (gsub scripts)
     submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
     submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
+    partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
 
 
 def _type_name(value: object) -> str:
@@ -280,6 +281,15 @@ def _name(key: str, value: Any) -> str:
     return text
 
 
+def _partition(key: str, value: Any) -> str:
+    """``a``, ``a,b`` or a list of names; kept as ``a,b``."""
+    items = value if isinstance(value, list) else _str(key, value).split(",")
+    names = [_name(key, item.strip() if isinstance(item, str) else item) for item in items]
+    if not names:
+        raise SpecError(key, "name at least one partition")
+    return ",".join(dict.fromkeys(names))
+
+
 def _pull(key: str, value: Any) -> str:
     text = _str(key, value)
     if text not in PULL_POLICIES:
@@ -314,6 +324,7 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "begin": ("begin_time", _begin),
     "array": ("array", _checked(array_size, "array")),
     "reservation": ("reservation", _name),
+    "partition": ("partition", _partition),
     "node_selector": ("node_selector", _str_map),
     "exclusive": ("exclusive", _bool),
     "env": ("env", _str_map),

@@ -14,6 +14,8 @@ rule of what is shown lives in ``job_json``:
 - ``gpu_type``, ``qos``, ``dependency``, ``workdir``: null when the job gives none; ``cpus``
   and ``memory`` (bytes) per node, 0 when unlimited; ``job_id`` the integer id of the row (an
   array task has its own).
+- ``partition``: the partition the job runs (or ran) in once placed, else the partitions it
+  may run in (``a`` or ``a,b``); null for a job from before partitions.
 - Times are ISO 8601 UTC, null when unset; ``time_limit`` whole seconds.
 
 Light on purpose: the CLI imports it at start-up (no scheduler or generated code).
@@ -62,6 +64,8 @@ class JobFacts:
     dependency: str
     workdir: str  # "" = the image's
     command: Sequence[str]
+    partition: str = ""  # where it was placed; "" while pending
+    partitions: str = ""  # the partitions it may run in, "a,b"
 
 
 def iso(ts: float | None) -> str | None:
@@ -102,6 +106,7 @@ def job_json(job: JobFacts) -> dict[str, Any]:
         if job.start_time and job.time_limit and not ended
         else None,
         "reservation": job.reservation or None,
+        "partition": _partition(job),
         "held": job.held,
         "warning": job.warning,
         "job_id": job.job_id,
@@ -114,6 +119,11 @@ def job_json(job: JobFacts) -> dict[str, Any]:
         "workdir": job.workdir or None,
         "command": list(job.command),
     }
+
+
+def _partition(job: JobFacts) -> str | None:
+    placed = job.partition if job.state is not JobState.PENDING else ""
+    return placed or job.partitions or None
 
 
 def facts_from_message(job: Any, state: JobState) -> JobFacts:
@@ -149,4 +159,6 @@ def facts_from_message(job: Any, state: JobState) -> JobFacts:
         dependency=job.spec.dependency,
         workdir=job.spec.workdir,
         command=list(job.spec.command),
+        partition=job.partition,
+        partitions=job.spec.partition,
     )

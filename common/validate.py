@@ -141,6 +141,22 @@ def _check_map(
         check_text(f"{field}.{key[:40]}", value, max_value, multiline=True)
 
 
+MAX_PARTITIONS = 32  # partitions one job may name
+
+
+def check_partition(field: str, text: str) -> None:
+    """Empty, or up to ``MAX_PARTITIONS`` names (as ``check_name``) separated by commas."""
+    if not text:
+        return
+    names = text.split(",")
+    if len(names) > MAX_PARTITIONS:
+        raise SpecError(field, f"{len(names)} partitions; at most {MAX_PARTITIONS}")
+    for name in names:
+        if not name:
+            raise SpecError(field, "partition names separated by commas, none empty (a,b)")
+        check_name(field, name)
+
+
 def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     """Every field of ``spec`` against ``rules``; SpecError naming the first bad one."""
     from rota.jobspec import parse_dependency  # jobspec imports this module
@@ -150,6 +166,7 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
 
     for name in ("name", "account", "qos", "reservation"):
         check_name(at(name), getattr(spec, name))
+    check_partition(at("partition"), spec.partition)
     check_image(at("image"), spec.image, rules.allowed_images, rules.allowed_registries)
     if not spec.command:
         raise SpecError(at("command"), "is required")

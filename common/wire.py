@@ -59,6 +59,7 @@ def spec_from_message(msg: Any) -> JobSpec:
         slurm_env=msg.slurm_env,
         submit_dir=msg.submit_dir,
         submit_host=msg.submit_host,
+        partition=msg.partition,
     )
 
 
@@ -102,6 +103,7 @@ def spec_fields(spec: JobSpec) -> Fields:
         "slurm_env": spec.slurm_env,
         "submit_dir": spec.submit_dir,
         "submit_host": spec.submit_host,
+        "partition": spec.partition,
     }
 
 

@@ -19,8 +19,14 @@ from rota.destinations import parse_networks
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.private import private_dir, private_file
 from rota.scheduler.core.booking import BookingRules
+from rota.scheduler.partition_settings import (
+    PartitionSettings,
+    check_partitions,
+    partition_table,
+)
 from rota.scheduler.policy import POLICIES
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
+from rota.scheduler.policy.partitions import PartitionTable
 from rota.settings import (
     Bytes,
     Count,
@@ -48,6 +54,7 @@ class WeightSettings(Settings):
     size: NonNegativeNumber | None = None
     service: NonNegativeNumber | None = None
     job_priority: NonNegativeNumber | None = None
+    partition_tier: NonNegativeNumber | None = None
 
 
 class LimitSettings(Settings):
@@ -111,6 +118,8 @@ class SchedulerConfig(Settings):
     max_age: PositiveSeconds = 7 * DAY  # waiting this long gives the full age factor
     preemption: bool = True
     preemptible_qos: Names = ()  # jobs of these QoS classes are preemptible too
+    # partitions (docs/admin.md "Partitions"); none: one implicit "default" of every node
+    partitions: dict[str, PartitionSettings] = Field(default_factory=dict)
     # security (docs/security.md)
     max_array_size: Count = 10_000  # tasks of one array job, counted before expanding it
     max_jobs_per_submit: Count = 1000  # items of one SubmitJobs request
@@ -161,6 +170,12 @@ class SchedulerConfig(Settings):
                 "postgresql+psycopg://USER:PASSWORD@HOST/DB"
             ) from None
         return url
+
+    @field_validator("partitions")
+    @classmethod
+    def _partitions(cls, parts: dict[str, PartitionSettings]) -> dict[str, PartitionSettings]:
+        check_partitions(parts)
+        return parts
 
     @field_validator("webhook_allowed_networks")
     @classmethod
@@ -267,6 +282,11 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
         default_share=config.default_share,
         preemption=config.preemption,
     )
+
+
+def partitions(config: SchedulerConfig) -> PartitionTable:
+    """The lab's partitions from the (already checked) settings."""
+    return partition_table(config.partitions, config.default_time_limit, config.max_time_limit)
 
 
 def booking_rules(config: SchedulerConfig) -> BookingRules:

@@ -203,6 +203,7 @@ def test_the_object_has_the_documented_keys() -> None:
         "estimated_start",
         "expected_end",
         "reservation",
+        "partition",
         "held",
         "warning",
         "job_id",
@@ -262,3 +263,19 @@ def test_the_cli_module_stays_light() -> None:
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("state", "placed", "shown"),
+    [
+        (JobState.PENDING, "", "a,b"),  # waiting: the partitions it may run in
+        (JobState.PENDING, "b", "a,b"),  # requeued: waiting again in either
+        (JobState.RUNNING, "b", "b"),  # placed: the one it runs in
+        (JobState.COMPLETED, "b", "b"),
+    ],
+)
+def test_partition_is_where_it_runs_once_placed_else_the_list(
+    state: JobState, placed: str, shown: str
+) -> None:
+    job = replace(BASE, state=state, partition=placed, spec=replace(BASE.spec, partition="a,b"))
+    assert as_cli_sees_it(job)["partition"] == web_job_json(job)["partition"] == shown

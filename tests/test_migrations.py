@@ -28,14 +28,15 @@ from rota.states import JobState
 from tests.postgres import postgres_url  # noqa: F401  (fixture)
 
 DATA = Path(__file__).parent / "data"
-HEAD = "0001"
+HEAD = "0002"  # 0002: jobs.placed_partition (partitions)
+NEXT = "0003"  # the next release of these tests
 EXPAND = '''"""A test's expand step: a nullable column a running older scheduler never reads."""
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 
 
 def upgrade() -> None:
@@ -126,6 +127,10 @@ def test_a_database_made_by_rota_0_1_is_stamped_not_rebuilt(db_url: str, tmp_pat
     _load_rota_0_1(db_url, tmp_path)
     engine = open_engine(db_url)
     assert schema.status(engine).describe().startswith("unversioned (made by rota 0.1")
+    with pytest.raises(SchemaError, match=r"at schema revision 0001 .*run `rota db upgrade`"):
+        Store(db_url)  # stamped 0001, then refused: partitions (0002) need an upgrade
+    assert schema.upgrade(engine).current == HEAD
+    assert "placed_partition" in {c["name"] for c in inspect(engine).get_columns("jobs")}
     engine.dispose()
     store = Store(db_url)
     assert schema.status(store.engine).current == HEAD
@@ -155,7 +160,7 @@ def test_downgrade_to_base_needs_drop_all_then_upgrade_again(db_url: str) -> Non
     with pytest.raises(SchemaError, match=r"drops every table.*--drop-all"):
         schema.downgrade(engine, "base")
     with pytest.raises(SchemaError, match="--drop-all"):
-        schema.downgrade(engine, "-1")
+        schema.downgrade(engine, "-2")  # 0002 -> 0001 -> base
     with pytest.raises(SchemaError, match="--drop-all"):
         schema.downgrade(engine, f"{schema.BASELINE}-1")  # Alembic's REV-N form
     assert schema.downgrade(engine, "base", drop_all=True).current is None
@@ -166,11 +171,11 @@ def test_downgrade_to_base_needs_drop_all_then_upgrade_again(db_url: str) -> Non
 
 
 def _next_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From here on, this process runs the next release: the shipped migrations plus 0002."""
+    """From here on, this process runs the next release: the shipped migrations plus 0003."""
     shipped = Path(schema.__file__).parent / "migrations"
     scripts = tmp_path / "next-release-migrations"
     shutil.copytree(shipped, scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0002_comment.py").write_text(EXPAND)
+    (scripts / "versions" / "0003_comment.py").write_text(EXPAND)
     monkeypatch.setattr(schema, "SCRIPTS", str(scripts))
 
 
@@ -184,13 +189,14 @@ def test_an_older_revision_is_refused_until_rota_db_upgrade(
     with pytest.raises(SchemaError) as refused:
         Store(db_url)
     assert str(refused.value).startswith(
-        f"the database is at schema revision {HEAD} and this rota needs 0002: run `rota db upgrade`"
+        f"the database is at schema revision {HEAD} and this rota needs {NEXT}: "
+        "run `rota db upgrade`"
     )
     engine = open_engine(db_url)
-    assert schema.upgrade(engine).describe() == "0002 (head)"
+    assert schema.upgrade(engine).describe() == f"{NEXT} (head)"
     assert "comment" in {c["name"] for c in inspect(engine).get_columns("jobs")}
     assert schema.downgrade(engine, "-1").current == HEAD  # one step: no --drop-all needed
-    assert schema.upgrade(engine).current == "0002"
+    assert schema.upgrade(engine).current == NEXT
     engine.dispose()
     store = Store(db_url)
     assert [j.name for j in store.jobs.active()] == ["kept"]
@@ -210,19 +216,19 @@ def test_a_newer_revision_is_refused_naming_both(db_url: str) -> None:
     Store(db_url).close()
     engine = open_engine(db_url)
     with engine.begin() as conn:  # what the next release's `rota db upgrade` leaves
-        conn.execute(text("UPDATE alembic_version SET version_num = '0002'"))
+        conn.execute(text(f"UPDATE alembic_version SET version_num = '{NEXT}'"))
     engine.dispose()
     started = _rota("scheduler", "--db", db_url, "--listen", "127.0.0.1:0", "--http-listen", "")
     assert started.returncode == 1
     assert started.stderr.strip().splitlines()[-1] == (
-        "rota scheduler: error: the database is at schema revision 0002, newer than this rota "
+        f"rota scheduler: error: the database is at schema revision {NEXT}, newer than this rota "
         f"knows (its newest is {HEAD}): run the rota that upgraded it, or downgrade the "
         f"database with that rota's `rota db downgrade {HEAD}`"
     )
     current = _rota("db", "current", "--db", db_url)
     assert (current.returncode, current.stdout) == (
         0,
-        f"0002 (newer than this rota, whose newest is {HEAD})\n",
+        f"{NEXT} (newer than this rota, whose newest is {HEAD})\n",
     )
     upgraded = _rota("db", "upgrade", "--db", db_url)
     assert upgraded.returncode == 1 and "newer than this rota knows" in upgraded.stderr

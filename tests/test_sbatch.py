@@ -165,7 +165,8 @@ def _script(*directives: str, body: str = "echo hi\n") -> str:
         (["--mem=0"], {}),
         (["-C a100&ib"], {"node_selector": {"a100": "true", "ib": "true"}}),
         (["-C 'a100|h100'"], {}),
-        (["-p gpu", "--exclusive=user"], {"exclusive": True}),
+        (["-p gpu", "--exclusive=user"], {"partition": "gpu", "exclusive": True}),
+        (["--partition=a,b"], {"partition": "a,b"}),
         (["--priority=5", "--no-requeue"], {"priority": 5, "requeue": False}),
     ],
 )
@@ -276,7 +277,6 @@ def test_unsupported_directives_warn_once_each_with_their_lines(
     assert all(w.startswith("gsub: warning: legacy_cluster.sh: line ") for w in warnings)
     said = [w.split(": ", 5)[3:5] for w in warnings]
     assert said == [
-        ["line 5", "--partition=gpu-long"],
         ["line 6", "--ntasks-per-node=4"],
         ["line 8", "--mem=0"],
         ["line 10", "--nodelist=gpu[01-02]"],
@@ -290,8 +290,8 @@ def test_unsupported_directives_warn_once_each_with_their_lines(
         ["line 19", "--licenses=matlab:1"],
         ["line 20", "--hint=nomultithread"],
     ]
-    assert "srun steps are not supported yet" in warnings[1]
-    assert "no memory limit" in warnings[2]
+    assert "srun steps are not supported yet" in warnings[0]
+    assert "no memory limit" in warnings[1]
 
 
 def test_strict_refuses_every_unsupported_directive_at_once() -> None:
@@ -302,9 +302,9 @@ def test_strict_refuses_every_unsupported_directive_at_once() -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
-    assert len(lines) == 13, result.stderr
+    assert len(lines) == 12, result.stderr
     assert all(line.endswith("(refused: --strict)") for line in lines)
-    assert "legacy_cluster.sh: line 5: --partition=gpu-long: accepted: rota has no " in lines[0]
+    assert "legacy_cluster.sh: line 6: --ntasks-per-node=4: " in lines[0]
     assert "line 20: --hint=nomultithread" in lines[-1]
 
 
@@ -320,7 +320,8 @@ def test_command_line_options_win_over_the_script_and_args_follow_it(
     assert (job["name"], job["array"], job["time_limit"]) == ("x", "0-3", "10")
     assert job["resources"] == {"gpus": 2, "cpus": 16, "memory": "80Gi"}  # from the script
     assert job["command"][3:] == ["hparam_sweep.sh", "5", "--lr=3e-4"]  # $0, $1, $2
-    assert captured.err.startswith("gsub: warning: hparam_sweep.sh: command line: --partition=gpu")
+    assert job["partition"] == "gpu"  # gsub -p, as sbatch -p
+    assert "partition" not in captured.err
     assert gsub.main(["--dry-run", "--mem-per-cpu=1G", "hparam_sweep.sh"]) == 0
     job = yaml.safe_load(capsys.readouterr().out)
     assert job["resources"]["memory"] == "16Gi"  # the command line's memory request replaces it
@@ -420,7 +421,7 @@ def test_script_arguments_and_wrap_run_end_to_end(cluster: Cluster, test_image: 
     result = cluster.cli("gsub", "--parsable", "-J", "from-cli", script, "hello", "two words")
     job_id = result.stdout.strip()
     assert job_id.isdigit(), result.stderr
-    assert "args_e2e.sh: line 3: --partition=gpu: accepted" in result.stderr
+    assert "partition" not in result.stderr  # #SBATCH --partition=default is carried out
     assert cluster.wait_state(job_id, "COMPLETED")["name"] == "from-cli"
     logs = wait_for(lambda: cluster.cli("glogs", job_id).stdout, 20, what="the job's output")
     assert logs.strip() == "2 args: hello and two words as from-cli"

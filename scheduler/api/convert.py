@@ -31,6 +31,7 @@ from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.nodes import NodeSummary
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.explain import Explanation
+from rota.scheduler.policy.partitions import PartitionTable
 from rota.states import JobState
 from rota.v1 import rota_pb2 as pb
 from rota.wire import (
@@ -94,6 +95,7 @@ def job_to_pb(
         reason=shown_reason(job.state, job.reason, job.warning),
         held=job.held,
         warning=job.warning,
+        partition=job.partition,
         has_exit_code=job.exit_code is not None,
         exit_code=job.exit_code or 0,
         attempt=job.attempt,
@@ -316,6 +318,24 @@ def node_page_to_pb(
     for node, status in nodes:
         _fill_node(add(), node, status, parts)
     return reply
+
+
+def add_partitions(reply: pb.ListNodesResponse, table: PartitionTable) -> None:
+    """The lab's partitions into ``reply``, and each listed node's partitions (in settings
+    order) into its message."""
+    for part in table.partitions:
+        reply.partitions.add(
+            name=part.name,
+            is_default=part.default,
+            default_time=part.default_time,
+            max_time=part.max_time,
+            default_gpus=part.default_gpus,
+            max_gpus_per_job=part.max_gpus_per_job,
+            priority_tier=part.priority_tier,
+        )
+    for msg in reply.nodes:
+        member = table.of_node(msg.name, msg.labels)
+        msg.partitions.extend(p.name for p in table.partitions if p.name in member)
 
 
 def node_to_pb(node: NodeState, status: NodeStatus, parts: NodeParts | None = None) -> pb.Node:

@@ -144,6 +144,7 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
             booked = await self.engine.nodes.node_bookings([n.name for n in reply.nodes])
             for msg in reply.nodes:
                 add_bookings(msg, booked.get(msg.name))
+        convert.add_partitions(reply, page.partitions)
         if page.summary is not None:
             reply.summary.CopyFrom(convert.node_summary_to_pb(page.summary))
         return reply

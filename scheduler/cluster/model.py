@@ -56,6 +56,7 @@ class JobRecord:
     stop_state: str = ""
     estimated_start: float | None = None  # in copies handed out (pending jobs)
     warning: str = ""  # latest warning of the current attempt (GPU idle, GPU unhealthy)
+    partition: str = ""  # the partition it was placed in; "" while pending (spec.partition)
     # a gang's ranks of the current attempt that stopped: (node, how it ended); in memory only
     ranks_ended: tuple[tuple[str, JobState], ...] = ()
 

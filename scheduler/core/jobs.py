@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rota.inputs import SpecError, check_page_token
-from rota.jobspec import parse_dependency
+from rota.jobspec import JobSpec, parse_dependency
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig
@@ -19,6 +19,7 @@ from rota.scheduler.core.errors import NotFound, UserError
 from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
 from rota.scheduler.core.lookup import CancelResult, JobLookup, parse_display_id
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.partition_rules import Admitted, admit_partitions
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.submission import (
     Admission,
@@ -30,6 +31,7 @@ from rota.scheduler.core.submission import (
 from rota.scheduler.policy import Policy, reasons
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.never_fits import never_fits
+from rota.scheduler.policy.partitions import PartitionTable
 from rota.scheduler.policy.snapshot import Snapshot
 from rota.scheduler.store.protocols import DuplicateRequest, JobQuery, JobRepository
 from rota.states import ACTIVE_STATES, JobState
@@ -81,6 +83,7 @@ class JobService:
         reservations: Callable[[str, str, str], str | None] = (
             lambda name, user, account: f"unknown reservation {name!r}"
         ),
+        partitions: PartitionTable | None = None,
     ) -> None:
         self.model = model
         self.store = store
@@ -92,6 +95,7 @@ class JobService:
         self.config = config
         self.policy_config = policy_config
         self.clock = clock
+        self.partitions = partitions or PartitionTable()
 
     # ------------------------------------------------------------ submit
 
@@ -126,12 +130,12 @@ class JobService:
             raise UserError("client_request_id: must be unique within one SubmitJobs request")
         known = self.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]
-        for item in new_items:
-            self._check_fits_cluster(item)
+        admitted = [self._admit_partitions(item, user) for item in new_items]
+        for item, adm in zip(new_items, admitted, strict=True):
+            self._check_fits_cluster(item, adm.spec)
             self._check_reservation(item, user)
         now = self.clock()
-        limit = self.config.default_time_limit
-        bases = [base_record(i.spec, user, now, limit) for i in new_items]
+        bases = [base_record(a.spec, user, now, a.default_time_limit) for a in admitted]
         tasks = [task_ids(i.spec) for i in new_items]
         counts = [1 if t is None else len(t) for t in tasks]
         self._check_pending_limits(new_items, bases, counts)
@@ -163,8 +167,19 @@ class JobService:
             if refusal is not None:
                 raise UserError(f"{item.source or 'job'}: reservation: {refusal}")
 
-    def _check_fits_cluster(self, item: SubmitItem) -> None:
-        spec, src = item.spec, item.source or "job"
+    def _admit_partitions(self, item: SubmitItem, user: str) -> Admitted:
+        spec = item.spec
+        return admit_partitions(
+            spec,
+            user,
+            spec.account or user,
+            self.partitions,
+            self.config.default_time_limit,
+            item.source or "job",
+        )
+
+    def _check_fits_cluster(self, item: SubmitItem, spec: JobSpec) -> None:
+        src = item.source or "job"
         if self.config.max_time_limit and spec.time_limit > self.config.max_time_limit:
             raise UserError(
                 f"{src}: time_limit: {spec.time_limit:.0f}s exceeds the maximum of "

@@ -22,6 +22,7 @@ from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token, new_token
+from rota.scheduler.policy.partitions import PartitionTable
 from rota.scheduler.store.protocols import NodeRepository
 from rota.states import ACTIVE_STATES, JobState
 
@@ -50,6 +51,7 @@ class NodePage:
     nodes: list[tuple[NodeState, NodeStatus]]
     next_page_token: str
     summary: NodeSummary | None
+    partitions: PartitionTable = field(default_factory=PartitionTable)  # the lab's partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,7 @@ class NodeService:
         gpus: GpuHealth,
         config: SchedulerConfig,
         clock: Callable[[], float],
+        partitions: PartitionTable | None = None,
     ) -> None:
         self.model = model
         self.store = store
@@ -80,6 +83,7 @@ class NodeService:
         self.gpus = gpus
         self.config = config
         self.clock = clock
+        self.partitions = partitions or PartitionTable()
 
     def add(self, name: str, labels: dict[str, str], user: str, rotate_token: bool = False) -> str:
         """Register ``name`` (or give it a new token) and return the join token."""
@@ -194,7 +198,7 @@ class NodeService:
         by_node = self._active_by_node()
         counted = self._summary(by_node, maint or {}) if summary or summary_only else None
         if summary_only:
-            return NodePage([], "", counted)
+            return NodePage([], "", counted, self.partitions)
         names = sorted(self.model.nodes)
         start = bisect.bisect_right(names, page_token) if page_token else 0
         stale_after = self._stale_after()  # once: it counts every node
@@ -210,7 +214,8 @@ class NodeService:
         else:
             last = len(names)
         more = last < len(names)
-        return NodePage(shown, shown[-1][0].name if more and shown else "", counted)
+        token = shown[-1][0].name if more and shown else ""
+        return NodePage(shown, token, counted, self.partitions)
 
     @staticmethod
     def page_size(asked: int) -> int:

@@ -122,6 +122,7 @@ class Planner:
                 allocs[0].port = life.master_port(job.id, allocs[0].node, changed)
             job.attempt += 1
             job.allocation = allocs
+            job.partition = self._partition_of(job, allocs)
             job.ranks_ended = ()
             self._fit_window(job, placement.deadline)
             job.reason = ""
@@ -134,6 +135,15 @@ class Planner:
             changed.append(job)
             orders.extend(life.launch_orders(job))
         return orders, changed, events
+
+    def _partition_of(self, job: JobRecord, allocs: Sequence[NodeAlloc]) -> str:
+        """The first of the job's partitions holding every node it was placed on ("" when
+        it names none, or none does)."""
+        views = [self.snapshots.node_view(self.model.nodes[a.node]) for a in allocs]
+        for name in job.spec.partition.split(",") if job.spec.partition else ():
+            if all(name in v.partitions for v in views):
+                return name
+        return ""
 
     def _fit_window(self, job: JobRecord, deadline: float) -> None:
         """Cut the job's time limit so that it ends (TIMEOUT) by the placement's ``deadline``

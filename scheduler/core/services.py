@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rota.scheduler.config import SchedulerConfig, booking_rules
+from rota.scheduler.config import SchedulerConfig, booking_rules, partitions
 from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.audit import RefusalLimiter
@@ -82,8 +82,17 @@ def build_services(
     reservations = ReservationService(
         model, store.reservations, store.jobs, clock, booking_rules(config), gpus.unhealthy
     )
+    table = partitions(config)
     snapshots = SnapshotBuilder(
-        model, lookup, gpus, usage, config, pconfig, clock, reservations=reservations.views
+        model,
+        lookup,
+        gpus,
+        usage,
+        config,
+        pconfig,
+        clock,
+        reservations=reservations.views,
+        partitions=table,
     )
     meter = UsageMeter(model)
     return Services(
@@ -102,9 +111,10 @@ def build_services(
             pconfig,
             clock,
             reservations=reservations.check_job,
+            partitions=table,
         ),
         agents=AgentService(model, store.nodes, lifecycle, liveness, config, clock),
-        nodes=NodeService(model, store.nodes, lifecycle, gpus, config, clock),
+        nodes=NodeService(model, store.nodes, lifecycle, gpus, config, clock, partitions=table),
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle, revoked=users.revoked),
         planner=Planner(

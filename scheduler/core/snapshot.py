@@ -26,6 +26,7 @@ from rota.scheduler.core.usage import UsageBook
 from rota.scheduler.core.views import JobViews
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.config import PolicyConfig
+from rota.scheduler.policy.partitions import PartitionTable
 from rota.scheduler.policy.snapshot import (
     Allocation,
     GpuView,
@@ -73,8 +74,10 @@ class SnapshotBuilder:
         policy_config: PolicyConfig,
         clock: Callable[[], float],
         reservations: Callable[[float], tuple[ReservationView, ...]] = lambda now: (),
+        partitions: PartitionTable | None = None,
     ) -> None:
         self.model = model
+        self.partitions = partitions or PartitionTable()
         self.reservations = reservations
         self.lookup = lookup
         self.gpus = gpus
@@ -194,6 +197,7 @@ class SnapshotBuilder:
             broken = _broken(node.telemetry)
         unusable = broken | blocked
         inventory = node.inventory
+        labels = {**inventory.labels, **node.labels}
         view = NodeView(
             name=node.name,
             gpus=tuple(
@@ -202,9 +206,10 @@ class SnapshotBuilder:
             ),
             cpus=inventory.cpus,
             memory=inventory.memory,
-            labels={**inventory.labels, **node.labels},
+            labels=labels,
             schedulable=schedulable,
             links={(min(x.a, x.b), max(x.a, x.b)): x.level for x in inventory.links if x.a != x.b},
+            partitions=self.partitions.of_node(node.name, labels),
         )
         self._nodes[node.name] = _NodeEntry(
             inventory, node.labels, node.telemetry, broken, schedulable, blocked, view
@@ -244,6 +249,8 @@ class SnapshotBuilder:
             array_job_id=job.array_job_id,
             array_task_limit=array_task_limit(spec.array) if spec.array else 0,
             reservation=spec.reservation,
+            partitions=tuple(spec.partition.split(",")) if spec.partition else (),
+            priority_tier=self.partitions.tier(spec.partition),
         )
 
     def running_view(self, job: JobRecord, now: float) -> RunningJob:

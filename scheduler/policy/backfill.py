@@ -318,7 +318,7 @@ def _pass(
             job.nodes == 1
             and job.gpus < len(plain_failed)
             and not (job.exclusive or job.cpus or job.memory)
-            and not (job.gpu_type or job.gpu_memory or job.node_selector)
+            and not (job.gpu_type or job.gpu_memory or job.node_selector or job.partitions)
         )
         key = None if plain else constraint_key(job)
         if plain:

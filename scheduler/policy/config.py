@@ -13,7 +13,8 @@ DAY = 24 * HOUR
 class Weights:
     """Weights of the multifactor priority; each factor is in [0, 1] (see ``priority.py``).
 
-    ``job_priority`` multiplies the job's own integer ``priority`` (admin nice value) unscaled.
+    ``job_priority`` multiplies the job's own integer ``priority`` (admin nice value) unscaled;
+    ``partition_tier`` its partitions' ``priority_tier`` (large: a higher tier goes first).
     """
 
     age: float = 1000.0
@@ -23,6 +24,7 @@ class Weights:
     size: float = 0.0
     service: float = 4000.0
     job_priority: float = 1.0
+    partition_tier: float = 100_000.0  # per priority tier of the job's partitions
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,10 @@ class NodeFree:
 
 
 def node_matches(job: PendingJob, node: NodeView) -> bool:
-    """Static constraints: labels, GPU type, GPU memory and totals (could it ever fit)."""
+    """Static constraints: partitions, labels, GPU type, GPU memory and totals (could it
+    ever fit)."""
+    if job.partitions and node.partitions.isdisjoint(job.partitions):
+        return False
     for key, value in job.node_selector.items():
         if node.labels.get(key) != value:
             return False

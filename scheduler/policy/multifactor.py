@@ -36,6 +36,9 @@ class RotaPolicy(QueuePolicy):
         return (ctx.key, snapshot.config), sort_key
 
     def factors(self, snapshot: Snapshot, job: PendingJob) -> tuple[Factor, ...]:
-        """The multifactor terms, then the job's own priority times its weight."""
-        own = Factor("job_priority", float(job.priority), snapshot.config.weights.job_priority)
-        return (*PriorityContext(snapshot).factors(job), own)
+        """The multifactor terms, then the job's own priority and its partitions' tier, each
+        times its weight."""
+        w = snapshot.config.weights
+        own = Factor("job_priority", float(job.priority), w.job_priority)
+        tier = Factor("partition_tier", float(job.priority_tier), w.partition_tier)
+        return (*PriorityContext(snapshot).factors(job), own, tier)

@@ -1,7 +1,8 @@
 """Multifactor priority: age, fair share (account and user), QoS, size, expected service.
 
 Every factor is in [0, 1]; the priority is the weighted sum (``config.Weights``) plus
-``weights.job_priority * job.priority``. Factors:
+``weights.job_priority * job.priority`` plus ``weights.partition_tier * job.priority_tier``
+(the lowest tier of its partitions). Factors:
 
 - ``age``: waiting time / ``max_age``, capped at 1; time is ``now`` rounded down to
   ``priority_period``.
@@ -86,6 +87,7 @@ class PriorityContext:
             + w.size * size
             + w.service * service
             + w.job_priority * job.priority
+            + w.partition_tier * job.priority_tier
         )
 
     def _values(self, job: PendingJob) -> tuple[float, float, float, float, float, float]:

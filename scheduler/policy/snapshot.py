@@ -29,7 +29,8 @@ class NodeView:
 
     ``links`` is the GPU topology when known: ``(a, b) -> level`` for host indices ``a < b``,
     levels as in ``nvidia-smi topo -m`` (see ``topology.LEVELS``; lower is closer). Empty when
-    unknown: GPUs are then picked by index.
+    unknown: GPUs are then picked by index. ``partitions``: the names of the partitions the
+    node belongs to (``partitions.PartitionTable.of_node``).
     """
 
     name: str
@@ -39,6 +40,7 @@ class NodeView:
     labels: Mapping[str, str] = field(default_factory=dict)
     schedulable: bool = True
     links: Mapping[tuple[int, int], str] = field(default_factory=dict)
+    partitions: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +89,9 @@ class PendingJob:
     history more than the limit). Array tasks carry ``array_job_id`` and the ``%`` limit in
     ``array_task_limit`` (0: none). ``true_duration`` is set only by the simulator, for the
     ``sjf-oracle`` policy; production leaves it None. ``reservation`` is the reservation the
-    job names ("" for none).
+    job names ("" for none). ``partitions``: it runs only on nodes of one of these (empty:
+    anywhere); ``priority_tier`` is the lowest tier among them (adds
+    ``weights.partition_tier`` per tier to its priority).
     """
 
     id: int
@@ -112,6 +116,8 @@ class PendingJob:
     array_task_limit: int = 0
     true_duration: float | None = None
     reservation: str = ""
+    partitions: tuple[str, ...] = ()
+    priority_tier: int = 0
 
 
 @dataclass(frozen=True, slots=True)

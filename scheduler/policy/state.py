@@ -17,16 +17,21 @@ from rota.scheduler.policy.node_state import INF, NodeState, Saved
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 from rota.scheduler.policy.topology import choose_gpus
 
-ConstraintKey = tuple[str, int, tuple[tuple[str, str], ...]] | None
+ConstraintKey = tuple[str, int, tuple[tuple[str, str], ...], tuple[str, ...]] | None
 # (job, [(node idx, GPUs taken)], release time, regular)
 _Held = tuple[RunningJob, list[tuple[int, int]], float, bool]
 
 
 def constraint_key(job: PendingJob) -> ConstraintKey:
     """Static constraints of a job (None: any node will do)."""
-    if not job.node_selector and not job.gpu_type and not job.gpu_memory:
+    if not job.node_selector and not job.gpu_type and not job.gpu_memory and not job.partitions:
         return None
-    return (job.gpu_type, job.gpu_memory, tuple(sorted(job.node_selector.items())))
+    return (
+        job.gpu_type,
+        job.gpu_memory,
+        tuple(sorted(job.node_selector.items())),
+        tuple(sorted(job.partitions)),
+    )
 
 
 class ClusterState:
@@ -292,7 +297,8 @@ class ClusterState:
         return nodes
 
     def _usable(self, job: PendingJob, key: ConstraintKey) -> list[tuple[NodeState, int]]:
-        """Schedulable nodes whose labels suit ``key``, with their GPUs that suit it."""
+        """Schedulable nodes whose labels and partitions suit ``key``, with their GPUs that
+        suit it."""
         usable = self._usable_by_key.get(key)
         if usable is None:
             usable = []
@@ -301,7 +307,9 @@ class ClusterState:
                     continue
                 if key is None:
                     usable.append((n, len(n.view.gpus)))
-                elif all(n.view.labels.get(k) == v for k, v in key[2]):
+                elif all(n.view.labels.get(k) == v for k, v in key[2]) and (
+                    not key[3] or not n.view.partitions.isdisjoint(key[3])
+                ):
                     usable.append(
                         (n, sum(gpu_ok(job, g.name, g.memory_total) for g in n.view.gpus))
                     )

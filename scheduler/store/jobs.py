@@ -78,6 +78,7 @@ def job_records(conn: Connection, rows: Sequence[Row[Any]]) -> list[JobRecord]:
             array_task_id=r.array_task_id,
             allocation=alloc_from_json(r.allocation),
             stop_state=r.stop_state,
+            partition=r.placed_partition or "",
         )
         for r in rows
     ]
@@ -107,6 +108,7 @@ _MUTABLE = (
     "allocation",
     "stop_state",
     "time_limit",
+    "placed_partition",
 )
 _UPDATE_JOB = (
     update(JOBS)
@@ -134,6 +136,7 @@ def _mutable(job: JobRecord) -> dict[str, Any]:
         "b_allocation": alloc_to_json(job.allocation),
         "b_stop_state": job.stop_state,
         "b_time_limit": job.time_limit,
+        "b_placed_partition": job.partition or None,
     }
 
 

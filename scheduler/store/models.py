@@ -63,6 +63,8 @@ class JobRow(Base):
     allocation: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # the final state a stop was ordered for (COMPLETING -> this), e.g. CANCELLED
     stop_state: Mapped[str] = mapped_column(String(16), default="")
+    # the partition it was placed in (migration 0002); NULL: not placed, or placed before
+    placed_partition: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
 
 class ArrayRow(Base):

@@ -71,6 +71,8 @@ def job_json(job: JobRecord) -> Json:
             dependency=job.spec.dependency,
             workdir=job.spec.workdir,
             command=job.spec.command,
+            partition=job.partition,
+            partitions=job.spec.partition,
         )
     )
 

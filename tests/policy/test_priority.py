@@ -139,6 +139,7 @@ def test_explain_breaks_priority_down_and_names_the_reason():
         "size",
         "service",
         "job_priority",
+        "partition_tier",
     ]
     assert why.priority == pytest.approx(sum(f.value * f.weight for f in why.factors))
     head = rota.explain(snap, 1)

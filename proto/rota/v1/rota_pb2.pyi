@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +132,7 @@ class JobSpec(_message.Message):
     SLURM_ENV_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_DIR_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_HOST_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
     name: str
     image: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -162,7 +163,8 @@ class JobSpec(_message.Message):
     slurm_env: bool
     submit_dir: str
     submit_host: str
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ...) -> None: ...
+    partition: str
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
@@ -189,7 +191,7 @@ class GpuIds(_message.Message):
     def __init__(self, indices: _Optional[_Iterable[int]] = ..., uuids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "job_id", "array_job_id", "array_task_id", "name", "user", "account", "state", "state_code", "reason", "has_exit_code", "exit_code", "attempt", "nodes", "gpus", "gpu_ids", "submit_time", "start_time", "end_time", "time_limit", "spec", "estimated_start", "priority", "events", "held", "warning")
+    __slots__ = ("id", "job_id", "array_job_id", "array_task_id", "name", "user", "account", "state", "state_code", "reason", "has_exit_code", "exit_code", "attempt", "nodes", "gpus", "gpu_ids", "submit_time", "start_time", "end_time", "time_limit", "spec", "estimated_start", "priority", "events", "held", "warning", "partition")
     class GpuIdsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -223,6 +225,7 @@ class Job(_message.Message):
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
     WARNING_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_id: int
     array_job_id: int
@@ -249,7 +252,8 @@ class Job(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[JobEvent]
     held: str
     warning: str
-    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., attempt: _Optional[int] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_ids: _Optional[_Mapping[str, GpuIds]] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., time_limit: _Optional[float] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., estimated_start: _Optional[float] = ..., priority: _Optional[float] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., held: _Optional[str] = ..., warning: _Optional[str] = ...) -> None: ...
+    partition: str
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[int] = ..., array_job_id: _Optional[int] = ..., array_task_id: _Optional[int] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., state_code: _Optional[str] = ..., reason: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., attempt: _Optional[int] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_ids: _Optional[_Mapping[str, GpuIds]] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., time_limit: _Optional[float] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., estimated_start: _Optional[float] = ..., priority: _Optional[float] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., held: _Optional[str] = ..., warning: _Optional[str] = ..., partition: _Optional[str] = ...) -> None: ...
 
 class SubmitItem(_message.Message):
     __slots__ = ("client_request_id", "spec", "source")
@@ -543,7 +547,7 @@ class GpuStatus(_message.Message):
     def __init__(self, info: _Optional[_Union[GpuInfo, _Mapping]] = ..., telemetry: _Optional[_Union[GpuTelemetry, _Mapping]] = ..., stale: _Optional[bool] = ..., sampled_at: _Optional[float] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., job_id: _Optional[str] = ..., marked_by: _Optional[str] = ..., marked_time: _Optional[float] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("name", "state", "reason", "reason_by", "reason_time", "inventory", "gpus", "gpus_total", "gpus_free", "last_heartbeat", "address", "engine_healthy", "engine_error", "labels", "gpus_reserved", "reserved_by", "maintenance", "gpus_reserved_next", "reserved_next_by", "reserved_next_start")
+    __slots__ = ("name", "state", "reason", "reason_by", "reason_time", "inventory", "gpus", "gpus_total", "gpus_free", "last_heartbeat", "address", "engine_healthy", "engine_error", "labels", "gpus_reserved", "reserved_by", "maintenance", "gpus_reserved_next", "reserved_next_by", "reserved_next_start", "partitions")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -571,6 +575,7 @@ class Node(_message.Message):
     GPUS_RESERVED_NEXT_FIELD_NUMBER: _ClassVar[int]
     RESERVED_NEXT_BY_FIELD_NUMBER: _ClassVar[int]
     RESERVED_NEXT_START_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     state: str
     reason: str
@@ -591,7 +596,8 @@ class Node(_message.Message):
     gpus_reserved_next: int
     reserved_next_by: _containers.RepeatedScalarFieldContainer[str]
     reserved_next_start: float
-    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpus_reserved: _Optional[int] = ..., reserved_by: _Optional[_Iterable[str]] = ..., maintenance: _Optional[bool] = ..., gpus_reserved_next: _Optional[int] = ..., reserved_next_by: _Optional[_Iterable[str]] = ..., reserved_next_start: _Optional[float] = ...) -> None: ...
+    partitions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., reason: _Optional[str] = ..., reason_by: _Optional[str] = ..., reason_time: _Optional[float] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., gpus: _Optional[_Iterable[_Union[GpuStatus, _Mapping]]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., last_heartbeat: _Optional[float] = ..., address: _Optional[str] = ..., engine_healthy: _Optional[bool] = ..., engine_error: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., gpus_reserved: _Optional[int] = ..., reserved_by: _Optional[_Iterable[str]] = ..., maintenance: _Optional[bool] = ..., gpus_reserved_next: _Optional[int] = ..., reserved_next_by: _Optional[_Iterable[str]] = ..., reserved_next_start: _Optional[float] = ..., partitions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListNodesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "summary", "summary_only", "states")
@@ -628,15 +634,35 @@ class NodeSummary(_message.Message):
     gpus_unhealthy: int
     def __init__(self, nodes: _Optional[int] = ..., states: _Optional[_Mapping[str, int]] = ..., gpus_total: _Optional[int] = ..., gpus_free: _Optional[int] = ..., gpus_unhealthy: _Optional[int] = ...) -> None: ...
 
+class PartitionInfo(_message.Message):
+    __slots__ = ("name", "is_default", "default_time", "max_time", "default_gpus", "max_gpus_per_job", "priority_tier")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIME_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_GPUS_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPUS_PER_JOB_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_TIER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    is_default: bool
+    default_time: float
+    max_time: float
+    default_gpus: int
+    max_gpus_per_job: int
+    priority_tier: int
+    def __init__(self, name: _Optional[str] = ..., is_default: _Optional[bool] = ..., default_time: _Optional[float] = ..., max_time: _Optional[float] = ..., default_gpus: _Optional[int] = ..., max_gpus_per_job: _Optional[int] = ..., priority_tier: _Optional[int] = ...) -> None: ...
+
 class ListNodesResponse(_message.Message):
-    __slots__ = ("nodes", "next_page_token", "summary")
+    __slots__ = ("nodes", "next_page_token", "summary", "partitions")
     NODES_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     next_page_token: str
     summary: NodeSummary
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., summary: _Optional[_Union[NodeSummary, _Mapping]] = ...) -> None: ...
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionInfo]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., summary: _Optional[_Union[NodeSummary, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ...) -> None: ...
 
 class GetNodeRequest(_message.Message):
     __slots__ = ("name",)

@@ -1,6 +1,6 @@
 #!/bin/sh
 #SBATCH --job-name=args-e2e
-#SBATCH --partition=gpu
+#SBATCH --partition=default
 #SBATCH --time=5:00
 #ROTA image=rota-test-busybox:latest
 
