@@ -127,6 +127,7 @@ class Cluster:
     @property
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
+        env.pop("COLUMNS", None)  # pytest-xdist's workers set 80: CLI output is not fitted
         env.update(
             XDG_DATA_HOME=str(self.root / "data"),
             XDG_CONFIG_HOME=str(self.root / "config"),
