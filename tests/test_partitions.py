@@ -70,6 +70,14 @@ def test_jobs_run_in_their_partitions_and_the_placement_is_stored(lab: RotaHarne
     assert lab.s.jobs.get(first)[0].partition == "a"
 
 
+def test_a_batch_job_is_told_its_partition(lab: RotaHarness) -> None:
+    """``SLURM_JOB_PARTITION`` names the partition the job was placed in (of ``-p a,b``)."""
+    lab.submit(gpus=2, partition="a")  # first in line: it takes a0
+    either = lab.submit(gpus=2, partition="a,b", slurm_env=True)
+    (launch,) = [o for o in lab.launches(lab.schedule()) if o.job_id == int(either)]
+    assert launch.env["SLURM_JOB_PARTITION"] == lab.s.jobs.get(either)[0].partition == "b"
+
+
 def test_a_higher_tier_starts_first(lab: RotaHarness) -> None:
     lab.clock.now += 10
     older = lab.submit(gpus=2, partition="staff", account="ops")

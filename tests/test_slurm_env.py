@@ -45,7 +45,7 @@ INTEGERS = (
     "SLURM_RESTART_COUNT",
 )
 # set by SLURM only when the job asks for them (or, for partitions, has them)
-UNSET_HERE = ("SLURM_JOB_PARTITION", "SLURM_MEM_PER_NODE", "SLURM_JOB_RESERVATION")
+UNSET_HERE = ("SLURM_MEM_PER_NODE", "SLURM_JOB_RESERVATION")
 
 
 def _env(output: str) -> dict[str, str]:
@@ -99,6 +99,7 @@ def test_array_tasks_see_slurms_variables_with_slurms_types(cluster: Cluster) ->
         assert (env["SLURM_NODEID"], env["SLURM_PROCID"], env["SLURM_LOCALID"]) == ("0", "0", "0")
         assert (env["SLURM_GPUS_ON_NODE"], env["SLURM_CPUS_PER_TASK"]) == ("1", "1")
         assert env["SLURM_RESTART_COUNT"] == "0"
+        assert env["SLURM_JOB_PARTITION"] == "default"  # no partitions configured: the one
         assert env["ROTA_JOB_ID"] == f"{array_id}_{task}"  # rota's own names are unchanged
         assert not [name for name in UNSET_HERE if name in env]
         assert not [k for k, v in env.items() if k.startswith("SLURM") and not v]

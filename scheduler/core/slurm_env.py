@@ -57,6 +57,8 @@ def slurm_job_env(job: JobRecord) -> dict[str, str]:
         env["SLURM_JOB_QOS"] = spec.qos
     if spec.reservation:
         env["SLURM_JOB_RESERVATION"] = spec.reservation
+    if job.partition:
+        env["SLURM_JOB_PARTITION"] = job.partition  # the one it was placed in
     return env
 
 
