@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import resource
 import socket
 import subprocess
 import sys
@@ -49,13 +48,15 @@ def _scheduler(cluster: Cluster, **settings: object) -> int:
     db = f"sqlite:///{cluster.root / 'sched.db'}"  # where cluster.add_user writes users
     args = ["scheduler", "--listen", cluster.address, "--db", db]
     log = (cluster.root / "scheduler.log").open("ab")
+    # the limit is set by a shell, not a preexec_fn: a fork of this gRPC-using process can
+    # crash before exec (grpc/grpc#43055)
+    limited = ["sh", "-c", f'ulimit -n {DESCRIPTORS} && exec "$@"', "sh", sys.executable]
     cluster.procs["scheduler"] = subprocess.Popen(
-        [sys.executable, "-m", "rota.cli.rota_main", *args, "--config", str(config)],
+        [*limited, "-m", "rota.cli.rota_main", *args, "--config", str(config)],
         env=cluster.env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (DESCRIPTORS, DESCRIPTORS)),
     )
     wait_for(lambda: "listening on" in cluster.log("scheduler"), 20, what="scheduler start")
     cluster.token = cluster.add_user("root-admin", admin=True)

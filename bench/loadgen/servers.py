@@ -21,7 +21,6 @@ import grpc
 import yaml
 
 from bench.loadgen import auth
-from bench.loadgen.procfs import raise_open_files_limit
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 
@@ -49,6 +48,8 @@ class Server:
         self.address = address
         self.metrics_url = metrics_url  # the scheduler's /metrics ("" for the floor)
         self.log_path = log_path
+        # Each server raises its own open-file limit: a preexec_fn would fork this gRPC-using
+        # process, and such a fork can crash before exec (grpc/grpc#43055).
         with log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, *args],
@@ -56,7 +57,6 @@ class Server:
                 stderr=subprocess.STDOUT,
                 env=dict(env),
                 cwd=REPO,
-                preexec_fn=raise_open_files_limit,
             )
         self._ready = ready
 
