@@ -151,9 +151,9 @@ def bootstrap_admin(db_url: str, name: str) -> str:
         store.close()
 
 
-def cmd_admin_token(args: argparse.Namespace) -> int:
-    """``rota admin-token NAME``: on the scheduler host, with access to its database."""
-    from rota.credentials import credentials_file, write_credentials
+def _database_url(args: argparse.Namespace, prog: str) -> str | None:
+    """The database URL ``rota scheduler`` would open with the same --db, --config and
+    --db-password-file; None after one error line on stderr."""
     from rota.scheduler.config import load_config
 
     try:
@@ -162,9 +162,18 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
             database_url=args.db,
             db_password_file=args.db_password_file,
         )
-        url = config.resolved_database_url()
+        return config.resolved_database_url()
     except (ValueError, OSError) as exc:
-        print(f"rota admin-token: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_admin_token(args: argparse.Namespace) -> int:
+    """``rota admin-token NAME``: on the scheduler host, with access to its database."""
+    from rota.credentials import credentials_file, write_credentials
+
+    url = _database_url(args, "rota admin-token")
+    if url is None:
         return 2
     os.umask(0o077)
     name = args.name or current_user_name()
@@ -184,20 +193,12 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
 def cmd_db(args: argparse.Namespace) -> int:
     """``rota db upgrade|current|downgrade [REV]``: the database's schema revision, on the
     database ``rota scheduler`` with the same --db/--config would open."""
-    from rota.scheduler.config import load_config
     from rota.scheduler.store import schema
     from rota.scheduler.store.store import open_engine
 
     prog = f"rota db {args.db_command}"
-    try:
-        config = load_config(
-            Path(args.config) if args.config else None,
-            database_url=args.db,
-            db_password_file=args.db_password_file,
-        )
-        url = config.resolved_database_url()
-    except (ValueError, OSError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+    url = _database_url(args, prog)
+    if url is None:
         return 2
     os.umask(0o077)
     engine = open_engine(url)
