@@ -88,16 +88,17 @@ def test_a_large_cluster_s_text_holds_every_node_and_gpu_series() -> None:
 
 
 def test_the_daemon_serves_other_requests_while_it_renders_a_scrape() -> None:
+    """The render waits until another coroutine has run while it is under way: on the event
+    loop that could never happen (the wait would time out), in a thread it happens at once."""
     cluster = cluster_of(500)
-    rendering, rendered = threading.Event(), threading.Event()
+    rendering, served = threading.Event(), threading.Event()
+    seen: list[bool] = []  # per render: whether the loop ran other work while it waited
 
     class WatchedMetrics(SchedulerMetrics):
         def render(self, sample: ClusterSample) -> bytes:
             rendering.set()
-            try:
-                return super().render(sample)
-            finally:
-                rendered.set()
+            seen.append(served.wait(5))
+            return super().render(sample)
 
     metrics = WatchedMetrics()
 
@@ -105,23 +106,17 @@ def test_the_daemon_serves_other_requests_while_it_renders_a_scrape() -> None:
         async def metrics_sample(self) -> ClusterSample:
             return cluster
 
-    async def scrape_beside_a_request() -> tuple[bytes, int]:
-        turns = 0  # the other coroutine's turns while the render was under way
-        done = asyncio.Event()
-
+    async def scrape_beside_a_request() -> bytes:
         async def other_request() -> None:
-            nonlocal turns
-            while not done.is_set():
-                turns += rendering.is_set() and not rendered.is_set()
+            while not rendering.is_set():
                 await asyncio.sleep(0)
+            served.set()  # a turn of the loop while the render is under way
 
         beside = asyncio.create_task(other_request())
-        await asyncio.sleep(0)
         response = await _scrape(Engine(), metrics)  # type: ignore[arg-type]
-        done.set()
         await beside
-        return response.body, turns
+        return response.body
 
-    body, turns = asyncio.run(scrape_beside_a_request())
+    body = asyncio.run(scrape_beside_a_request())
+    assert seen == [True]
     assert body == metrics.render(cluster)
-    assert turns > 0  # the event loop ran other work during the render, not only around it
