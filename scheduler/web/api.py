@@ -39,6 +39,7 @@ from rota.scheduler.core.node_bookings import NodeBookings
 from rota.scheduler.core.nodes import MAX_NODE_PAGE, NodeSummary
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
+from rota.scheduler.policy.partitions import PartitionTable
 from rota.scheduler.web import views
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
@@ -50,6 +51,7 @@ JSON = "application/json"
 LOG_TAIL = 64 * 1024  # bytes of a job's output the log route returns by default
 ENDED_LIMIT = 50  # ended jobs ``state=ended`` lists by default
 LOG_TIMEOUT = 15.0  # seconds to wait for a node to send a job's output
+JOB_ACTIONS = ("cancel", "hold", "release", "requeue")  # POST /jobs/{id}/{action}
 API_HEADERS = (
     ("Cache-Control", "no-store"),
     ("X-Content-Type-Options", "nosniff"),
@@ -116,6 +118,7 @@ class Api:
             ("GET", f"{v1}/jobs", self.jobs),
             ("GET", f"{v1}/jobs/{{id}}", self.job),
             ("GET", f"{v1}/jobs/{{id}}/log", self.log),
+            ("POST", f"{v1}/jobs/{{id}}/{{action}}", self.act),
             ("GET", f"{v1}/accounting/summary", self.summary),
             ("GET", f"{v1}/accounting/efficiency", self.efficiency),
         )
@@ -252,16 +255,25 @@ class Api:
 
     async def nodes(self, request: Request, caller: Caller) -> Response:
         """Every node, and ``summary``: the counts of ``ginfo -s``."""
-        shown = await self._all_nodes()
+        shown, table = await self._all_nodes()
         counted = await self.engine.nodes.list_nodes(0, "", False, True)
         active = await self._all_jobs(JobListing(), caller.who)
         users = {j.display_id: j.user for j in active}
         booked = await self.engine.nodes.node_bookings([node.name for node, _status in shown])
+        now = time.time()
+        holders = views.booked_now(await self.engine.reservations.list_reservations(), now)
         return reply(
             {
-                "time": views.iso(time.time()),
+                "time": views.iso(now),
                 "nodes": [
-                    views.node_json(node, status, users, *_reserved(booked.get(node.name)))
+                    views.node_json(
+                        node,
+                        status,
+                        users,
+                        *_reserved(booked.get(node.name)),
+                        partitions=sorted(table.of_node(node.name, node.labels)),
+                        booked=holders.get(node.name, {}),
+                    )
                     for node, status in shown
                 ],
                 "summary": views.summary_json(counted.summary or NodeSummary()),
@@ -295,8 +307,9 @@ class Api:
         jobs = await self._all_jobs(listing, caller.who)
         return reply({"time": views.iso(time.time()), "jobs": [views.job_json(j) for j in jobs]})
 
-    async def _all_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
-        """Every node with its displayed status, in name order (page by page)."""
+    async def _all_nodes(self) -> tuple[list[tuple[NodeState, NodeStatus]], PartitionTable]:
+        """Every node with its displayed status, in name order (page by page), and the lab's
+        partitions."""
         page = await self.engine.nodes.list_nodes(MAX_NODE_PAGE, "", False, False)
         nodes = list(page.nodes)
         while page.next_page_token:
@@ -304,7 +317,7 @@ class Api:
                 MAX_NODE_PAGE, page.next_page_token, False, False
             )
             nodes.extend(page.nodes)
-        return nodes
+        return nodes, page.partitions
 
     async def _all_jobs(self, listing: JobListing, who: Principal) -> list[Any]:
         page = await self.engine.jobs.list_jobs(listing, who)
@@ -331,8 +344,27 @@ class Api:
                 "job": views.job_json(job),
                 "events": [views.event_json(e) for e in events],
                 "may_read_log": not authz.may_read_logs(caller.who, job),
+                "may_act": authz.owns(caller.who, job),
+                "image": job.spec.image,
             }
         )
+
+    async def act(self, request: Request, caller: Caller) -> Response:
+        """``cancel``, ``hold``, ``release`` or ``requeue`` one job (or every task of an
+        array) as ``gcancel`` and ``gcontrol`` do: the same rules, the same refusals;
+        ``{"results": [{"id", "ok", "message"}]}``, 409 when nothing could be done."""
+        action, display_id = request.params["action"], request.params["id"]
+        if action not in JOB_ACTIONS:
+            raise ApiError(404, f"action: {action!r} is not one of {', '.join(JOB_ACTIONS)}")
+        if action == "cancel":
+            results = await self.engine.jobs.cancel([display_id], caller.who, "")
+        else:
+            results = await self.engine.jobs.control(action, [display_id], caller.who)
+        listed = [{"id": r.id, "ok": r.ok, "message": r.message} for r in results]
+        if not any(r.ok for r in results):
+            why = "; ".join(r.message for r in results if r.message) or "nothing to do"
+            raise Conflict(why)
+        return reply({"results": listed})
 
     async def log(self, request: Request, caller: Caller) -> Response:
         """The last ``tail`` bytes (default 64 KiB) of the job's output, as text; the owner
@@ -415,6 +447,8 @@ def _who(who: Principal, session: Session | None) -> dict[str, Any]:
     return {
         "user": who.user,
         "admin": who.admin,
+        "accounts": list(who.allowed_accounts),
+        "default_account": who.account,
         "csrf": session.csrf if session is not None else "",
     }
 

@@ -1,0 +1,218 @@
+"""The dashboard page as a lab uses it, in a real browser (headless chromium) against a real
+scheduler and two agents: the timeline's midnight lines fall on the browser's local midnights
+(Los Angeles, Kolkata); a running job's bar names its user; a drained node's GPUs are grey on
+the timeline and the heat map, and a user's booking there is refused with the reason; a member
+of an account books for the account and another member sees the booking as the group's; an
+admin's DAILY booking from the page is in ``greserve list``; a job is cancelled from its page."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.browser import screenshot, wait_text, wait_until
+from tests.cluster import TEST_IMAGE, Cluster, free_port
+from tests.test_e2e_web import log_in, log_out
+
+SLEEPER = f"""
+name: trainer
+image: {TEST_IMAGE}
+command: ["sh", "-c", "echo step 1; sleep 300"]
+resources: {{gpus: 2}}
+time_limit: 2h
+"""
+
+
+def start(cluster: Cluster) -> str:
+    """A scheduler with the dashboard, agents n1 and n2 with 4 simulated GPUs each, and the
+    users ann and bob (members of account physics); the page's base URL."""
+    port = free_port()
+    cluster.start_scheduler("--open-registration", "--http-listen", f"127.0.0.1:{port}")
+    cluster.start_agent("n1", 4)
+    cluster.start_agent("n2", 4)
+    return f"http://127.0.0.1:{port}"
+
+
+def add_member(cluster: Cluster, name: str) -> str:
+    """User ``name`` of account physics (their default); their token."""
+    from rota.scheduler.core.users import UsersService
+    from rota.scheduler.store.store import Store
+
+    store = Store(f"sqlite:///{cluster.root / 'sched.db'}")
+    try:
+        return UsersService(store.users, time.time).add(name, False, ("physics",), "physics")[1]
+    finally:
+        store.close()
+
+
+def as_user(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", f"rota.cli.{args[0]}", *args[1:]],
+        env={**cluster.env, "ROTA_TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def set_zone(drv: WebDriver, zone: str) -> None:
+    drv.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": zone})
+
+
+def ticks(drv: WebDriver, which: str) -> list[datetime]:
+    """The times (UTC) of the timeline's header ticks ``which`` (CSS), once drawn."""
+    wait_until(drv, f"#timeline .tl-tick{which}")
+    found = drv.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((e) => e.dataset.t)",
+        f"#timeline .tl-tick{which}",
+    )
+    return [datetime.fromisoformat(t.replace("Z", "+00:00")) for t in found]
+
+
+def fill_booking(drv: WebDriver, fields: dict[str, str]) -> None:
+    """Set the booking form's fields (ids without ``book-``) as typing would, and press Book."""
+    drv.execute_script(
+        """for (const [id, value] of Object.entries(arguments[0])) {
+          const input = document.getElementById("book-" + id);
+          input.value = value;
+          input.dispatchEvent(new Event("input", {bubbles: true}));
+        }""",
+        fields,
+    )
+    drv.find_element(By.ID, "book-submit").click()
+
+
+def tomorrow(zone: str, hour: int) -> str:
+    """Tomorrow at ``hour`` in ``zone``, as a datetime-local input takes it."""
+    day = datetime.now(ZoneInfo(zone)) + timedelta(days=1)
+    return day.replace(hour=hour, minute=0, second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M")
+
+
+def test_local_time_who_holds_what_and_cancel_from_the_page(
+    cluster: Cluster, browser: WebDriver, tmp_path: Path
+) -> None:
+    base = start(cluster)
+    ann = add_member(cluster, "ann")
+    bob = add_member(cluster, "bob")
+    job = as_user(cluster, ann, "gsub", "--parsable", str(cluster.write_job("t.yaml", SLEEPER)))
+    assert job.returncode == 0, job.stderr
+    job_id = job.stdout.strip()
+    cluster.wait_state(job_id, "RUNNING", timeout=90)
+
+    for zone in ("America/Los_Angeles", "Asia/Kolkata"):
+        set_zone(browser, zone)
+        log_in(browser, base, bob)
+        browser.get(base + "/#timeline")
+        wait_text(browser, "#tl-range", zone.split("/")[0])  # Chrome names Kolkata Calcutta
+        hours = ticks(browser, ":not(.midnight)")
+        local = [t.astimezone(ZoneInfo(zone)) for t in hours]
+        assert all(t.minute == 0 and t.hour % 2 == 0 for t in local), local
+        browser.find_element(By.ID, "tl-week").click()
+        midnights = ticks(browser, ".midnight")
+        local = [t.astimezone(ZoneInfo(zone)) for t in midnights]
+        assert len(local) == 7 and all((t.hour, t.minute) == (0, 0) for t in local), local
+        assert local[0].weekday() == 0, "weeks start on Monday"
+        browser.find_element(By.ID, "tl-day").click()
+        log_out(browser)
+
+    log_in(browser, base, bob)
+    browser.get(base + "/#timeline")
+    bar = f'#timeline .tl-bar.job[data-job="{job_id}"]'
+    assert f"ann · {job_id}" in wait_text(browser, bar, "ann")
+    assert "group" in (browser.find_element(By.CSS_SELECTOR, bar).get_attribute("class") or "")
+    screenshot(browser, tmp_path, "timeline-who", for_docs=True)
+    browser.get(f"{base}/#job/{job_id}")
+    wait_text(browser, "#job-fields", "RUNNING")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#job-actions button"), "not bob's job"
+    log_out(browser)
+
+    log_in(browser, base, ann)
+    browser.get(f"{base}/#job/{job_id}")
+    fields = wait_text(browser, "#job-fields", TEST_IMAGE)
+    assert "Time limit\n02:00:00" in fields and "Elapsed" in fields, fields
+    wait_text(browser, "#job-log", "step 1")
+    wait_until(browser, "#job-actions .cancel-job").click()
+    wait_until(browser, "#job-actions .yes").click()
+    wait_text(browser, "#job-action-result", "cancel: done")
+    assert cluster.wait_state(job_id, "CANCELLED", timeout=60)["state"] == "CANCELLED"
+
+
+def test_drained_grey_account_booking_and_daily_from_the_page(
+    cluster: Cluster, browser: WebDriver, tmp_path: Path
+) -> None:
+    base = start(cluster)
+    ann = add_member(cluster, "ann")
+    bob = add_member(cluster, "bob")
+    n1, n2 = cluster.node_name("n1"), cluster.node_name("n2")
+    cluster.cli("gadmin", "node", "drain", n2, "--reason", "fan broken", check=True)
+    zone = "Europe/Berlin"
+    set_zone(browser, zone)
+
+    log_in(browser, base, ann)
+    browser.get(base + "/#timeline")
+    wait_until(browser, f'#timeline .tl-track.unavail[data-node="{n2}"][data-index="3"]')
+    assert not browser.find_elements(By.CSS_SELECTOR, f'.tl-track.unavail[data-node="{n1}"]')
+    fill_booking(
+        browser,
+        {"name": "on-drained", "gpus": f"{n2}:0", "start": tomorrow(zone, 9), "end": tomorrow(zone, 11)},
+    )
+    refused = wait_text(browser, "#book-result", n2)
+    assert "DRAINED" in refused or "drain" in refused, refused
+    browser.get(base + "/#gpus")
+    wait_until(browser, f'[data-gpu="{n2}:0"][data-kind="unavail"]')
+    assert browser.find_element(By.CSS_SELECTOR, f'[data-gpu="{n1}:0"]').get_attribute("data-kind") == "free"
+
+    browser.get(base + "/#timeline")
+    wait_until(browser, "#book-for option[value='account:physics']")
+    fill_booking(
+        browser,
+        {
+            "name": "physics-run",
+            "gpus": f"{n1}:0,1",
+            "start": tomorrow(zone, 9),
+            "end": tomorrow(zone, 12),
+            "for": "account:physics",
+        },
+    )
+    assert wait_text(browser, "#book-result", "booked") == "booked physics-run"
+    log_out(browser)
+
+    log_in(browser, base, bob)
+    browser.get(base + "/#timeline")
+    wait_until(browser, "#tl-next").click()
+    bar = '#timeline .tl-bar.resv.group[data-resv="physics-run"]'
+    assert "group physics · physics-run" in wait_text(browser, bar, "physics")
+    repeat = browser.find_element(By.ID, "book-repeat")
+    assert not repeat.is_enabled(), "DAILY and WEEKLY are for admins only"
+    screenshot(browser, tmp_path, "timeline-group")
+    log_out(browser)
+
+    log_in(browser, base, cluster.token)
+    browser.get(base + "/#timeline")
+    wait_until(browser, "#book-repeat")
+    fill_booking(
+        browser,
+        {
+            "name": "standup-gpus",
+            "gpus": f"{n1}:3",
+            "start": tomorrow(zone, 13),
+            "end": tomorrow(zone, 14),
+            "repeat": "DAILY",
+        },
+    )
+    assert wait_text(browser, "#book-result", "booked") == "booked standup-gpus"
+    listed = cluster.cli("greserve", "list", check=True).stdout
+    row = next(line for line in listed.splitlines() if line.startswith("standup-gpus"))
+    assert "DAILY" in row, listed
+    browser.find_element(By.ID, "tl-week").click()
+    wait_until(browser, "#tl-next").click()
+    wait_until(browser, '#timeline .tl-bar[data-resv="standup-gpus"]')
+    windows = browser.find_elements(By.CSS_SELECTOR, '#timeline .tl-bar[data-resv="standup-gpus"]')
+    assert len(windows) >= 7, "a daily booking has a window every day of next week"
