@@ -3,13 +3,16 @@ scheduler and two agents: the timeline's midnight lines fall on the browser's lo
 (Los Angeles, Kolkata); a running job's bar names its user; a drained node's GPUs are grey on
 the timeline and the heat map, and a user's booking there is refused with the reason; a member
 of an account books for the account and another member sees the booking as the group's; an
-admin's DAILY booking from the page is in ``greserve list``; a job is cancelled from its page."""
+admin's DAILY booking from the page is in ``greserve list``; a job is cancelled from its page;
+the account's booking is in the member's read-only calendar feed; a scheduler that went away
+leaves the data on screen with "disconnected — retrying — last updated hh:mm"."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -143,6 +146,12 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     wait_text(browser, "#job-action-result", "cancel: done")
     assert cluster.wait_state(job_id, "CANCELLED", timeout=60)["state"] == "CANCELLED"
 
+    wait_text(browser, "#job-fields", "CANCELLED")
+    cluster.kill("scheduler")
+    line = wait_text(browser, "#conn", "disconnected — retrying — last updated")
+    assert browser.find_element(By.ID, "job-fields").is_displayed(), line
+    assert "CANCELLED" in browser.find_element(By.ID, "job-fields").text, "the data is kept"
+
 
 def test_drained_grey_account_booking_and_daily_from_the_page(
     cluster: Cluster, browser: WebDriver, tmp_path: Path
@@ -182,6 +191,9 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
         },
     )
     assert wait_text(browser, "#book-result", "booked") == "booked physics-run"
+    feed = wait_until(browser, "#ical-link").get_attribute("href") or ""
+    with urllib.request.urlopen(feed, timeout=30) as answer:  # a calendar program: no cookie
+        assert "SUMMARY:physics-run: 2 GPU(s) for account physics" in answer.read().decode()
     log_out(browser)
 
     log_in(browser, base, bob)

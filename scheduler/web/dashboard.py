@@ -1,5 +1,5 @@
 """The routes the HTTP port serves for people: the dashboard's page and files at ``/`` and its
-JSON API at ``/api/v1`` (reservations included)."""
+JSON API at ``/api/v1`` (reservations and their calendar feed included)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from rota.scheduler.engine import Engine
 from rota.scheduler.http import Route
 from rota.scheduler.web.api import Api
 from rota.scheduler.web.bookings import Bookings
+from rota.scheduler.web.feed import Feed
 from rota.scheduler.web.files import Files
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.sessions import Sessions
@@ -17,4 +18,5 @@ from rota.scheduler.web.sessions import Sessions
 def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
     """Page, files and API; ``secure``: the port serves TLS (the cookie is marked Secure)."""
     api = Api(engine, tokens, Sessions(time.time), secure, time.time)
-    return Files().routes() + api.routes() + Bookings(engine).routes(api)
+    bookings = Bookings(engine).routes(api) + Feed(engine).routes(api)
+    return Files().routes() + api.routes() + bookings

@@ -61,6 +61,7 @@ function loggedIn(me) {
   $("#user-name").textContent = me.user + (me.admin ? " (admin)" : "");
   for (const e of document.querySelectorAll(".admin-only")) e.hidden = !me.admin;
   formFor(me);
+  showFeed();
   route();
 }
 
@@ -81,6 +82,17 @@ async function logout() {
     await api("POST", "/logout");
   } finally {
     loggedOut();
+  }
+}
+
+/** The caller's iCalendar feed address beside the bookings (hidden when they have none). */
+async function showFeed() {
+  try {
+    const { path } = await api("GET", "/ical");
+    $("#ical-link").href = path ? location.origin + path : "";
+    $("#ical").hidden = !path;
+  } catch {
+    $("#ical").hidden = true;
   }
 }
 
