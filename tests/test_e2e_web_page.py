@@ -170,13 +170,21 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
     assert not browser.find_elements(By.CSS_SELECTOR, f'.tl-track.unavail[data-node="{n1}"]')
     fill_booking(
         browser,
-        {"name": "on-drained", "gpus": f"{n2}:0", "start": tomorrow(zone, 9), "end": tomorrow(zone, 11)},
+        {
+            "name": "on-drained",
+            "gpus": f"{n2}:0",
+            "start": tomorrow(zone, 9),
+            "end": tomorrow(zone, 11),
+        },
     )
     refused = wait_text(browser, "#book-result", n2)
     assert "DRAINED" in refused or "drain" in refused, refused
     browser.get(base + "/#gpus")
     wait_until(browser, f'[data-gpu="{n2}:0"][data-kind="unavail"]')
-    assert browser.find_element(By.CSS_SELECTOR, f'[data-gpu="{n1}:0"]').get_attribute("data-kind") == "free"
+    assert (
+        browser.find_element(By.CSS_SELECTOR, f'[data-gpu="{n1}:0"]').get_attribute("data-kind")
+        == "free"
+    )
 
     browser.get(base + "/#timeline")
     wait_until(browser, "#book-for option[value='account:physics']")

@@ -24,19 +24,39 @@ def test_moving_a_bookings_edge_follows_greserve_update(tmp_path: Path) -> None:
         ann_csrf = {"X-CSRF-Token": (await web.login(ann))["csrf"]}
         bob_csrf = {"X-CSRF-Token": (await other.login(bob))["csrf"]}
         now = time.time()
-        for who, csrf, name, start in ((web, ann_csrf, "ann-a", 3600), (other, bob_csrf, "bob-a", 4 * 3600)):
-            body = {"name": name, "gpus": {"n1": [0]}, "start": iso(now + start), "end": iso(now + start + 3600)}
+        for who, csrf, name, start in (
+            (web, ann_csrf, "ann-a", 3600),
+            (other, bob_csrf, "bob-a", 4 * 3600),
+        ):
+            body = {
+                "name": name,
+                "gpus": {"n1": [0]},
+                "start": iso(now + start),
+                "end": iso(now + start + 3600),
+            }
             assert (await who.call("POST", "/api/v1/reservations", body, csrf)).status == 201
 
-        longer = await web.call("PATCH", "/api/v1/reservations/ann-a", {"end": iso(now + 3 * 3600)}, ann_csrf)
-        assert longer.status == 200 and longer.json()["end"] == iso(now + 3 * 3600).replace("+00:00", "Z")
-        clash = await web.call("PATCH", "/api/v1/reservations/ann-a", {"end": iso(now + 5 * 3600)}, ann_csrf)
+        longer = await web.call(
+            "PATCH", "/api/v1/reservations/ann-a", {"end": iso(now + 3 * 3600)}, ann_csrf
+        )
+        assert longer.status == 200 and longer.json()["end"] == iso(now + 3 * 3600).replace(
+            "+00:00", "Z"
+        )
+        clash = await web.call(
+            "PATCH", "/api/v1/reservations/ann-a", {"end": iso(now + 5 * 3600)}, ann_csrf
+        )
         assert clash.status == 409 and "bob-a" in clash.json()["error"], clash.body
-        theirs = await other.call("PATCH", "/api/v1/reservations/ann-a", {"end": iso(now + 2 * 3600)}, bob_csrf)
+        theirs = await other.call(
+            "PATCH", "/api/v1/reservations/ann-a", {"end": iso(now + 2 * 3600)}, bob_csrf
+        )
         assert theirs.status == 403 and "made by ann" in theirs.json()["error"]
         odd = await web.call("PATCH", "/api/v1/reservations/ann-a", {"name": "renamed"}, ann_csrf)
         assert odd.status == 400 and odd.json()["error"].startswith("name: cannot be updated")
-        [kept] = [r for r in (await web.call("GET", "/api/v1/reservations")).json()["reservations"] if r["name"] == "ann-a"]
+        [kept] = [
+            r
+            for r in (await web.call("GET", "/api/v1/reservations")).json()["reservations"]
+            if r["name"] == "ann-a"
+        ]
         assert kept["end"] == longer.json()["end"], "refused changes change nothing"
 
     run(test, tmp_path)
@@ -49,7 +69,12 @@ def test_job_actions_follow_the_engine_rules(tmp_path: Path) -> None:
         web, other = client(), client()
         ann_csrf = {"X-CSRF-Token": (await web.login(ann))["csrf"]}
         bob_csrf = {"X-CSRF-Token": (await other.login(bob))["csrf"]}
-        spec = pb.JobSpec(image="img", command=["true"], resources=pb.Resources(gpus=1), begin_time=time.time() + 3600)
+        spec = pb.JobSpec(
+            image="img",
+            command=["true"],
+            resources=pb.Resources(gpus=1),
+            begin_time=time.time() + 3600,
+        )
         item = pb.SubmitItem(spec=spec, client_request_id="r1")
         async with aio_channel(sched.address, ann) as channel:
             await pb_grpc.JobServiceStub(channel).SubmitJobs(pb.SubmitJobsRequest(items=[item]))

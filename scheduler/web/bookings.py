@@ -21,7 +21,6 @@ from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
 from rota.scheduler.web.api import Api, Caller, parse_time, reply
 
-
 UPDATABLE = ("start", "end", "users", "accounts", "flags")  # what PATCH may change
 
 
@@ -70,7 +69,9 @@ class Bookings:
         given = [f for f in UPDATABLE if f in body]
         unknown = sorted(set(body) - set(UPDATABLE))
         if unknown:
-            raise UserError(f"{unknown[0]}: cannot be updated here; updatable: {', '.join(UPDATABLE)}")
+            raise UserError(
+                f"{unknown[0]}: cannot be updated here; updatable: {', '.join(UPDATABLE)}"
+            )
         request_ = ReservationRequest(
             name=request.params["name"],
             start=parse_time(_text(body, "start"), "start") if "start" in body else 0.0,

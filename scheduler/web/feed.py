@@ -63,7 +63,7 @@ class Feed:
         except NotFound:
             record = None
         expected = feed_key(record) if record is not None else ""
-        if not expected or not hmac.compare_digest(expected, key):
+        if record is None or not expected or not hmac.compare_digest(expected, key):
             return error(404, "no such calendar feed")
         listed = await self.engine.reservations.list_reservations()
         accounts = set(record.accounts or (record.name,))
