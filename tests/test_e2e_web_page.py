@@ -4,7 +4,8 @@ scheduler and two agents: the timeline's midnight lines fall on the browser's lo
 the timeline and the heat map, and a user's booking there is refused with the reason; a member
 of an account books for the account and another member sees the booking as the group's; an
 admin's DAILY booking from the page is in ``greserve list``; a job is cancelled from its page;
-the account's booking is in the member's read-only calendar feed; a scheduler that went away
+the account's booking is in the member's read-only calendar feed; on a phone's 390 px the views
+fit and two taps select a booking's GPUs and time; a scheduler that went away
 leaves the data on screen with "disconnected — retrying — last updated hh:mm"."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -236,3 +238,42 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
     wait_until(browser, '#timeline .tl-bar[data-resv="standup-gpus"]')
     windows = browser.find_elements(By.CSS_SELECTOR, '#timeline .tl-bar[data-resv="standup-gpus"]')
     assert len(windows) >= 7, "a daily booking has a window every day of next week"
+
+    browser.set_window_size(390, 844)  # a phone
+    for view, shown in (
+        ("overview", "#nodes-table tbody tr"),
+        ("queue", "#queue-table"),
+        ("gpus", ".gpu-cell"),
+    ):
+        browser.get(f"{base}/#{view}")
+        wait_until(browser, shown)
+        wide = browser.execute_script("return document.documentElement.scrollWidth")
+        assert wide <= 390, f"{view} is {wide} px wide"
+    browser.get(base + "/#timeline")
+    wait_until(browser, "#tl-day").click()
+    wait_until(browser, "#tl-tap").click()
+    tap(browser, n1, 1, 0.4)
+    tap(browser, n1, 2, 0.6)
+    assert wait_until(browser, "#book-gpus").get_attribute("value") == f"{n1}:1,2"
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
+    screenshot(browser, tmp_path, "phone-timeline")
+
+
+def tap(drv: WebDriver, node: str, index: int, frac: float) -> None:
+    """Tap (click) GPU ``index``'s row at ``frac`` of the view's width."""
+    grid = drv.find_element(By.ID, "timeline")
+    box = drv.execute_script(
+        """const [grid, node, i] = arguments;
+        const track = grid.querySelector(`.tl-track[data-node="${node}"][data-index="${i}"]`);
+        track.scrollIntoView({block: "center"});
+        const g = grid.getBoundingClientRect(), r = track.getBoundingClientRect();
+        return {x: r.left + arguments[3] * r.width - (g.left + g.width / 2),
+          y: r.top + r.height / 2 - (g.top + g.height / 2)};""",
+        grid,
+        node,
+        index,
+        frac,
+    )
+    ActionChains(drv).move_to_element_with_offset(
+        grid, int(box["x"]), int(box["y"])
+    ).click().perform()

@@ -114,10 +114,11 @@ function header() {
   const ticks = el("div", { class: "tl-track" });
   for (const t of midnights(tl.from, tl.to)) {
     const d = new Date(t);
-    ticks.append(el("div", { class: "tl-tick midnight", "data-t": new Date(t).toISOString(), style: `left:${x(t)}%`, text: d.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" }) }));
+    ticks.append(el("div", { class: "tl-tick midnight", "data-t": new Date(t).toISOString(), style: `left:${x(t)}%`, text: d.toLocaleDateString([], tl.span === "week" ? { weekday: "short", day: "numeric" } : { weekday: "short", day: "numeric", month: "short" }) }));
   }
   if (tl.span === "day") {
-    for (const t of hourTicks(tl.from, tl.to, 2)) {
+    const every = $("#timeline").clientWidth < 700 ? 6 : 2; // hours between labels (phones: 6)
+    for (const t of hourTicks(tl.from, tl.to, every)) {
       ticks.append(el("div", { class: "tl-tick", "data-t": new Date(t).toISOString(), style: `left:${x(t)}%`, text: new Date(t).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) }));
     }
   }
