@@ -10,6 +10,7 @@ leaves the data on screen with "disconnected — retrying — last updated hh:mm
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -18,9 +19,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser import screenshot, wait_text, wait_until
 from tests.cluster import TEST_IMAGE, Cluster, free_port
@@ -29,7 +32,7 @@ from tests.test_e2e_web import log_in, log_out
 SLEEPER = f"""
 name: trainer
 image: {TEST_IMAGE}
-command: ["sh", "-c", "echo step 1; sleep 300"]
+command: ["sh", "-c", "echo step 1; sleep 6; echo step 2; sleep 300"]
 resources: {{gpus: 2}}
 time_limit: 2h
 """
@@ -71,12 +74,18 @@ def set_zone(drv: WebDriver, zone: str) -> None:
     drv.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": zone})
 
 
-def ticks(drv: WebDriver, which: str) -> list[datetime]:
-    """The times (UTC) of the timeline's header ticks ``which`` (CSS), once drawn."""
-    wait_until(drv, f"#timeline .tl-tick{which}")
-    found = drv.execute_script(
-        "return [...document.querySelectorAll(arguments[0])].map((e) => e.dataset.t)",
-        f"#timeline .tl-tick{which}",
+def ticks(drv: WebDriver, which: str, span: str) -> list[datetime]:
+    """The times (UTC) of the timeline's header ticks ``which`` (CSS), once the ``span`` (day,
+    week) view is drawn."""
+    found = WebDriverWait(drv, 30).until(
+        lambda d: d.execute_script(
+            """const grid = document.getElementById("timeline");
+            if (grid.dataset.to - grid.dataset.from < (arguments[1] === "week" ? 6 : 0.5) * 864e5) return null;
+            const t = [...grid.querySelectorAll(".tl-tick" + arguments[0])].map((e) => e.dataset.t);
+            return t.length ? t : null;""",
+            which,
+            span,
+        )
     )
     return [datetime.fromisoformat(t.replace("Z", "+00:00")) for t in found]
 
@@ -116,11 +125,11 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
         log_in(browser, base, bob)
         browser.get(base + "/#timeline")
         wait_text(browser, "#tl-range", zone.split("/")[0])  # Chrome names Kolkata Calcutta
-        hours = ticks(browser, ":not(.midnight)")
+        hours = ticks(browser, ":not(.midnight)", "day")
         local = [t.astimezone(ZoneInfo(zone)) for t in hours]
         assert all(t.minute == 0 and t.hour % 2 == 0 for t in local), local
         browser.find_element(By.ID, "tl-week").click()
-        midnights = ticks(browser, ".midnight")
+        midnights = ticks(browser, ".midnight", "week")
         local = [t.astimezone(ZoneInfo(zone)) for t in midnights]
         assert len(local) == 7 and all((t.hour, t.minute) == (0, 0) for t in local), local
         assert local[0].weekday() == 0, "weeks start on Monday"
@@ -143,6 +152,12 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     fields = wait_text(browser, "#job-fields", TEST_IMAGE)
     assert "Time limit\n02:00:00" in fields and "Elapsed" in fields, fields
     wait_text(browser, "#job-log", "step 1")
+    select_log = "const r = document.createRange(); r.selectNodeContents(document.getElementById('job-log'));"
+    browser.execute_script(
+        select_log + "getSelection().removeAllRanges(); getSelection().addRange(r);"
+    )
+    wait_text(browser, "#job-log", "step 2")  # appended while "step 1" stays selected
+    assert "step 1" in browser.execute_script("return getSelection().toString()"), "selection kept"
     wait_until(browser, "#job-actions .cancel-job").click()
     wait_until(browser, "#job-actions .yes").click()
     wait_text(browser, "#job-action-result", "cancel: done")
@@ -201,6 +216,14 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
         },
     )
     assert wait_text(browser, "#book-result", "booked") == "booked physics-run"
+    wait_until(browser, "#tl-next").click()
+    drag_edge(
+        browser, f'.tl-track[data-node="{n1}"][data-index="0"] .tl-bar[data-resv="physics-run"]'
+    )
+    assert wait_text(browser, "#book-result", "changed").startswith("changed physics-run")
+    shown = as_user(cluster, ann, "greserve", "show", "physics-run", "--json")
+    end = datetime.fromisoformat(json.loads(shown.stdout)["end"].replace("Z", "+00:00"))
+    assert end.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M") == tomorrow(zone, 13)
     feed = wait_until(browser, "#ical-link").get_attribute("href") or ""
     with urllib.request.urlopen(feed, timeout=30) as answer:  # a calendar program: no cookie
         assert "SUMMARY:physics-run: 2 GPU(s) for account physics" in answer.read().decode()
@@ -257,6 +280,26 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
     assert wait_until(browser, "#book-gpus").get_attribute("value") == f"{n1}:1,2"
     assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
     screenshot(browser, tmp_path, "phone-timeline")
+
+
+def drag_edge(drv: WebDriver, bar: str) -> None:
+    """Drag the right edge of the booking bar ``bar`` (CSS in the grid) one hour later (a day
+    view), retrying when a refresh replaced the bar before the drag began."""
+    for _ in range(5):
+        try:
+            edge = wait_until(drv, f"#timeline {bar} .tl-edge.r")
+            hour = drv.execute_script(
+                "return arguments[0].parentElement.parentElement.getBoundingClientRect().width / 24",
+                edge,
+            )
+            chain = ActionChains(drv).click_and_hold(edge)
+            chain.move_by_offset(int(hour / 2), 0).move_by_offset(
+                int(hour / 2), 0
+            ).release().perform()
+            return
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"{bar} kept being redrawn")
 
 
 def tap(drv: WebDriver, node: str, index: int, frac: float) -> None:
