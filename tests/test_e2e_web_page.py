@@ -4,7 +4,8 @@ scheduler and two agents: the timeline's midnight lines fall on the browser's lo
 the timeline and the heat map, and a user's booking there is refused with the reason; a member
 of an account books for the account and another member sees the booking as the group's; an
 admin's DAILY booking from the page is in ``greserve list``; a job is cancelled from its page;
-the account's booking is in the member's read-only calendar feed; on a phone's 390 px the views
+the account's booking is in the member's read-only calendar feed; a half-filled booking form
+survives a reload; on a phone's 390 px the views
 fit and two taps select a booking's GPUs and time; a scheduler that went away
 leaves the data on screen with "disconnected — retrying — last updated hh:mm"."""
 
@@ -241,7 +242,9 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
 
     log_in(browser, base, cluster.token)
     browser.get(base + "/#timeline")
-    wait_until(browser, "#book-repeat")
+    wait_until(browser, "#book-gpus").send_keys(f"{n1}:3")
+    browser.refresh()  # a half-filled form survives a reload
+    assert wait_until(browser, "#book-gpus").get_attribute("value") == f"{n1}:3"
     fill_booking(
         browser,
         {

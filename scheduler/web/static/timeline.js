@@ -201,6 +201,7 @@ function gpuRow(n, g, items, now) {
 }
 
 function bookingsTable(reservations) {
+  if (document.querySelector("#resv-table .confirm .question")) return; // keep a question asked
   fill(
     $("#resv-table tbody"),
     reservations.map((v) =>
