@@ -1,6 +1,6 @@
 """The dashboard page as a lab uses it, in a real browser (headless chromium) against a real
 scheduler and two agents: the timeline's midnight lines fall on the browser's local midnights
-(Los Angeles, Kolkata); a running job's bar names its user; a drained node's GPUs are grey on
+(Los Angeles, Kolkata; also in a week with a DST change); a running job's bar names its user; a drained node's GPUs are grey on
 the timeline and the heat map, and a user's booking there is refused with the reason; a member
 of an account books for the account and another member sees the booking as the group's; an
 admin's DAILY booking from the page is in ``greserve list``; a job is cancelled from its page;
@@ -91,6 +91,19 @@ def ticks(drv: WebDriver, which: str, span: str) -> list[datetime]:
     return [datetime.fromisoformat(t.replace("Z", "+00:00")) for t in found]
 
 
+def dst_week(drv: WebDriver) -> list[datetime]:
+    """The midnights the page's calendar module draws for the week of 2026-11-01 (a DST change
+    in the US), in the browser's zone."""
+    found = drv.execute_async_script(
+        """const done = arguments[arguments.length - 1];
+        import("/static/calendar.js").then((c) => {
+          const [from, to] = c.viewBounds(Date.parse("2026-11-01T12:00:00Z"), "week", 1);
+          done(c.midnights(from, to).map((t) => new Date(t).toISOString()));
+        });"""
+    )
+    return [datetime.fromisoformat(t.replace("Z", "+00:00")) for t in found]
+
+
 def fill_booking(drv: WebDriver, fields: dict[str, str]) -> None:
     """Set the booking form's fields (ids without ``book-``) as typing would, and press Book."""
     drv.execute_script(
@@ -135,6 +148,9 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
         assert len(local) == 7 and all((t.hour, t.minute) == (0, 0) for t in local), local
         assert local[0].weekday() == 0, "weeks start on Monday"
         browser.find_element(By.ID, "tl-day").click()
+        week = dst_week(browser)  # the week in which Los Angeles leaves summer time
+        local = [t.astimezone(ZoneInfo(zone)) for t in week]
+        assert len(local) == 7 and all((t.hour, t.minute) == (0, 0) for t in local), local
         log_out(browser)
 
     log_in(browser, base, bob)

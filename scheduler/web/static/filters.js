@@ -61,7 +61,7 @@ export function setupFilters(changed) {
   for (const [k, sel] of Object.entries(inputs)) {
     const input = $(sel);
     if (k === "mine") input.checked = filters.mine;
-    else if (k === "partition") input.append(el("option", { value: filters.partition }, filters.partition));
+    else if (k === "partition" && filters.partition) input.append(el("option", { value: filters.partition }, filters.partition));
     if (k !== "mine") input.value = filters[k];
   }
   let timer = null;
