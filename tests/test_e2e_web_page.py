@@ -1,13 +1,14 @@
 """The dashboard page as a lab uses it, in a real browser (headless chromium) against a real
 scheduler and two agents: the timeline's midnight lines fall on the browser's local midnights
-(Los Angeles, Kolkata; also in a week with a DST change); a running job's bar names its user; a drained node's GPUs are grey on
-the timeline and the heat map, and a user's booking there is refused with the reason; a member
-of an account books for the account and another member sees the booking as the group's; an
-admin's DAILY booking from the page is in ``greserve list``; a job is cancelled from its page;
-the account's booking is in the member's read-only calendar feed; a half-filled booking form
-survives a reload; on a phone's 390 px the views
-fit and two taps select a booking's GPUs and time; a scheduler that went away
-leaves the data on screen with "disconnected — retrying — last updated hh:mm"."""
+(Los Angeles, Kolkata; also in a week with a DST change); a running job's bar names its user,
+in the group's colour for a member of its account; its owner cancels it from its page, whose
+output grows while a selection in it stays; a scheduler that went away leaves the data on screen
+with "disconnected — retrying — last updated hh:mm". A drained node's GPUs are grey on the
+timeline and the heat map, and a user's booking there is refused with the reason; a member of
+an account books for the account, moves the booking's end by dragging its edge, finds it in
+their read-only calendar feed, and another member sees it as the group's; a half-filled booking
+form survives a reload; an admin's DAILY booking from the page is in ``greserve list``; on a
+phone's 390 px the views fit and two taps select a booking's GPUs and time."""
 
 from __future__ import annotations
 

@@ -51,7 +51,6 @@ JSON = "application/json"
 LOG_TAIL = 64 * 1024  # bytes of a job's output the log route returns by default
 ENDED_LIMIT = 50  # ended jobs ``state=ended`` lists by default
 LOG_TIMEOUT = 15.0  # seconds to wait for a node to send a job's output
-JOB_ACTIONS = ("cancel", "hold", "release", "requeue")  # POST /jobs/{id}/{action}
 API_HEADERS = (
     ("Cache-Control", "no-store"),
     ("X-Content-Type-Options", "nosniff"),
@@ -118,7 +117,6 @@ class Api:
             ("GET", f"{v1}/jobs", self.jobs),
             ("GET", f"{v1}/jobs/{{id}}", self.job),
             ("GET", f"{v1}/jobs/{{id}}/log", self.log),
-            ("POST", f"{v1}/jobs/{{id}}/{{action}}", self.act),
             ("GET", f"{v1}/accounting/summary", self.summary),
             ("GET", f"{v1}/accounting/efficiency", self.efficiency),
         )
@@ -348,23 +346,6 @@ class Api:
                 "image": job.spec.image,
             }
         )
-
-    async def act(self, request: Request, caller: Caller) -> Response:
-        """``cancel``, ``hold``, ``release`` or ``requeue`` one job (or every task of an
-        array) as ``gcancel`` and ``gcontrol`` do: the same rules, the same refusals;
-        ``{"results": [{"id", "ok", "message"}]}``, 409 when nothing could be done."""
-        action, display_id = request.params["action"], request.params["id"]
-        if action not in JOB_ACTIONS:
-            raise ApiError(404, f"action: {action!r} is not one of {', '.join(JOB_ACTIONS)}")
-        if action == "cancel":
-            results = await self.engine.jobs.cancel([display_id], caller.who, "")
-        else:
-            results = await self.engine.jobs.control(action, [display_id], caller.who)
-        listed = [{"id": r.id, "ok": r.ok, "message": r.message} for r in results]
-        if not any(r.ok for r in results):
-            why = "; ".join(r.message for r in results if r.message) or "nothing to do"
-            raise Conflict(why)
-        return reply({"results": listed})
 
     async def log(self, request: Request, caller: Caller) -> Response:
         """The last ``tail`` bytes (default 64 KiB) of the job's output, as text; the owner

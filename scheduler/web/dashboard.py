@@ -7,6 +7,7 @@ import time
 
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Route
+from rota.scheduler.web.actions import JobActions
 from rota.scheduler.web.api import Api
 from rota.scheduler.web.bookings import Bookings
 from rota.scheduler.web.feed import Feed
@@ -18,5 +19,5 @@ from rota.scheduler.web.sessions import Sessions
 def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
     """Page, files and API; ``secure``: the port serves TLS (the cookie is marked Secure)."""
     api = Api(engine, tokens, Sessions(time.time), secure, time.time)
-    bookings = Bookings(engine).routes(api) + Feed(engine).routes(api)
-    return Files().routes() + api.routes() + bookings
+    pages = JobActions(engine).routes(api) + Bookings(engine).routes(api) + Feed(engine).routes(api)
+    return Files().routes() + api.routes() + pages
