@@ -91,6 +91,7 @@ function fillForm() {
 const tapMode = () => $("#tl-tap").checked;
 
 function down(event) {
+  drag.moved = false;
   hideUnpinned();
   const edge = event.target.closest(".tl-edge");
   if (edge) return startEdit(event, edge);
@@ -133,12 +134,14 @@ function up(event) {
   fillForm();
 }
 
-/** Tap mode (touch screens): a tap on a bar shows its card; a first tap on a GPU row marks
- * one corner, the second the other, and the form is filled. */
+/** A click or tap on a bar pins its card. In tap mode (touch screens) a first tap on a GPU
+ * row marks one corner, the second the other, and the form is filled. */
 function tap(event) {
-  if (!tapMode() && event.pointerType !== "touch") return;
   const barEl = event.target.closest(".tl-bar");
-  if (barEl) return showCard(barEl.dataset.key, event.clientX, event.clientY, true);
+  if (barEl && !drag.moved && !event.target.closest(".tl-edge")) {
+    return showCard(barEl.dataset.key, event.clientX, event.clientY, true); // any bar, any mode
+  }
+  if (!tapMode() && event.pointerType !== "touch") return;
   const p = gridPoint(event);
   if (!p) return;
   if (!drag.anchor) {
