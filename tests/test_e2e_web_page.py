@@ -159,6 +159,14 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     bar = f'#timeline .tl-bar.job[data-job="{job_id}"]'
     assert f"ann · {job_id}" in wait_text(browser, bar, "ann")
     assert "group" in (browser.find_element(By.CSS_SELECTOR, bar).get_attribute("class") or "")
+    for _ in range(5):  # a tap on the bar pins its card (a refresh may replace the bar first)
+        try:
+            browser.find_element(By.CSS_SELECTOR, bar).click()
+            break
+        except StaleElementReferenceException:
+            continue
+    card = wait_text(browser, "#tl-card", f"job {job_id}")
+    assert "User\nann" in card and "Account\nphysics" in card, card
     screenshot(browser, tmp_path, "timeline-who", for_docs=True)
     browser.get(f"{base}/#job/{job_id}")
     wait_text(browser, "#job-fields", "RUNNING")

@@ -63,7 +63,7 @@ function markConflicts(cells, s, e, self) {
 export function drawSelection() {
   for (const old of document.querySelectorAll(".tl-select")) old.remove();
   const sel = drag.sel;
-  if (!sel) return;
+  if (!sel) return markConflicts([], 0, 0, "");
   const s = Math.min(sel.a.ms, sel.b.ms);
   const e = Math.max(sel.a.ms, sel.b.ms, s + HALF);
   const rows = rowsBetween(sel.a, sel.b);
