@@ -14,12 +14,14 @@ export const tl = {
   firstDay: Number(localStorage.getItem("rota.weekStart") ?? 1), // Monday unless chosen
   toggled: new Set(), // nodes opened or closed against the default
   page: {},
+  resvPage: {},
   bars: new Map(), // data-key -> the booking or job a bar shows
   cells: new Map(), // "node:index" -> [{s, e, key}] of what the GPU holds in view
   from: 0,
   to: 0,
 };
 const NODE_PAGE = 25;
+const RESV_PAGE = 50;
 const OPEN_UP_TO = 8; // with this many nodes shown or fewer, every node starts opened
 
 /** mine, group (one of my accounts), other, or maint. */
@@ -89,6 +91,32 @@ function bar(item, now, top) {
     if (item.e <= tl.to) node.append(el("div", { class: "tl-edge r", title: "drag to move the end" }));
   }
   return node;
+}
+
+const gpus = (n) => `${n} GPU${n > 1 ? "s" : ""}`;
+
+/** A closed node's items: a booking's window once, and the overlapping jobs of one user as
+ * one bar ("ann · 3 jobs (4 GPUs)"), each saying how many GPUs it covers. */
+function merged(items) {
+  const out = [];
+  const seen = new Set();
+  const last = new Map(); // user -> their latest merged job bar
+  for (const it of [...items].sort((a, b) => a.s - b.s)) {
+    if (it.resv) {
+      if (!seen.has(it.key + it.s) && seen.add(it.key + it.s)) out.push({ ...it, label: `${it.label} (${gpus(it.idx.length)})` });
+      continue;
+    }
+    const m = last.get(it.job.user);
+    if (m && it.s < m.e) {
+      Object.assign(m, { e: Math.max(m.e, it.e), jobs: m.jobs + 1, count: m.count + it.idx.length });
+      m.label = `${it.job.user} · ${m.jobs} jobs (${gpus(m.count)})`;
+      continue;
+    }
+    const fresh = { ...it, jobs: 1, count: it.idx.length, label: `${it.label} (${gpus(it.idx.length)})` };
+    last.set(it.job.user, fresh);
+    out.push(fresh);
+  }
+  return out;
 }
 
 /** The lanes of a closed node's row: items packed so that none overlaps another. */
@@ -161,7 +189,7 @@ export async function renderTimeline() {
   grid.dataset.from = from;
   grid.dataset.to = to;
   booking.drawSelection();
-  bookingsTable(reservations);
+  bookingsTable(reservations, new Set(matching.map((n) => n.name)));
 }
 
 function nodeRow(n, items, open, now) {
@@ -175,10 +203,8 @@ function nodeRow(n, items, open, now) {
   gridLines(track);
   let height = 26;
   if (!open) {
-    const seen = new Set();
-    const unique = items.filter((it) => !seen.has(it.key + it.s) && seen.add(it.key + it.s));
-    const [placed, count] = lanes(unique);
-    for (const [it, lane] of placed) track.append(bar({ ...it, label: `${it.label} (${it.idx.length} GPU${it.idx.length > 1 ? "s" : ""})` }, now, 3 + lane * 19));
+    const [placed, count] = lanes(merged(items));
+    for (const [it, lane] of placed) track.append(bar(it, now, 3 + lane * 19));
     height = 6 + count * 19;
   }
   if (now >= tl.from && now < tl.to) track.append(el("div", { class: "tl-now", style: `left:${x(now)}%` }));
@@ -200,11 +226,12 @@ function gpuRow(n, g, items, now) {
   return el("div", { class: "tl-row gpu" }, el("div", { class: "tl-label", text: `${n.name}:${g.index}` + (why ? " ⊘" : "") }), track);
 }
 
-function bookingsTable(reservations) {
+function bookingsTable(reservations, nodes) {
   if (document.querySelector("#resv-table .confirm .question")) return; // keep a question asked
+  const shown = paged(reservations.filter((v) => Object.keys(v.gpus).some((n) => nodes.has(n))), $("#resv-pager"), tl.resvPage, RESV_PAGE, renderTimeline);
   fill(
     $("#resv-table tbody"),
-    reservations.map((v) =>
+    shown.map((v) =>
       el(
         "tr",
         { "data-resv": v.name, class: resvKind(v) },
