@@ -89,7 +89,9 @@ def main() -> int:
         loaded = backend.sample()[0]
         print(f"busy sample: {loaded}")
         print(f"busy: sample() median {median:.3f} ms, p90 {p90:.3f} ms")
-        print(f"load pid {load.pid}: seen among GPU 0's processes: {seen_pid}; max util {best_util}%")
+        print(
+            f"load pid {load.pid}: seen among GPU 0's processes: {seen_pid}; max util {best_util}%"
+        )
         load.kill()
         load.wait()
         return 0 if best_util > 0 and seen_pid else 1
