@@ -25,13 +25,15 @@ from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
+from rota.scheduler.store.protocols import WebSessionRepository
 from rota.scheduler.store.store import Store
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
     """The scheduler's services over one model. Not thread-safe: one thread (the engine's
-    core thread) calls them all, except ``liveness``, which the event loop stamps."""
+    core thread) calls them all, except ``liveness``, which the event loop stamps, and
+    ``web_sessions``, which the dashboard calls on worker threads."""
 
     config: SchedulerConfig
     model: ClusterModel
@@ -50,6 +52,7 @@ class Services:
     notifications: NotificationService  # job-end webhooks queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
+    web_sessions: WebSessionRepository  # dashboard logins: the web layer's, off the core thread
 
 
 def build_services(
@@ -132,4 +135,5 @@ def build_services(
         notifications=NotificationService(store.notices, config, clock),
         policy=policy,
         liveness=liveness,
+        web_sessions=store.web_sessions,
     )

@@ -210,6 +210,21 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
+class WebSessionRow(Base):
+    """A dashboard login: the SHA-256 of its session id (the cookie; never stored itself),
+    its user, the hash of the rota token it logged in with (a token replaced or revoked
+    since ends it), when it was made and last used."""
+
+    __tablename__ = "web_sessions"
+    __table_args__ = (Index("ix_web_sessions_user", "user", "created"),)
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128))
+    token_hash: Mapped[str] = mapped_column(String(128))
+    created: Mapped[float] = mapped_column(Float)
+    seen: Mapped[float] = mapped_column(Float, index=True)
+
+
 # The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause),
 # for the repositories written in SQLAlchemy Core.
 JOBS = cast(Table, JobRow.__table__)
@@ -220,3 +235,4 @@ NODES = cast(Table, NodeRow.__table__)
 GPU_MARKS = cast(Table, GpuMarkRow.__table__)
 USAGE = cast(Table, JobUsageRow.__table__)
 NOTICES = cast(Table, NotificationRow.__table__)
+WEB_SESSIONS = cast(Table, WebSessionRow.__table__)

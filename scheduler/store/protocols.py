@@ -1,7 +1,7 @@
 """What the core asks of storage: one repository protocol per aggregate, and the value types
 they take and give. The core types against these; ``rota.scheduler.store.store.Store`` builds
 the SQLAlchemy implementations (``jobs``, ``nodes``, ``usage``, ``notices``, ``users``,
-``reservations``), and a test may pass any object with the same methods.
+``reservations``, ``web_sessions``), and a test may pass any object with the same methods.
 
 Every method is one transaction: when it returns, what it wrote is committed; when it raises,
 nothing of it is.
@@ -73,6 +73,28 @@ class Notice:
     job: JobRecord
     url: str
     tries: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A dashboard login as stored: hashes of its session id and of its rota token."""
+
+    id_hash: str
+    user: str
+    token_hash: str
+    created: float
+    seen: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionLimits:
+    """What ``WebSessionRepository.open`` keeps: sessions used at or after ``seen_after`` and
+    made at or after ``created_after``; at most ``per_user`` of one user, ``total`` in all."""
+
+    seen_after: float
+    created_after: float
+    per_user: int
+    total: int
 
 
 class JobRepository(Protocol):
@@ -209,3 +231,20 @@ class ReservationRepository(Protocol):
         ...
 
     def delete(self, name: str) -> None: ...
+
+
+class WebSessionRepository(Protocol):
+    """Dashboard logins (``rota.scheduler.web.sessions`` keeps them in memory too)."""
+
+    def open(self, session: StoredSession, limits: SessionLimits) -> list[str] | None:
+        """Store ``session`` within ``limits``, ending expired sessions and the user's oldest;
+        the id hashes it ended, or None (nothing stored) when others hold every session."""
+        ...
+
+    def find(self, id_hash: str) -> StoredSession | None: ...
+
+    def touch(self, id_hash: str, seen: float) -> None:
+        """Record that the session was used at ``seen``."""
+        ...
+
+    def close(self, id_hash: str) -> None: ...

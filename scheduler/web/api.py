@@ -37,6 +37,7 @@ from rota.scheduler.core.errors import (
 from rota.scheduler.core.jobs import JobListing
 from rota.scheduler.core.node_bookings import NodeBookings
 from rota.scheduler.core.nodes import MAX_NODE_PAGE, NodeSummary
+from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
@@ -198,12 +199,12 @@ class Api:
             if who is None:
                 raise Refused(401, "the bearer token is not a current rota token")
             return Caller(who, None)
-        session = self.sessions.get(request.cookie(COOKIE))
+        session = await self.sessions.get(request.cookie(COOKIE))
         if session is None:
             raise ApiError(401, "log in first (POST /api/v1/login with your rota token)")
-        who = await self.tokens(session.token)
+        who = await self.tokens.by_hash(session.token_hash)
         if who is None:
-            self.sessions.close(request.cookie(COOKIE))
+            await self.sessions.close(request.cookie(COOKIE))
             raise Refused(401, "your rota token is no longer current; log in again")
         return Caller(who, session)
 
@@ -231,7 +232,7 @@ class Api:
             await self._record(request, f"web POST {request.path}", None, _code(401), why)
             return error(401, why)
         try:
-            session_id, session = self.sessions.open(token, who.user)
+            session_id, session = await self.sessions.open(hash_token(token), who.user)
         except TooManySessions as exc:
             return error(503, str(exc))
         cookie = f"{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
@@ -240,7 +241,7 @@ class Api:
         return reply(_who(who, session), headers=(("Set-Cookie", cookie),))
 
     async def logout(self, request: Request, caller: Caller) -> Response:
-        self.sessions.close(request.cookie(COOKIE))
+        await self.sessions.close(request.cookie(COOKIE))
         expired = f"{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
         return reply({}, headers=(("Set-Cookie", expired),))
 

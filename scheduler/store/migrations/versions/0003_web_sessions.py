@@ -1,0 +1,40 @@
+"""Dashboard sessions kept in the database (``web_sessions``), so a restarted scheduler keeps
+everyone logged in.
+
+Expand only: a new table an older scheduler never reads (its logins stay in its memory).
+
+Revision ID: 0003_web_sessions
+Revises: 0002
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0003_web_sessions"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "web_sessions",
+        sa.Column("id_hash", sa.String(length=64), nullable=False),
+        sa.Column("user", sa.String(length=128), nullable=False),
+        sa.Column("token_hash", sa.String(length=128), nullable=False),
+        sa.Column("created", sa.Float(), nullable=False),
+        sa.Column("seen", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("id_hash"),
+    )
+    with op.batch_alter_table("web_sessions") as batch:
+        batch.create_index("ix_web_sessions_user", ["user", "created"], unique=False)
+        batch.create_index(batch.f("ix_web_sessions_seen"), ["seen"], unique=False)
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("web_sessions") as batch:
+        batch.drop_index(batch.f("ix_web_sessions_seen"))
+        batch.drop_index("ix_web_sessions_user")
+    op.drop_table("web_sessions")
