@@ -25,16 +25,17 @@ from rota.scheduler.web.api import Api, Caller, parse_time, reply
 class Bookings:
     """``GET/POST /api/v1/reservations``, ``DELETE /api/v1/reservations/{name}``."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, api: Api) -> None:
         self.engine = engine
+        self.api = api
 
-    def routes(self, api: Api) -> list[Route]:
-        """The routes, behind ``api``'s caller and CSRF checks."""
+    def routes(self) -> list[Route]:
+        """The routes, behind the API's caller and CSRF checks (its change feed lists)."""
         v1 = "/api/v1/reservations"
         return [
-            api.route("GET", v1, self.list),
-            api.route("POST", v1, self.create),
-            api.route("DELETE", v1 + "/{name}", self.delete),
+            self.api.route("GET", v1, self.list),
+            self.api.route("POST", v1, self.create),
+            self.api.route("DELETE", v1 + "/{name}", self.delete),
         ]
 
     async def list(self, request: Request, caller: Caller) -> Response:
@@ -50,7 +51,9 @@ class Bookings:
             windows = r.windows(start, end) if end else [(r.start, r.end)]
             if windows:
                 shown.append(views.reservation_json(r, running, windows, caller.who))
-        return reply({"time": views.iso(time.time()), "reservations": shown})
+        return self.api.listing(
+            request, caller, "reservations", shown, lambda row: str(row["name"])
+        )
 
     async def create(self, request: Request, caller: Caller) -> Response:
         """Book (201 with the reservation); refusals as ``greserve create``'s."""

@@ -19,4 +19,4 @@ def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[R
     """Page, files and API; ``secure``: the port serves TLS (the cookie is marked Secure)."""
     sessions = Sessions(engine.users.web_sessions, time.time)
     api = Api(engine, tokens, sessions, secure, time.time)
-    return Files().routes() + api.routes() + Bookings(engine).routes(api)
+    return Files().routes() + api.routes() + Bookings(engine, api).routes()

@@ -120,6 +120,24 @@ def node_json(
     }
 
 
+READING_STEPS = {"utilization": 5.0, "memory_used": 2.0**30, "temperature": 5.0, "power": 25.0}
+
+
+def node_signature(node: Json) -> Json:
+    """What of a node the change feed compares: ``node_json`` without its heartbeat time,
+    each GPU's readings rounded to ``READING_STEPS`` (5 %, 1 GiB, 5 °C, 25 W), so a node is
+    sent again when what a page draws of it changes, not at every heartbeat."""
+    gpus = [
+        {k: _step(v, READING_STEPS[k]) if k in READING_STEPS else v for k, v in gpu.items()}
+        for gpu in node["gpus"]
+    ]
+    return {k: v for k, v in node.items() if k != "last_heartbeat"} | {"gpus": gpus}
+
+
+def _step(value: Any, step: float) -> Any:
+    return round(value / step) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 def _gpu_json(node: NodeState, status: NodeStatus, index: int, users: Mapping[str, str]) -> Json:
     info = next(g for g in node.inventory.gpus if g.index == index)
     shown = status.gpus.get(index)
