@@ -50,16 +50,17 @@ from rota.scheduler.store.protocols import JobRepository, ReservationRepository
 from rota.states import ACTIVE_STATES, JobState
 
 GPU_FIELDS = frozenset({"nodes", "gpus", "gpu_type", "gpus_per_node"})
-UPDATABLE = frozenset({"start", "end", "users", "accounts", "flags", "lend"}) | GPU_FIELDS
+UPDATABLE = frozenset({"start", "end", "users", "accounts", "flags", "lend", "unused"}) | GPU_FIELDS
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Booked GPU-seconds of a reservation's current window so far, split by who used them."""
 
-    booked: float  # GPUs x seconds from the window's start to now (or its end)
+    booked: float  # GPUs x seconds from the window's start to now (its end, its release)
     owners: float  # run by jobs of the reservation
     lent: float  # run by other jobs (borrowers)
+    released: float = 0.0  # from its release by the no-show rule to the window's end
 
     @property
     def idle(self) -> float:
@@ -134,6 +135,7 @@ class ReservationService:
             accounts=old.accounts,
             flags=old.flags,
             lend=old.lend,
+            unused=old.unused,
         )
         merged = dataclasses.replace(base, **{f: getattr(request, f) for f in fields})
         if regpu and not ("nodes" in fields or "gpus" in fields):
@@ -149,7 +151,7 @@ class ReservationService:
                 "only its end, users, accounts, flags and lending may change"
             )
         r = self._resolve(merged, principal, now, exclude=name, gpus=None if regpu else old.gpus)
-        r.created_by, r.created_at = old.created_by, old.created_at
+        r.created_by, r.created_at, r.given_back = old.created_by, old.created_at, old.given_back
         self.store.save(r)
         self.live[name] = r
         self._changed()
@@ -245,6 +247,7 @@ class ReservationService:
             flags=flags,
             lend=request.lend,
             created_by=principal.user,
+            unused=request.unused,
         )
         if not principal.admin:
             others = [o for o in self.live.values() if o.name != request.name]
@@ -401,6 +404,10 @@ class ReservationService:
         r = self.get(name)
         now = self.clock()
         until = min(now, r.end)
+        released = 0.0
+        if r.policy_view().released:
+            until = min(until, r.given_back)
+            released = (r.end - r.given_back) * r.gpu_count()
         booked = max(0.0, until - r.start) * r.gpu_count()
         cells = r.cells()
         owners = lent = 0.0
@@ -415,7 +422,16 @@ class ReservationService:
                 owners += seconds * held
             else:
                 lent += seconds * held
-        return Usage(booked, owners, lent)
+        return Usage(booked, owners, lent, released)
+
+    def give_back(self, name: str, now: float) -> Reservation:
+        """Record that the no-show rule gave reservation ``name``'s current window back at
+        ``now`` (``core/noshow.py``); committed, then swapped in."""
+        r = dataclasses.replace(self.live[name], given_back=now, view=None)
+        self.store.save(r)
+        self.live[name] = r
+        self._changed()
+        return r
 
     def _completed(self, r: Reservation) -> bool:
         """Whether some job of ``r`` has run and none is pending or active."""

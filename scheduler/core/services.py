@@ -18,6 +18,7 @@ from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
+from rota.scheduler.core.noshow import NoShowRule
 from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
@@ -46,6 +47,7 @@ class Services:
     control: ControlService
     planner: Planner
     reservations: ReservationService
+    noshow: NoShowRule  # unused bookings given back (the tick)
     users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
@@ -129,6 +131,9 @@ def build_services(
             revoked=users.revoked,
         ),
         reservations=reservations,
+        noshow=NoShowRule(
+            reservations, model, store.jobs, lambda: config.reservations.unused_after
+        ),
         users=users,
         meter=meter,
         accounting=AccountingService(model, store.usage, meter, config, clock),

@@ -152,6 +152,8 @@ class ReservationRow(Base):
     lend: Mapped[bool] = mapped_column(Boolean, default=True)
     created_by: Mapped[str] = mapped_column(String(64), default="")
     created_at: Mapped[float] = mapped_column(Float, default=0.0)
+    unused: Mapped[str] = mapped_column(String(16), default="lend")  # the no-show rule's policy
+    given_back: Mapped[float] = mapped_column(Float, default=0.0)  # when it gave the window back
 
 
 class JobUsageRow(Base):

@@ -44,6 +44,8 @@ class SqlReservationRepository:
                     lend=r.lend,
                     created_by=r.created_by,
                     created_at=r.created_at,
+                    unused=r.unused,
+                    given_back=r.given_back,
                 )
             )
 
@@ -66,4 +68,6 @@ def _record(row: ReservationRow) -> Reservation:
         lend=bool(row.lend),
         created_by=row.created_by,
         created_at=row.created_at,
+        unused=row.unused,
+        given_back=row.given_back,
     )

@@ -1,7 +1,9 @@
 """Dashboard sessions kept in the database (``web_sessions``), so a restarted scheduler keeps
-everyone logged in.
+everyone logged in; the no-show rule's policy and state of each reservation
+(``reservations.unused``, ``reservations.given_back``).
 
-Expand only: a new table an older scheduler never reads (its logins stay in its memory).
+Expand only: a new table and two columns with server defaults that an older scheduler never
+reads (its logins stay in its memory; its reservations are never given back).
 
 Revision ID: 0003_web_sessions
 Revises: 0002
@@ -19,6 +21,11 @@ depends_on = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("reservations") as batch:
+        batch.add_column(
+            sa.Column("unused", sa.String(length=16), nullable=False, server_default="lend")
+        )
+        batch.add_column(sa.Column("given_back", sa.Float(), nullable=False, server_default="0"))
     op.create_table(
         "web_sessions",
         sa.Column("id_hash", sa.String(length=64), nullable=False),
@@ -38,3 +45,6 @@ def downgrade() -> None:
         batch.drop_index(batch.f("ix_web_sessions_seen"))
         batch.drop_index("ix_web_sessions_user")
     op.drop_table("web_sessions")
+    with op.batch_alter_table("reservations") as batch:
+        batch.drop_column("given_back")
+        batch.drop_column("unused")

@@ -1,0 +1,119 @@
+"""Issue 26, item 5: unused bookings given back. The no-show rule is the pure calendar's
+(``ReservationCalendar.no_shows``), driven here with a fake clock: a window whose owners ran
+nothing for ``unused_after`` (30 min by default) is given back, its owners told (the audit
+log), and per its ``unused`` policy its GPUs are lent to the whole queue until an owner's job
+arrives, or the window is released; ``greserve show``'s usage counts the released GPU-hours."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core.reservations import ReservationRequest
+from rota.scheduler.policy import reasons
+from rota.scheduler.policy.calendar import ReservationCalendar
+from rota.scheduler.policy.snapshot import ReservationView
+from rota.states import JobState
+from tests.support.core import Harness
+
+HOUR = 3600.0
+MIN = 60.0
+ROOT = Principal("root", admin=True)
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Harness:
+    harness = Harness(tmp_path, node_timeout=10 * HOUR)  # the fake clock jumps; nodes stay
+    harness.connect("n1", gpus=4)
+    harness.connect("n2", gpus=2)
+    return harness
+
+
+def book(h: Harness, name: str = "lab", **kw: object):
+    at = h.clock.now
+    fields = {"users": ("ann",), "nodes": ("n2",), **kw}
+    request = ReservationRequest(name, at, at + 2 * HOUR, **fields)  # type: ignore[arg-type]
+    return h.s.reservations.create(request, ROOT)
+
+
+def _view(**kw: object) -> ReservationView:
+    fields = {"name": "lab", "start": 1000.0, "end": 1000.0 + 2 * HOUR, "gpus": {"n2": (0, 1)}}
+    return ReservationView(**(fields | kw))  # type: ignore[arg-type]
+
+
+def test_the_calendar_names_windows_unused_past_the_grace() -> None:
+    lab = _view()
+    at = lambda now: ReservationCalendar([lab], now)  # noqa: E731
+    assert at(1000.0 + 29 * MIN).no_shows(30 * MIN, ()) == ()
+    assert at(1000.0 + 30 * MIN).no_shows(30 * MIN, ()) == (lab,)
+    assert at(1000.0 + 30 * MIN).no_shows(30 * MIN, ("lab",)) == ()  # its owners used it
+    assert at(1000.0 + 30 * MIN).no_shows(0.0, ()) == ()  # the rule turned off
+    maint = ReservationCalendar([_view(maint=True)], 1000.0 + HOUR)
+    assert maint.no_shows(30 * MIN, ()) == ()
+    lent = _view(given_back=1000.0 + 30 * MIN)
+    assert lent.lent_to_all and ReservationCalendar([lent], 1000.0 + HOUR).no_shows(60.0, ()) == ()
+    released = dataclasses.replace(lent, unused="release")
+    assert ReservationCalendar([released], 1000.0 + HOUR).reservations == ()
+    daily = dataclasses.replace(released, period=24 * HOUR)
+    (moved,) = ReservationCalendar([daily], 1000.0 + HOUR).reservations
+    assert (moved.start, moved.released) == (1000.0 + 24 * HOUR, False)  # tomorrow's stays
+
+
+def test_an_unused_window_is_lent_to_the_queue_until_an_owner_job_arrives(h: Harness) -> None:
+    book(h, lend=False)  # not even preemptible jobs may borrow while the owners may come
+    h.submit(gpus=4)  # fills n1
+    short = h.submit(gpus=2, time_limit=HOUR)  # ends within the window
+    long = h.submit(gpus=2, time_limit=5 * HOUR)  # would outlast it
+    h.schedule()
+    assert h.s.jobs.get(short)[0].reason == reasons.REQ_NODE_NOT_AVAIL
+    h.clock.now += 29 * MIN
+    h.tick()
+    h.schedule()
+    assert h.state(short) is JobState.PENDING  # within the grace: still kept for the owners
+    h.clock.now += 2 * MIN
+    h.tick()
+    assert h.s.reservations.get("lab").given_back == h.clock.now
+    (told,) = [e for e in h.s.users.audit() if e.action == "reservation unused"]
+    assert told.target == "name=lab" and "no job of ann used it for 31 min" in told.detail
+    assert "lent to the queue until an owner's job arrives" in told.detail
+    h.schedule()
+    assert h.state(short) is JobState.CONFIGURING
+    assert h.s.jobs.get(short)[0].allocation[0].node == "n2"
+    assert h.state(long) is JobState.PENDING
+    h.event("n2", short, "STARTED")
+    h.event("n2", short, "EXITED", exit_code=0)
+    owner = h.submit(gpus=2, reservation="lab")  # an owner's job arrives: the loan ends
+    other = h.submit(gpus=2, time_limit=10 * MIN)
+    h.schedule()
+    assert h.state(owner) is JobState.CONFIGURING and h.state(other) is JobState.PENDING
+    usage = h.s.reservations.usage("lab")
+    assert usage.lent == pytest.approx(0.0)  # started and ended at one fake instant
+    assert usage.released == 0.0
+
+
+def test_an_unused_window_with_release_is_released_and_counted(h: Harness) -> None:
+    book(h, unused="release")
+    used = book(h, "used", nodes=("n1",))
+    h.clock.now += 10 * MIN
+    job = h.submit(gpus=1, reservation="used")
+    h.schedule()
+    h.clock.now += 25 * MIN
+    h.tick()
+    assert h.s.reservations.get("used").given_back == 0.0  # its owner's job runs
+    assert h.state(job) is JobState.CONFIGURING
+    lab = h.s.reservations.get("lab")
+    assert lab.given_back == h.clock.now
+    assert h.s.reservations.reserved_now() == {"n1": 4}  # n2 is free again
+    usage = h.s.reservations.usage("lab")
+    assert usage.booked == pytest.approx(2 * 35 * MIN)  # up to the release
+    assert usage.released == pytest.approx(2 * (2 * HOUR - 35 * MIN))
+    anyone = h.submit(gpus=2, time_limit=5 * HOUR)
+    h.schedule()
+    assert h.s.jobs.get(anyone)[0].allocation[0].node == "n2"
+    h.clock.now += 5 * MIN
+    h.tick()  # told once, not at every tick
+    assert len([e for e in h.s.users.audit() if e.action == "reservation unused"]) == 1
+    assert used.unused == "lend"  # the default
