@@ -7,8 +7,11 @@ arrives, or the window is released; ``greserve show``'s usage counts the release
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import grpc
 import pytest
 
 from rota.scheduler.cluster.users import Principal
@@ -17,7 +20,11 @@ from rota.scheduler.policy import reasons
 from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.snapshot import ReservationView
 from rota.states import JobState
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.support.core import Harness
+from tests.support.inprocess import InProcessScheduler
+from tests.test_web_api import Browserless, iso, registered, run, user
 
 HOUR = 3600.0
 MIN = 60.0
@@ -117,3 +124,38 @@ def test_an_unused_window_with_release_is_released_and_counted(h: Harness) -> No
     h.tick()  # told once, not at every tick
     assert len([e for e in h.s.users.audit() if e.action == "reservation unused"]) == 1
     assert used.unused == "lend"  # the default
+
+
+def test_the_policy_is_set_and_shown_by_the_web_api_and_grpc(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        await registered(sched, "n1", 4)
+        web = client()
+        csrf = {"X-CSRF-Token": (await web.login(await user(sched, "ann")))["csrf"]}
+        now = time.time()
+        window = {"start": iso(now - 60), "end": iso(now + 3 * 3600), "gpus": {"n1": [0, 1]}}
+        bad = await web.call(
+            "POST", "/api/v1/reservations", {"name": "b", "unused": "keep", **window}, csrf
+        )
+        assert bad.status == 400
+        assert bad.json()["error"] == "unused: 'keep' is not one of lend, release"
+        made = await web.call(
+            "POST", "/api/v1/reservations", {"name": "ann-a", "unused": "release", **window}, csrf
+        )
+        assert made.status == 201 and made.json()["unused"] == "release", made.body
+        shown = (await web.call("GET", "/api/v1/reservations/ann-a")).json()
+        assert (shown["unused"], shown["given_back"]) == ("release", None)
+        usage = shown["usage"]
+        assert set(usage) == {"booked", "used", "lent", "idle", "released"}
+        assert usage["booked"] > 0 and usage["used"] == usage["released"] == 0
+        stub = pb_grpc.ReservationServiceStub(sched.channel)
+        got = await stub.GetReservation(pb.GetReservationRequest(name="ann-a"))
+        assert (got.unused, got.given_back, got.released_gpu_seconds) == ("release", 0.0, 0.0)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.CreateReservation(
+                pb.CreateReservationRequest(
+                    name="x", start=now, end=now + 60, nodes=["n1"], users=["ann"], unused="no"
+                )
+            )
+        assert refused.value.details() == "unused: 'no' is not one of lend, release"
+
+    run(test, tmp_path)

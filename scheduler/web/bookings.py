@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+from rota.scheduler.cluster.reservation import LEND
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.reservations import ReservationRequest
@@ -35,6 +36,7 @@ class Bookings:
         return [
             self.api.route("GET", v1, self.list),
             self.api.route("POST", v1, self.create),
+            self.api.route("GET", v1 + "/{name}", self.show),
             self.api.route("DELETE", v1 + "/{name}", self.delete),
         ]
 
@@ -54,6 +56,15 @@ class Bookings:
         return self.api.listing(
             request, caller, "reservations", shown, lambda row: str(row["name"])
         )
+
+    async def show(self, request: Request, caller: Caller) -> Response:
+        """One booking (open or upcoming) with ``usage``: its current window's GPU-hours so
+        far, booked, used by its owners, lent, idle and released (``greserve show``)."""
+        name = request.params["name"]
+        r, running = await self.engine.reservations.get_reservation(name)
+        usage = await self.engine.reservations.reservation_usage(name)
+        shown = views.reservation_json(r, running, [(r.start, r.end)], caller.who)
+        return reply(shown | {"usage": views.usage_json(usage)})
 
     async def create(self, request: Request, caller: Caller) -> Response:
         """Book (201 with the reservation); refusals as ``greserve create``'s."""
@@ -96,6 +107,7 @@ def booking_request(body: dict[str, Any], who: Principal) -> ReservationRequest:
         accounts=_names(body, "accounts"),
         flags=_names(body, "flags"),
         lend=body.get("lend", True) is not False,
+        unused=_text(body, "unused") if "unused" in body else LEND,
     )
 
 

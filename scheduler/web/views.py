@@ -18,6 +18,7 @@ from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus, free_gpus
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.nodes import NodeSummary
+from rota.scheduler.core.reservations import Usage
 
 Json = dict[str, Any]
 
@@ -211,6 +212,17 @@ def total_json(total: UsageTotal) -> Json:
     }
 
 
+def usage_json(usage: Usage) -> Json:
+    """How a booking's current window was spent so far, in GPU-hours (``greserve show``)."""
+    return {
+        "booked": usage.booked / 3600,
+        "used": usage.owners / 3600,
+        "lent": usage.lent / 3600,
+        "idle": usage.idle / 3600,
+        "released": usage.released / 3600,
+    }
+
+
 def reservation_json(
     r: Reservation,
     running: Sequence[str],
@@ -230,6 +242,8 @@ def reservation_json(
         "accounts": list(r.accounts),
         "flags": list(r.flags),
         "lend": r.lend,
+        "unused": r.unused,
+        "given_back": iso(r.given_back),
         "created_by": r.created_by,
         "running_jobs": list(running),
         "mine": r.created_by == who.user or who.user in r.users,
