@@ -14,6 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from rota.scheduler.cluster.accounting import AccountingQuery
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.policy import reasons
@@ -107,10 +108,11 @@ def test_an_unused_window_with_release_is_released_and_counted(h: Harness) -> No
     h.clock.now += 10 * MIN
     job = h.submit(gpus=1, reservation="used")
     h.schedule()
+    h.event("n1", job, "STARTED")
     h.clock.now += 25 * MIN
     h.tick()
     assert h.s.reservations.get("used").given_back == 0.0  # its owner's job runs
-    assert h.state(job) is JobState.CONFIGURING
+    assert h.state(job) is JobState.RUNNING
     lab = h.s.reservations.get("lab")
     assert lab.given_back == h.clock.now
     assert h.s.reservations.reserved_now() == {"n1": 4}  # n2 is free again
@@ -124,6 +126,11 @@ def test_an_unused_window_with_release_is_released_and_counted(h: Harness) -> No
     h.tick()  # told once, not at every tick
     assert len([e for e in h.s.users.audit() if e.action == "reservation unused"]) == 1
     assert used.unused == "lend"  # the default
+    h.clock.now += 2 * HOUR  # both windows end: how they were spent is kept for gacct
+    h.tick()
+    (root,) = [t for t in h.s.accounting.summary(AccountingQuery())[0] if t.name == "root"]
+    # lab: 2 GPUs x 2 h, none used; used: 4 GPUs x 2 h, 1 GPU used by its job from 10 min on
+    assert root.booked_unused == pytest.approx(2 * 2 + 4 * 2 - 110 / 60)
 
 
 def test_the_policy_is_set_and_shown_by_the_web_api_and_grpc(tmp_path: Path) -> None:

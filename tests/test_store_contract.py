@@ -33,6 +33,7 @@ from rota.scheduler.store.protocols import (
     JobQuery,
     SessionLimits,
     StoredSession,
+    WindowUsage,
 )
 from rota.scheduler.store.store import Store, open_engine
 from rota.states import JobState
@@ -387,3 +388,16 @@ def test_web_sessions_keep_the_per_user_cap_and_refuse_beyond_the_total(store: S
     # with every session taken, a user who holds some makes room among their own
     assert store.web_sessions.open(_login("b1", "bob", 24.0), limits) == ["b0"]
     assert [store.web_sessions.find(k) is not None for k in ("m1", "m2", "b1", "c0")] == [True] * 4
+
+
+def test_ended_windows_are_summed_as_booked_but_unused_per_user(store: Store) -> None:
+    def window(user: str, end: float, booked: float, used: float) -> WindowUsage:
+        return WindowUsage("lab", user, end - 10.0, end, booked, used, 0.0, 0.0)
+
+    store.reservations.record_usage(
+        [window("ann", 100.0, 80.0, 30.0), window("ann", 200.0, 40.0, 0.0)]
+    )
+    store.reservations.record_usage([window("bob", 150.0, 20.0, 20.0)])
+    assert store.reservations.booked_unused(0.0, 0.0) == {"ann": 90.0, "bob": 0.0}
+    assert store.reservations.booked_unused(120.0, 0.0) == {"ann": 40.0, "bob": 0.0}
+    assert store.reservations.booked_unused(0.0, 160.0) == {"ann": 50.0, "bob": 0.0}

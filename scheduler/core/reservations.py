@@ -46,7 +46,7 @@ from rota.scheduler.core.reservation_gpus import (
 )
 from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.snapshot import ReservationView
-from rota.scheduler.store.protocols import JobRepository, ReservationRepository
+from rota.scheduler.store.protocols import JobRepository, ReservationRepository, WindowUsage
 from rota.states import ACTIVE_STATES, JobState
 
 GPU_FIELDS = frozenset({"nodes", "gpus", "gpu_type", "gpus_per_node"})
@@ -364,7 +364,8 @@ class ReservationService:
         """Write what the calendar says of ``now`` (the periodic tick calls this, nothing
         else): recurring reservations whose window ended move to their next one, ended ones
         are forgotten and their pending jobs held, open PURGE_COMP ones whose jobs have all
-        ended are deleted; returns the names purged. Commit, then swap: the holds are committed
+        ended are deleted; returns the names purged. How each window that ended was spent is
+        recorded first (``gacct --summary``). Commit, then swap: the holds are committed
         first, then the reservations written, and each replaces what memory holds only once
         written; a failed write raises, and the next step does what is left."""
         live = dict(self.live)
@@ -382,6 +383,9 @@ class ReservationService:
             for r in live.values()
             if PURGE_COMP in r.flags and r.start <= now and self._completed(r)
         ]
+        spent = [self.live[n] for n in sorted(ended)] + [self.live[r.name] for r in moved]
+        if spent:  # how the windows that ended were spent (gacct --summary)
+            self.store.record_usage([_window(r, self._usage(r, r.end)) for r in spent])
         if not self._swept:  # first step: also those that ended while the scheduler was down
             self._hold_orphans(None, live)
             self._swept = True
@@ -401,8 +405,11 @@ class ReservationService:
 
     def usage(self, name: str) -> Usage:
         """How the GPU-time booked so far in the current window was spent."""
-        r = self.get(name)
-        now = self.clock()
+        return self._usage(self.get(name), self.clock())
+
+    def _usage(self, r: Reservation, now: float) -> Usage:
+        """How ``r``'s window was spent up to ``now`` (at most its end)."""
+        name = r.name
         until = min(now, r.end)
         released = 0.0
         if r.policy_view().released:
@@ -470,3 +477,10 @@ class ReservationService:
     def _changed(self) -> None:
         self._views = None
         self.model.bump()
+
+
+def _window(r: Reservation, usage: Usage) -> WindowUsage:
+    whole = (r.end - r.start) * r.gpu_count()
+    return WindowUsage(
+        r.name, r.created_by, r.start, r.end, whole, usage.owners, usage.lent, usage.released
+    )

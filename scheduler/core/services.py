@@ -136,7 +136,7 @@ def build_services(
         ),
         users=users,
         meter=meter,
-        accounting=AccountingService(model, store.usage, meter, config, clock),
+        accounting=AccountingService(model, store.usage, meter, config, clock, store.reservations),
         notifications=NotificationService(store.notices, config, clock),
         policy=policy,
         liveness=liveness,

@@ -212,6 +212,23 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
+class BookingUsageRow(Base):
+    """How one ended reservation window was spent, in GPU-seconds: written when the window
+    ends, read by ``gacct --summary`` ("booked but unused", per user who booked it)."""
+
+    __tablename__ = "booking_usage"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    user: Mapped[str] = mapped_column(String(128))  # who booked it
+    start: Mapped[float] = mapped_column(Float)
+    end: Mapped[float] = mapped_column(Float, index=True)
+    booked: Mapped[float] = mapped_column(Float)  # GPUs x the whole window
+    used: Mapped[float] = mapped_column(Float)  # by its owners' jobs
+    lent: Mapped[float] = mapped_column(Float)  # by borrowers
+    released: Mapped[float] = mapped_column(Float)  # after the no-show rule released it
+
+
 class WebSessionRow(Base):
     """A dashboard login: the SHA-256 of its session id (the cookie; never stored itself),
     its user, the hash of the rota token it logged in with (a token replaced or revoked

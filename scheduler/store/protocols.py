@@ -217,8 +217,27 @@ class UserRepository(Protocol):
         ...
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class WindowUsage:
+    """How one reservation window booked by ``user`` was spent, in GPU-seconds."""
+
+    name: str
+    user: str
+    start: float
+    end: float
+    booked: float  # GPUs x the whole window
+    used: float  # by its owners' jobs
+    lent: float  # by borrowers
+    released: float  # after the no-show rule released it
+
+    @property
+    def unused(self) -> float:
+        """Booked but not used by its owners (lent, idle or released)."""
+        return max(0.0, self.booked - self.used)
+
+
 class ReservationRepository(Protocol):
-    """Reservations."""
+    """Reservations, and how their ended windows were spent."""
 
     def current(self, now: float) -> list[Reservation]:
         """Every reservation whose window has not ended at ``now``, earliest first."""
@@ -231,6 +250,15 @@ class ReservationRepository(Protocol):
         ...
 
     def delete(self, name: str) -> None: ...
+
+    def record_usage(self, windows: Sequence[WindowUsage]) -> None:
+        """Store how these ended windows were spent."""
+        ...
+
+    def booked_unused(self, start: float, end: float) -> dict[str, float]:
+        """GPU-seconds booked but not used by their owners, per user who booked, of the
+        windows that ended in ``[start, end]`` (0: unbounded)."""
+        ...
 
 
 class WebSessionRepository(Protocol):

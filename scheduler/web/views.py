@@ -209,6 +209,7 @@ def total_json(total: UsageTotal) -> Json:
         "jobs": total.jobs,
         "gpu_hours": total.gpu_hours,
         "gpu_utilization": total.mean_utilization if total.samples else None,
+        "booked_unused": total.booked_unused,
     }
 
 

@@ -1249,18 +1249,20 @@ class ListFinishedResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[FinishedJob, _Mapping]]] = ...) -> None: ...
 
 class UsageTotal(_message.Message):
-    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples")
+    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples", "booked_unused_gpu_hours")
     NAME_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     GPU_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     GPU_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    BOOKED_UNUSED_GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     name: str
     jobs: int
     gpu_hours: float
     gpu_utilization: float
     gpu_samples: int
-    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ...) -> None: ...
+    booked_unused_gpu_hours: float
+    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ..., booked_unused_gpu_hours: _Optional[float] = ...) -> None: ...
 
 class SummaryResponse(_message.Message):
     __slots__ = ("users", "accounts", "start", "end")

@@ -1,8 +1,9 @@
 """Dashboard sessions kept in the database (``web_sessions``), so a restarted scheduler keeps
 everyone logged in; the no-show rule's policy and state of each reservation
-(``reservations.unused``, ``reservations.given_back``).
+(``reservations.unused``, ``reservations.given_back``) and how each ended window was spent
+(``booking_usage``, for ``gacct --summary``).
 
-Expand only: a new table and two columns with server defaults that an older scheduler never
+Expand only: new tables and two columns with server defaults that an older scheduler never
 reads (its logins stay in its memory; its reservations are never given back).
 
 Revision ID: 0003_web_sessions
@@ -21,6 +22,21 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.create_table(
+        "booking_usage",
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("name", sa.String(length=128), nullable=False),
+        sa.Column("user", sa.String(length=128), nullable=False),
+        sa.Column("start", sa.Float(), nullable=False),
+        sa.Column("end", sa.Float(), nullable=False),
+        sa.Column("booked", sa.Float(), nullable=False),
+        sa.Column("used", sa.Float(), nullable=False),
+        sa.Column("lent", sa.Float(), nullable=False),
+        sa.Column("released", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("booking_usage") as batch:
+        batch.create_index(batch.f("ix_booking_usage_end"), ["end"], unique=False)
     with op.batch_alter_table("reservations") as batch:
         batch.add_column(
             sa.Column("unused", sa.String(length=16), nullable=False, server_default="lend")
@@ -45,6 +61,9 @@ def downgrade() -> None:
         batch.drop_index(batch.f("ix_web_sessions_seen"))
         batch.drop_index("ix_web_sessions_user")
     op.drop_table("web_sessions")
+    with op.batch_alter_table("booking_usage") as batch:
+        batch.drop_index(batch.f("ix_booking_usage_end"))
+    op.drop_table("booking_usage")
     with op.batch_alter_table("reservations") as batch:
         batch.drop_column("given_back")
         batch.drop_column("unused")
