@@ -69,7 +69,8 @@ class LimitSettings(Settings):
 
 class ReservationSettings(Settings):
     """How much users who are not admins may book (README, reservations); null: no cap.
-    Who may book for whom follows the users' admin flag and accounts (docs/security.md)."""
+    Who may book for whom follows the users' admin flag and accounts (docs/security.md).
+    ``unused_after`` is the no-show rule's grace, not a cap."""
 
     max_gpus: Count | None = 8  # GPUs of one booking
     max_hours: PositiveNumber | None = 7 * 24.0  # hours of one window
