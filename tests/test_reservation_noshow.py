@@ -166,3 +166,37 @@ def test_the_policy_is_set_and_shown_by_the_web_api_and_grpc(tmp_path: Path) -> 
         assert refused.value.details() == "unused: 'no' is not one of lend, release"
 
     run(test, tmp_path)
+
+
+def test_greserve_show_and_gacct_summary_print_the_given_back_hours(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rota.cli import gacct, greserve
+
+    r = pb.Reservation(
+        name="lab",
+        start=1000.0,
+        end=1000.0 + 2 * HOUR,
+        gpus=[pb.ReservedGpus(node="n2", indices=[0, 1])],
+        users=["ann"],
+        unused="release",
+        given_back=1000.0 + 30 * MIN,
+        booked_gpu_seconds=2 * 30 * MIN,
+        released_gpu_seconds=2 * 90 * MIN,
+    )
+    greserve._show(r)
+    out = capsys.readouterr().out
+    assert "  unused:   release it (given back at " in out
+    assert (
+        "1.0 GPU-h booked so far: 0.0 used by its owners, 0.0 lent, 1.0 idle, 3.0 released" in out
+    )
+    reply = pb.SummaryResponse(
+        users=[pb.UsageTotal(name="ann", jobs=0, booked_unused_gpu_hours=4.0)],
+        accounts=[pb.UsageTotal(name="ml", jobs=2, gpu_hours=1.5)],
+    )
+    args = gacct.build_parser().parse_args(["--summary"])
+    gacct._print_summary(reply, args)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["KIND", "NAME", "JOBS", "GPU_HOURS", "GPU_UTIL", "BOOKED_UNUSED"]
+    assert lines[1].split() == ["user", "ann", "0", "0.00", "-", "4.00"]
+    assert lines[2].split() == ["account", "ml", "2", "1.50", "-", "-"]
