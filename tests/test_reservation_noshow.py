@@ -200,3 +200,11 @@ def test_greserve_show_and_gacct_summary_print_the_given_back_hours(
     assert lines[0].split() == ["KIND", "NAME", "JOBS", "GPU_HOURS", "GPU_UTIL", "BOOKED_UNUSED"]
     assert lines[1].split() == ["user", "ann", "0", "0.00", "-", "4.00"]
     assert lines[2].split() == ["account", "ml", "2", "1.50", "-", "-"]
+
+
+def test_the_gpus_of_a_released_window_may_be_booked_again(h: Harness) -> None:
+    book(h, unused="release")
+    h.clock.now += 31 * MIN
+    h.tick()
+    again = book(h, "again", users=("bob",))
+    assert again.gpus == {"n2": (0, 1)}

@@ -223,9 +223,11 @@ class ReservationService:
             raise UserError(f"end: a recurring window may last at most {period / 3600:g} h")
         probe = Reservation(request.name, request.start, request.end, {}, flags=flags)
         picker = self.picker
-        busy = picker.booked(probe, MAINT in flags, exclude, self.live.values())
+        # a one-off window the no-show rule released holds its GPUs no more
+        holding = [r for r in self.live.values() if r.period or not r.policy_view().released]
+        busy = picker.booked(probe, MAINT in flags, exclude, holding)
         # users may not book what is out of service; an update keeping its GPUs is not checked
-        out = {} if principal.admin else picker.unavailable(probe, exclude, self.live.values())
+        out = {} if principal.admin else picker.unavailable(probe, exclude, holding)
         if gpus is not None:
             picker.check_free(gpus, busy)
             if not exclude:
