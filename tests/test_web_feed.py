@@ -60,6 +60,8 @@ def test_an_unknown_version_gets_everything_and_a_malformed_one_is_refused() -> 
     v1 = _ask(fresh, "0", rows)["version"]
     fresh.answer(("/other", "bob"), {}, "x", [], str, {})  # the first feed is forgotten
     assert _ask(fresh, v1, rows)["full"] is True
+    bobs = feeds.answer(("/api/v1/things", "bob"), {"since": version}, "things", [], str, {})
+    assert bobs["full"] is True  # another viewer's version: never a difference of ann's rows
     with pytest.raises(UserError, match=r"^since: 'yesterday' is not a version this API gave"):
         _ask(feeds, "yesterday", rows)
 

@@ -5,10 +5,11 @@ The server remembers, per feed (one route, one query, one viewer), a digest of e
 last listed and the version at which it last changed; nothing per client. A listing is still
 built whole on the server; only the answer is small. A row's digest is taken of its
 ``signature`` (the row itself unless the route says otherwise), so readings that move without
-changing what a page draws are not changes. Versions are ``EPOCH-N``: ``N`` grows over every
-feed of this process and ``EPOCH`` names the process, so a version from before a restart, from
-a feed forgotten since, or older than the removals remembered gets everything again
-(``"full": true``), never a wrong difference.
+changing what a page draws are not changes. Versions are ``TAG-N``: ``N`` grows over every
+feed of this process and ``TAG`` is random per feed (made anew when a feed is forgotten and
+asked again, and by every process), so a version of another feed or viewer, from before a
+restart, from a feed forgotten since, or older than the removals remembered gets everything
+again (``"full": true``), never a wrong difference.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ ORDER = "order"  # the part holding the rows' ids in listing order
 
 @dataclass(slots=True)
 class _Feed:
-    born: int  # the version before this feed's first listing: a ``since`` up to it gets all
+    tag: str  # names this feed in its versions
     parts: dict[tuple[str, str], tuple[bytes, int]] = field(default_factory=dict)
     removed: dict[str, int] = field(default_factory=dict)  # row id -> version, oldest first
     floor: int = 0  # removals at or before this version are forgotten
@@ -65,31 +66,30 @@ class Feeds:
     """Every feed of this process (event loop only)."""
 
     def __init__(self, max_feeds: int = MAX_FEEDS, max_removed: int = MAX_REMOVED) -> None:
-        self.epoch = secrets.token_hex(4)
         self.max_feeds = max_feeds
         self.max_removed = max_removed
         self._counter = 0
         self._feeds: OrderedDict[tuple[str, ...], _Feed] = OrderedDict()
 
-    def since(self, query: dict[str, str]) -> int | None:
-        """The ``since`` of a query as a version number of this process: None when absent,
-        -1 when it is not one of this process's (everything is sent); UserError naming
-        ``since`` when it is no version at all."""
+    @staticmethod
+    def since(query: dict[str, str]) -> tuple[str, int] | None:
+        """The ``since`` of a query as (feed tag, number): None when absent, ("", -1) for 0
+        (everything); UserError naming ``since`` when it is no version at all."""
         text = query.get("since")
         if text is None:
             return None
         text = text.strip()
         if text in ("", "0"):
-            return -1
+            return "", -1
         found = _VERSION.fullmatch(text)
         if found is None:
             raise UserError(f"since: {text[:40]!r} is not a version this API gave (or 0)")
-        return int(found[2]) if found[1] == self.epoch else -1
+        return found[1], int(found[2])
 
     def delta(
         self,
         key: tuple[str, ...],
-        since: int,
+        since: tuple[str, int],
         rows: Sequence[Json],
         id_of: Callable[[Json], str],
         extras: dict[str, Any],
@@ -97,7 +97,7 @@ class Feeds:
     ) -> Delta:
         """Record ``rows`` (and ``extras``) as the feed ``key`` lists them now and answer
         ``since``: the rows and extras whose signature changed after it, the ids removed
-        after it; everything when ``since`` is -1 or older than the feed remembers."""
+        after it; everything when ``since`` is not this feed's or older than it remembers."""
         feed = self._feed(key)
         now = self._counter + 1
         changed = False
@@ -125,9 +125,10 @@ class Feeds:
             feed.floor = max(feed.floor, feed.removed.pop(oldest))
         if changed:
             self._counter = now
-        version = f"{self.epoch}-{self._counter}"
-        full = since <= feed.born or since < feed.floor or since > self._counter
-        after = -1 if full else since
+        version = f"{feed.tag}-{self._counter}"
+        tag, number = since
+        full = tag != feed.tag or number < feed.floor or number > self._counter
+        after = -1 if full else number
         fresh = {part for part, (_d, v) in feed.parts.items() if v > after}
         return Delta(
             version=version,
@@ -152,9 +153,7 @@ class Feeds:
         the feed ``key`` (with the query's other parameters)."""
         since = self.since(query)
         asked = tuple(f"{k}={v}" for k, v in sorted(query.items()) if k != "since")
-        delta = self.delta(
-            key + asked, -1 if since is None else since, rows, id_of, extras, signature
-        )
+        delta = self.delta(key + asked, since or ("", -1), rows, id_of, extras, signature)
         if since is None:
             return {"version": delta.version, rows_key: list(rows), **extras}
         return delta.json(rows_key)
@@ -162,7 +161,7 @@ class Feeds:
     def _feed(self, key: tuple[str, ...]) -> _Feed:
         feed = self._feeds.pop(key, None)
         if feed is None:
-            feed = _Feed(born=self._counter)
+            feed = _Feed(tag=secrets.token_hex(4))
         self._feeds[key] = feed
         while len(self._feeds) > self.max_feeds:
             self._feeds.popitem(last=False)
