@@ -59,6 +59,8 @@ def test_the_calendar_names_windows_unused_past_the_grace() -> None:
     assert at(1000.0 + 30 * MIN).no_shows(30 * MIN, ()) == (lab,)
     assert at(1000.0 + 30 * MIN).no_shows(30 * MIN, ("lab",)) == ()  # its owners used it
     assert at(1000.0 + 30 * MIN).no_shows(0.0, ()) == ()  # the rule turned off
+    late = ReservationCalendar([_view(created_at=1000.0 + 20 * MIN)], 1000.0 + 40 * MIN)
+    assert late.no_shows(30 * MIN, ()) == ()  # booked 20 min into its window: 30 min from then
     maint = ReservationCalendar([_view(maint=True)], 1000.0 + HOUR)
     assert maint.no_shows(30 * MIN, ()) == ()
     lent = _view(given_back=1000.0 + 30 * MIN)

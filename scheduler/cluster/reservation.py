@@ -96,5 +96,6 @@ class Reservation:
                 period=self.period,
                 unused=self.unused,
                 given_back=self.given_back,
+                created_at=self.created_at,
             )
         return self.view

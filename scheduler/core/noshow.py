@@ -34,16 +34,21 @@ class NoShowRule:
         self.model = model
         self.stored_jobs = jobs  # ended jobs that ran in a window
         self.grace = grace  # seconds (the config's ``reservations.unused_after``; 0: off)
+        self._used: set[tuple[str, float]] = set()  # (name, window start) seen used
 
     def step(self, now: float) -> list[Reservation]:
         """Give back every window that is a no-show at ``now``; the reservations given back."""
-        due = self.reservations.calendar(now).no_shows(self.grace(), ())
+        calendar = self.reservations.calendar(now)
+        self._used &= {(r.name, r.start) for r in calendar.open}  # forget ended windows
+        due = calendar.no_shows(self.grace(), ())
+        due = tuple(r for r in due if (r.name, r.start) not in self._used)
         if not due:
             return []
-        used = self._used({r.name: r.start for r in due})
+        used = self._used_now({r.name: r.start for r in due})
+        self._used |= {(r.name, r.start) for r in due if r.name in used}  # once used, used
         return [self.reservations.give_back(r.name, now) for r in due if r.name not in used]
 
-    def _used(self, starts: dict[str, float]) -> set[str]:
+    def _used_now(self, starts: dict[str, float]) -> set[str]:
         """The reservations of ``starts`` (name -> window start) a job of theirs waits for,
         runs in, or ran in since the window opened."""
         used = {

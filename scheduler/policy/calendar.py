@@ -108,8 +108,8 @@ class ReservationCalendar:
         ]
 
     def no_shows(self, grace: float, used: Iterable[str]) -> tuple[ReservationView, ...]:
-        """The no-show rule: the open windows, MAINT ones aside, that began at least ``grace``
-        seconds ago, whose owners have not used them (their names are not in ``used``: no
+        """The no-show rule: the open windows, MAINT ones aside, that began (or were booked,
+        if later) at least ``grace`` seconds ago, whose owners have not used them (their names are not in ``used``: no
         job of theirs ran in the window or waits for it) and that were not given back yet.
         Their GPUs go back per ``unused``: lent to the queue until an owner's job comes,
         or released. ``grace`` 0 turns the rule off."""
@@ -120,7 +120,7 @@ class ReservationCalendar:
             r
             for r in self.open
             if not r.maint
-            and r.start + grace <= self.now
+            and max(r.start, r.created_at) + grace <= self.now
             and r.name not in seen
             and r.given_back < r.start
         )

@@ -146,6 +146,7 @@ class ReservationView:
     period: float = 0.0
     unused: str = "lend"  # the no-show rule's policy: "lend" or "release"
     given_back: float = 0.0  # when the no-show rule gave this window back (0: not)
+    created_at: float = 0.0  # when it was booked (the no-show rule's grace starts no earlier)
 
     @property
     def lent_to_all(self) -> bool:
