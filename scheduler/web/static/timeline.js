@@ -2,7 +2,7 @@
 // time (day or week). Every bar names whom it is for and is coloured mine / my group / others
 // / maintenance; unavailable GPUs are greyed. A card tells the details of a bar.
 
-import { getJobs, getNodes, getReservations, session } from "./api.js";
+import { getJobs, getNodes, getReservation, getReservations, session } from "./api.js";
 import { $, confirmButton, el, fill, gpuText, paged, td, when } from "./dom.js";
 import { HOUR, hourTicks, midnights, viewBounds, zoneName } from "./calendar.js";
 import { nodeMatches, notePartitions } from "./filters.js";
@@ -242,6 +242,7 @@ function bookingsTable(reservations, nodes) {
         td(when(v.end)),
         td(gpuText(v.gpus)),
         td(v.flags.join(",")),
+        td(when(v.given_back)),
         el("td", {}, v.may_delete ? confirmButton("Cancel", `Cancel ${v.name}?`, () => booking.cancel(v.name)) : ""),
       ),
     ),
@@ -271,12 +272,28 @@ export function showCard(key, px, py, pinned) {
     card.replaceChildren(close, el("h3", { text: v.name }), rows([
       ["For", forWhom(v)], ["Booked by", v.created_by], ["From", when(v.start)], ["To", when(v.end)],
       ["GPUs", gpuText(v.gpus)], ["Flags", v.flags.join(", ")], ["Running jobs", v.running_jobs.join(", ")],
+      ["If unused", v.unused === "release" ? "released" : "lent to the queue"], ["Given back", when(v.given_back)],
     ]), v.may_delete ? el("p", { class: "actions" }, el("button", { type: "button", class: "extend", onclick: extend }, "End 1 h later"), " ", confirmButton("Cancel booking", `Cancel ${v.name}?`, () => booking.cancel(v.name))) : "");
   }
   card.hidden = false;
+  if (pinned && found.resv) usageLine(card, key, found.resv.name);
   const w = Math.min(320, window.innerWidth - 16);
   card.style.left = `${Math.max(8, Math.min(px + 12, window.innerWidth - w - 8))}px`;
   card.style.top = `${py + 12}px`;
+}
+
+/** Add a pinned booking card's GPU-hours of its current window (``GET /reservations/NAME``). */
+async function usageLine(card, key, name) {
+  let usage;
+  try {
+    ({ usage } = await getReservation(name));
+  } catch {
+    return; // gone or unreachable: the card keeps what it shows
+  }
+  if (card.hidden || card.dataset.key !== key || card.querySelector(".usage")) return;
+  const h = (k) => `${k} ${usage[k].toFixed(1)}`;
+  const text = `GPU-hours: ${["booked", "used", "lent", "idle", "released"].map(h).join(" · ")}`;
+  card.querySelector("dl").after(el("p", { class: "usage", text }));
 }
 
 export function hideCard() {

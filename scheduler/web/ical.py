@@ -37,7 +37,7 @@ def feed_key(user: UserRecord) -> str:
     return mac.hexdigest()[:32]
 
 
-class Feed:
+class IcalFeed:
     """``GET /api/v1/ical`` (the caller's feed address) and ``GET /api/v1/ical/{user}/{key}``."""
 
     def __init__(self, engine: Engine) -> None:
