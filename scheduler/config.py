@@ -19,14 +19,9 @@ from rota.destinations import parse_networks
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.private import private_dir, private_file
 from rota.scheduler.core.booking import BookingRules
-from rota.scheduler.partition_settings import (
-    PartitionSettings,
-    check_partitions,
-    partition_table,
-)
+from rota.scheduler.partition_settings import PartitionSettings, check_partitions
 from rota.scheduler.policy import POLICIES
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
-from rota.scheduler.policy.partitions import PartitionTable
 from rota.settings import (
     Bytes,
     Count,
@@ -282,11 +277,6 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
         default_share=config.default_share,
         preemption=config.preemption,
     )
-
-
-def partitions(config: SchedulerConfig) -> PartitionTable:
-    """The lab's partitions from the (already checked) settings."""
-    return partition_table(config.partitions, config.default_time_limit, config.max_time_limit)
 
 
 def booking_rules(config: SchedulerConfig) -> BookingRules:

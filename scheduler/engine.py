@@ -30,6 +30,7 @@ from rota.scheduler.core_thread import CoreExecutor, Executor
 from rota.scheduler.facade.agents import AgentsFacade
 from rota.scheduler.facade.jobs import JobsFacade
 from rota.scheduler.facade.nodes import NodesFacade
+from rota.scheduler.facade.partitions import PartitionsFacade
 from rota.scheduler.facade.reservations import ReservationsFacade
 from rota.scheduler.facade.users import UsersFacade
 from rota.scheduler.intake import EventIntake, TelemetryIntake
@@ -41,9 +42,9 @@ from rota.scheduler.pass_loop import PassLoop, PassObserver
 
 class Engine:
     """The facade the servicers, the web API and the daemon's periodic work call: one part per
-    gRPC service (``jobs``, ``nodes``, ``reservations``, ``users``, ``agents``), each with one
-    method per RPC. ``executor``: where service calls run (default: the core and policy
-    threads)."""
+    gRPC service (``jobs``, ``nodes``, ``partitions``, ``reservations``, ``users``,
+    ``agents``), each with one method per RPC. ``executor``: where service calls run
+    (default: the core and policy threads)."""
 
     def __init__(
         self,
@@ -70,6 +71,7 @@ class Engine:
         passes = self.passes
         self.jobs = JobsFacade(services, core, steps, hub, logs, passes, self.large, self.cancels)
         self.nodes = NodesFacade(services, core, steps, hub, passes)
+        self.partitions = PartitionsFacade(services, core, passes)
         self.reservations = ReservationsFacade(services, core, steps, passes, on_reservations)
         self.agents = AgentsFacade(
             services, core, steps, hub, logs, passes, self.telemetry, self.events

@@ -20,6 +20,7 @@ from rota.scheduler.api.admin import AdminServicer
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
+from rota.scheduler.api.partitions import PartitionServicer
 from rota.scheduler.api.peers import node_certificate_problem
 from rota.scheduler.api.reservations import ReservationServicer, add_bookings
 from rota.scheduler.api.users import UserServicer
@@ -227,4 +228,5 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)
     pb_grpc.add_ReservationServiceServicer_to_server(ReservationServicer(engine), server)
     pb_grpc.add_UserServiceServicer_to_server(UserServicer(engine), server)
+    pb_grpc.add_PartitionServiceServicer_to_server(PartitionServicer(engine), server)
     pb_grpc.add_AccountingServiceServicer_to_server(AccountingServicer(engine), server)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rota.scheduler.config import SchedulerConfig, booking_rules, partitions
+from rota.scheduler.config import SchedulerConfig, booking_rules
 from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.audit import RefusalLimiter
@@ -19,6 +19,7 @@ from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
 from rota.scheduler.core.notifications import NotificationService
+from rota.scheduler.core.partitions import PartitionService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
 from rota.scheduler.core.snapshot import SnapshotBuilder
@@ -44,6 +45,7 @@ class Services:
     control: ControlService
     planner: Planner
     reservations: ReservationService
+    partitions: PartitionService  # the settings file's and admins' (gadmin partition)
     users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
@@ -82,7 +84,8 @@ def build_services(
     reservations = ReservationService(
         model, store.reservations, store.jobs, clock, booking_rules(config), gpus.unhealthy
     )
-    table = partitions(config)
+    partitions = PartitionService(store.partitions, model, config, clock)
+    table = partitions.table  # one table, reset in place by ``partitions``
     snapshots = SnapshotBuilder(
         model,
         lookup,
@@ -126,6 +129,7 @@ def build_services(
             revoked=users.revoked,
         ),
         reservations=reservations,
+        partitions=partitions,
         users=users,
         meter=meter,
         accounting=AccountingService(model, store.usage, meter, config, clock),

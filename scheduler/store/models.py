@@ -210,6 +210,19 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
+class PartitionRow(Base):
+    """One partition an admin made (``gadmin partition``); those of the settings file are not
+    stored. ``settings``: its ``PartitionSettings`` fields as a JSON map."""
+
+    __tablename__ = "partitions"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)  # creation order
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    changed_by: Mapped[str] = mapped_column(String(128), default="")
+    changed: Mapped[float] = mapped_column(Float, default=0.0)
+
+
 # The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause),
 # for the repositories written in SQLAlchemy Core.
 JOBS = cast(Table, JobRow.__table__)

@@ -209,3 +209,29 @@ class ReservationRepository(Protocol):
         ...
 
     def delete(self, name: str) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredPartition:
+    """A partition an admin made: its settings' fields (``PartitionSettings``, as JSON values),
+    its place in creation order, who changed it last and when."""
+
+    name: str
+    settings: dict[str, object]
+    position: int
+    changed_by: str
+    changed: float
+
+
+class PartitionRepository(Protocol):
+    """Partitions admins made (``gadmin partition``)."""
+
+    def all(self) -> list[StoredPartition]:
+        """Every stored partition in creation order."""
+        ...
+
+    def save(self, partition: StoredPartition) -> None:
+        """Insert or replace ``partition``."""
+        ...
+
+    def delete(self, name: str) -> None: ...

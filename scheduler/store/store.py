@@ -18,6 +18,7 @@ from sqlalchemy.orm import sessionmaker
 from rota.scheduler.store.jobs import SqlJobRepository
 from rota.scheduler.store.nodes import SqlNodeRepository
 from rota.scheduler.store.notices import SqlNoticeRepository
+from rota.scheduler.store.partitions import SqlPartitionRepository
 from rota.scheduler.store.reservations import SqlReservationRepository
 from rota.scheduler.store.schema import prepare
 from rota.scheduler.store.usage import SqlUsageRepository
@@ -55,6 +56,7 @@ class Store:
         self.notices = SqlNoticeRepository(self.engine)
         self.users = SqlUserRepository(sessions)
         self.reservations = SqlReservationRepository(sessions)
+        self.partitions = SqlPartitionRepository(sessions)
 
     def close(self) -> None:
         """Finish the background writes under way, then close every connection."""

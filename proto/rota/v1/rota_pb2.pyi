@@ -751,6 +751,85 @@ class GpuActionResponse(_message.Message):
     message: str
     def __init__(self, message: _Optional[str] = ...) -> None: ...
 
+class PartitionSpec(_message.Message):
+    __slots__ = ("nodes", "labels", "is_default", "default_time", "max_time", "default_gpus", "max_gpus_per_job", "allow_users", "allow_accounts", "priority_tier")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIME_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_GPUS_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPUS_PER_JOB_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_USERS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_TIER_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    labels: _containers.ScalarMap[str, str]
+    is_default: bool
+    default_time: float
+    max_time: float
+    default_gpus: int
+    max_gpus_per_job: int
+    allow_users: _containers.RepeatedScalarFieldContainer[str]
+    allow_accounts: _containers.RepeatedScalarFieldContainer[str]
+    priority_tier: int
+    def __init__(self, nodes: _Optional[_Iterable[str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., is_default: _Optional[bool] = ..., default_time: _Optional[float] = ..., max_time: _Optional[float] = ..., default_gpus: _Optional[int] = ..., max_gpus_per_job: _Optional[int] = ..., allow_users: _Optional[_Iterable[str]] = ..., allow_accounts: _Optional[_Iterable[str]] = ..., priority_tier: _Optional[int] = ...) -> None: ...
+
+class PartitionRequest(_message.Message):
+    __slots__ = ("name", "spec", "fields")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    spec: PartitionSpec
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PartitionRecord(_message.Message):
+    __slots__ = ("name", "spec", "source", "is_default", "changed_by", "changed")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_BY_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    spec: PartitionSpec
+    source: str
+    is_default: bool
+    changed_by: str
+    changed: float
+    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., source: _Optional[str] = ..., is_default: _Optional[bool] = ..., changed_by: _Optional[str] = ..., changed: _Optional[float] = ...) -> None: ...
+
+class RemovePartitionRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RemovePartitionResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class ListPartitionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListPartitionsResponse(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionRecord]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionRecord, _Mapping]]] = ...) -> None: ...
+
 class AttemptStatus(_message.Message):
     __slots__ = ("job_id", "attempt", "container_id", "running")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
