@@ -49,6 +49,8 @@ FIELD_ORDER = (
     "array",
     "reservation",
     "partition",
+    "nodelist",
+    "exclude",
     "node_selector",
     "exclusive",
     "hold",

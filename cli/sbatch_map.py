@@ -240,6 +240,8 @@ _HANDLERS: dict[str, Handler] = {
     "dependency": _set("dependency"),
     "reservation": _set("reservation"),
     "partition": _set("partition"),
+    "nodelist": _set("nodelist"),
+    "exclude": _set("exclude"),
     "account": _set("account"),
     "qos": _set("qos"),
     "chdir": _set("workdir"),

@@ -85,6 +85,8 @@ class JobSpec:
     submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
     submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
+    nodelist: str = ""  # only these nodes (a host list, gpu[01-03]); "" = any (sbatch -w)
+    exclude: str = ""  # never these nodes (a host list); "" = none (sbatch -x)
 
 
 def _type_name(value: object) -> str:
@@ -290,6 +292,13 @@ def _partition(key: str, value: Any) -> str:
     return ",".join(dict.fromkeys(names))
 
 
+def _hostlist(key: str, value: Any) -> str:
+    """A host list (``gpu[01-03],cpu1``) or a list of names; kept as one comma-joined text
+    (``check_spec`` expands and checks it)."""
+    items = value if isinstance(value, list) else [_str(key, value)]
+    return ",".join(_str(key, item).strip() for item in items if str(item).strip())
+
+
 def _pull(key: str, value: Any) -> str:
     text = _str(key, value)
     if text not in PULL_POLICIES:
@@ -325,6 +334,8 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "array": ("array", _checked(array_size, "array")),
     "reservation": ("reservation", _name),
     "partition": ("partition", _partition),
+    "nodelist": ("nodelist", _hostlist),
+    "exclude": ("exclude", _hostlist),
     "node_selector": ("node_selector", _str_map),
     "exclusive": ("exclusive", _bool),
     "env": ("env", _str_map),
