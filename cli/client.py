@@ -176,15 +176,17 @@ class Client:
         accounts: list[str],
         states: Iterable[JobState] = (),
         all_states: bool = False,
+        with_priority: bool = False,
     ) -> list[Any]:
         """Jobs (``rota.v1.Job``) matching every filter given; active ones unless ``states`` or
-        ``all_states`` say otherwise."""
+        ``all_states`` say otherwise; pending ones with their ``priority`` when asked."""
         request = pb.ListJobsRequest(
             ids=ids,
             users=users,
             accounts=accounts,
             states=[pb.JobState.Value(s.value) for s in states],
             all_states=all_states,
+            with_priority=with_priority,
         )
         jobs: list[Any] = []
         while True:  # the scheduler answers in pages

@@ -74,6 +74,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             accounts=tuple(request.accounts),
             page_size=request.page_size,
             page_token=request.page_token,
+            with_priority=request.with_priority,
         )
         page = await self.engine.jobs.list_jobs(listing, caller())
         jobs = await asyncio.to_thread(convert.jobs_to_pb, page.jobs)  # the loop keeps serving

@@ -306,7 +306,7 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token")
+    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token", "with_priority")
     STATES_FIELD_NUMBER: _ClassVar[int]
     ALL_STATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
@@ -314,6 +314,7 @@ class ListJobsRequest(_message.Message):
     ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WITH_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     states: _containers.RepeatedScalarFieldContainer[JobState]
     all_states: bool
     ids: _containers.RepeatedScalarFieldContainer[str]
@@ -321,7 +322,8 @@ class ListJobsRequest(_message.Message):
     accounts: _containers.RepeatedScalarFieldContainer[str]
     page_size: int
     page_token: str
-    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    with_priority: bool
+    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_priority: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token")
