@@ -302,7 +302,9 @@ def _submit(args: argparse.Namespace, script: Script) -> int:
             [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only
         )
     submitted: list[str] = []
-    for job in response.jobs:
+    for job, loaded in zip(response.jobs, jobs, strict=False):
+        for warning in job.warnings:  # what the scheduler accepted but will not do
+            print(f"gsub: warning: {loaded.name}: {warning}", file=sys.stderr)
         if args.test_only:
             print(f"Job would {'start now' if not job.reason else 'wait: ' + job.reason}")
             continue

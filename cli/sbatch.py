@@ -51,6 +51,8 @@ FIELD_ORDER = (
     "partition",
     "nodelist",
     "exclude",
+    "mail_type",
+    "mail_user",
     "node_selector",
     "exclusive",
     "hold",

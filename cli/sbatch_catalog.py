@@ -110,8 +110,6 @@ NOT_HERE = {
     "kill-on-invalid-dep": "ignored: a job whose dependency can never be met stays pending "
     "(DependencyNeverSatisfied) until cancelled",
     "licenses": "ignored: rota tracks no licenses",
-    "mail-type": "ignored: rota sends no mail; gsub --notify URL posts a webhook when a job ends",
-    "mail-user": "ignored: rota sends no mail; gsub --notify URL posts a webhook when a job ends",
     "mcs-label": _ACCOUNTING,
     "mem-bind": _LAYOUT,
     "mincpus": _LAYOUT,
@@ -177,6 +175,8 @@ MAPPED = frozenset(
         "gres",
         "hold",
         "job-name",
+        "mail-type",
+        "mail-user",
         "mem",
         "mem-per-cpu",
         "mem-per-gpu",

@@ -24,6 +24,7 @@ from rota.cli.sbatch_options import (
     slurm_export,
     split_options,
 )
+from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
 
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -210,6 +211,18 @@ def _constraint(req: Request, option: str, value: str | None) -> None:
     req.origins["node_selector"] = f"--{option}"
 
 
+def _mail_type(req: Request, option: str, value: str | None) -> None:
+    types = normal_mail_types([value or ""])
+    problem = mail_type_problem(types)
+    if problem:
+        raise ScriptError(f"--{option}: {problem}")
+    skipped = not_sent(types)
+    if skipped:
+        req.warn(f"ignored for {', '.join(skipped)}: rota mails BEGIN, END and FAIL only")
+    req.job["mail_type"] = list(types)
+    req.origins["mail_type"] = f"--{option}"
+
+
 def _begin(req: Request, option: str, value: str | None) -> None:
     req.job["begin"] = slurm_begin(value or "", req.now)
     req.origins["begin"] = f"--{option}"
@@ -258,6 +271,8 @@ _HANDLERS: dict[str, Handler] = {
     "ntasks": _tasks,
     "ntasks-per-node": _tasks,
     "constraint": _constraint,
+    "mail-type": _mail_type,
+    "mail-user": _set("mail_user"),
     "begin": _begin,
     "export": _export,
     "hold": _flag("hold", True),

@@ -15,6 +15,7 @@ from typing import Any
 
 from rota.inputs import SpecError
 from rota.jobends import NOTIFY_EVENTS
+from rota.jobmail import normal_mail_types
 from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from rota.validate import (
     CLIENT_RULES,
@@ -87,6 +88,8 @@ class JobSpec:
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
     nodelist: str = ""  # only these nodes (a host list, gpu[01-03]); "" = any (sbatch -w)
     exclude: str = ""  # never these nodes (a host list); "" = none (sbatch -x)
+    mail_type: tuple[str, ...] = ()  # sbatch --mail-type (rota.jobmail); () = no mail
+    mail_user: str = ""  # where mail goes; "" = the job's user
 
 
 def _type_name(value: object) -> str:
@@ -299,6 +302,12 @@ def _hostlist(key: str, value: Any) -> str:
     return ",".join(_str(key, item).strip() for item in items if str(item).strip())
 
 
+def _mail_types(key: str, value: Any) -> tuple[str, ...]:
+    """``BEGIN,END`` or a list of types; kept upper-cased, each once."""
+    items = value if isinstance(value, list) else [_str(key, value)]
+    return normal_mail_types(_str(key, item) for item in items)
+
+
 def _pull(key: str, value: Any) -> str:
     text = _str(key, value)
     if text not in PULL_POLICIES:
@@ -336,6 +345,8 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "partition": ("partition", _partition),
     "nodelist": ("nodelist", _hostlist),
     "exclude": ("exclude", _hostlist),
+    "mail_type": ("mail_type", _mail_types),
+    "mail_user": ("mail_user", _str),
     "node_selector": ("node_selector", _str_map),
     "exclusive": ("exclusive", _bool),
     "env": ("env", _str_map),

@@ -33,6 +33,7 @@ from rota.inputs import (
     check_text,
 )
 from rota.jobends import NOTIFY_EVENTS, pattern_problem, url_problem
+from rota.jobmail import mail_type_problem, mail_user_problem
 
 if TYPE_CHECKING:
     from rota.jobspec import JobSpec
@@ -186,6 +187,11 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     check_partition(at("partition"), spec.partition)
     check_hostlist(at("nodelist"), spec.nodelist)
     check_hostlist(at("exclude"), spec.exclude)
+    problem = mail_type_problem(spec.mail_type)
+    if problem:
+        raise SpecError(at("mail_type"), problem)
+    if spec.mail_user and mail_user_problem(spec.mail_user):
+        raise SpecError(at("mail_user"), mail_user_problem(spec.mail_user))
     check_image(at("image"), spec.image, rules.allowed_images, rules.allowed_registries)
     if not spec.command:
         raise SpecError(at("command"), "is required")

@@ -62,6 +62,8 @@ def spec_from_message(msg: Any) -> JobSpec:
         partition=msg.partition,
         nodelist=msg.nodelist,
         exclude=msg.exclude,
+        mail_type=tuple(msg.mail_type),
+        mail_user=msg.mail_user,
     )
 
 
@@ -108,6 +110,8 @@ def spec_fields(spec: JobSpec) -> Fields:
         "partition": spec.partition,
         "nodelist": spec.nodelist,
         "exclude": spec.exclude,
+        "mail_type": list(spec.mail_type),
+        "mail_user": spec.mail_user,
     }
 
 

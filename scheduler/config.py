@@ -137,6 +137,10 @@ class SchedulerConfig(Settings):
     notify_max_backoff: PositiveSeconds = 600.0  # the longest wait between tries
     notify_timeout: PositiveSeconds = 10.0  # one post: connect, send and answer
     webhook_allowed_networks: Names = ()  # CIDRs webhooks may reach beyond public addresses
+    # job mail, sbatch --mail-type (docs/admin.md "Mail"); tries and backoff as webhooks'
+    mail_relay: HostPort | None = None  # SMTP relay HOST:PORT; unset: mail is not sent
+    mail_from: str = "rota"  # the From address (a bare name gets @mail_domain)
+    mail_domain: str = ""  # appended to a bare user name (SLURM's MailDomain)
     # resource exhaustion (docs/security.md "Resource exhaustion")
     max_connections: Count = 20_000  # gRPC connections at once (agents hold one each)
     http_max_connections: Count = 256  # HTTP connections at once (slow heads evicted first)

@@ -23,6 +23,7 @@ from dataclasses import replace
 from rota.scheduler.agent_hub import AgentHub, LogRelay
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.liveness import telemetry_period
+from rota.scheduler.core.mail import Mail
 from rota.scheduler.core.notifications import Delivery
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
@@ -115,6 +116,15 @@ class Engine:
     async def claim_notifications(self, limit: int) -> list[Delivery]:
         """Up to ``limit`` job-end webhooks due now (the notifier posts them)."""
         return await self.core.background(self.services.notifications.claim, limit)
+
+    async def claim_mails(self, limit: int) -> list[Mail]:
+        """Up to ``limit`` job mails due now (the mailer sends them)."""
+        return await self.core.background(self.services.mail.claim, limit)
+
+    async def mail_result(self, mail: Mail, error: str) -> None:
+        """Record how a send went: sent, or failed (retried later or given up)."""
+        mails = self.services.mail
+        await self.core.background(mails.failed if error else mails.sent, mail)
 
     async def notification_result(self, delivery: Delivery, status: int, error: str) -> None:
         """Record how a post went: delivered, or failed (retried later or given up)."""

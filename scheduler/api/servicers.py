@@ -26,6 +26,7 @@ from rota.scheduler.api.reservations import ReservationServicer, add_bookings
 from rota.scheduler.api.users import UserServicer
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
+from rota.scheduler.core.mail import mail_warnings
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -47,6 +48,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             for i in request.items
         ]
         results = await self.engine.jobs.submit(items, caller(), request.test_only)
+        relay = self.engine.services.config.mail_relay
         return pb.SubmitJobsResponse(
             jobs=[
                 pb.SubmittedJob(
@@ -54,8 +56,9 @@ class JobServicer(pb_grpc.JobServiceServicer):
                     job_ids=list(r.job_ids),
                     duplicate=r.duplicate,
                     reason=r.reason,
+                    warnings=mail_warnings(item.spec.mail_type, relay),
                 )
-                for r in results
+                for r, item in zip(results, items, strict=True)
             ]
         )
 

@@ -16,6 +16,7 @@ from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Lifecycle
 from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
+from rota.scheduler.core.mail import MailService
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
 from rota.scheduler.core.notifications import NotificationService
@@ -50,6 +51,7 @@ class Services:
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
     notifications: NotificationService  # job-end webhooks queued by the store
+    mail: MailService  # job mail queued by the store (sbatch --mail-type)
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
 
@@ -134,6 +136,7 @@ def build_services(
         meter=meter,
         accounting=AccountingService(model, store.usage, meter, config, clock),
         notifications=NotificationService(store.notices, config, clock),
+        mail=MailService(store.mails, config, clock),
         policy=policy,
         liveness=liveness,
     )

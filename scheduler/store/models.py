@@ -210,6 +210,20 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
+class MailRow(Base):
+    """A job mail still to send (sbatch --mail-type): written in the transaction that records
+    the change it tells of; deleted once sent or given up. One per job, attempt and kind."""
+
+    __tablename__ = "mails"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # BEGIN END FAIL
+    to: Mapped[str] = mapped_column(String(320))
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[float] = mapped_column(Float, index=True)
+
+
 class PartitionRow(Base):
     """One partition an admin made (``gadmin partition``); those of the settings file are not
     stored. ``settings``: its ``PartitionSettings`` fields as a JSON map."""
@@ -233,3 +247,4 @@ NODES = cast(Table, NodeRow.__table__)
 GPU_MARKS = cast(Table, GpuMarkRow.__table__)
 USAGE = cast(Table, JobUsageRow.__table__)
 NOTICES = cast(Table, NotificationRow.__table__)
+MAILS = cast(Table, MailRow.__table__)

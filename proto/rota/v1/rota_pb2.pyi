@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "nodelist", "exclude")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "nodelist", "exclude", "mail_type", "mail_user")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +135,8 @@ class JobSpec(_message.Message):
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     NODELIST_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    MAIL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    MAIL_USER_FIELD_NUMBER: _ClassVar[int]
     name: str
     image: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -168,7 +170,9 @@ class JobSpec(_message.Message):
     partition: str
     nodelist: str
     exclude: str
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ...) -> None: ...
+    mail_type: _containers.RepeatedScalarFieldContainer[str]
+    mail_user: str
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
@@ -280,18 +284,20 @@ class SubmitJobsRequest(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[SubmitItem, _Mapping]]] = ..., user: _Optional[str] = ..., test_only: _Optional[bool] = ...) -> None: ...
 
 class SubmittedJob(_message.Message):
-    __slots__ = ("client_request_id", "job_ids", "duplicate", "estimated_start", "reason")
+    __slots__ = ("client_request_id", "job_ids", "duplicate", "estimated_start", "reason", "warnings")
     CLIENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     client_request_id: str
     job_ids: _containers.RepeatedScalarFieldContainer[str]
     duplicate: bool
     estimated_start: float
     reason: str
-    def __init__(self, client_request_id: _Optional[str] = ..., job_ids: _Optional[_Iterable[str]] = ..., duplicate: _Optional[bool] = ..., estimated_start: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, client_request_id: _Optional[str] = ..., job_ids: _Optional[_Iterable[str]] = ..., duplicate: _Optional[bool] = ..., estimated_start: _Optional[float] = ..., reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SubmitJobsResponse(_message.Message):
     __slots__ = ("jobs",)

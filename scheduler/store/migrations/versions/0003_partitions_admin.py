@@ -1,6 +1,7 @@
-"""Partitions admins make at run time (``gadmin partition``): table ``partitions``.
+"""Partitions admins make at run time (``gadmin partition``): table ``partitions``; job mail
+still to send (sbatch ``--mail-type``): table ``mails``.
 
-Expand only: a new table an older scheduler never reads. Partitions of the settings file are
+Expand only: new tables an older scheduler never reads. Partitions of the settings file are
 not stored.
 
 Revision ID: 0003_partitions_admin
@@ -28,7 +29,21 @@ def upgrade() -> None:
         sa.Column("changed", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("name"),
     )
+    op.create_table(
+        "mails",
+        sa.Column("job_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.Column("kind", sa.String(length=16), nullable=False),
+        sa.Column("to", sa.String(length=320), nullable=False),
+        sa.Column("tries", sa.Integer(), nullable=False),
+        sa.Column("next_at", sa.Float(), nullable=False),
+        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"]),
+        sa.PrimaryKeyConstraint("job_id", "attempt", "kind"),
+    )
+    op.create_index(op.f("ix_mails_next_at"), "mails", ["next_at"], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index(op.f("ix_mails_next_at"), table_name="mails")
+    op.drop_table("mails")
     op.drop_table("partitions")
