@@ -24,6 +24,7 @@ from rota.cli.sbatch_options import (
     slurm_export,
     split_options,
 )
+from rota.hostlist import expand
 from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
 
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -76,6 +77,7 @@ class Request:
             self.problems.append(str(exc))
 
     def _resolve(self) -> None:
+        self._listed_nodes()
         nodes = int(self.job.get("nodes", 1))
         tasks = self._tasks_per_node(nodes)
         gpus = self._gpus_per_node(nodes, tasks)
@@ -87,6 +89,24 @@ class Request:
                 raise ScriptError(f"{self.said['memory']}: needs GPUs (--gres or --gpus-*)")
             if number:
                 self.resources["memory"] = rota_size(number * times, unit)
+
+    def _listed_nodes(self) -> None:
+        """As sbatch: the job gets every node ``-w`` lists, so it needs at least that many
+        nodes (their count when ``-N`` is not given)."""
+        try:
+            listed = len(set(expand(self.job.get("nodelist", ""))))
+        except ValueError:
+            return  # the scheduler names what is wrong with the list
+        if listed <= 1:
+            return
+        if "nodes" not in self.job:
+            self.job["nodes"] = listed
+        elif int(self.job["nodes"]) < listed:
+            raise ScriptError(
+                f"{self.origins['nodelist']} names {listed} nodes but "
+                f"{self.origins['nodes']} asks for {self.job['nodes']}: the job gets every "
+                "node listed, as with sbatch"
+            )
 
     def _tasks_per_node(self, nodes: int) -> int:
         if self.ntasks is not None and self.ntasks < nodes:

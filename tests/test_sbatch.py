@@ -168,6 +168,12 @@ def _script(*directives: str, body: str = "echo hi\n") -> str:
         (["-p gpu", "--exclusive=user"], {"partition": "gpu", "exclusive": True}),
         (["--partition=a,b"], {"partition": "a,b"}),
         (["--priority=5", "--no-requeue"], {"priority": 5, "requeue": False}),
+        (["-w gpu[01-03]", "-x gpu09"], {"nodes": 3, "nodelist": "gpu[01-03]", "exclude": "gpu09"}),
+        (["-N 4", "--nodelist=gpu01"], {"nodes": 4, "nodelist": "gpu01"}),
+        (
+            ["--mail-type=end,FAIL", "--mail-user=a@b.org"],
+            {"mail_type": ["END", "FAIL"], "mail_user": "a@b.org"},
+        ),
     ],
 )
 def test_directive_table(directives: list[str], expected: dict[str, object]) -> None:
@@ -185,6 +191,8 @@ def test_directive_table(directives: list[str], expected: dict[str, object]) -> 
         (["--mem-per-gpu=8G"], "line 2: --mem-per-gpu=8G: needs GPUs"),
         (["--nodes=2-4"], "line 2: --nodes: expected a whole number"),
         (["--job-name='unclosed"], "line 2: No closing quotation"),
+        (["-N 1", "-w gpu[01-02]"], "--nodelist names 2 nodes but --nodes asks for 1"),
+        (["--mail-type=SOMETIMES"], "line 2: --mail-type: SOMETIMES unknown"),
     ],
 )
 def test_untranslatable_directives_are_named(directives: list[str], message: str) -> None:
