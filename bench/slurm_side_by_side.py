@@ -45,6 +45,8 @@ CASES: list[tuple[str, list[str]]] = [
     ("GPUs per job", ["-N 2", "--gpus=4"]),
     ("tasks x GPUs per task", ["--ntasks-per-node=4", "--gpus-per-task=1"]),
     ("tasks x CPUs per task", ["-n 8", "-c 2"]),
+    ("memory in MB", ["--mem=32000"]),
+    ("memory in G", ["--mem=32G"]),
     ("memory per CPU", ["-c 8", "--mem-per-cpu=6G"]),
     ("memory per GPU", ["--gres=gpu:2", "--mem-per-gpu=10G"]),
     ("CPUs per GPU", ["--gres=gpu:2", "--cpus-per-gpu=4"]),
@@ -156,7 +158,8 @@ def rota_reads(path: Path, cwd: Path) -> tuple[dict[str, Any] | str, list[str]]:
         cwd=cwd,
         env=env,
     )
-    warnings = [w.split(": ", 3)[-1] for w in done.stderr.splitlines() if "warning" in w]
+    # each warning names its option: "gsub: warning: FILE: line N: --opt=value: what rota does"
+    warnings = [w.split(": ")[4] for w in done.stderr.splitlines() if ": warning: " in w]
     if done.returncode:
         return "refused: " + done.stderr.strip().split(": ", 2)[-1], warnings
     job = yaml.safe_load(done.stdout)
@@ -204,7 +207,7 @@ def directives() -> None:
             said = " ".join(f"`{line.format(host='HOST')}`" for line in lines)
             if isinstance(slurm, str) or isinstance(rota, str):
                 seen = slurm if isinstance(slurm, str) else _brief(slurm, set(FIELDS))
-                differs = rota if isinstance(rota, str) else "(SLURM refuses)"
+                differs = rota.replace(f"{path}: ", "") if isinstance(rota, str) else "accepts"
             else:
                 wanted = {k for k in FIELDS if slurm[k] != rota[k]}
                 seen = _brief(slurm, {k for k in FIELDS if k in wanted or _said(k, slurm)})
@@ -255,7 +258,12 @@ def first_line(runs: int) -> None:
 def _slurm_first(path: Path, root: Path, run: int) -> float:
     out = root / f"slurm-{run}.out"
     t0 = time.clock_gettime(time.CLOCK_BOOTTIME)
-    subprocess.run(["sbatch", "--parsable", "-o", str(out), str(path)], check=True, cwd=root)
+    subprocess.run(
+        ["sbatch", "--parsable", "-o", str(out), str(path)],
+        check=True,
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+    )
     while not out.exists() or not out.read_text().strip():
         time.sleep(0.01)
     return float(out.read_text().split()[0]) - t0
