@@ -51,5 +51,7 @@ def test_jobs_run_only_on_listed_nodes_and_never_on_excluded_ones(
     ranked = cluster.cli("gqueue", "-h", "-j", waits, "-o", "%Q %p", check=True).stdout.split()
     assert int(ranked[0]) > 0  # the rota policy's multifactor priority (squeue's %Q, %p)
     assert ranked[1] == f"{int(ranked[0]) / 0xFFFFFFFF:16.14f}"
+    shown = cluster.cli("gcontrol", "show", "job", waits, check=True).stdout
+    assert f"ReqNodeList: {n1}" in shown and "ExcNodeList: (null)" in shown
     cluster.cli("gadmin", "node", "resume", n1, check=True)
     assert cluster.wait_state(waits, "COMPLETED")["nodes"] == [n1]
