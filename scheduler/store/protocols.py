@@ -153,6 +153,37 @@ class NoticeRepository(Protocol):
         ...
 
 
+MailKey = tuple[int, int, str]  # (job id, attempt, kind)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredMail:
+    """A job mail due: the job, the attempt and kind (BEGIN END FAIL) it tells of, where it
+    goes ("" = the job's user), how many tries failed so far."""
+
+    job: JobRecord
+    attempt: int
+    kind: str
+    to: str
+    tries: int
+
+    @property
+    def key(self) -> MailKey:
+        return (self.job.id, self.attempt, self.kind)
+
+
+class MailRepository(Protocol):
+    """Job mails still to send."""
+
+    def claim(self, now: float, lease: float, limit: int) -> list[StoredMail]:
+        """Up to ``limit`` mails due at ``now``, each not due again for ``lease`` seconds."""
+        ...
+
+    def done(self, key: MailKey, event: JobEvent) -> None: ...
+
+    def retry(self, key: MailKey, tries: int, next_at: float, event: JobEvent) -> None: ...
+
+
 class NodeRepository(Protocol):
     """Registered nodes and the GPUs taken out of service on them."""
 
@@ -276,3 +307,29 @@ class WebSessionRepository(Protocol):
         ...
 
     def close(self, id_hash: str) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredPartition:
+    """A partition an admin made: its settings' fields (``PartitionSettings``, as JSON values),
+    its place in creation order, who changed it last and when."""
+
+    name: str
+    settings: dict[str, object]
+    position: int
+    changed_by: str
+    changed: float
+
+
+class PartitionRepository(Protocol):
+    """Partitions admins made (``gadmin partition``)."""
+
+    def all(self) -> list[StoredPartition]:
+        """Every stored partition in creation order."""
+        ...
+
+    def save(self, partition: StoredPartition) -> None:
+        """Insert or replace ``partition``."""
+        ...
+
+    def delete(self, name: str) -> None: ...
