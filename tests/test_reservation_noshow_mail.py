@@ -128,3 +128,23 @@ def test_greserve_show_tells_an_owner_when_and_why(capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert "  unused:   lend its GPUs to the queue (given back at " in out
     assert ": no job of its owners in 31 min)" in out
+
+
+def test_a_mail_the_relay_refuses_is_retried_then_given_up(tmp_path: Path) -> None:
+    with SmtpRelay() as relay:
+        down = relay.address  # nothing listens there once the relay has stopped
+    h = _harness(tmp_path, mail_relay=down, notify_tries=2, notify_backoff=60.0)
+    _book(h, "lab", users=("ann",), nodes=("n2",))
+    h.clock.now += 31 * MIN
+    h.tick()
+    sender = SmtpSender(down, 5.0, 1)
+    (mail,) = h.s.mail.claim(10)
+    assert asyncio.run(sender.send(mail))  # refused: why
+    h.s.mail.failed(mail)
+    assert h.s.mail.claim(10) == []  # not due again before the backoff
+    h.clock.now += 61.0
+    (again,) = h.s.mail.claim(10)
+    assert (again.to, again.tries, again.about) == ("ann", 1, "reservation lab")
+    h.s.mail.failed(again)  # the second of notify_tries: given up
+    sender.close()
+    assert _queued(h) == 0
