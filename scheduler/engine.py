@@ -118,7 +118,7 @@ class Engine:
         return await self.core.background(self.services.notifications.claim, limit)
 
     async def claim_mails(self, limit: int) -> list[Mail]:
-        """Up to ``limit`` job mails due now (the mailer sends them)."""
+        """Up to ``limit`` mails due now, jobs' and reservations' (the mailer sends them)."""
         return await self.core.background(self.services.mail.claim, limit)
 
     async def mail_result(self, mail: Mail, error: str) -> None:

@@ -58,7 +58,7 @@ class Mailer:
         self._slots = concurrency
         self._poll = poll
         self._busy: set[asyncio.Task[None]] = set()
-        self._flying: set[tuple[int, int, str]] = set()  # mails being sent
+        self._flying: set[tuple[int, int, str] | int] = set()  # mails being sent
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -96,16 +96,17 @@ class Mailer:
         try:
             error = await self._sender.send(mail)
             if error:
+                job = {} if isinstance(mail.key, int) else {"job": mail.key[0]}
                 log.warning(
-                    "job %d: mail %s to %s failed: %s",
-                    mail.key[0],
-                    mail.key[2],
+                    "%s: mail %s to %s failed: %s",
+                    mail.about,
+                    mail.message["Subject"],
                     mail.to,
                     error,
-                    extra={"job": mail.key[0]},
+                    extra=job,
                 )
             await self._report(mail, error)
         except Exception:
-            log.exception("could not record the mail of job %d", mail.key[0])
+            log.exception("could not record the mail of %s", mail.about)
         finally:
             self._flying.discard(mail.key)

@@ -25,6 +25,7 @@ from rota.scheduler.core.partitions import PartitionService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
 from rota.scheduler.core.snapshot import SnapshotBuilder
+from rota.scheduler.core.unused_notice import UnusedNotice
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
@@ -55,7 +56,7 @@ class Services:
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
     notifications: NotificationService  # job-end webhooks queued by the store
-    mail: MailService  # job mail queued by the store (sbatch --mail-type)
+    mail: MailService  # job mail (sbatch --mail-type) and no-show mail, queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
     web_sessions: WebSessionRepository  # dashboard logins: the web layer's, off the core thread
@@ -105,6 +106,8 @@ def build_services(
         partitions=table,
     )
     meter = UsageMeter(model)
+    mail = MailService(store.mails, store.booking_mails, config, clock)
+    notice = UnusedNotice(config, users.all, mail.address)
     return Services(
         config=config,
         model=model,
@@ -137,14 +140,18 @@ def build_services(
         ),
         reservations=reservations,
         noshow=NoShowRule(
-            reservations, model, store.jobs, lambda: config.reservations.unused_after
+            reservations,
+            model,
+            store.jobs,
+            lambda: config.reservations.unused_after,
+            notice.mails,
         ),
         partitions=partitions,
         users=users,
         meter=meter,
         accounting=AccountingService(model, store.usage, meter, config, clock, store.reservations),
         notifications=NotificationService(store.notices, config, clock),
-        mail=MailService(store.mails, config, clock),
+        mail=mail,
         policy=policy,
         liveness=liveness,
         web_sessions=store.web_sessions,

@@ -258,6 +258,22 @@ class MailRow(Base):
     next_at: Mapped[float] = mapped_column(Float, index=True)
 
 
+class BookingMailRow(Base):
+    """A mail to the owners of a reservation still to send (the no-show rule gave its window
+    back): written in the transaction that records the give-back, its text whole (the
+    reservation may change or go); deleted once sent or given up."""
+
+    __tablename__ = "booking_mails"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    reservation: Mapped[str] = mapped_column(String(128))
+    to: Mapped[str] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[float] = mapped_column(Float, index=True)
+
+
 class PartitionRow(Base):
     """One partition an admin made (``gadmin partition``); those of the settings file are not
     stored. ``settings``: its ``PartitionSettings`` fields as a JSON map."""
@@ -283,3 +299,4 @@ USAGE = cast(Table, JobUsageRow.__table__)
 NOTICES = cast(Table, NotificationRow.__table__)
 WEB_SESSIONS = cast(Table, WebSessionRow.__table__)
 MAILS = cast(Table, MailRow.__table__)
+BOOKING_MAILS = cast(Table, BookingMailRow.__table__)

@@ -184,6 +184,31 @@ class MailRepository(Protocol):
     def retry(self, key: MailKey, tries: int, next_at: float, event: JobEvent) -> None: ...
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class BookingMail:
+    """A mail to one owner of a reservation, its text whole; ``id`` and ``tries`` are the
+    store's (0 until queued)."""
+
+    reservation: str
+    to: str
+    subject: str
+    body: str
+    id: int = 0
+    tries: int = 0
+
+
+class BookingMailRepository(Protocol):
+    """Mails to reservations' owners still to send (queued by ``ReservationRepository.save``)."""
+
+    def claim(self, now: float, lease: float, limit: int) -> list[BookingMail]:
+        """Up to ``limit`` mails due at ``now``, each not due again for ``lease`` seconds."""
+        ...
+
+    def done(self, id: int) -> None: ...
+
+    def retry(self, id: int, tries: int, next_at: float) -> None: ...
+
+
 class NodeRepository(Protocol):
     """Registered nodes and the GPUs taken out of service on them."""
 
@@ -276,8 +301,8 @@ class ReservationRepository(Protocol):
 
     def exists(self, name: str) -> bool: ...
 
-    def save(self, r: Reservation) -> None:
-        """Insert or replace ``r``."""
+    def save(self, r: Reservation, mails: Sequence[BookingMail] = (), at: float = 0.0) -> None:
+        """Insert or replace ``r``; in the same transaction queue ``mails``, due at ``at``."""
         ...
 
     def delete(self, name: str) -> None: ...

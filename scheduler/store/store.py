@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from rota.scheduler.store.jobs import SqlJobRepository
-from rota.scheduler.store.mails import SqlMailRepository
+from rota.scheduler.store.mails import SqlBookingMailRepository, SqlMailRepository
 from rota.scheduler.store.nodes import SqlNodeRepository
 from rota.scheduler.store.notices import SqlNoticeRepository
 from rota.scheduler.store.partitions import SqlPartitionRepository
@@ -54,6 +54,7 @@ class Store:
         self._writer = BackgroundWriter("rota-reasons")
         self.jobs = SqlJobRepository(self.engine, self._writer, mail)
         self.mails = SqlMailRepository(self.engine)
+        self.booking_mails = SqlBookingMailRepository(self.engine)
         self.nodes = SqlNodeRepository(self.engine)
         self.usage = SqlUsageRepository(self.engine)
         self.notices = SqlNoticeRepository(self.engine)
