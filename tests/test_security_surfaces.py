@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rota.scheduler.web.changes import Feeds
+from rota.v1 import rota_pb2 as pb
 from tests.support.inprocess import InProcessScheduler
 from tests.test_web_api import Browserless, iso, registered, run, user
 
@@ -47,3 +48,59 @@ def test_a_version_does_not_count_another_viewers_changes() -> None:
     for n in range(5):
         _list(feeds, "ann", {"since": "0", "state": "ended"}, [{"id": 100 + n}])
     assert _list(feeds, "bob", {"since": bobs}, [{"id": 1}])["version"] == bobs
+
+
+def test_a_user_cannot_move_or_extend_a_booking_onto_gpus_out_of_service(tmp_path: Path) -> None:
+    """bob's PATCH kept his booking's GPUs, so the availability check of a new booking was
+    skipped: he moved it into root's MAINT window on n1 and extended it on a drained node,
+    both of which ``POST`` refuses him."""
+
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        await registered(sched, "n1", 2)
+        await registered(sched, "n2", 2)
+        bob = client()
+        csrf = {"X-CSRF-Token": (await bob.login(await user(sched, "bob")))["csrf"]}
+        now = time.time()
+        hour = 3600
+        maint = {"name": "fix-n1", "gpus": {"n1": []}, "users": ["admin"], "flags": ["MAINT"]}
+        maint |= {"start": iso(now + 10 * hour), "end": iso(now + 12 * hour)}
+        root = client()
+        root_csrf = {"X-CSRF-Token": (await root.login(sched.admin_token))["csrf"]}
+        assert (await root.call("POST", "/api/v1/reservations", maint, root_csrf)).status == 201
+        for name, node in (("bob-1", "n1"), ("bob-2", "n2")):
+            body = {"name": name, "gpus": {node: [0]}}
+            body |= {"start": iso(now + hour), "end": iso(now + 2 * hour)}
+            assert (await bob.call("POST", "/api/v1/reservations", body, csrf)).status == 201
+
+        into = {"start": iso(now + 10 * hour), "end": iso(now + 11 * hour)}
+        moved = await bob.call("PATCH", "/api/v1/reservations/bob-1", into, csrf)
+        assert moved.status == 409, moved.body
+        assert "under maintenance (fix-n1)" in moved.json()["error"]
+        over = await bob.call(
+            "PATCH", "/api/v1/reservations/bob-1", {"end": iso(now + 11 * hour)}, csrf
+        )
+        assert over.status == 409 and "fix-n1" in over.json()["error"]
+        shorter = await bob.call(
+            "PATCH", "/api/v1/reservations/bob-1", {"end": iso(now + 1.5 * hour)}, csrf
+        )
+        assert shorter.status == 200, "time given back is always fine"
+
+        await sched.admin.DrainNode(pb.DrainNodeRequest(name="n2", reason="broken fan"))
+        longer = await bob.call(
+            "PATCH", "/api/v1/reservations/bob-2", {"end": iso(now + 5 * hour)}, csrf
+        )
+        assert longer.status == 409 and "n2" in longer.json()["error"], longer.body
+        users = await bob.call("PATCH", "/api/v1/reservations/bob-2", {"users": ["bob"]}, csrf)
+        assert users.status == 200, "a change adding no time is not refused by the drain"
+        [kept] = [
+            r
+            for r in (await bob.call("GET", "/api/v1/reservations")).json()["reservations"]
+            if r["name"] == "bob-2"
+        ]
+        assert kept["end"] == iso(now + 2 * hour).replace("+00:00", "Z")
+        admin = await root.call(
+            "PATCH", "/api/v1/reservations/bob-2", {"end": iso(now + 5 * hour)}, root_csrf
+        )
+        assert admin.status == 200, "an administrator may still book it"
+
+    run(test, tmp_path)

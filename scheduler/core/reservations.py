@@ -231,12 +231,18 @@ class ReservationService:
         # a one-off window the no-show rule released holds its GPUs no more
         holding = [r for r in self.live.values() if r.period or not r.policy_view().released]
         busy = picker.booked(probe, MAINT in flags, exclude, holding)
-        # users may not book what is out of service; an update keeping its GPUs is not checked
+        # users may not book what is out of service; an update keeping its GPUs is checked
+        # for the time it adds only (a drain or MAINT window over the old one stays theirs)
         out = {} if principal.admin else picker.unavailable(probe, exclude, holding)
         if gpus is not None:
             picker.check_free(gpus, busy)
             if not exclude:
                 picker.check_available(gpus, out, "gpus")
+            elif not principal.admin:
+                for start, end in self._added(exclude, request.start, request.end):
+                    added = Reservation(request.name, start, end, {})
+                    unavailable = picker.unavailable(added, exclude, holding)
+                    picker.check_available(gpus, unavailable, "start/end")
         elif request.nodes and not request.gpus:
             gpus = picker.whole_nodes(request.nodes, busy)
             picker.check_available(gpus, out, "nodes")
@@ -262,6 +268,14 @@ class ReservationService:
             if over:
                 raise Conflict(over)
         return r
+
+    def _added(self, name: str, start: float, end: float) -> list[tuple[float, float]]:
+        """The parts of ``start``..``end`` outside reservation ``name``'s present window."""
+        old = self.live.get(name)
+        if old is None:
+            return [(start, end)]
+        parts = [(start, min(end, old.start)), (max(start, old.end), end)]
+        return [(s, e) for s, e in parts if e > s]
 
     def delete(self, name: str, principal: Principal) -> Reservation:
         """Remove a reservation that no running job belongs to; its pending jobs then wait
