@@ -3,7 +3,9 @@ share (pure; no I/O).
 
 Every type sbatch knows is accepted; rota sends ``BEGIN`` (the job started running), ``END``
 (it ended) and ``FAIL`` (it ended FAILED, OUT_OF_MEMORY, NODE_FAIL or TIMEOUT: one mail, the
-failure, when both are asked), and ``ALL`` means those three. One mail per kind and attempt.
+failure, when both are asked), and ``ALL`` means those three. One mail per kind and attempt;
+an array is mailed as a whole (its first start, its last end) unless ``ARRAY_TASKS`` asks
+for every task's, as sbatch's.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def mail_type_problem(types: Iterable[str]) -> str:
 
 def not_sent(types: Iterable[str]) -> list[str]:
     """The types asked for that rota never sends mail for."""
-    return [t for t in types if t not in (*SENT, "ALL", "NONE")]
+    return [t for t in types if t not in (*SENT, "ALL", "NONE", "ARRAY_TASKS")]
 
 
 def mail_user_problem(user: str) -> str:

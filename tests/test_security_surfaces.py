@@ -9,9 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rota.scheduler.web.changes import Feeds
 from rota.v1 import rota_pb2 as pb
+from tests.cluster import Cluster, wait_for
 from tests.support.inprocess import InProcessScheduler
+from tests.support.smtp import SmtpRelay
 from tests.test_web_api import Browserless, iso, registered, run, user
 
 JOBS = "/api/v1/jobs"
@@ -104,3 +108,64 @@ def test_a_user_cannot_move_or_extend_a_booking_onto_gpus_out_of_service(tmp_pat
         assert admin.status == 200, "an administrator may still book it"
 
     run(test, tmp_path)
+
+
+ARRAY = """#!/bin/sh
+#SBATCH --job-name={name}
+#SBATCH --array=0-{last}
+#SBATCH --mail-type={types}
+#SBATCH --mail-user=victim@elsewhere.example
+#ROTA image={image}
+[ "$SLURM_ARRAY_TASK_ID" != {fail} ]
+"""
+
+
+@pytest.mark.docker
+def test_an_array_is_mailed_as_a_whole_not_once_per_task(
+    cluster: Cluster, test_image: str, tmp_path: Path
+) -> None:
+    """bob's array of 10,000 tasks with ``--mail-type=ALL --mail-user=ANYONE`` sent 20,000
+    mails through the lab's relay (8 here for 4 tasks). As sbatch's, an array now gets one
+    BEGIN and one END or FAIL mail for the whole of it, every task's only with
+    ``ARRAY_TASKS``."""
+    with SmtpRelay() as relay:
+        config = tmp_path / "scheduler.yaml"
+        config.write_text(
+            "scheduler:\n  open_registration: true\n"
+            f"  mail_relay: {relay.address}\n  mail_domain: lab.example\n"
+        )
+        cluster.start_scheduler("--config", str(config))
+        cluster.start_agent("n1", gpus=2)
+        cluster.env_extra["ROTA_TOKEN"] = cluster.add_user("bob")
+        arrays = {}
+        for name, last, types, fail in (
+            ("flood", 3, "ALL", 2),
+            ("fine", 2, "END", 9),
+            ("each", 1, "END,ARRAY_TASKS", 9),
+        ):
+            script = tmp_path / f"{name}.sh"
+            script.write_text(
+                ARRAY.format(name=name, last=last, types=types, image=test_image, fail=fail)
+            )
+            submitted = cluster.cli("gsub", "--parsable", str(script), check=True)
+            assert "warning" not in submitted.stderr, submitted.stderr
+            arrays[name] = (submitted.stdout.strip(), last)
+        for array, last in arrays.values():
+            for task in range(last + 1):
+                cluster.wait_state(f"{array}_{task}", "COMPLETED", "FAILED")
+        wait_for(lambda: len(relay.mails()) >= 5, 30, what="five mails")
+        each = arrays["each"][0]
+        got = sorted(" ".join(m["Subject"].split()).split(",")[0] for _, _, m in relay.mails())
+        kinds = sorted(s.split(" ", 2)[2] for s in got)  # "Name=flood Began", ...
+        assert kinds == [
+            "Name=each Ended",
+            "Name=each Ended",
+            "Name=fine Ended",
+            "Name=flood Began",
+            "Name=flood Failed",  # task 2 failed; the array's last task to end sends it
+        ], got
+        assert {
+            f"rota Job_id={each}_0 Name=each Ended",
+            f"rota Job_id={each}_1 Name=each Ended",
+        } <= set(got)
+        assert {to for _, (to,), _ in relay.mails()} == {"victim@elsewhere.example"}
