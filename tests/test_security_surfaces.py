@@ -4,15 +4,18 @@ attack, as bob against ann."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from rota.scheduler.web.changes import Feeds
 from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster, wait_for
 from tests.support.inprocess import InProcessScheduler
 from tests.support.smtp import SmtpRelay
@@ -133,6 +136,7 @@ def test_an_array_is_mailed_as_a_whole_not_once_per_task(
         config.write_text(
             "scheduler:\n  open_registration: true\n"
             f"  mail_relay: {relay.address}\n  mail_domain: lab.example\n"
+            "  mail_allowed_domains: ['*']\n"
         )
         cluster.start_scheduler("--config", str(config))
         cluster.start_agent("n1", gpus=2)
@@ -169,3 +173,43 @@ def test_an_array_is_mailed_as_a_whole_not_once_per_task(
             f"rota Job_id={each}_1 Name=each Ended",
         } <= set(got)
         assert {to for _, (to,), _ in relay.mails()} == {"victim@elsewhere.example"}
+
+
+def test_job_mail_goes_only_to_the_labs_domains(tmp_path: Path) -> None:
+    """bob's ``--mail-user=victim@elsewhere.example`` made the lab's relay mail anyone
+    outside, with a subject he wrote (the job's name). Addresses are now refused at submit
+    unless at ``mail_domain`` or in ``mail_allowed_domains`` (``*``: any); header injection
+    (CR/LF, a second recipient) was and is refused by the address rule."""
+
+    async def main() -> None:
+        async with InProcessScheduler(
+            tmp_path, mail_relay="127.0.0.1:1", mail_domain="lab.example"
+        ) as sched:
+            await registered(sched, "n1", 1)
+            jobs = pb_grpc.JobServiceStub(sched.user_channel("bob"))
+            for to in (
+                "victim@elsewhere.example",
+                "victim@ELSEWHERE.example",
+                "ann@lab.example.evil.example",
+                "ann@lab.example\r\nBcc: victim@elsewhere.example",
+                "ann@lab.example,victim@elsewhere.example",
+            ):
+                spec = pb.JobSpec(image="img", command=["true"], mail_type=["END"], mail_user=to)
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await jobs.SubmitJobs(pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)]))
+                assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, to
+                assert "mail_user" in (refused.value.details() or ""), to
+            listed = await jobs.ListJobs(pb.ListJobsRequest(all_states=True))
+            assert list(listed.jobs) == [], "a refused submission stores nothing"
+            for to in ("ann", "ann@lab.example", "Ann@Lab.Example"):
+                spec = pb.JobSpec(image="img", command=["true"], mail_type=["END"], mail_user=to)
+                await jobs.SubmitJobs(pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)]))
+        (tmp_path / "any").mkdir()
+        async with InProcessScheduler(
+            tmp_path / "any", mail_relay="127.0.0.1:1", mail_allowed_domains=("*",)
+        ) as sched:
+            await registered(sched, "n1", 1)
+            spec = pb.JobSpec(image="img", command=["true"], mail_user="x@elsewhere.example")
+            await sched.jobs.SubmitJobs(pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)]))
+
+    asyncio.run(main())
