@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import grpc
 import pytest
@@ -213,3 +214,27 @@ def test_job_mail_goes_only_to_the_labs_domains(tmp_path: Path) -> None:
             await sched.jobs.SubmitJobs(pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)]))
 
     asyncio.run(main())
+
+
+def test_a_listing_period_of_centuries_is_refused_not_expanded(tmp_path: Path) -> None:
+    """``GET /api/v1/reservations?end=9999-12-31`` expanded an admin's DAILY booking into
+    2.9 million windows on the event loop: the scheduler answered nothing for over 20 s and
+    marked its nodes DOWN for missed heartbeats. A period is now at most 400 days."""
+
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        await registered(sched, "n1", 2)
+        root = client()
+        root_csrf = {"X-CSRF-Token": (await root.login(sched.admin_token))["csrf"]}
+        now = time.time()
+        daily = {"name": "daily", "gpus": {"n1": [0]}, "users": ["admin"], "flags": ["DAILY"]}
+        daily |= {"start": iso(now + 3600), "end": iso(now + 7200)}
+        assert (await root.call("POST", "/api/v1/reservations", daily, root_csrf)).status == 201
+        bob = client()
+        await bob.login(await user(sched, "bob"))
+        huge = await bob.call("GET", "/api/v1/reservations?end=9999-12-31")
+        assert huge.status == 400 and huge.json()["error"].startswith("end: the period"), huge.body
+        year = await bob.call("GET", "/api/v1/reservations?end=" + quote(iso(now + 365 * 86400)))
+        [listed] = year.json()["reservations"]
+        assert len(listed["windows"]) in (365, 366)
+
+    run(test, tmp_path)
