@@ -239,10 +239,7 @@ class ReservationService:
             if not exclude:
                 picker.check_available(gpus, out, "gpus")
             elif not principal.admin:
-                for start, end in self._added(exclude, request.start, request.end):
-                    added = Reservation(request.name, start, end, {})
-                    unavailable = picker.unavailable(added, exclude, holding)
-                    picker.check_available(gpus, unavailable, "start/end")
+                picker.check_added(gpus, probe, self.live.get(exclude), holding)
         elif request.nodes and not request.gpus:
             gpus = picker.whole_nodes(request.nodes, busy)
             picker.check_available(gpus, out, "nodes")
@@ -268,14 +265,6 @@ class ReservationService:
             if over:
                 raise Conflict(over)
         return r
-
-    def _added(self, name: str, start: float, end: float) -> list[tuple[float, float]]:
-        """The parts of ``start``..``end`` outside reservation ``name``'s present window."""
-        old = self.live.get(name)
-        if old is None:
-            return [(start, end)]
-        parts = [(start, min(end, old.start)), (max(start, old.end), end)]
-        return [(s, e) for s, e in parts if e > s]
 
     def delete(self, name: str, principal: Principal) -> Reservation:
         """Remove a reservation that no running job belongs to; its pending jobs then wait
