@@ -210,6 +210,19 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
+class LeaderRow(Base):
+    """The scheduler lease (one row, id 1; ``store/lease.py``): the epoch of the current
+    leader, its advertised address, and when it last renewed (seconds on the database's
+    clock). Only PostgreSQL deployments with ``ha`` use it."""
+
+    __tablename__ = "leader"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    epoch: Mapped[int] = mapped_column(BigInteger, default=0)
+    holder: Mapped[str] = mapped_column(String(256), default="")
+    renewed_at: Mapped[float] = mapped_column(Float, default=0.0)
+
+
 # The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause),
 # for the repositories written in SQLAlchemy Core.
 JOBS = cast(Table, JobRow.__table__)
@@ -220,3 +233,4 @@ NODES = cast(Table, NodeRow.__table__)
 GPU_MARKS = cast(Table, GpuMarkRow.__table__)
 USAGE = cast(Table, JobUsageRow.__table__)
 NOTICES = cast(Table, NotificationRow.__table__)
+LEADER = cast(Table, LeaderRow.__table__)

@@ -1,0 +1,34 @@
+"""High availability: the scheduler lease (``leader``, one row) that schedulers sharing one
+PostgreSQL database elect their leader with (``store/lease.py``).
+
+Expand only: a new table an older scheduler never reads.
+
+Revision ID: 0003_leader
+Revises: 0002
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0003_leader"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    leader = op.create_table(
+        "leader",
+        sa.Column("id", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("epoch", sa.BigInteger(), nullable=False),
+        sa.Column("holder", sa.String(length=256), nullable=False),
+        sa.Column("renewed_at", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.bulk_insert(leader, [{"id": 1, "epoch": 0, "holder": "", "renewed_at": 0.0}])
+
+
+def downgrade() -> None:
+    op.drop_table("leader")
