@@ -128,6 +128,13 @@ class Client:
                 "missing client certificate)",
                 1,
             )
+        if code is grpc.StatusCode.UNAVAILABLE and "is a standby" in (details or ""):
+            return CliError(
+                f"no rota scheduler at {self.target.address} leads (address from "
+                f"{self.target.source}): {details}; add the leader's address to --scheduler or "
+                "ROTA_SCHEDULER",
+                1,
+            )
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return CliError(
                 f"cannot reach the rota scheduler at {self.target.address} "

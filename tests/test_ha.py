@@ -23,7 +23,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import text
 
 from rota.jobspec import JobSpec
@@ -164,6 +166,29 @@ def test_kill_9_of_the_leader_while_clients_submit_and_jobs_run(pair: Pair) -> N
         what="the agent back with b",
     )
     print(f"take-over after kill -9: {took_over:.2f}s")
+
+
+def _health(address: str) -> int:
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        return int(stub.Check(health_pb2.HealthCheckRequest(), timeout=10).status)
+
+
+def test_a_standby_is_not_serving_and_names_the_leader(pair: Pair) -> None:
+    cluster = pair.cluster
+    a, b = (f"127.0.0.1:{pair.ports[k]}" for k in ("a", "b"))
+    assert _health(a) == health_pb2.HealthCheckResponse.SERVING
+    assert _health(b) == health_pb2.HealthCheckResponse.NOT_SERVING
+    refused = subprocess.run(
+        [sys.executable, "-m", "rota.cli.gqueue"],
+        env={**cluster.env, "ROTA_SCHEDULER": b},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1
+    assert f"this rota scheduler is a standby; the leader is at {a}" in refused.stderr
+    assert cluster.cli("gqueue", check=True)  # given both, the CLI finds the leader
 
 
 def test_a_stopped_leader_that_wakes_after_the_take_over_cannot_write(pair: Pair) -> None:
