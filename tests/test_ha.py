@@ -27,6 +27,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import JobRecord
@@ -231,6 +232,16 @@ def _job(name: str) -> JobRecord:
     )
 
 
+def _sessions(url: str, application: str) -> int:
+    engine = open_engine(url)
+    try:
+        with engine.connect() as conn:
+            query = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :a")
+            return int(conn.execute(query, {"a": application}).scalar_one())
+    finally:
+        engine.dispose()
+
+
 def test_the_fence_refuses_every_commit_of_a_deposed_leader(db_url: str) -> None:
     Store(db_url).close()  # the schema, with the lease row
     first = Lease(db_url, "first:9717", 0.2)
@@ -242,9 +253,14 @@ def test_the_fence_refuses_every_commit_of_a_deposed_leader(db_url: str) -> None
     assert second.take() == 0  # the lease is fresh and the first holds the lock
     assert second.leader() == ("first:9717", 1)
     assert wait_for(second.take, 10, interval=0.05, what="the lease lapses") == 2
-    with pytest.raises(Fenced, match="led at epoch 1; epoch 2 leads now"):
+    # the new leader ended the first's database session: its next write finds it gone ...
+    wait_for(lambda: not _sessions(db_url, "rota-leader-1"), 10, what="the session ended")
+    with pytest.raises(OperationalError, match="terminating connection"):
         store.jobs.submit([[_job("late")]], [""], "ann")
-    assert fenced == [2]
+    # ... and on a new connection the fence refuses it
+    with pytest.raises(Fenced, match="led at epoch 1; epoch 2 leads now"):
+        store.jobs.submit([[_job("later")]], [""], "ann")
+    assert set(fenced) == {2}
     assert not first.renew()
     store.close()
     reader = Store(db_url)

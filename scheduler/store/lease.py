@@ -8,7 +8,8 @@ becomes leader by raising the epoch, which it may do when the lease has not been
 lock on its lease connection, so it is free only when no leader's connection is alive (its
 process was killed: take-over need not wait for the lease to lapse).
 
-Fencing: every transaction the leader commits first reads the lease row ``FOR SHARE`` with its
+Fencing: a new leader ends the deposed leader's database sessions (their open transactions
+roll back), and every transaction the leader commits first reads the lease row ``FOR SHARE`` with its
 epoch (``Fence``, a commit hook on the store's engine). A take-over's epoch change waits for
 those locks, and a commit after it finds another epoch and is rolled back: nothing a deposed
 leader does after another took over is ever committed.
@@ -34,19 +35,27 @@ _TAKE = text(
 _RENEW = text(f"UPDATE leader SET renewed_at = {_NOW} WHERE id = 1 AND epoch = :epoch")
 _LEADER = text("SELECT holder, epoch FROM leader WHERE id = 1")
 _FENCE = "SELECT 1 FROM leader WHERE id = 1 AND epoch = %s FOR SHARE"
+_APP = "rota-leader-"  # application_name of a leader's store connections, then its epoch
+_CUT = text(
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND application_name LIKE :deposed "
+    "AND application_name <> :mine"
+)
 
 
 class Fenced(RuntimeError):
     """A write of a scheduler that is no longer the leader: it was rolled back."""
 
 
-def leader_engine_options() -> dict[str, Any]:
-    """``create_engine`` keywords for a leader's store on PostgreSQL: a transaction the leader
-    leaves open (its process stopped mid-write) is ended by the server, so its lock on the
-    lease row cannot hold a take-over up for long."""
+def leader_engine_options(epoch: int) -> dict[str, Any]:
+    """``create_engine`` keywords for the store of the leader at ``epoch`` on PostgreSQL: its
+    connections are named for the epoch, so the next leader can end them (``Lease.take``),
+    and a transaction it leaves open (its process stopped mid-write) is ended by the server in
+    any case, so its row locks cannot hold the next leader up for long."""
     return {
         "connect_args": {
-            "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+            "application_name": f"{_APP}{epoch}",
+            "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}",
         }
     }
 
@@ -76,7 +85,14 @@ class Lease:
         if row is None:
             return 0
         self.epoch = int(row[0])
-        log.info("leading at epoch %d (lease %gs)", self.epoch, self.lease)
+        # a deposed leader that is alive but stopped may hold row locks in open transactions
+        cut = conn.execute(_CUT, {"deposed": f"{_APP}%", "mine": f"{_APP}{self.epoch}"}).scalar()
+        log.info(
+            "leading at epoch %d (lease %gs)%s",
+            self.epoch,
+            self.lease,
+            f"; ended {cut} database session(s) of the deposed leader" if cut else "",
+        )
         return self.epoch
 
     def renew(self) -> bool:

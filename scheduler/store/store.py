@@ -43,7 +43,7 @@ class Store:
     ``store/lease.py``) every commit is refused once another scheduler leads."""
 
     def __init__(self, url: str, fence: Fence | None = None) -> None:
-        self.engine = open_engine(url, **(leader_engine_options() if fence else {}))
+        self.engine = open_engine(url, **(leader_engine_options(fence.epoch) if fence else {}))
         if fence is not None:
             fence.attach(self.engine)
         try:
