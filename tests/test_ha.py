@@ -242,6 +242,19 @@ def _sessions(url: str, application: str) -> int:
         engine.dispose()
 
 
+def _advisory_locks(url: str) -> int:
+    engine = open_engine(url)
+    try:
+        with engine.connect() as conn:
+            query = text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+            return int(conn.execute(query).scalar_one())
+    finally:
+        engine.dispose()
+
+
 def test_the_fence_refuses_every_commit_of_a_deposed_leader(db_url: str) -> None:
     Store(db_url).close()  # the schema, with the lease row
     first = Lease(db_url, "first:9717", 0.2)
@@ -249,9 +262,10 @@ def test_the_fence_refuses_every_commit_of_a_deposed_leader(db_url: str) -> None
     fenced: list[int] = []
     store = Store(db_url, first.fence(fenced.append))
     ((kept,),) = store.jobs.submit([[_job("kept")]], [""], "ann")
-    second = Lease(db_url, "second:9717", 0.2)
+    second = Lease(db_url, "second:9717", 60)
     assert second.take() == 0  # the lease is fresh and the first holds the lock
     assert second.leader() == ("first:9717", 1)
+    second.lease = 0.2  # from now on the first's lease lapses at once
     assert wait_for(second.take, 10, interval=0.05, what="the lease lapses") == 2
     # the new leader ended the first's database session: its next write finds it gone ...
     wait_for(lambda: not _sessions(db_url, "rota-leader-1"), 10, what="the session ended")
@@ -291,3 +305,26 @@ def test_sqlite_has_no_standby(tmp_path: Path) -> None:
     assert "ha needs a PostgreSQL database_url" in done.stderr
     assert "SQLite serves one scheduler process only" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_free_lock_replaces_a_dead_leader_at_once_but_never_a_live_one(db_url: str) -> None:
+    Store(db_url).close()
+    first = Lease(db_url, "first:9717", 60)
+    assert first.take() == 1  # it holds the advisory lock
+    second = Lease(db_url, "second:9717", 60)
+    assert second.take() == 0
+    first.close()  # its process died: its connection, and the lock, are gone
+    # as soon as the server has ended that session, though the lease (60 s) has not lapsed
+    assert wait_for(second.take, 10, interval=0.05, what="the lock is free") == 2
+    third = Lease(db_url, "third:9717", 0.2)  # second stops renewing (SIGSTOP) but holds the lock
+    assert wait_for(third.take, 10, interval=0.05, what="the lease lapses") == 3
+    assert third.renew()
+    second.close()  # it woke up, found itself deposed and exited: the lock is free
+    wait_for(lambda: _advisory_locks(db_url) == 0, 10, what="the lock is free")
+    # a newcomer gets the lock, but third is alive and renewing: it stays the leader
+    newcomer = Lease(db_url, "newcomer:9717", 60)
+    assert newcomer.take() == 0
+    assert _advisory_locks(db_url) == 1
+    assert newcomer.leader() == ("third:9717", 3)
+    for lease in (first, third, newcomer):
+        lease.close()

@@ -4,9 +4,12 @@ fence that refuses a deposed leader's writes.
 The ``leader`` table holds one row: the current leader's ``epoch``, its advertised address and
 when it last renewed, on the database's clock (no two hosts' clocks are compared). A scheduler
 becomes leader by raising the epoch, which it may do when the lease has not been renewed for
-``lease`` seconds, or at once when it gets the advisory lock ``LOCK_KEY``: the leader holds that
-lock on its lease connection, so it is free only when no leader's connection is alive (its
-process was killed: take-over need not wait for the lease to lapse).
+``lease`` seconds, or at once when it gets the advisory lock ``LOCK_KEY`` that the row says
+the leader holds: the leader holds that lock on its lease connection (``locked``), so it is
+free only when the leader's connection is gone (its process was killed: take-over need not
+wait for the lease to lapse). A leader that took over by the lease while its stopped
+predecessor still held the lock records ``locked`` false, and a standby that gets the lock
+after that predecessor exited still waits for the lease: a live leader is never replaced.
 
 Fencing: a new leader ends the deposed leader's database sessions (their open transactions
 roll back), and every transaction the leader commits first reads the lease row ``FOR SHARE`` with its
@@ -29,10 +32,13 @@ LOCK_KEY = 0x726F74616C656164  # "rotalead"
 IDLE_IN_TRANSACTION_MS = 10_000  # the server ends a leader's transaction left open this long
 _NOW = "extract(epoch from clock_timestamp())"
 _TAKE = text(
-    f"UPDATE leader SET epoch = epoch + 1, holder = :holder, renewed_at = {_NOW} "
-    f"WHERE id = 1 AND (:free OR renewed_at < {_NOW} - :lease) RETURNING epoch"
+    f"UPDATE leader SET epoch = epoch + 1, holder = :holder, renewed_at = {_NOW}, "
+    f"locked = :free WHERE id = 1 AND ((:free AND locked) OR renewed_at < {_NOW} - :lease) "
+    "RETURNING epoch"
 )
-_RENEW = text(f"UPDATE leader SET renewed_at = {_NOW} WHERE id = 1 AND epoch = :epoch")
+_RENEW = text(
+    f"UPDATE leader SET renewed_at = {_NOW}, locked = :locked WHERE id = 1 AND epoch = :epoch"
+)
 _LEADER = text("SELECT holder, epoch FROM leader WHERE id = 1")
 _FENCE = "SELECT 1 FROM leader WHERE id = 1 AND epoch = %s FOR SHARE"
 _APP = "rota-leader-"  # application_name of a leader's store connections, then its epoch
@@ -98,8 +104,8 @@ class Lease:
     def renew(self) -> bool:
         """Renew our lease; False when another scheduler took over (we are deposed)."""
         conn = self._connection()
-        self._lock(conn)
-        return conn.execute(_RENEW, {"epoch": self.epoch}).rowcount == 1
+        locked = self._lock(conn)
+        return conn.execute(_RENEW, {"epoch": self.epoch, "locked": locked}).rowcount == 1
 
     def leader(self) -> tuple[str, int]:
         """The current leader's address ("" before any) and epoch."""

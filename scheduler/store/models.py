@@ -212,8 +212,9 @@ class AuditRow(Base):
 
 class LeaderRow(Base):
     """The scheduler lease (one row, id 1; ``store/lease.py``): the epoch of the current
-    leader, its advertised address, and when it last renewed (seconds on the database's
-    clock). Only PostgreSQL deployments with ``ha`` use it."""
+    leader, its advertised address, when it last renewed (seconds on the database's clock)
+    and whether it holds the leader's advisory lock. Only PostgreSQL deployments with ``ha``
+    use it."""
 
     __tablename__ = "leader"
 
@@ -221,6 +222,7 @@ class LeaderRow(Base):
     epoch: Mapped[int] = mapped_column(BigInteger, default=0)
     holder: Mapped[str] = mapped_column(String(256), default="")
     renewed_at: Mapped[float] = mapped_column(Float, default=0.0)
+    locked: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 # The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause),

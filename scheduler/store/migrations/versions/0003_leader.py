@@ -25,9 +25,10 @@ def upgrade() -> None:
         sa.Column("epoch", sa.BigInteger(), nullable=False),
         sa.Column("holder", sa.String(length=256), nullable=False),
         sa.Column("renewed_at", sa.Float(), nullable=False),
+        sa.Column("locked", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.bulk_insert(leader, [{"id": 1, "epoch": 0, "holder": "", "renewed_at": 0.0}])
+    op.bulk_insert(leader, [{"id": 1, "epoch": 0, "holder": "", "renewed_at": 0.0, "locked": False}])
 
 
 def downgrade() -> None:
