@@ -6,7 +6,10 @@
    Median of N rounds (default 10). Then the same after SIGSTOP of the leader (its process and
    connections stay: the lease has to lapse), median of N/2 rounds.
 2. The cost of fencing on a submission: p50 and p90 of SubmitJobs (one held job per call, over
-   gRPC, sequential) to a scheduler on PostgreSQL without ``--ha``, and with it.
+   gRPC, sequential) to a scheduler on PostgreSQL without ``--ha``, and with it, the calls
+   alternating between the two; and the same for the store's own ``jobs.submit`` (one
+   transaction, in this process), without and with the fence, where the RPC's other costs do
+   not hide it.
 
 Run from the repository root with a Docker engine up:  python bench/takeover.py [N]
 It starts its own PostgreSQL (tests/postgres.py), schedulers and one agent on 127.0.0.1.
@@ -28,8 +31,12 @@ from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rota.jobspec import JobSpec
+from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.core.users import UsersService
+from rota.scheduler.store.lease import Lease
 from rota.scheduler.store.store import Store, open_engine
+from rota.states import JobState
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.cluster import Cluster, free_port, wait_for
@@ -122,6 +129,35 @@ def submissions(cluster: Cluster, plain_db: str, ha_db: str) -> dict[str, list[f
     return times
 
 
+def store_submissions(plain_db: str, ha_db: str) -> dict[str, list[float]]:
+    """Seconds per ``store.jobs.submit`` of one job, without and with the fence, alternating."""
+    Store(ha_db).close()
+    lease = Lease(ha_db, "bench:9717", 60)
+    assert lease.take()
+    stores = {"plain": Store(plain_db), "ha": Store(ha_db, lease.fence(print))}
+    times: dict[str, list[float]] = {key: [] for key in stores}
+    job = JobRecord(
+        id=0,
+        name="bench",
+        user="bench",
+        account="bench",
+        spec=JobSpec(image="busybox", command=("true",), gpus=1),
+        state=JobState.PENDING,
+        submit_time=time.time(),
+        time_limit=60.0,
+    )
+    for n in range(WARM_UP + 5 * SUBMISSIONS):
+        for key, store in stores.items():
+            began = time.perf_counter()
+            store.jobs.submit([[job]], [uuid.uuid4().hex], "bench")
+            if n >= WARM_UP:
+                times[key].append(time.perf_counter() - began)
+    for store in stores.values():
+        store.close()
+    lease.close()
+    return times
+
+
 def main(rounds: int) -> None:
     with running_postgres() as server, tempfile.TemporaryDirectory() as tmp:
         cluster = Cluster(Path(tmp))
@@ -129,6 +165,7 @@ def main(rounds: int) -> None:
             killed = takeover(cluster, new_database(server), rounds, signal.SIGKILL)
             stopped = takeover(cluster, new_database(server), max(rounds // 2, 1), signal.SIGSTOP)
             submitted = submissions(cluster, new_database(server), new_database(server))
+            stored = store_submissions(new_database(server), new_database(server))
         finally:
             cluster.stop()
 
@@ -146,6 +183,8 @@ def main(rounds: int) -> None:
     print(f"take-over after SIGSTOP of the leader : {seconds(stopped)}")
     print(f"SubmitJobs on PostgreSQL without HA   : {millis(submitted['plain'])}")
     print(f"SubmitJobs on PostgreSQL with HA      : {millis(submitted['ha'])}")
+    print(f"store.jobs.submit without the fence   : {millis(stored['plain'])}")
+    print(f"store.jobs.submit with the fence      : {millis(stored['ha'])}")
 
 
 if __name__ == "__main__":
