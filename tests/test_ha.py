@@ -335,3 +335,28 @@ def test_a_free_lock_replaces_a_dead_leader_at_once_but_never_a_live_one(db_url:
     assert newcomer.leader() == ("third:9717", 3)
     for lease in (first, third, newcomer):
         lease.close()
+
+
+def test_a_take_over_goes_on_when_the_old_leaders_sessions_cannot_be_ended(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    Store(db_url).close()
+    role = f"other_{uuid.uuid4().hex[:6]}"
+    admin = open_engine(db_url)
+    with admin.begin() as conn:  # not a superuser: it may not end the superuser's sessions
+        conn.execute(text(f"CREATE ROLE {role} LOGIN"))
+        conn.execute(text(f"GRANT SELECT, UPDATE ON leader TO {role}"))
+    admin.dispose()
+    first = Lease(db_url, "first:9717", 60)
+    assert first.take() == 1
+    store = Store(db_url, first.fence(lambda _epoch: None))
+    store.jobs.submit([[_job("kept")]], [""], "ann")  # a pooled session named for epoch 1
+    second = Lease(db_url.replace("rota@", f"{role}@", 1), "second:9717", 0.2)
+    assert wait_for(second.take, 10, interval=0.05, what="the lease lapses") == 2
+    assert "cannot end the deposed leader's database sessions" in caplog.text
+    assert second.leader() == ("second:9717", 2)
+    with pytest.raises(Fenced):
+        store.jobs.submit([[_job("late")]], [""], "ann")
+    store.close()
+    for lease in (first, second):
+        lease.close()

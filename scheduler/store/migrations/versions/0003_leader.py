@@ -28,7 +28,9 @@ def upgrade() -> None:
         sa.Column("locked", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.bulk_insert(leader, [{"id": 1, "epoch": 0, "holder": "", "renewed_at": 0.0, "locked": False}])
+    op.bulk_insert(
+        leader, [{"id": 1, "epoch": 0, "holder": "", "renewed_at": 0.0, "locked": False}]
+    )
 
 
 def downgrade() -> None:
