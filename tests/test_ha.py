@@ -328,11 +328,15 @@ def test_a_free_lock_replaces_a_dead_leader_at_once_but_never_a_live_one(db_url:
     assert third.renew()
     second.close()  # it woke up, found itself deposed and exited: the lock is free
     wait_for(lambda: _advisory_locks(db_url) == 0, 10, what="the lock is free")
-    # a newcomer gets the lock, but third is alive and renewing: it stays the leader
+    # a newcomer leaves it to third, which is alive and renewing: it stays the leader ...
     newcomer = Lease(db_url, "newcomer:9717", 60)
     assert newcomer.take() == 0
-    assert _advisory_locks(db_url) == 1
+    assert _advisory_locks(db_url) == 0
     assert newcomer.leader() == ("third:9717", 3)
+    assert third.renew()  # ... and its renewal takes the lock
+    assert _advisory_locks(db_url) == 1
+    third.close()  # so once third dies, the newcomer leads at once again
+    assert wait_for(newcomer.take, 10, interval=0.05, what="the lock is free") == 4
     for lease in (first, third, newcomer):
         lease.close()
 

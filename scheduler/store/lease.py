@@ -8,12 +8,13 @@ becomes leader by raising the epoch, which it may do when the lease has not been
 the leader holds: the leader holds that lock on its lease connection (``locked``), so it is
 free only when the leader's connection is gone (its process was killed: take-over need not
 wait for the lease to lapse). A leader that took over by the lease while its stopped
-predecessor still held the lock records ``locked`` false, and a standby that gets the lock
-after that predecessor exited still waits for the lease: a live leader is never replaced.
+predecessor still held the lock records ``locked`` false until a renewal gets the lock, and
+meanwhile standbys leave the lock alone and wait for the lease: a live leader is never
+replaced.
 
 Fencing: a new leader ends the deposed leader's database sessions (their open transactions
-roll back), and every transaction the leader commits first reads the lease row ``FOR SHARE`` with its
-epoch (``Fence``, a commit hook on the store's engine). A take-over's epoch change waits for
+roll back), and every transaction the leader commits first reads the lease row ``FOR SHARE``
+with its epoch (``Fence``, a commit hook on the store's engine). A take-over's epoch change waits for
 those locks, and a commit after it finds another epoch and is rolled back: nothing a deposed
 leader does after another took over is ever committed.
 """
@@ -41,6 +42,7 @@ _RENEW = text(
     f"UPDATE leader SET renewed_at = {_NOW}, locked = :locked WHERE id = 1 AND epoch = :epoch"
 )
 _LEADER = text("SELECT holder, epoch FROM leader WHERE id = 1")
+_CLAIMED = text("SELECT locked FROM leader WHERE id = 1")
 _FENCE = "SELECT 1 FROM leader WHERE id = 1 AND epoch = %s FOR SHARE"
 _APP = "rota-leader-"  # application_name of a leader's store connections, then its epoch
 _CUT = text(
@@ -85,13 +87,17 @@ class Lease:
         """Become leader if the lease lapsed or no leader's connection is alive; the new epoch,
         or 0 (another scheduler leads)."""
         conn = self._connection()
-        free = self._lock(conn)
+        # only a lock the leader claims to hold says anything: one it has not taken yet is
+        # left to it (its renewal takes it), not hoarded by a standby
+        free = bool(conn.execute(_CLAIMED).scalar()) and self._lock(conn)
         row = conn.execute(
             _TAKE, {"holder": self.holder, "free": free, "lease": self.lease}
         ).first()
         if row is None:
             return 0
         self.epoch = int(row[0])
+        if not free:
+            self.renew()  # takes the lock now if it is free, and records that we hold it
         # a deposed leader that is alive but stopped may hold row locks in open transactions
         try:
             cut = conn.execute(
