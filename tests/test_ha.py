@@ -140,9 +140,7 @@ def test_kill_9_of_the_leader_while_clients_submit_and_jobs_run(pair: Pair) -> N
     try:
         wait_for(lambda: count[0] >= 3, 60, what="submissions before the kill")
         cluster.kill("a", signal.SIGKILL)
-        killed = time.monotonic()
         wait_for(lambda: pair.leads("b"), 10, interval=0.05, what="b leads within 10 s")
-        took_over = time.monotonic() - killed
         after = count[0]
         wait_for(lambda: count[0] >= after + 3, 60, what="submissions after the take-over")
     finally:
@@ -166,7 +164,6 @@ def test_kill_9_of_the_leader_while_clients_submit_and_jobs_run(pair: Pair) -> N
         30,
         what="the agent back with b",
     )
-    print(f"take-over after kill -9: {took_over:.2f}s")
 
 
 def _health(address: str) -> int:
@@ -216,6 +213,7 @@ def test_a_stopped_leader_that_wakes_after_the_take_over_cannot_write(pair: Pair
     finally:
         cluster.procs["a"].send_signal(signal.SIGCONT)
     out, err = to_a.communicate(timeout=120)
+    assert "error" in err
     assert to_a.returncode != 0, out
     assert cluster.procs["a"].wait(timeout=30) == 75
     assert "no longer the leader" in cluster.log("a")
@@ -223,7 +221,6 @@ def test_a_stopped_leader_that_wakes_after_the_take_over_cannot_write(pair: Pair
     nodes = json.loads(cluster.cli("gadmin", "node", "list", "--json", check=True).stdout)
     names = {n["name"] for n in nodes}
     assert "fresh" in names and "late" not in names
-    print(f"the write sent to the stopped leader: {err.strip().splitlines()[-1]}")
 
 
 def _job(name: str) -> JobRecord:
