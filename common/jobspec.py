@@ -85,6 +85,9 @@ class JobSpec:
     submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
     submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
+    ntasks: int = 0  # srun's tasks in all (sbatch -n); 0 = one per node
+    ntasks_per_node: int = 0  # sbatch --ntasks-per-node; 0 = from ntasks
+    gpus_per_task: int = 0  # sbatch --gpus-per-task; 0 = the node's GPUs shared out
 
 
 def _type_name(value: object) -> str:
@@ -336,6 +339,9 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "output": ("output", _str),
     "error": ("error", _str),
     "slurm_env": ("slurm_env", _bool),
+    "ntasks": ("ntasks", lambda k, v: _int(k, v, minimum=1)),
+    "ntasks_per_node": ("ntasks_per_node", lambda k, v: _int(k, v, minimum=1)),
+    "gpus_per_task": ("gpus_per_task", lambda k, v: _int(k, v, minimum=1)),
 }
 
 ALLOWED_KEYS = (*_TOP_FIELDS, "notify", "resources")

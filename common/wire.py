@@ -60,6 +60,9 @@ def spec_from_message(msg: Any) -> JobSpec:
         submit_dir=msg.submit_dir,
         submit_host=msg.submit_host,
         partition=msg.partition,
+        ntasks=msg.ntasks,
+        ntasks_per_node=msg.ntasks_per_node,
+        gpus_per_task=msg.gpus_per_task,
     )
 
 
@@ -104,6 +107,9 @@ def spec_fields(spec: JobSpec) -> Fields:
         "submit_dir": spec.submit_dir,
         "submit_host": spec.submit_host,
         "partition": spec.partition,
+        "ntasks": spec.ntasks,
+        "ntasks_per_node": spec.ntasks_per_node,
+        "gpus_per_task": spec.gpus_per_task,
     }
 
 

@@ -12,6 +12,7 @@ from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.audit import RefusalLimiter
 from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
+from rota.scheduler.core.job_steps import JobSteps
 from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Lifecycle
 from rota.scheduler.core.liveness import Liveness
@@ -50,6 +51,7 @@ class Services:
     notifications: NotificationService  # job-end webhooks queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
+    job_steps: JobSteps  # srun steps: checked, numbered and recorded
 
 
 def build_services(
@@ -132,4 +134,5 @@ def build_services(
         notifications=NotificationService(store.notices, config, clock),
         policy=policy,
         liveness=liveness,
+        job_steps=JobSteps(model, lifecycle, store.jobs.events),
     )

@@ -1,0 +1,195 @@
+"""A step's tasks on this node: each one a ``docker exec`` in the attempt's container, as the
+container's user, with srun's environment and the task's own SLURM variables and GPUs.
+
+Output goes to ``send`` as it comes (``StepOutput`` with the launch's request id), then one
+``StepEnd`` for the node: the highest exit code and the first task that failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shlex
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import docker
+from docker.errors import DockerException
+
+from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTask
+
+log = logging.getLogger("rota.agent")
+
+# Variables that describe the node srun ran on: a task on another node keeps its container's.
+NODE_VARIABLES = frozenset(
+    {
+        "SLURMD_NODENAME",
+        "SLURM_NODEID",
+        "SLURM_GPUS_ON_NODE",
+        "SLURM_JOB_GPUS",
+        "SLURM_CPUS_ON_NODE",
+        "ROTA_GPU_INDICES",
+        "ROTA_GPU_UUIDS",
+        "NODE_RANK",
+        "HOSTNAME",
+        "CUDA_VISIBLE_DEVICES",
+        "NVIDIA_VISIBLE_DEVICES",
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "_",
+    }
+)
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The attempt's container and the host indices of its GPUs, in the order it sees them;
+    ``gpu_mode`` as the runtime's ("nvidia": the container numbers its GPUs from 0)."""
+
+    container_id: str
+    gpus: tuple[int, ...]
+    gpu_mode: str
+
+
+def exported(text: bytes) -> dict[str, str]:
+    """The variables of a shell's ``export -p`` (``export A='x'``, bash's ``declare -x``)."""
+    try:
+        words = shlex.split(text.decode("utf-8", "surrogateescape"), posix=True)
+    except ValueError:
+        return {}
+    env: dict[str, str] = {}
+    for word in words:
+        name, eq, value = word.partition("=")
+        if eq and _VARIABLE.match(name) and name not in NODE_VARIABLES:
+            env[name] = value
+    return env
+
+
+def task_env(
+    order: StepLaunch, task: StepTask, target: Target, base: dict[str, str]
+) -> dict[str, str]:
+    """srun's environment with the step's and the task's variables on top."""
+    env = dict(base)
+    step = f"{order.step}"
+    env.update(
+        SLURM_STEP_ID=step,
+        SLURM_STEPID=step,
+        SLURM_PROCID=str(task.rank),
+        SLURM_LOCALID=str(task.local_id),
+        SLURM_NODEID=str(order.node_id),
+        SLURM_STEP_NUM_TASKS=str(order.ntasks),
+        SLURM_STEP_NUM_NODES=str(order.nnodes),
+        SLURM_STEP_NODELIST=order.nodelist,
+        SLURM_STEP_TASKS_PER_NODE=order.tasks_per_node,
+        SLURM_NTASKS=str(order.ntasks),
+        SLURM_NPROCS=str(order.ntasks),
+    )
+    if task.gpu_indices:
+        if target.gpu_mode == "nvidia":
+            seen = [str(target.gpus.index(i)) for i in task.gpu_indices if i in target.gpus]
+        else:
+            seen = [str(i) for i in task.gpu_indices]
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(seen)
+        env["SLURM_STEP_GPUS"] = ",".join(str(i) for i in task.gpu_indices)
+    return env
+
+
+class StepTasks:
+    """The tasks of one StepLaunch on this node."""
+
+    def __init__(
+        self,
+        order: StepLaunch,
+        target: Target,
+        api: docker.APIClient,
+        send: Callable[[AgentMessage], None],
+        timed_out: Callable[[], bool],
+    ) -> None:
+        self.order = order
+        self.target = target
+        self.api = api
+        self.send = send
+        self.timed_out = timed_out
+        self._pids: dict[int, int] = {}  # rank -> host pid of its exec
+        self._lock = threading.Lock()
+        self._cancelled = False
+
+    def run(self) -> None:
+        """Run every task to its end, then send the node's StepEnd (blocking)."""
+        order = self.order
+        results: dict[int, tuple[int, str]] = {}
+        try:
+            user = self.api.inspect_container(self.target.container_id)["Config"].get("User", "")
+        except DockerException as exc:
+            self.send(StepEnd(order.request_id, 1, error=f"the job's container: {exc}"))
+            return
+        base = exported(order.environment)
+        threads = [
+            threading.Thread(target=self._task, args=(task, user, base, results), daemon=True)
+            for task in order.tasks
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        worst = max((code for code, _ in results.values()), default=0)
+        failed = next(
+            (f"task {rank}: {why}" for rank, (code, why) in sorted(results.items()) if code),
+            "",
+        )
+        self.send(StepEnd(order.request_id, worst, timed_out=self.timed_out(), failed_task=failed))
+
+    def cancel(self) -> None:
+        """Stop the tasks (SIGTERM to each exec's process)."""
+        with self._lock:
+            self._cancelled = True
+            pids = list(self._pids.values())
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+
+    def _task(
+        self, task: StepTask, user: str, base: dict[str, str], results: dict[int, tuple[int, str]]
+    ) -> None:
+        order = self.order
+        env = task_env(order, task, self.target, base)
+        try:
+            exec_id = self.api.exec_create(
+                self.target.container_id,
+                list(order.argv),
+                environment=env,
+                workdir=order.cwd or None,
+                user=user,
+                stdout=True,
+                stderr=True,
+            )["Id"]
+            stream = self.api.exec_start(exec_id, stream=True, demux=True)
+            pid = int(self.api.exec_inspect(exec_id).get("Pid") or 0)
+            with self._lock:
+                if pid:
+                    self._pids[task.rank] = pid
+                cancelled = self._cancelled
+            if cancelled and pid:
+                os.kill(pid, signal.SIGTERM)
+            for out, err in stream:
+                if out:
+                    self.send(StepOutput(order.request_id, out))
+                if err:
+                    self.send(StepOutput(order.request_id, err, stderr=True))
+            code = int(self.api.exec_inspect(exec_id).get("ExitCode") or 0)
+        except (DockerException, OSError) as exc:
+            log.warning("step %d.%d task %d: %s", order.job_id, order.step, task.rank, exc)
+            self.send(StepOutput(order.request_id, f"task {task.rank}: {exc}\n".encode(), True))
+            results[task.rank] = (1, "could not start")
+            return
+        finally:
+            with self._lock:
+                self._pids.pop(task.rank, None)
+        why = f"Killed by signal {code - 128}" if code > 128 else f"Exited with exit code {code}"
+        results[task.rank] = (code, why)
