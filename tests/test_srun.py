@@ -44,6 +44,10 @@ master $MASTER_ADDR:$MASTER_PORT gpus $CUDA_VISIBLE_DEVICES"'
 srun -N 1 sh -c 'echo "one node: $SLURMD_NODENAME"'
 srun -n 1 sh -c 'exit 0' && srun sh -c 'test "$SLURM_NODEID" = 0 || exit 7'
 echo "rc=$?"
+scontrol show job "$SLURM_JOB_ID" | grep -oE 'JobState=[A-Z]+|NumNodes=[0-9]+|TimeLimit=[0-9:]+|BatchHost=[^ ]+'
+squeue -h -j "$SLURM_JOB_ID" -o "%i %T %D %l %j"
+echo "others: $(squeue -h -j 999999 | wc -l)"
+squeue -u "$USER" | head -n 1
 """
 
 
@@ -82,7 +86,10 @@ def test_srun_runs_the_jobs_task_layout_with_ranks_gpus_and_exit_codes(cluster: 
     assert f"background sees kept in {cluster.root}" in lines
     assert lines[-1] == "done"
     steps = _steps(cluster, job_id)
-    assert f"step {job_id}.1 ended FAILED: exit code 3 ({node}: task 0: Exited with exit code 3)" in steps
+    assert (
+        f"step {job_id}.1 ended FAILED: exit code 3 ({node}: task 0: Exited with exit code 3)"
+        in steps
+    )
     assert f"step {job_id}.2 ended COMPLETED: exit code 0" in steps
 
 
@@ -111,6 +118,17 @@ def test_a_two_node_script_runs_once_and_srun_fans_out(cluster: Cluster) -> None
     assert f"one node: {first}" in lines
     assert "rc=7" in lines
     assert re.search(rf"srun: error: {second}: task 1: Exited with exit code 7", out)
+
+    # scontrol and squeue answer inside the job, as SLURM's do
+    assert lines[-7:] == [
+        "JobState=RUNNING",
+        "TimeLimit=00:05:00",
+        f"BatchHost={first}",
+        "NumNodes=2",
+        f"{job_id} RUNNING 2 5:00 torchrun-like",
+        "others: 0",
+        "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)",
+    ]
     steps = _steps(cluster, job_id)
     assert steps[0] == f"step {job_id}.0 started: 2 task(s) on {first},{second}: sh -c " + (
         "'echo \"rank $SLURM_PROCID of $SLURM_NTASKS node $SLURM_NODEID on $SLURMD_NODENAME "

@@ -201,9 +201,8 @@ class DockerRuntime:
                     att.attempt,
                     extra={"job": labels.get(LABEL_DISPLAY), "attempt": att.attempt},
                 )
-                self.steps.started(
-                    att.job_id, att.attempt, Target(container.id, att.gpus, self.gpu_mode)
-                )
+                target = Target(container.id, att.gpus, self.gpu_mode, started, att.deadline)
+                self.steps.started(att.job_id, att.attempt, target)
                 self._spawn(self._watch, att)
             elif state.get("Status") == "created":
                 self._remove(att)  # never started: the scheduler sends the launch again
@@ -291,7 +290,8 @@ class DockerRuntime:
         self.mounts.release(_stage_key(att))  # the started container keeps its own copy
         now = self._clock()
         att.started(now + order.time_limit if order.time_limit else 0.0)
-        self.steps.started(att.job_id, att.attempt, Target(container.id, att.gpus, self.gpu_mode))
+        target = Target(container.id, att.gpus, self.gpu_mode, now, att.deadline)
+        self.steps.started(att.job_id, att.attempt, target)
         notes = "; ".join(place.notes)
         self._report(
             AgentEvent(att.job_id, att.attempt, EventKind.STARTED, message=notes, time=now)

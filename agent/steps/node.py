@@ -50,6 +50,7 @@ from rota.messages import (
 log = logging.getLogger("rota.agent")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_SRUNS = 64  # sruns of one attempt waiting at once
+START_WAIT = 300.0  # seconds a step waits for its job's container to start on this node
 Key = tuple[int, int]  # (job id, attempt)
 
 
@@ -165,6 +166,7 @@ class NodeSteps:
                 held = self._held[key] = Held(spool)
             held.target = target
             held.ctl = held.spool.open_ctl()
+        held.spool.describe(target.start, target.deadline)
         threading.Thread(target=self._listen, args=(key, held), daemon=True).start()
 
     def time_limit(self, job_id: int, attempt: int) -> None:
@@ -212,23 +214,32 @@ class NodeSteps:
                 task.cancel()
 
     def _launch(self, order: StepLaunch) -> None:
-        with self._lock:
-            held = self._held.get(_key(order))
-            target = held.target if held is not None and not held.stopping else None
-        if target is None:
+        threading.Thread(target=self._run, args=(order,), daemon=True).start()
+
+    def _run(self, order: StepLaunch) -> None:
+        """Wait for the attempt's container (a gang's other nodes may still be starting
+        theirs), then run the tasks."""
+        deadline = time.monotonic() + START_WAIT
+        while True:
+            with self._lock:
+                held = self._held.get(_key(order))
+                target = held.target if held is not None and not held.stopping else None
+            stopped = held is not None and held.stopping
+            if target is not None or stopped or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        if held is None or target is None:
             self._send(StepEnd(order.request_id, 1, error=f"the job does not run on {self.node}"))
             return
-        tasks = StepTasks(order, target, self._exec_api(), self._send, lambda: held.timed_out)
+        found = held
+        tasks = StepTasks(order, target, self._exec_api(), self._send, lambda: found.timed_out)
         with self._lock:
             self._tasks[order.request_id] = tasks
-        threading.Thread(target=self._run, args=(tasks,), daemon=True).start()
-
-    def _run(self, tasks: StepTasks) -> None:
         try:
             tasks.run()
         finally:
             with self._lock:
-                self._tasks.pop(tasks.order.request_id, None)
+                self._tasks.pop(order.request_id, None)
 
     def _step_ended(self, end: StepEnd) -> None:
         with self._lock:

@@ -82,8 +82,14 @@ class JobSpool:
             except PermissionError:  # an agent that is not root runs jobs as itself
                 path.chmod(0o1777 if path == steps else 0o666)
 
-    def exists(self) -> bool:
-        return stat.S_ISFIFO(os.lstat(self.ctl).st_mode) if self.ctl.exists() else False
+    def describe(self, start: float, deadline: float) -> None:
+        """Write ``job``: when the attempt started and ends, for squeue and scontrol."""
+        limit = deadline - start if deadline and start else 0
+        text = f"start={int(start)}\nend={int(deadline)}\nlimit={int(limit)}\n"
+        temporary = self.root / ".job"
+        temporary.write_text(text)
+        temporary.chmod(0o644)
+        temporary.replace(self.root / "job")
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

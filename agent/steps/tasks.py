@@ -50,11 +50,14 @@ _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 @dataclass(frozen=True, slots=True)
 class Target:
     """The attempt's container and the host indices of its GPUs, in the order it sees them;
-    ``gpu_mode`` as the runtime's ("nvidia": the container numbers its GPUs from 0)."""
+    ``gpu_mode`` as the runtime's ("nvidia": the container numbers its GPUs from 0); when it
+    started and must end (Unix seconds; 0: no time limit)."""
 
     container_id: str
     gpus: tuple[int, ...]
     gpu_mode: str
+    start: float = 0.0
+    deadline: float = 0.0
 
 
 def exported(text: bytes) -> dict[str, str]:

@@ -39,16 +39,26 @@ class StepPlan:
     @property
     def tasks_per_node(self) -> str:
         """SLURM's form: ``2(x3)`` or ``3,2``."""
-        counts = [len(n.tasks) for n in self.nodes]
-        parts: list[str] = []
-        i = 0
-        while i < len(counts):
-            j = i
-            while j < len(counts) and counts[j] == counts[i]:
-                j += 1
-            parts.append(f"{counts[i]}(x{j - i})" if j - i > 1 else str(counts[i]))
-            i = j
-        return ",".join(parts)
+        return counts_text([len(n.tasks) for n in self.nodes])
+
+
+def spread(ntasks: int, nodes: int) -> list[int]:
+    """Tasks per node in blocks: the first nodes take one more when they do not divide."""
+    base, extra = divmod(ntasks, nodes)
+    return [base + (1 if i < extra else 0) for i in range(nodes)]
+
+
+def counts_text(counts: list[int]) -> str:
+    """Tasks per node as SLURM writes them: ``2(x3)``, ``3,2``."""
+    parts: list[str] = []
+    i = 0
+    while i < len(counts):
+        j = i
+        while j < len(counts) and counts[j] == counts[i]:
+            j += 1
+        parts.append(f"{counts[i]}(x{j - i})" if j - i > 1 else str(counts[i]))
+        i = j
+    return ",".join(parts)
 
 
 def plan(job: JobRecord, layout: StepLayout) -> StepPlan:
@@ -73,14 +83,14 @@ def plan(job: JobRecord, layout: StepLayout) -> StepPlan:
         raise UserError(f"{ntasks} tasks need {nodes} nodes; the job has {have}")
     if ntasks < nodes:
         raise UserError(f"-n {ntasks}: fewer tasks than the {nodes} nodes of the step")
-    base, extra = divmod(ntasks, nodes)
-    if base + (1 if extra else 0) > MAX_TASKS_PER_NODE:
+    counts = spread(ntasks, nodes)
+    if counts[0] > MAX_TASKS_PER_NODE:
         raise UserError(f"at most {MAX_TASKS_PER_NODE} tasks per node")
     gpus_each = layout.gpus_per_task or spec.gpus_per_task
     out: list[NodeTasks] = []
     rank = 0
     for node_id, alloc in enumerate(job.allocation[:nodes]):
-        count = base + (1 if node_id < extra else 0)
+        count = counts[node_id]
         if gpus_each and gpus_each * count > len(alloc.gpus):
             raise UserError(
                 f"--gpus-per-task={gpus_each} with {count} task(s) on node {alloc.node} needs "
