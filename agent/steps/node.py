@@ -51,6 +51,7 @@ log = logging.getLogger("rota.agent")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_SRUNS = 64  # sruns of one attempt waiting at once
 START_WAIT = 300.0  # seconds a step waits for its job's container to start on this node
+REPORT_WAIT = 3.0  # seconds sruns have to report their steps cancelled at the time limit
 Key = tuple[int, int]  # (job id, attempt)
 
 
@@ -170,14 +171,23 @@ class NodeSteps:
         threading.Thread(target=self._listen, args=(key, held), daemon=True).start()
 
     def time_limit(self, job_id: int, attempt: int) -> None:
-        """The attempt reached its time limit: its steps end as timed out."""
+        """The attempt reached its time limit: stop its steps' tasks here and give its sruns
+        up to ``REPORT_WAIT`` seconds to report the step cancelled before the container is
+        stopped."""
+        key = (job_id, attempt)
         with self._lock:
-            held = self._held.get((job_id, attempt))
+            held = self._held.get(key)
             if held is not None:
                 held.timed_out = True
-            tasks = [t for t in self._tasks.values() if _key(t.order) == (job_id, attempt)]
+            tasks = [t for t in self._tasks.values() if _key(t.order) == key]
         for task in tasks:
             task.cancel()
+        deadline = time.monotonic() + REPORT_WAIT
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not any(s.key == key for s in self._sruns.values()):
+                    return
+            time.sleep(0.02)
 
     def ended(self, job_id: int, attempt: int) -> None:
         """The container is gone: end its sruns and forget the spool."""
@@ -243,7 +253,7 @@ class NodeSteps:
 
     def _step_ended(self, end: StepEnd) -> None:
         with self._lock:
-            srun = self._sruns.pop(end.request_id, None)
+            srun = self._sruns.get(end.request_id)
             held = self._held.get(srun.key) if srun is not None else None
         if srun is None:
             return
@@ -253,7 +263,7 @@ class NodeSteps:
         if end.timed_out or (held is not None and held.timed_out):
             when = time.strftime("%Y-%m-%dT%H:%M:%S")
             srun.write(
-                f"srun: error: *** STEP {step} ON {self.node} CANCELLED AT {when} "
+                f"slurmstepd: error: *** STEP {step} ON {self.node} CANCELLED AT {when} "
                 "DUE TO TIME LIMIT ***\n".encode(),
                 stderr=True,
             )
@@ -261,6 +271,8 @@ class NodeSteps:
             srun.write(f"srun: error: {end.failed_task}\n".encode(), stderr=True)
         code = end.exit_code if end.exit_code or not (end.error or end.timed_out) else 1
         srun.finish(min(max(code, 0), 255))
+        with self._lock:
+            self._sruns.pop(end.request_id, None)
 
     # ------------------------------------------------------------ sruns
 

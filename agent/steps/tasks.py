@@ -119,7 +119,7 @@ class StepTasks:
         self.api = api
         self.send = send
         self.timed_out = timed_out
-        self._pids: dict[int, int] = {}  # rank -> host pid of its exec
+        self._execs: dict[int, str] = {}  # rank -> its exec's id
         self._lock = threading.Lock()
         self._cancelled = False
 
@@ -149,11 +149,15 @@ class StepTasks:
         self.send(StepEnd(order.request_id, worst, timed_out=self.timed_out(), failed_task=failed))
 
     def cancel(self) -> None:
-        """Stop the tasks (SIGTERM to each exec's process)."""
+        """Stop the tasks: SIGTERM to each exec's process and every process under it."""
         with self._lock:
             self._cancelled = True
-            pids = list(self._pids.values())
-        for pid in pids:
+            execs = list(self._execs.values())
+        pids = []
+        for exec_id in execs:
+            with contextlib.suppress(DockerException):
+                pids.append(int(self.api.exec_inspect(exec_id).get("Pid") or 0))
+        for pid in _with_descendants([p for p in pids if p]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
 
@@ -172,14 +176,13 @@ class StepTasks:
                 stdout=True,
                 stderr=True,
             )["Id"]
-            stream = self.api.exec_start(exec_id, stream=True, demux=True)
-            pid = int(self.api.exec_inspect(exec_id).get("Pid") or 0)
             with self._lock:
-                if pid:
-                    self._pids[task.rank] = pid
+                self._execs[task.rank] = exec_id
                 cancelled = self._cancelled
-            if cancelled and pid:
-                os.kill(pid, signal.SIGTERM)
+            if cancelled:
+                results[task.rank] = (1, "Cancelled before it started")
+                return
+            stream = self.api.exec_start(exec_id, stream=True, demux=True)
             for out, err in stream:
                 if out:
                     self.send(StepOutput(order.request_id, out))
@@ -193,6 +196,28 @@ class StepTasks:
             return
         finally:
             with self._lock:
-                self._pids.pop(task.rank, None)
+                self._execs.pop(task.rank, None)
         why = f"Killed by signal {code - 128}" if code > 128 else f"Exited with exit code {code}"
         results[task.rank] = (code, why)
+
+
+def _with_descendants(pids: list[int]) -> list[int]:
+    """``pids`` and every process under them (from the host's /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        parent = int(text[text.rindex(b")") + 2 :].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    todo = list(pids)
+    while todo and len(found) < 100_000:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
