@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from rota.hostlist import compress
+from rota.hostlist import compress, expand
 from rota.messages import StepStart
-from rota.scheduler.cluster.model import HistoryKind, JobEvent
+from rota.scheduler.cluster.accounting import StepRow
+from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.core import authz
 from rota.scheduler.core.errors import AccessDenied, UserError
 from rota.scheduler.core.lifecycle import Lifecycle
@@ -25,7 +26,9 @@ from rota.states import JobState
 MAX_ARGS = 4096
 MAX_BYTES = 512 * 1024  # of a step's arguments, and separately of its environment
 MAX_CWD = 4096
-STEP_EVENT = re.compile(r"^step (\d+)\.(\d+) ")  # "step 12.3 started ..." (display id . step)
+STEP_EVENT = re.compile(r"^step ([\d_]+)\.(\d+) ")  # "step 12.3 started ..." (display id . step)
+_STARTED = re.compile(r"^step [\d_]+\.(\d+) started: (\d+) task\(s\) on (\S+): (.*)$", re.S)
+_ENDED = re.compile(r"^step [\d_]+\.(\d+) ended ([A-Z_]+): exit code (-?\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,34 @@ class JobSteps:
             HistoryKind.INFO,
         )
         self.model.commit([], [ev])
+
+
+def step_rows(job: JobRecord, events: Sequence[JobEvent]) -> list[StepRow]:
+    """The steps of ``job`` as its events recorded them, in number order."""
+    rows: dict[int, StepRow] = {}
+    for ev in events:
+        if m := _STARTED.match(ev.reason):
+            step = int(m.group(1))
+            rows[step] = StepRow(
+                job,
+                step,
+                m.group(4),
+                tuple(expand_or_keep(m.group(3))),
+                int(m.group(2)),
+                start=ev.time,
+            )
+        elif (m := _ENDED.match(ev.reason)) and int(m.group(1)) in rows:
+            step = int(m.group(1))
+            state = JobState(m.group(2)) if m.group(2) in JobState.__members__ else JobState.FAILED
+            rows[step] = replace(rows[step], state=state, exit_code=int(m.group(3)), end=ev.time)
+    return [rows[k] for k in sorted(rows)]
+
+
+def expand_or_keep(nodes: str) -> list[str]:
+    try:
+        return expand(nodes)
+    except ValueError:
+        return [nodes]
 
 
 def _number(reason: str) -> int:

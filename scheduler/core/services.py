@@ -130,7 +130,7 @@ def build_services(
         reservations=reservations,
         users=users,
         meter=meter,
-        accounting=AccountingService(model, store.usage, meter, config, clock),
+        accounting=AccountingService(model, store.usage, meter, config, clock, store.jobs.events),
         notifications=NotificationService(store.notices, config, clock),
         policy=policy,
         liveness=liveness,

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
 from rota.scheduler.agent_hub import AgentHub, LogRelay
-from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
+from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, StepRow, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import input_rules
@@ -113,10 +113,13 @@ class JobsFacade:
         async for chunk in self.logs.stream(display_id, job.id, node, attempt, follow):
             yield chunk
 
-    async def list_finished(self, query: AccountingQuery, who: Principal) -> list[FinishedJob]:
-        """Finished jobs ``who`` may see (``authz.finished_scope``)."""
+    async def list_finished(
+        self, query: AccountingQuery, who: Principal
+    ) -> list[FinishedJob | StepRow]:
+        """Finished jobs ``who`` may see (``authz.finished_scope``), with the steps of those
+        asked for by id."""
         query = replace(query, principal=authz.finished_scope(who))
-        return await self.core.call(self.services.accounting.finished, query)
+        return await self.core.call(self.services.accounting.listing, query)
 
     async def usage_summary(
         self, query: AccountingQuery, who: Principal
