@@ -186,11 +186,6 @@ class StepEnd:
     failed_task: str = ""
 
 
-AgentMessage = (
-    Hello | Heartbeat | AgentEvent | LogData | Keepalive | StepStart | StepOutput | StepEnd
-)
-
-
 # ---------------------------------------------------------------- scheduler -> agent
 
 

@@ -119,7 +119,7 @@ class AccountingServicer(pb_grpc.AccountingServiceServicer):
     async def ListFinished(
         self, request: pb.AccountingFilter, context: Any
     ) -> pb.ListFinishedResponse:
-        rows = await self.engine.jobs.list_finished(query_from_pb(request), caller())
+        rows = await self.engine.jobs.list_accounting(query_from_pb(request), caller())
         return pb.ListFinishedResponse(jobs=[finished_to_pb(r) for r in rows])
 
     @unary

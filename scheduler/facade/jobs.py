@@ -113,11 +113,15 @@ class JobsFacade:
         async for chunk in self.logs.stream(display_id, job.id, node, attempt, follow):
             yield chunk
 
-    async def list_finished(
+    async def list_finished(self, query: AccountingQuery, who: Principal) -> list[FinishedJob]:
+        """Finished jobs ``who`` may see (``authz.finished_scope``)."""
+        query = replace(query, principal=authz.finished_scope(who))
+        return await self.core.call(self.services.accounting.finished, query)
+
+    async def list_accounting(
         self, query: AccountingQuery, who: Principal
     ) -> list[FinishedJob | StepRow]:
-        """Finished jobs ``who`` may see (``authz.finished_scope``), with the steps of those
-        asked for by id."""
+        """``list_finished`` with the srun steps of the jobs asked for by id (``gacct``)."""
         query = replace(query, principal=authz.finished_scope(who))
         return await self.core.call(self.services.accounting.listing, query)
 
