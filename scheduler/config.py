@@ -69,12 +69,16 @@ class LimitSettings(Settings):
 
 class ReservationSettings(Settings):
     """How much users who are not admins may book (README, reservations); null: no cap.
-    Who may book for whom follows the users' admin flag and accounts (docs/security.md)."""
+    Who may book for whom follows the users' admin flag and accounts (docs/security.md).
+    ``unused_after`` is the no-show rule's grace, not a cap."""
 
     max_gpus: Count | None = 8  # GPUs of one booking
     max_hours: PositiveNumber | None = 7 * 24.0  # hours of one window
     max_hours_per_week: PositiveNumber | None = 7 * 24.0  # a user's window hours in 7 days
     max_days_ahead: PositiveNumber | None = 90.0  # how far ahead a window may start
+    # the no-show rule (docs/admin.md): an open window no job of its owners has used this
+    # long is given back (lent to the queue or released, per booking's ``unused``); 0 = never
+    unused_after: Seconds = 1800.0
 
 
 class SchedulerConfig(Settings):

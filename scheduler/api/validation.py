@@ -37,7 +37,7 @@ from rota.inputs import (
     normal_names,
 )
 from rota.scheduler.api.intercept import HandlerInterceptor
-from rota.scheduler.cluster.reservation import FLAGS
+from rota.scheduler.cluster.reservation import FLAGS, UNUSED_POLICIES
 from rota.v1 import rota_pb2 as pb
 from rota.validate import Rules
 
@@ -115,6 +115,9 @@ def _check_booking(req: pb.CreateReservationRequest, where: str) -> None:
             raise SpecError(
                 f"{where}flags[{i}]", f"unknown flag {flag[:40]!r}; allowed: {', '.join(FLAGS)}"
             )
+    if req.unused and req.unused not in UNUSED_POLICIES:
+        allowed = ", ".join(UNUSED_POLICIES)
+        raise SpecError(f"{where}unused", f"{req.unused[:40]!r} is not one of {allowed}")
 
 
 def _create_booking(req: pb.CreateReservationRequest, rules: Rules) -> None:

@@ -19,6 +19,7 @@ from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
+from rota.scheduler.core.noshow import NoShowRule
 from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
@@ -26,13 +27,15 @@ from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
+from rota.scheduler.store.protocols import WebSessionRepository
 from rota.scheduler.store.store import Store
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
     """The scheduler's services over one model. Not thread-safe: one thread (the engine's
-    core thread) calls them all, except ``liveness``, which the event loop stamps."""
+    core thread) calls them all, except ``liveness``, which the event loop stamps, and
+    ``web_sessions``, which the dashboard calls on worker threads."""
 
     config: SchedulerConfig
     model: ClusterModel
@@ -45,12 +48,14 @@ class Services:
     control: ControlService
     planner: Planner
     reservations: ReservationService
+    noshow: NoShowRule  # unused bookings given back (the tick)
     users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
     notifications: NotificationService  # job-end webhooks queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
+    web_sessions: WebSessionRepository  # dashboard logins: the web layer's, off the core thread
     job_steps: JobSteps  # srun steps: checked, numbered and recorded
 
 
@@ -128,11 +133,17 @@ def build_services(
             revoked=users.revoked,
         ),
         reservations=reservations,
+        noshow=NoShowRule(
+            reservations, model, store.jobs, lambda: config.reservations.unused_after
+        ),
         users=users,
         meter=meter,
-        accounting=AccountingService(model, store.usage, meter, config, clock, store.jobs.events),
+        accounting=AccountingService(
+            model, store.usage, meter, config, clock, store.reservations, store.jobs.events
+        ),
         notifications=NotificationService(store.notices, config, clock),
         policy=policy,
         liveness=liveness,
+        web_sessions=store.web_sessions,
         job_steps=JobSteps(model, lifecycle, store.jobs.events),
     )

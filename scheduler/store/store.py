@@ -1,6 +1,6 @@
 """The composition root of storage: one SQLAlchemy engine, the schema, and one repository per
-aggregate (``jobs``, ``nodes``, ``usage``, ``notices``, ``users``, ``reservations``); the
-schema's revision is ``schema.py``'s.
+aggregate (``jobs``, ``nodes``, ``usage``, ``notices``, ``users``, ``reservations``,
+``web_sessions``); the schema's revision is ``schema.py``'s.
 
 Any SQLAlchemy URL works; SQLite (the embedded default) runs in WAL mode. The core is given the
 repositories it uses (``rota.scheduler.core.services``), typed by the protocols of
@@ -22,6 +22,7 @@ from rota.scheduler.store.reservations import SqlReservationRepository
 from rota.scheduler.store.schema import prepare
 from rota.scheduler.store.usage import SqlUsageRepository
 from rota.scheduler.store.users import SqlUserRepository
+from rota.scheduler.store.web_sessions import SqlWebSessionRepository
 from rota.scheduler.store.writer import BackgroundWriter
 
 
@@ -55,6 +56,7 @@ class Store:
         self.notices = SqlNoticeRepository(self.engine)
         self.users = SqlUserRepository(sessions)
         self.reservations = SqlReservationRepository(sessions)
+        self.web_sessions = SqlWebSessionRepository(self.engine)
 
     def close(self) -> None:
         """Finish the background writes under way, then close every connection."""

@@ -37,9 +37,11 @@ from rota.scheduler.core.errors import (
 from rota.scheduler.core.jobs import JobListing
 from rota.scheduler.core.node_bookings import NodeBookings
 from rota.scheduler.core.nodes import MAX_NODE_PAGE, NodeSummary
+from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
+from rota.scheduler.web.feed import Feeds
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
 from rota.states import parse_state
@@ -106,6 +108,7 @@ class Api:
         self.sessions = sessions
         self.secure = secure
         self.clock = clock
+        self.feeds = Feeds()
 
     def routes(self) -> list[Route]:
         v1 = "/api/v1"
@@ -198,12 +201,12 @@ class Api:
             if who is None:
                 raise Refused(401, "the bearer token is not a current rota token")
             return Caller(who, None)
-        session = self.sessions.get(request.cookie(COOKIE))
+        session = await self.sessions.get(request.cookie(COOKIE))
         if session is None:
             raise ApiError(401, "log in first (POST /api/v1/login with your rota token)")
-        who = await self.tokens(session.token)
+        who = await self.tokens.by_hash(session.token_hash)
         if who is None:
-            self.sessions.close(request.cookie(COOKIE))
+            await self.sessions.close(request.cookie(COOKIE))
             raise Refused(401, "your rota token is no longer current; log in again")
         return Caller(who, session)
 
@@ -231,7 +234,7 @@ class Api:
             await self._record(request, f"web POST {request.path}", None, _code(401), why)
             return error(401, why)
         try:
-            session_id, session = self.sessions.open(token, who.user)
+            session_id, session = await self.sessions.open(hash_token(token), who.user)
         except TooManySessions as exc:
             return error(503, str(exc))
         cookie = f"{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
@@ -240,7 +243,7 @@ class Api:
         return reply(_who(who, session), headers=(("Set-Cookie", cookie),))
 
     async def logout(self, request: Request, caller: Caller) -> Response:
-        self.sessions.close(request.cookie(COOKIE))
+        await self.sessions.close(request.cookie(COOKIE))
         expired = f"{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
         return reply({}, headers=(("Set-Cookie", expired),))
 
@@ -257,15 +260,13 @@ class Api:
         active = await self._all_jobs(JobListing(), caller.who)
         users = {j.display_id: j.user for j in active}
         booked = await self.engine.nodes.node_bookings([node.name for node, _status in shown])
-        return reply(
-            {
-                "time": views.iso(time.time()),
-                "nodes": [
-                    views.node_json(node, status, users, *_reserved(booked.get(node.name)))
-                    for node, status in shown
-                ],
-                "summary": views.summary_json(counted.summary or NodeSummary()),
-            }
+        rows = [
+            views.node_json(node, status, users, *_reserved(booked.get(node.name)))
+            for node, status in shown
+        ]
+        summary = views.summary_json(counted.summary or NodeSummary())
+        return self.listing(
+            request, caller, "nodes", rows, _name, {"summary": summary}, views.node_signature
         )
 
     async def jobs(self, request: Request, caller: Caller) -> Response:
@@ -277,9 +278,7 @@ class Api:
             limit = _int(request.query, "limit", ENDED_LIMIT, minimum=1)
             query = AccountingQuery(users=(user,) if user else (), limit=limit)
             rows = await self.engine.jobs.list_finished(query, caller.who)
-            return reply(
-                {"time": views.iso(time.time()), "jobs": [views.job_json(r.job) for r in rows]}
-            )
+            return self.listing(request, caller, "jobs", [views.job_json(r.job) for r in rows])
         if wanted == "active":
             listing = JobListing(users=(user,) if user else ())
         elif wanted == "all":
@@ -293,7 +292,25 @@ class Api:
                 ) from None
             listing = JobListing(states=(state,), users=(user,) if user else ())
         jobs = await self._all_jobs(listing, caller.who)
-        return reply({"time": views.iso(time.time()), "jobs": [views.job_json(j) for j in jobs]})
+        return self.listing(request, caller, "jobs", [views.job_json(j) for j in jobs])
+
+    def listing(
+        self,
+        request: Request,
+        caller: Caller,
+        rows_key: str,
+        rows: list[views.Json],
+        id_of: Callable[[views.Json], str] = lambda row: str(row["id"]),
+        extras: dict[str, Any] | None = None,
+        signature: Callable[[views.Json], Any] = lambda row: row,
+    ) -> Response:
+        """A listing of ``rows`` with its ``time``, as a change feed (``Feeds.answer``) of
+        this route for this caller."""
+        key = (request.path, caller.who.user)
+        answer = self.feeds.answer(
+            key, request.query, rows_key, rows, id_of, extras or {}, signature
+        )
+        return reply({"time": views.iso(time.time()), **answer})
 
     async def _all_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
         """Every node with its displayed status, in name order (page by page)."""
@@ -371,6 +388,10 @@ class Api:
         rows = await self.engine.jobs.list_finished(_period(request.query), caller.who)
         listed = [views.finished_json(r, idle_below) for r in rows]
         return reply({"jobs": [r for r in listed if r["flags"]]})
+
+
+def _name(row: views.Json) -> str:
+    return str(row["name"])
 
 
 def _target(request: Request) -> str:

@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+from rota.scheduler.cluster.reservation import LEND
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.reservations import ReservationRequest
@@ -25,16 +26,18 @@ from rota.scheduler.web.api import Api, Caller, parse_time, reply
 class Bookings:
     """``GET/POST /api/v1/reservations``, ``DELETE /api/v1/reservations/{name}``."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, api: Api) -> None:
         self.engine = engine
+        self.api = api
 
-    def routes(self, api: Api) -> list[Route]:
-        """The routes, behind ``api``'s caller and CSRF checks."""
+    def routes(self) -> list[Route]:
+        """The routes, behind the API's caller and CSRF checks (its change feed lists)."""
         v1 = "/api/v1/reservations"
         return [
-            api.route("GET", v1, self.list),
-            api.route("POST", v1, self.create),
-            api.route("DELETE", v1 + "/{name}", self.delete),
+            self.api.route("GET", v1, self.list),
+            self.api.route("POST", v1, self.create),
+            self.api.route("GET", v1 + "/{name}", self.show),
+            self.api.route("DELETE", v1 + "/{name}", self.delete),
         ]
 
     async def list(self, request: Request, caller: Caller) -> Response:
@@ -50,7 +53,18 @@ class Bookings:
             windows = r.windows(start, end) if end else [(r.start, r.end)]
             if windows:
                 shown.append(views.reservation_json(r, running, windows, caller.who))
-        return reply({"time": views.iso(time.time()), "reservations": shown})
+        return self.api.listing(
+            request, caller, "reservations", shown, lambda row: str(row["name"])
+        )
+
+    async def show(self, request: Request, caller: Caller) -> Response:
+        """One booking (open or upcoming) with ``usage``: its current window's GPU-hours so
+        far, booked, used by its owners, lent, idle and released (``greserve show``)."""
+        name = request.params["name"]
+        r, running = await self.engine.reservations.get_reservation(name)
+        usage = await self.engine.reservations.reservation_usage(name)
+        shown = views.reservation_json(r, running, [(r.start, r.end)], caller.who)
+        return reply(shown | {"usage": views.usage_json(usage)})
 
     async def create(self, request: Request, caller: Caller) -> Response:
         """Book (201 with the reservation); refusals as ``greserve create``'s."""
@@ -93,6 +107,7 @@ def booking_request(body: dict[str, Any], who: Principal) -> ReservationRequest:
         accounts=_names(body, "accounts"),
         flags=_names(body, "flags"),
         lend=body.get("lend", True) is not False,
+        unused=_text(body, "unused") if "unused" in body else LEND,
     )
 
 

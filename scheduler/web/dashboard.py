@@ -1,5 +1,6 @@
 """The routes the HTTP port serves for people: the dashboard's page and files at ``/`` and its
-JSON API at ``/api/v1`` (reservations included)."""
+JSON API at ``/api/v1`` (reservations included); sessions are stored with the engine's
+users."""
 
 from __future__ import annotations
 
@@ -16,5 +17,6 @@ from rota.scheduler.web.sessions import Sessions
 
 def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
     """Page, files and API; ``secure``: the port serves TLS (the cookie is marked Secure)."""
-    api = Api(engine, tokens, Sessions(time.time), secure, time.time)
-    return Files().routes() + api.routes() + Bookings(engine).routes(api)
+    sessions = Sessions(engine.users.web_sessions, time.time)
+    api = Api(engine, tokens, sessions, secure, time.time)
+    return Files().routes() + api.routes() + Bookings(engine, api).routes()

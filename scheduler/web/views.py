@@ -18,6 +18,7 @@ from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus, free_gpus
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.nodes import NodeSummary
+from rota.scheduler.core.reservations import Usage
 
 Json = dict[str, Any]
 
@@ -120,6 +121,24 @@ def node_json(
     }
 
 
+READING_STEPS = {"utilization": 5.0, "memory_used": 2.0**30, "temperature": 5.0, "power": 25.0}
+
+
+def node_signature(node: Json) -> Json:
+    """What of a node the change feed compares: ``node_json`` without its heartbeat time,
+    each GPU's readings rounded to ``READING_STEPS`` (5 %, 1 GiB, 5 °C, 25 W), so a node is
+    sent again when what a page draws of it changes, not at every heartbeat."""
+    gpus = [
+        {k: _step(v, READING_STEPS[k]) if k in READING_STEPS else v for k, v in gpu.items()}
+        for gpu in node["gpus"]
+    ]
+    return {k: v for k, v in node.items() if k != "last_heartbeat"} | {"gpus": gpus}
+
+
+def _step(value: Any, step: float) -> Any:
+    return round(value / step) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 def _gpu_json(node: NodeState, status: NodeStatus, index: int, users: Mapping[str, str]) -> Json:
     info = next(g for g in node.inventory.gpus if g.index == index)
     shown = status.gpus.get(index)
@@ -190,6 +209,18 @@ def total_json(total: UsageTotal) -> Json:
         "jobs": total.jobs,
         "gpu_hours": total.gpu_hours,
         "gpu_utilization": total.mean_utilization if total.samples else None,
+        "booked_unused": total.booked_unused,
+    }
+
+
+def usage_json(usage: Usage) -> Json:
+    """How a booking's current window was spent so far, in GPU-hours (``greserve show``)."""
+    return {
+        "booked": usage.booked / 3600,
+        "used": usage.owners / 3600,
+        "lent": usage.lent / 3600,
+        "idle": usage.idle / 3600,
+        "released": usage.released / 3600,
     }
 
 
@@ -212,6 +243,8 @@ def reservation_json(
         "accounts": list(r.accounts),
         "flags": list(r.flags),
         "lend": r.lend,
+        "unused": r.unused,
+        "given_back": iso(r.given_back),
         "created_by": r.created_by,
         "running_jobs": list(running),
         "mine": r.created_by == who.user or who.user in r.users,

@@ -1185,7 +1185,7 @@ class ReservedGpus(_message.Message):
     def __init__(self, node: _Optional[str] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Reservation(_message.Message):
-    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs", "booked_gpu_seconds", "owner_gpu_seconds", "lent_gpu_seconds")
+    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs", "booked_gpu_seconds", "owner_gpu_seconds", "lent_gpu_seconds", "unused", "given_back", "released_gpu_seconds")
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
@@ -1200,6 +1200,9 @@ class Reservation(_message.Message):
     BOOKED_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     OWNER_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     LENT_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_FIELD_NUMBER: _ClassVar[int]
+    GIVEN_BACK_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     start: float
     end: float
@@ -1214,10 +1217,13 @@ class Reservation(_message.Message):
     booked_gpu_seconds: float
     owner_gpu_seconds: float
     lent_gpu_seconds: float
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ...) -> None: ...
+    unused: str
+    given_back: float
+    released_gpu_seconds: float
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ..., unused: _Optional[str] = ..., given_back: _Optional[float] = ..., released_gpu_seconds: _Optional[float] = ...) -> None: ...
 
 class CreateReservationRequest(_message.Message):
-    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend")
+    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend", "unused")
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
@@ -1229,6 +1235,7 @@ class CreateReservationRequest(_message.Message):
     ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
     NO_LEND_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_FIELD_NUMBER: _ClassVar[int]
     name: str
     start: float
     end: float
@@ -1240,7 +1247,8 @@ class CreateReservationRequest(_message.Message):
     accounts: _containers.RepeatedScalarFieldContainer[str]
     flags: _containers.RepeatedScalarFieldContainer[str]
     no_lend: bool
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ...) -> None: ...
+    unused: str
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ..., unused: _Optional[str] = ...) -> None: ...
 
 class ListReservationsRequest(_message.Message):
     __slots__ = ()
@@ -1367,18 +1375,20 @@ class ListFinishedResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[FinishedJob, _Mapping]]] = ...) -> None: ...
 
 class UsageTotal(_message.Message):
-    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples")
+    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples", "booked_unused_gpu_hours")
     NAME_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     GPU_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     GPU_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    BOOKED_UNUSED_GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     name: str
     jobs: int
     gpu_hours: float
     gpu_utilization: float
     gpu_samples: int
-    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ...) -> None: ...
+    booked_unused_gpu_hours: float
+    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ..., booked_unused_gpu_hours: _Optional[float] = ...) -> None: ...
 
 class SummaryResponse(_message.Message):
     __slots__ = ("users", "accounts", "start", "end")

@@ -55,7 +55,31 @@ class HttpError extends Error {
   }
 }
 
-async function api(method, path, body) {
+// Listings follow the API's change feed (?since=VERSION, docs/web.md): after the first answer
+// only changed rows travel; the page still gets whole listings, rebuilt here.
+const FEEDS = { "/nodes": ["nodes", "name"], "/jobs": ["jobs", "id"], "/reservations": ["reservations", "name"] };
+const feeds = new Map(); // path -> { version, rows: Map(id -> row), order, extras }
+
+async function follow(path, [key, id]) {
+  const known = feeds.get(path);
+  const sep = path.includes("?") ? "&" : "?";
+  const d = await api("GET", `${path}${sep}since=${known ? known.version : 0}`, undefined, true);
+  const { version, full, removed, order, [key]: changed, ...extras } = d;
+  const f = full || !known ? { rows: new Map(), order: [], extras: {} } : known;
+  for (const r of changed) f.rows.set(String(r[id]), r);
+  for (const gone of removed) f.rows.delete(gone);
+  if (order) f.order = order;
+  Object.assign(f.extras, extras);
+  f.version = version;
+  feeds.delete(path);
+  feeds.set(path, f);
+  if (feeds.size > 8) feeds.delete(feeds.keys().next().value);
+  return { ...f.extras, [key]: f.order.map((i) => f.rows.get(i)).filter(Boolean) };
+}
+
+async function api(method, path, body, raw) {
+  const listing = method === "GET" && !raw && FEEDS[path.split("?")[0]];
+  if (listing) return follow(path, listing);
   const headers = {};
   if (method !== "GET") headers["X-CSRF-Token"] = state.me ? state.me.csrf : "";
   if (body !== undefined) headers["Content-Type"] = "application/json";
