@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
-import shlex
 import signal
 import threading
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from dataclasses import dataclass
 import docker
 from docker.errors import DockerException
 
+from rota.agent.steps.exports import exported as shell_exports
 from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTask
 
 log = logging.getLogger("rota.agent")
@@ -44,7 +43,6 @@ NODE_VARIABLES = frozenset(
         "_",
     }
 )
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,17 +59,9 @@ class Target:
 
 
 def exported(text: bytes) -> dict[str, str]:
-    """The variables of a shell's ``export -p`` (``export A='x'``, bash's ``declare -x``)."""
-    try:
-        words = shlex.split(text.decode("utf-8", "surrogateescape"), posix=True)
-    except ValueError:
-        return {}
-    env: dict[str, str] = {}
-    for word in words:
-        name, eq, value = word.partition("=")
-        if eq and _VARIABLE.match(name) and name not in NODE_VARIABLES:
-            env[name] = value
-    return env
+    """srun's exported variables (``export -p``), less those that describe its node."""
+    env = shell_exports(text.decode("utf-8", "surrogateescape"))
+    return {k: v for k, v in env.items() if k not in NODE_VARIABLES}
 
 
 def task_env(
