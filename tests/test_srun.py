@@ -27,6 +27,8 @@ echo "rc=$?"
 export FROM_SCRIPT=kept
 srun -n 1 sh -c 'echo "background sees $FROM_SCRIPT in $(pwd)"' &
 wait
+timeout -s INT 2 srun -n 1 sleep 60
+echo "interrupted rc=$?"
 echo done
 """
 
@@ -67,7 +69,7 @@ def _steps(cluster: Cluster, job_id: str) -> list[str]:
 def test_srun_runs_the_jobs_task_layout_with_ranks_gpus_and_exit_codes(cluster: Cluster) -> None:
     cluster.start_scheduler()
     node = cluster.node_name("n1")
-    cluster.start_agent("n1", gpus=2)
+    cluster.start_agent("n1", gpus=2)  # 2 tasks: the test machine may have 2 CPUs
     script = cluster.write_job("steps.sh", LAYOUT)
     result = cluster.cli("gsub", "--wait", "--parsable", str(script), cwd=cluster.root)
     assert result.returncode == 0, result.stderr
@@ -77,10 +79,7 @@ def test_srun_runs_the_jobs_task_layout_with_ranks_gpus_and_exit_codes(cluster: 
     lines = out.splitlines()
     assert lines[0] == f"batch on {node}"
     tasks = sorted(line for line in lines if line.startswith("task "))
-    assert tasks == [
-        "task 0 local 0 node 0 step 0 of 2 gpus 0",
-        "task 1 local 1 node 0 step 0 of 2 gpus 1",
-    ]
+    assert tasks == [f"task {i} local {i} node 0 step 0 of 2 gpus {i}" for i in range(2)]
     assert "to-stderr" in lines
     assert f"srun: error: {node}: task 0: Exited with exit code 3" in lines
     assert "rc=3" in lines
@@ -92,6 +91,10 @@ def test_srun_runs_the_jobs_task_layout_with_ranks_gpus_and_exit_codes(cluster: 
         in steps
     )
     assert f"step {job_id}.2 ended COMPLETED: exit code 0" in steps
+    # srun interrupted (^C, or timeout -s INT): its step's tasks are stopped, the step CANCELLED
+    assert [x for x in steps if x.startswith(f"step {job_id}.3 ended")] == [
+        f"step {job_id}.3 ended CANCELLED: exit code 143 ({node}: task 0: Killed by signal 15)"
+    ]
 
 
 @pytest.mark.docker
