@@ -14,14 +14,13 @@ answers with ``StepLaunch`` orders to the step's nodes; their output and ends co
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from rota.agent.steps.spool import (
     JobSpool,
     SpoolError,
 )
+from rota.agent.steps.srun import Srun
 from rota.agent.steps.tasks import StepTasks, Target
 from rota.messages import (
     AgentMessage,
@@ -53,45 +53,6 @@ MAX_SRUNS = 64  # sruns of one attempt waiting at once
 START_WAIT = 300.0  # seconds a step waits for its job's container to start on this node
 REPORT_WAIT = 3.0  # seconds sruns have to report their steps cancelled at the time limit
 Key = tuple[int, int]  # (job id, attempt)
-
-
-@dataclass
-class Srun:
-    """An srun in a container of this node, waiting for its step."""
-
-    key: Key
-    spool: JobSpool
-    name: str
-    out: int
-    err: int
-    step: int = -1
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def write(self, data: bytes, stderr: bool = False) -> None:
-        with self.lock:
-            fd = self.err if stderr else self.out
-            if fd < 0:
-                return
-            with contextlib.suppress(OSError):  # srun went away: its output is dropped
-                _write_all(fd, data)
-
-    def finish(self, code: int) -> None:
-        """Close the output, then hand srun its exit code."""
-        with self.lock:
-            for fd in (self.out, self.err):
-                if fd >= 0:
-                    os.close(fd)
-            self.out = self.err = -1
-        try:
-            end = self.spool.open_fifo(self.name, "end")
-        except SpoolError:
-            return
-        try:
-            os.write(end, f"{code}\n".encode())
-        except OSError:
-            pass
-        finally:
-            os.close(end)
 
 
 @dataclass
@@ -200,9 +161,10 @@ class NodeSteps:
             task.cancel()
         if held is None:
             return
-        held.stopping = True
-        if held.ctl >= 0:
-            os.write(held.ctl, b"\n")  # wakes the listener, which closes it
+        with self._lock:
+            held.stopping = True
+            if held.ctl >= 0:
+                os.write(held.ctl, b"\n")  # wakes the listener, which closes it
         for srun in sruns:
             srun.finish(1)
         held.spool.remove()
@@ -271,8 +233,6 @@ class NodeSteps:
             srun.write(f"srun: error: {end.failed_task}\n".encode(), stderr=True)
         code = end.exit_code if end.exit_code or not (end.error or end.timed_out) else 1
         srun.finish(min(max(code, 0), 255))
-        with self._lock:
-            self._sruns.pop(end.request_id, None)
 
     # ------------------------------------------------------------ sruns
 
@@ -292,7 +252,9 @@ class NodeSteps:
         except OSError as exc:
             log.warning("job %d: step spool closed: %s", key[0], exc)
         finally:
-            os.close(held.ctl)
+            with self._lock:
+                os.close(held.ctl)
+                held.ctl = -1
 
     def _request(self, key: Key, held: Held, line: str) -> None:
         verb, _, name = line.partition(" ")
@@ -312,13 +274,13 @@ class NodeSteps:
         except SpoolError:
             os.close(out)
             return
-        srun = Srun(key, spool, name, out, err)
+        request_id = next(self._ids)
+        srun = Srun(key, spool, name, out, err, lambda _: self._forget(request_id))
         try:
             request = spool.read(name)
             with self._lock:
                 if sum(1 for s in self._sruns.values() if s.key == key) >= MAX_SRUNS:
                     raise SpoolError(f"at most {MAX_SRUNS} steps of a job may run at once")
-                request_id = next(self._ids)
                 self._sruns[request_id] = srun
         except SpoolError as exc:
             srun.write(f"srun: error: {exc}\n".encode(), stderr=True)
@@ -336,6 +298,11 @@ class NodeSteps:
             )
         )
 
+    def _forget(self, request_id: int) -> None:
+        """An srun was handed its exit code."""
+        with self._lock:
+            self._sruns.pop(request_id, None)
+
     def _cancel(self, key: Key, name: str) -> None:
         """srun was interrupted: tell the scheduler to stop its step."""
         with self._lock:
@@ -348,7 +315,6 @@ class NodeSteps:
         are stopped with their job if the node is lost)."""
         with self._lock:
             sruns = list(self._sruns.items())
-            self._sruns.clear()
         for _, srun in sruns:
             srun.write(b"srun: error: lost contact with the scheduler\n", stderr=True)
             srun.finish(1)
@@ -380,9 +346,3 @@ def _install_tools(where: Path) -> Path:
 
 def _key(order: StepLaunch) -> Key:
     return (order.job_id, order.attempt)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
