@@ -88,6 +88,11 @@ class StepRelay:
             self._answer(origin, StepEnd(start.request_id, 1, error=str(exc)))
             del self._running[(origin, start.request_id)]
             return
+        except Exception:  # the asking srun must hear back whatever went wrong
+            log.exception("step of job %d from node %s could not start", start.job_id, origin)
+            self._answer(origin, StepEnd(start.request_id, 1, error="the scheduler failed"))
+            del self._running[(origin, start.request_id)]
+            return
         try:
             ends = await self._launch(begun, start, running)
             state, code, why, failed, timed_out = _outcome(ends, running.cancelled)

@@ -22,6 +22,7 @@ from rota.agent.steps.exports import exported as shell_exports
 from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTask
 
 log = logging.getLogger("rota.agent")
+CHUNK = 256 * 1024  # bytes of output per message
 
 # Variables that describe the node srun ran on: a task on another node keeps its container's.
 NODE_VARIABLES = frozenset(
@@ -174,10 +175,9 @@ class StepTasks:
                 return
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
             for out, err in stream:
-                if out:
-                    self.send(StepOutput(order.request_id, out))
-                if err:
-                    self.send(StepOutput(order.request_id, err, stderr=True))
+                for data, stderr in ((out, False), (err, True)):
+                    for at in range(0, len(data or b""), CHUNK):
+                        self.send(StepOutput(order.request_id, data[at : at + CHUNK], stderr))
             code = int(self.api.exec_inspect(exec_id).get("ExitCode") or 0)
         except (DockerException, OSError) as exc:
             log.warning("step %d.%d task %d: %s", order.job_id, order.step, task.rank, exc)
