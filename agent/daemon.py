@@ -49,6 +49,7 @@ from rota.messages import (
 )
 
 log = logging.getLogger("rota.agent")
+STEP_WAIT = 60.0  # seconds an srun waits for the scheduler when it is away
 
 
 class Agent:
@@ -170,10 +171,17 @@ class Agent:
             self.steps.disconnected()
 
     def _send_step(self, msg: AgentMessage) -> None:
-        """Send a step message; an srun asking while the scheduler is away fails at once."""
+        """Send a step message; an srun asking while the scheduler is away waits up to
+        ``STEP_WAIT`` seconds for it (on a thread of its own), then fails."""
         if self.link.connected.is_set():
             self.link.send(msg)
-        elif isinstance(msg, StepStart) and self.steps is not None:
+        elif isinstance(msg, StepStart):
+            threading.Thread(target=self._send_when_connected, args=(msg,), daemon=True).start()
+
+    def _send_when_connected(self, msg: StepStart) -> None:
+        if self.link.connected.wait(STEP_WAIT):
+            self.link.send(msg)
+        elif self.steps is not None:
             self.steps.order(StepEnd(msg.request_id, 1, error="the scheduler is not reachable"))
 
     def _on_event(self, event: AgentEvent) -> None:

@@ -28,7 +28,7 @@ StepData = StepOutput | StepEnd
 class _Running:
     """A step in progress: where it was asked for and its relay requests by node."""
 
-    origin: str
+    origin: AgentSession  # the stream that asked: only it is answered
     request_id: int  # the asking agent's
     job_id: int
     requests: dict[str, int] = field(default_factory=dict)
@@ -43,15 +43,15 @@ class StepRelay:
         self.core = core
         self.steps = steps
         self.relay: Relay[StepData] = hub.relay(lambda why: StepEnd(0, 1, error=why))
-        self._running: dict[tuple[str, int], _Running] = {}
+        self._running: dict[tuple[int, int], _Running] = {}  # by (session id, request id)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self, session: AgentSession, start: StepStart) -> None:
         """Run the step ``session``'s node asks for (on a task of its own; never waits)."""
-        key = (session.node, start.request_id)
+        key = (session.id, start.request_id)
         if key in self._running:
             return
-        running = _Running(session.node, start.request_id, start.job_id)
+        running = _Running(session, start.request_id, start.job_id)
         self._running[key] = running
         task = asyncio.create_task(self._run(session, start, running))
         self._tasks.add(task)
@@ -59,7 +59,7 @@ class StepRelay:
 
     def cancel(self, session: AgentSession, cancel: StepCancel) -> None:
         """srun was interrupted on ``session``'s node: stop its step's tasks everywhere."""
-        running = self._running.get((session.node, cancel.request_id))
+        running = self._running.get((session.id, cancel.request_id))
         if running is None:
             return
         running.cancelled = True
@@ -81,30 +81,30 @@ class StepRelay:
             begun = await self.core.call(self.steps.begin, origin, start)
         except AccessDenied as exc:
             self.hub.refuse(session, "step_start", f"job={start.job_id}", str(exc))
-            self._answer(origin, StepEnd(start.request_id, 1, error=str(exc)))
-            del self._running[(origin, start.request_id)]
+            self._answer(session, StepEnd(start.request_id, 1, error=str(exc)))
+            del self._running[(session.id, start.request_id)]
             return
         except UserError as exc:
-            self._answer(origin, StepEnd(start.request_id, 1, error=str(exc)))
-            del self._running[(origin, start.request_id)]
+            self._answer(session, StepEnd(start.request_id, 1, error=str(exc)))
+            del self._running[(session.id, start.request_id)]
             return
         except Exception:  # the asking srun must hear back whatever went wrong
             log.exception("step of job %d from node %s could not start", start.job_id, origin)
-            self._answer(origin, StepEnd(start.request_id, 1, error="the scheduler failed"))
-            del self._running[(origin, start.request_id)]
+            self._answer(session, StepEnd(start.request_id, 1, error="the scheduler failed"))
+            del self._running[(session.id, start.request_id)]
             return
         try:
             ends = await self._launch(begun, start, running)
             state, code, why, failed, timed_out = _outcome(ends, running.cancelled)
             await self.core.call(self.steps.end, begun, state, code, why or failed)
             self._answer(
-                origin,
+                session,
                 StepEnd(start.request_id, code, why, timed_out, begun.step, failed),
             )
         finally:
             for request_id in running.requests.values():
                 self.relay.close(request_id)
-            del self._running[(origin, start.request_id)]
+            del self._running[(session.id, start.request_id)]
 
     async def _launch(
         self, begun: StepBegun, start: StepStart, running: _Running
@@ -148,10 +148,11 @@ class StepRelay:
                 return node, data
             self._answer(running.origin, StepOutput(running.request_id, data.data, data.stderr))
 
-    def _answer(self, node: str, message: StepOutput | StepEnd) -> None:
-        live = self.hub.live(node)
-        if live is not None:
-            live.outbox.put_nowait(message)
+    def _answer(self, session: AgentSession, message: StepOutput | StepEnd) -> None:
+        """Answer the stream that asked, while it lives (a newer stream of its node is another
+        agent process, which knows nothing of the request)."""
+        if self.hub.live(session.node) is session:
+            session.outbox.put_nowait(message)
 
 
 def _outcome(

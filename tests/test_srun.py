@@ -11,7 +11,7 @@ import re
 import pytest
 
 from rota.hostlist import expand
-from tests.cluster import TEST_IMAGE, Cluster
+from tests.cluster import TEST_IMAGE, Cluster, wait_for
 
 LAYOUT = f"""#!/bin/sh
 #SBATCH --job-name=steps
@@ -183,3 +183,24 @@ def test_a_step_stopped_by_the_time_limit_is_reported_as_such(cluster: Cluster) 
     assert _steps(cluster, job_id)[-1] == (
         f"step {job_id}.0 ended TIMEOUT: exit code 143 ({node}: task 0: Killed by signal 15)"
     )
+
+
+@pytest.mark.docker
+def test_an_srun_waiting_on_an_agent_that_restarts_fails_instead_of_hanging(
+    cluster: Cluster,
+) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    script = cluster.write_job(
+        "restart.sh",
+        f"#!/bin/sh\n#SBATCH --time=2:00\n#ROTA image={TEST_IMAGE}\n"
+        "srun sh -c 'echo started; sleep 5'\necho \"rc=$?\"\nsrun echo after\n",
+    )
+    job_id = cluster.cli("gsub", "--parsable", str(script), check=True).stdout.strip()
+    wait_for(lambda: "started" in cluster.cli("glogs", job_id).stdout, 30, what="the step")
+    cluster.kill("agent-n1")
+    cluster.start_agent("n1", gpus=1)  # adopts the job's container and its spool
+    state = cluster.wait_state(job_id, "COMPLETED", "FAILED", timeout=60)["state"]
+    assert state == "COMPLETED"
+    lines = _log(cluster, job_id).splitlines()
+    assert lines[-2:] == ["rc=1", "after"]  # the lost step failed; the next one ran

@@ -14,6 +14,7 @@ answers with ``StepLaunch`` orders to the step's nodes; their output and ends co
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -121,11 +122,12 @@ class NodeSteps:
         key = (job_id, attempt)
         with self._lock:
             held = self._held.get(key)
-            if held is None:
+            if held is None:  # adopted from an earlier agent process
                 spool = JobSpool(self._spool_dir(job_id, attempt), -1, -1)
                 if not spool.ctl.exists():
                     return
                 held = self._held[key] = Held(spool)
+                threading.Thread(target=_release, args=(spool,), daemon=True).start()
             held.target = target
             held.ctl = held.spool.open_ctl()
         held.spool.describe(target.start, target.deadline)
@@ -330,6 +332,18 @@ class NodeSteps:
 
     def _spool_dir(self, job_id: int, attempt: int) -> Path:
         return self.root / f"{job_id}-{attempt}"
+
+
+def _release(spool: JobSpool) -> None:
+    """Sruns that waited on an earlier agent process fail (their steps' ends are lost)."""
+    for name in spool.requests():
+        try:
+            end = spool.open_fifo(name, "end", wait=1.0)
+        except SpoolError:
+            continue
+        with contextlib.suppress(OSError):
+            os.write(end, b"1\n")
+        os.close(end)
 
 
 def _install_tools(where: Path) -> Path:

@@ -116,6 +116,20 @@ class JobSpool:
             cwd = (_read_file(fd, "cwd", MAX_PATH) or b"").decode("utf-8", "surrogateescape")
         return SrunRequest(name, _layout(opts), tuple(argv), environment, cwd.strip("\n"))
 
+    def requests(self) -> list[str]:
+        """The names of the request directories in ``steps/``."""
+        try:
+            spool = os.open(self.root, _DIR)
+        except OSError:
+            return []
+        try:
+            with _Fd(os.open("steps", _DIR, dir_fd=spool)) as steps:
+                return [n for n in os.listdir(steps) if _NAME.match(n)]
+        except OSError:
+            return []
+        finally:
+            os.close(spool)
+
     def open_fifo(self, name: str, fifo: str, wait: float = PIPE_WAIT) -> int:
         """A write descriptor of the request's FIFO ``fifo``, once srun reads it (waits up to
         ``wait`` seconds); SpoolError when it is not a FIFO or nobody opens it."""
