@@ -146,6 +146,7 @@ class StepLayout:
     ntasks: int = 0
     ntasks_per_node: int = 0
     gpus_per_task: int = 0
+    label: bool = False  # srun -l: each output line starts with its task's rank
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +297,7 @@ class StepLaunch:
     cwd: str = ""
     nodelist: str = ""
     tasks_per_node: str = ""
+    label: bool = False
 
 
 @dataclass(frozen=True, slots=True)

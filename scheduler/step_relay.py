@@ -129,6 +129,7 @@ class StepRelay:
                 cwd=start.cwd,
                 nodelist=nodelist,
                 tasks_per_node=plan.tasks_per_node,
+                label=start.layout.label,
             )
             live = self.hub.live(part.node)
             if live is None:

@@ -27,6 +27,7 @@ echo "rc=$?"
 export FROM_SCRIPT=kept
 srun -n 1 sh -c 'echo "background sees $FROM_SCRIPT in $(pwd)"' &
 wait
+srun -l sh -c 'echo a; printf b'
 timeout -s INT 2 srun -n 1 sleep 60
 echo "interrupted rc=$?"
 echo done
@@ -80,6 +81,7 @@ def test_srun_runs_the_jobs_task_layout_with_ranks_gpus_and_exit_codes(cluster: 
     assert lines[0] == f"batch on {node}"
     tasks = sorted(line for line in lines if line.startswith("task "))
     assert tasks == [f"task {i} local {i} node 0 step 0 of 2 gpus {i}" for i in range(2)]
+    assert sorted(x for x in lines if x[:3] in ("0: ", "1: ")) == ["0: a", "0: b", "1: a", "1: b"]
     assert "to-stderr" in lines
     assert f"srun: error: {node}: task 0: Exited with exit code 3" in lines
     assert "rc=3" in lines
@@ -92,8 +94,8 @@ def test_srun_runs_the_jobs_task_layout_with_ranks_gpus_and_exit_codes(cluster: 
     )
     assert f"step {job_id}.2 ended COMPLETED: exit code 0" in steps
     # srun interrupted (^C, or timeout -s INT): its step's tasks are stopped, the step CANCELLED
-    assert [x for x in steps if x.startswith(f"step {job_id}.3 ended")] == [
-        f"step {job_id}.3 ended CANCELLED: exit code 143 ({node}: task 0: Killed by signal 15)"
+    assert [x for x in steps if x.startswith(f"step {job_id}.4 ended")] == [
+        f"step {job_id}.4 ended CANCELLED: exit code 143 ({node}: task 0: Killed by signal 15)"
     ]
 
 

@@ -130,6 +130,7 @@ def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentM
                     ntasks=layout.ntasks,
                     ntasks_per_node=layout.ntasks_per_node,
                     gpus_per_task=layout.gpus_per_task,
+                    label=layout.label,
                 ),
                 argv=list(msg.argv),
                 environment=msg.environment,
@@ -171,6 +172,7 @@ def _step_order(msg: pb.SchedulerMessage) -> AgentOrder:
             cwd=o.cwd,
             nodelist=o.nodelist,
             tasks_per_node=o.tasks_per_node,
+            label=o.label,
         )
     if kind == "step_output":
         out = msg.step_output

@@ -37,7 +37,7 @@ MAX_REQUEST = 512 * 1024  # bytes of arguments, and separately of environment, p
 MAX_PATH = 4096
 PIPE_WAIT = 5.0  # seconds srun has to open its FIFOs once it asked
 _NAME = re.compile(r"^s\.[A-Za-z0-9]{1,32}$")
-_LAYOUT = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task")
+_LAYOUT = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label")
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -216,4 +216,5 @@ def _layout(opts: str) -> StepLayout:
             if not value.isdigit() or len(value) > 9:
                 raise SpoolError(f"--{key.replace('_', '-')} needs a positive number")
             values[key] = int(value)
-    return StepLayout(**values)
+    label = bool(values.pop("label", 0))
+    return StepLayout(**values, label=label)

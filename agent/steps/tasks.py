@@ -152,6 +152,12 @@ class StepTasks:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
 
+    def _output(self, data: bytes | None, stderr: bool) -> None:
+        if not data:
+            return
+        for at in range(0, len(data), CHUNK):
+            self.send(StepOutput(self.order.request_id, data[at : at + CHUNK], stderr))
+
     def _task(
         self, task: StepTask, user: str, base: dict[str, str], results: dict[int, tuple[int, str]]
     ) -> None:
@@ -174,10 +180,13 @@ class StepTasks:
                 results[task.rank] = (1, "Cancelled before it started")
                 return
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
+            label = _Label(task.rank) if order.label else None
             for out, err in stream:
                 for data, stderr in ((out, False), (err, True)):
-                    for at in range(0, len(data or b""), CHUNK):
-                        self.send(StepOutput(order.request_id, data[at : at + CHUNK], stderr))
+                    self._output(label.lines(data, stderr) if label and data else data, stderr)
+            if label is not None:
+                for stderr in (False, True):
+                    self._output(label.rest(stderr), stderr)
             code = int(self.api.exec_inspect(exec_id).get("ExitCode") or 0)
         except (DockerException, OSError) as exc:
             log.warning("step %d.%d task %d: %s", order.job_id, order.step, task.rank, exc)
@@ -189,6 +198,25 @@ class StepTasks:
                 self._execs.pop(task.rank, None)
         why = f"Killed by signal {code - 128}" if code > 128 else f"Exited with exit code {code}"
         results[task.rank] = (code, why)
+
+
+class _Label:
+    """srun -l: whole lines of a task's output, each after ``RANK: ``."""
+
+    def __init__(self, rank: int) -> None:
+        self.prefix = f"{rank}: ".encode()
+        self.partial = {False: b"", True: b""}
+
+    def lines(self, data: bytes, stderr: bool) -> bytes:
+        text = self.partial[stderr] + data
+        whole, newline, self.partial[stderr] = text.rpartition(b"\n")
+        if not newline:
+            return b""
+        return b"".join(self.prefix + line + b"\n" for line in whole.split(b"\n"))
+
+    def rest(self, stderr: bool) -> bytes:
+        left, self.partial[stderr] = self.partial[stderr], b""
+        return self.prefix + left + b"\n" if left else b""
 
 
 def _with_descendants(pids: list[int]) -> list[int]:

@@ -213,7 +213,7 @@ def step_start_from_pb(msg: pb.StepStart) -> StepStart:
         request_id=msg.request_id,
         job_id=msg.job_id,
         attempt=msg.attempt,
-        layout=StepLayout(lay.nodes, lay.ntasks, lay.ntasks_per_node, lay.gpus_per_task),
+        layout=StepLayout(lay.nodes, lay.ntasks, lay.ntasks_per_node, lay.gpus_per_task, lay.label),
         argv=tuple(msg.argv),
         environment=msg.environment,
         cwd=msg.cwd,
@@ -251,6 +251,7 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
                 cwd=order.cwd,
                 nodelist=order.nodelist,
                 tasks_per_node=order.tasks_per_node,
+                label=order.label,
             )
         )
     if isinstance(order, StepOutput):

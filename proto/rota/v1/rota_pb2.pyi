@@ -979,16 +979,18 @@ class Pong(_message.Message):
     def __init__(self, time: _Optional[float] = ..., telemetry_period: _Optional[float] = ...) -> None: ...
 
 class StepLayout(_message.Message):
-    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task")
+    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label")
     NODES_FIELD_NUMBER: _ClassVar[int]
     NTASKS_FIELD_NUMBER: _ClassVar[int]
     NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
     nodes: int
     ntasks: int
     ntasks_per_node: int
     gpus_per_task: int
-    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ...) -> None: ...
+    label: bool
+    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ...) -> None: ...
 
 class StepStart(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "layout", "argv", "environment", "cwd")
@@ -1019,7 +1021,7 @@ class StepTask(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., local_id: _Optional[int] = ..., gpu_indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class StepLaunch(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node")
+    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node", "label")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1033,6 +1035,7 @@ class StepLaunch(_message.Message):
     CWD_FIELD_NUMBER: _ClassVar[int]
     NODELIST_FIELD_NUMBER: _ClassVar[int]
     TASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1046,7 +1049,8 @@ class StepLaunch(_message.Message):
     cwd: str
     nodelist: str
     tasks_per_node: str
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ...) -> None: ...
+    label: bool
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., label: _Optional[bool] = ...) -> None: ...
 
 class StepOutput(_message.Message):
     __slots__ = ("request_id", "data", "stderr")
