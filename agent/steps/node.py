@@ -52,7 +52,7 @@ log = logging.getLogger("rota.agent")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_SRUNS = 64  # sruns of one attempt waiting at once
 START_WAIT = 300.0  # seconds a step waits for its job's container to start on this node
-REPORT_WAIT = 3.0  # seconds sruns have to report their steps cancelled at the time limit
+REPORT_WAIT = 5.0  # seconds sruns have to report their steps cancelled at the time limit
 Key = tuple[int, int]  # (job id, attempt)
 
 
