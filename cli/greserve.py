@@ -385,7 +385,8 @@ def _show(r: Any) -> None:
     released = r.released_gpu_seconds / 3600
     unused = {"lend": "lend its GPUs to the queue", "release": "release it"}.get(r.unused, "-")
     if r.given_back:
-        unused += f" (given back at {_local(r.given_back)}: its owners left it unused)"
+        waited = round((r.given_back - max(r.start, r.created_at)) / 60)
+        unused += f" (given back at {_local(r.given_back)}: no job of its owners in {waited} min)"
     print(f"reservation {r.name}")
     print(f"  window:   {_window(r)}")
     print(f"  gpus:     {total} ({_gpus(r)})")

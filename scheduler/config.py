@@ -19,14 +19,9 @@ from rota.destinations import parse_networks
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.private import private_dir, private_file
 from rota.scheduler.core.booking import BookingRules
-from rota.scheduler.partition_settings import (
-    PartitionSettings,
-    check_partitions,
-    partition_table,
-)
+from rota.scheduler.partition_settings import PartitionSettings, check_partitions
 from rota.scheduler.policy import POLICIES
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
-from rota.scheduler.policy.partitions import PartitionTable
 from rota.settings import (
     Bytes,
     Count,
@@ -146,6 +141,10 @@ class SchedulerConfig(Settings):
     notify_max_backoff: PositiveSeconds = 600.0  # the longest wait between tries
     notify_timeout: PositiveSeconds = 10.0  # one post: connect, send and answer
     webhook_allowed_networks: Names = ()  # CIDRs webhooks may reach beyond public addresses
+    # job mail, sbatch --mail-type (docs/admin.md "Mail"); tries and backoff as webhooks'
+    mail_relay: HostPort | None = None  # SMTP relay HOST:PORT; unset: mail is not sent
+    mail_from: str = "rota"  # the From address (a bare name gets @mail_domain)
+    mail_domain: str = ""  # appended to a bare user name (SLURM's MailDomain)
     # resource exhaustion (docs/security.md "Resource exhaustion")
     max_connections: Count = 20_000  # gRPC connections at once (agents hold one each)
     http_max_connections: Count = 256  # HTTP connections at once (slow heads evicted first)
@@ -286,11 +285,6 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
         default_share=config.default_share,
         preemption=config.preemption,
     )
-
-
-def partitions(config: SchedulerConfig) -> PartitionTable:
-    """The lab's partitions from the (already checked) settings."""
-    return partition_table(config.partitions, config.default_time_limit, config.max_time_limit)
 
 
 def booking_rules(config: SchedulerConfig) -> BookingRules:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rota.scheduler.core.errors import UserError
-from rota.scheduler.web.feed import Feeds
+from rota.scheduler.web.changes import Feeds
 from rota.scheduler.web.views import node_signature
 from rota.v1 import rota_pb2 as pb
 from tests.support.inprocess import InProcessScheduler

@@ -46,6 +46,7 @@ _BOOKINGS = "/rota.v1.ReservationService/"
 _ADMIN = "/rota.v1.AdminService/"
 _USERS = "/rota.v1.UserService/"
 _GPUS = "/rota.v1.GpuService/"
+_PARTITIONS = "/rota.v1.PartitionService/"
 
 
 def _submit(req: pb.SubmitJobsRequest, rules: Rules) -> None:
@@ -142,6 +143,12 @@ def _named(req: Any, rules: Rules) -> None:
     req.name = normal_name(req.name)
 
 
+def _partition(req: Any, rules: Rules) -> None:
+    """The partition's name; its fields are checked by ``core.partitions``."""
+    req.name = normal_name(req.name)
+    check_name("name", req.name)
+
+
 def _node(req: Any, rules: Rules) -> None:
     req.name = normal_name(req.name)
     check_node_name("name", req.name)
@@ -197,6 +204,9 @@ _CHECKS: dict[str, Callable[[Any, Rules], None]] = {
     _ADMIN + "ResumeNode": _node,
     _ADMIN + "RemoveNode": _node,
     _GPUS + "DrainGpu": _gpu,
+    _PARTITIONS + "AddPartition": _partition,
+    _PARTITIONS + "UpdatePartition": _partition,
+    _PARTITIONS + "RemovePartition": _partition,
     _GPUS + "ResumeGpu": _gpu,
     _USERS + "AddUser": _add_user,
     _USERS + "RevokeUser": _user_name,

@@ -6,18 +6,19 @@ used (a job naming the reservation waits, runs, or ran since the window opened) 
 the give-back (``ReservationService.give_back``). What a given-back window then does is the
 calendar's and the policy's: ``unused: lend`` lends its GPUs to the whole queue until an
 owner's job arrives (``policy/reserve.py``), ``unused: release`` ends the window
-(``calendar.current``). The engine's tick calls ``step`` on the core thread and tells the
-owners (``CoreSteps.tick``).
+(``calendar.current``). Each give-back is committed with the mails ``notice`` writes to the
+reservation's owners (``UnusedNotice``). The engine's tick calls ``step`` on the core thread
+and records it in the audit log (``CoreSteps.tick``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.reservations import ReservationService
-from rota.scheduler.store.protocols import JobRepository
+from rota.scheduler.store.protocols import BookingMail, JobRepository
 
 
 class NoShowRule:
@@ -29,11 +30,13 @@ class NoShowRule:
         model: ClusterModel,
         jobs: JobRepository,
         grace: Callable[[], float],
+        notice: Callable[[Reservation, float], Sequence[BookingMail]],
     ) -> None:
         self.reservations = reservations
         self.model = model
         self.stored_jobs = jobs  # ended jobs that ran in a window
         self.grace = grace  # seconds (the config's ``reservations.unused_after``; 0: off)
+        self.notice = notice  # the mails to the owners of a reservation given back at a time
         self._used: set[tuple[str, float]] = set()  # (name, window start) seen used
 
     def step(self, now: float) -> list[Reservation]:
@@ -46,7 +49,11 @@ class NoShowRule:
             return []
         used = self._used_now({r.name: r.start for r in due})
         self._used |= {(r.name, r.start) for r in due if r.name in used}  # once used, used
-        return [self.reservations.give_back(r.name, now) for r in due if r.name not in used]
+        return [self._give_back(r.name, now) for r in due if r.name not in used]
+
+    def _give_back(self, name: str, now: float) -> Reservation:
+        mails = self.notice(self.reservations.get(name), now)
+        return self.reservations.give_back(name, now, mails)
 
     def _used_now(self, starts: dict[str, float]) -> set[str]:
         """The reservations of ``starts`` (name -> window start) a job of theirs waits for,

@@ -14,7 +14,7 @@ thread and commit before they return. The GPUs a request gets: ``core/reservatio
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rota.inputs import normal_flags
@@ -46,7 +46,12 @@ from rota.scheduler.core.reservation_gpus import (
 )
 from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.snapshot import ReservationView
-from rota.scheduler.store.protocols import JobRepository, ReservationRepository, WindowUsage
+from rota.scheduler.store.protocols import (
+    BookingMail,
+    JobRepository,
+    ReservationRepository,
+    WindowUsage,
+)
 from rota.states import ACTIVE_STATES, JobState
 
 GPU_FIELDS = frozenset({"nodes", "gpus", "gpu_type", "gpus_per_node"})
@@ -433,11 +438,12 @@ class ReservationService:
                 lent += seconds * held
         return Usage(booked, owners, lent, released)
 
-    def give_back(self, name: str, now: float) -> Reservation:
+    def give_back(self, name: str, now: float, mails: Sequence[BookingMail] = ()) -> Reservation:
         """Record that the no-show rule gave reservation ``name``'s current window back at
-        ``now`` (``core/noshow.py``); committed, then swapped in."""
+        ``now`` (``core/noshow.py``), queueing ``mails`` to its owners in the same
+        transaction; committed, then swapped in."""
         r = dataclasses.replace(self.live[name], given_back=now, view=None)
-        self.store.save(r)
+        self.store.save(r, mails, now)
         self.live[name] = r
         self._changed()
         return r

@@ -14,7 +14,7 @@ from typing import TypeAlias
 
 from rota.messages import AgentEvent, EventAck, Heartbeat, Hello
 from rota.scheduler.cluster.model import JobRecord, NodeState
-from rota.scheduler.cluster.reservation import RELEASE, Reservation
+from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core import authz
@@ -25,6 +25,7 @@ from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import SubmitItem
+from rota.scheduler.core.unused_notice import unused_words
 
 log = logging.getLogger("rota.scheduler")
 
@@ -75,12 +76,10 @@ class CoreSteps:
         return orders
 
     def _unused(self, r: Reservation, now: float) -> None:
-        """Tell the owners of ``r`` that the no-show rule gave it back: the audit log
-        (``gadmin audit``), the scheduler's log, and ``greserve show``."""
-        done = "its GPUs are lent to the queue until an owner's job arrives"
-        if r.unused == RELEASE:
-            done = "the booking is released"
-        why = f"no job of {', '.join(r.users + r.accounts)} used it for {_minutes(r, now)} min"
+        """Record that the no-show rule gave ``r`` back: the audit log (``gadmin audit``) and
+        the scheduler's log; its owners see it in ``greserve show`` and, with a mail relay, by
+        mail (queued with the give-back, ``UnusedNotice``)."""
+        why, done = unused_words(r, now)
         log.warning("reservation %s given back: %s; %s", r.name, why, done)
         entry = AuditEntry(now, "", "reservation unused", f"name={r.name}", "scheduler", True)
         self.services.users.record(replace(entry, detail=f"{why}; {done}"))
@@ -211,7 +210,3 @@ class CoreSteps:
     def reservation(self, name: str) -> tuple[Reservation, list[str]]:
         service = self.services.reservations
         return service.get(name), service.jobs_of(name)
-
-
-def _minutes(r: Reservation, now: float) -> int:
-    return round((now - r.start) / 60)

@@ -41,7 +41,7 @@ bound: the queue ahead of it is not counted).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
 
 from rota.scheduler.policy import reasons
@@ -98,6 +98,9 @@ class ReservationGate:
         if not _gated(snapshot):
             return self.inner.decide(snapshot)
         return _Pass(snapshot, self.inner, self._side).run()
+
+    def priorities(self, snapshot: Snapshot, jobs: Sequence[PendingJob]) -> dict[int, float]:
+        return self.inner.priorities(snapshot, jobs)
 
     def explain(self, snapshot: Snapshot, job_id: int) -> Explanation:
         base = self.inner.explain(snapshot, job_id)

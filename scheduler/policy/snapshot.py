@@ -118,6 +118,8 @@ class PendingJob:
     reservation: str = ""
     partitions: tuple[str, ...] = ()
     priority_tier: int = 0
+    nodelist: frozenset[str] = frozenset()  # only these nodes (empty: any); sbatch -w
+    exclude: frozenset[str] = frozenset()  # never these nodes; sbatch -x
 
 
 @dataclass(frozen=True, slots=True)

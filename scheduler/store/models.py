@@ -244,6 +244,49 @@ class WebSessionRow(Base):
     seen: Mapped[float] = mapped_column(Float, index=True)
 
 
+class MailRow(Base):
+    """A job mail still to send (sbatch --mail-type): written in the transaction that records
+    the change it tells of; deleted once sent or given up. One per job, attempt and kind."""
+
+    __tablename__ = "mails"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # BEGIN END FAIL
+    to: Mapped[str] = mapped_column(String(320))
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[float] = mapped_column(Float, index=True)
+
+
+class BookingMailRow(Base):
+    """A mail to the owners of a reservation still to send (the no-show rule gave its window
+    back): written in the transaction that records the give-back, its text whole (the
+    reservation may change or go); deleted once sent or given up."""
+
+    __tablename__ = "booking_mails"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    reservation: Mapped[str] = mapped_column(String(128))
+    to: Mapped[str] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[float] = mapped_column(Float, index=True)
+
+
+class PartitionRow(Base):
+    """One partition an admin made (``gadmin partition``); those of the settings file are not
+    stored. ``settings``: its ``PartitionSettings`` fields as a JSON map."""
+
+    __tablename__ = "partitions"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)  # creation order
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    changed_by: Mapped[str] = mapped_column(String(128), default="")
+    changed: Mapped[float] = mapped_column(Float, default=0.0)
+
+
 # The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause),
 # for the repositories written in SQLAlchemy Core.
 JOBS = cast(Table, JobRow.__table__)
@@ -255,3 +298,5 @@ GPU_MARKS = cast(Table, GpuMarkRow.__table__)
 USAGE = cast(Table, JobUsageRow.__table__)
 NOTICES = cast(Table, NotificationRow.__table__)
 WEB_SESSIONS = cast(Table, WebSessionRow.__table__)
+MAILS = cast(Table, MailRow.__table__)
+BOOKING_MAILS = cast(Table, BookingMailRow.__table__)

@@ -153,6 +153,62 @@ class NoticeRepository(Protocol):
         ...
 
 
+MailKey = tuple[int, int, str]  # (job id, attempt, kind)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredMail:
+    """A job mail due: the job, the attempt and kind (BEGIN END FAIL) it tells of, where it
+    goes ("" = the job's user), how many tries failed so far."""
+
+    job: JobRecord
+    attempt: int
+    kind: str
+    to: str
+    tries: int
+
+    @property
+    def key(self) -> MailKey:
+        return (self.job.id, self.attempt, self.kind)
+
+
+class MailRepository(Protocol):
+    """Job mails still to send."""
+
+    def claim(self, now: float, lease: float, limit: int) -> list[StoredMail]:
+        """Up to ``limit`` mails due at ``now``, each not due again for ``lease`` seconds."""
+        ...
+
+    def done(self, key: MailKey, event: JobEvent) -> None: ...
+
+    def retry(self, key: MailKey, tries: int, next_at: float, event: JobEvent) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BookingMail:
+    """A mail to one owner of a reservation, its text whole; ``id`` and ``tries`` are the
+    store's (0 until queued)."""
+
+    reservation: str
+    to: str
+    subject: str
+    body: str
+    id: int = 0
+    tries: int = 0
+
+
+class BookingMailRepository(Protocol):
+    """Mails to reservations' owners still to send (queued by ``ReservationRepository.save``)."""
+
+    def claim(self, now: float, lease: float, limit: int) -> list[BookingMail]:
+        """Up to ``limit`` mails due at ``now``, each not due again for ``lease`` seconds."""
+        ...
+
+    def done(self, id: int) -> None: ...
+
+    def retry(self, id: int, tries: int, next_at: float) -> None: ...
+
+
 class NodeRepository(Protocol):
     """Registered nodes and the GPUs taken out of service on them."""
 
@@ -245,8 +301,8 @@ class ReservationRepository(Protocol):
 
     def exists(self, name: str) -> bool: ...
 
-    def save(self, r: Reservation) -> None:
-        """Insert or replace ``r``."""
+    def save(self, r: Reservation, mails: Sequence[BookingMail] = (), at: float = 0.0) -> None:
+        """Insert or replace ``r``; in the same transaction queue ``mails``, due at ``at``."""
         ...
 
     def delete(self, name: str) -> None: ...
@@ -276,3 +332,29 @@ class WebSessionRepository(Protocol):
         ...
 
     def close(self, id_hash: str) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredPartition:
+    """A partition an admin made: its settings' fields (``PartitionSettings``, as JSON values),
+    its place in creation order, who changed it last and when."""
+
+    name: str
+    settings: dict[str, object]
+    position: int
+    changed_by: str
+    changed: float
+
+
+class PartitionRepository(Protocol):
+    """Partitions admins made (``gadmin partition``)."""
+
+    def all(self) -> list[StoredPartition]:
+        """Every stored partition in creation order."""
+        ...
+
+    def save(self, partition: StoredPartition) -> None:
+        """Insert or replace ``partition``."""
+        ...
+
+    def delete(self, name: str) -> None: ...

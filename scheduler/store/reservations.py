@@ -8,8 +8,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from rota.scheduler.cluster.reservation import Reservation
-from rota.scheduler.store.models import BookingUsageRow, ReservationRow
-from rota.scheduler.store.protocols import WindowUsage
+from rota.scheduler.store.models import BookingMailRow, BookingUsageRow, ReservationRow
+from rota.scheduler.store.protocols import BookingMail, WindowUsage
 
 
 class SqlReservationRepository:
@@ -32,8 +32,8 @@ class SqlReservationRepository:
         with self._sessions() as session:
             return session.get(ReservationRow, name) is not None
 
-    def save(self, r: Reservation) -> None:
-        """Insert or replace ``r``."""
+    def save(self, r: Reservation, mails: Sequence[BookingMail] = (), at: float = 0.0) -> None:
+        """Insert or replace ``r``; in the same transaction queue ``mails``, due at ``at``."""
         with self._sessions() as session, session.begin():
             session.merge(
                 ReservationRow(
@@ -50,6 +50,12 @@ class SqlReservationRepository:
                     unused=r.unused,
                     given_back=r.given_back,
                 )
+            )
+            session.add_all(
+                BookingMailRow(
+                    reservation=m.reservation, to=m.to, subject=m.subject, body=m.body, next_at=at
+                )
+                for m in mails
             )
 
     def delete(self, name: str) -> None:

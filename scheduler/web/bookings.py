@@ -20,11 +20,14 @@ from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
-from rota.scheduler.web.api import Api, Caller, parse_time, reply
+from rota.scheduler.web.api import Api, Caller, reply
+from rota.scheduler.web.query import parse_time
+
+UPDATABLE = ("start", "end", "users", "accounts", "flags")  # what PATCH may change
 
 
 class Bookings:
-    """``GET/POST /api/v1/reservations``, ``DELETE /api/v1/reservations/{name}``."""
+    """``GET/POST /api/v1/reservations``, ``GET/PATCH/DELETE /api/v1/reservations/{name}``."""
 
     def __init__(self, engine: Engine, api: Api) -> None:
         self.engine = engine
@@ -37,6 +40,7 @@ class Bookings:
             self.api.route("GET", v1, self.list),
             self.api.route("POST", v1, self.create),
             self.api.route("GET", v1 + "/{name}", self.show),
+            self.api.route("PATCH", v1 + "/{name}", self.update),
             self.api.route("DELETE", v1 + "/{name}", self.delete),
         ]
 
@@ -71,6 +75,29 @@ class Bookings:
         booking = booking_request(_object(request.body), caller.who)
         r = await self.engine.reservations.create_reservation(booking, caller.who)
         return reply(views.reservation_json(r, (), [(r.start, r.end)], caller.who), 201)
+
+    async def update(self, request: Request, caller: Caller) -> Response:
+        """Change a booking's ``start``, ``end``, ``users``, ``accounts`` or ``flags`` (those
+        the body names) as ``greserve update`` does: its maker or an admin, the same checks
+        (conflicts, caps, rights); answers the reservation."""
+        body = _object(request.body)
+        given = [f for f in UPDATABLE if f in body]
+        unknown = sorted(set(body) - set(UPDATABLE))
+        if unknown:
+            raise UserError(
+                f"{unknown[0]}: cannot be updated here; updatable: {', '.join(UPDATABLE)}"
+            )
+        request_ = ReservationRequest(
+            name=request.params["name"],
+            start=parse_time(_text(body, "start"), "start") if "start" in body else 0.0,
+            end=parse_time(_text(body, "end"), "end") if "end" in body else 0.0,
+            users=_names(body, "users"),
+            accounts=_names(body, "accounts"),
+            flags=_names(body, "flags"),
+        )
+        name = request.params["name"]
+        r = await self.engine.reservations.update_reservation(name, request_, given, caller.who)
+        return reply(views.reservation_json(r, (), [(r.start, r.end)], caller.who))
 
     async def delete(self, request: Request, caller: Caller) -> Response:
         """Cancel a booking: its maker or an admin (403 otherwise), none of its jobs running."""

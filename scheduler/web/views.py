@@ -95,12 +95,19 @@ def node_json(
     users: Mapping[str, str],
     reserved: int,
     maint: Collection[int] = (),
+    partitions: Sequence[str] = (),
+    booked: Mapping[int, str] | None = None,
 ) -> Json:
     """A node with GPU counts and one object per GPU (the heat map's cells). ``users`` maps
     the display id of each job holding a GPU to its user; ``reserved``: GPUs of open
-    reservation windows on it; ``maint``: its GPUs under an open MAINT window. ``gpus_free``
-    is ``ginfo``'s count (``free_gpus``): none on a draining, drained or DOWN node."""
+    reservation windows on it; ``maint``: its GPUs under an open MAINT window;
+    ``partitions``: those it belongs to; ``booked``: GPU index -> the reservation whose window
+    is open on it now. ``gpus_free`` is ``ginfo``'s count (``free_gpus``): none on a
+    draining, drained or DOWN node."""
     gpus = [_gpu_json(node, status, g.index, users) for g in node.inventory.gpus]
+    for gpu in gpus:
+        gpu["reserved"] = (booked or {}).get(gpu["index"], "")
+        gpu["unavailable"] = _unavailable(status.state, gpu, gpu["index"] in maint)
     return {
         "name": node.name,
         "state": status.state,
@@ -117,8 +124,35 @@ def node_json(
         "gpus_allocated": sum(1 for g in gpus if g["state"] == "allocated"),
         "gpus_unhealthy": sum(1 for g in gpus if g["state"] == "unhealthy"),
         "gpus_reserved": reserved,
+        "partitions": list(partitions),
         "gpus": gpus,
     }
+
+
+def _unavailable(node_state: str, gpu: Json, maint: bool) -> str:
+    """Why no one but an admin may book or get this GPU now ("" when it is in service): its
+    node draining, drained or down, the GPU unhealthy or drained, or under MAINT."""
+    if node_state in ("DRAINING", "DRAINED", "DOWN"):
+        return f"node {node_state}"
+    if gpu["state"] == "unhealthy":
+        return "unhealthy" + (f": {gpu['reason']}" if gpu["reason"] else "")
+    if maint:
+        return "MAINT"
+    return ""
+
+
+def booked_now(
+    reservations: Sequence[tuple[Reservation, Sequence[str]]], now: float
+) -> dict[str, dict[int, str]]:
+    """Node -> GPU index -> the name of the reservation whose window is open on it at
+    ``now``."""
+    out: dict[str, dict[int, str]] = {}
+    for r, _running in reservations:
+        if r.windows(now, now + 1e-3):
+            for node, indices in r.gpus.items():
+                for index in indices:
+                    out.setdefault(node, {})[index] = r.name
+    return out
 
 
 READING_STEPS = {"utilization": 5.0, "memory_used": 2.0**30, "temperature": 5.0, "power": 25.0}
