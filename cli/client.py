@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 
 from rota.cli.errors import CliError
+from rota.cli.failover import FailoverChannel
 from rota.cli.target import Target, check_plaintext, resolve_target
 from rota.states import JobState
 from rota.tls import TLSFileError, channel_credentials
@@ -70,16 +71,21 @@ class Client:
             raise CliError(str(exc), 1) from None
         if self.token and not target.ca:
             check_plaintext(target)
+        creds = None
         if target.ca:
             try:
                 creds = channel_credentials(target.ca, target.cert, target.key)
             except TLSFileError as exc:
                 raise CliError(str(exc), 2) from None
-            self.channel = grpc.secure_channel(target.address, creds)
-        else:
-            self.channel = grpc.insecure_channel(target.address)
-        if self.token:
-            self.channel = grpc.intercept_channel(self.channel, _Bearer(self.token))
+        channels = []
+        for address in target.address.split(","):  # a leader and its standbys
+            one = (
+                grpc.secure_channel(address.strip(), creds)
+                if creds
+                else grpc.insecure_channel(address.strip())
+            )
+            channels.append(grpc.intercept_channel(one, _Bearer(self.token)) if self.token else one)
+        self.channel = channels[0] if len(channels) == 1 else FailoverChannel(channels)
         self.jobs = pb_grpc.JobServiceStub(self.channel)
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
@@ -121,6 +127,13 @@ class Client:
                 f"TLS with the rota scheduler at {self.target.address} failed (CA "
                 f"{self.target.ca}; a scheduler name not in its certificate, a wrong CA, or a "
                 "missing client certificate)",
+                1,
+            )
+        if code is grpc.StatusCode.UNAVAILABLE and "is a standby" in (details or ""):
+            return CliError(
+                f"no rota scheduler at {self.target.address} leads (address from "
+                f"{self.target.source}): {details}; add the leader's address to --scheduler or "
+                "ROTA_SCHEDULER",
                 1,
             )
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):

@@ -111,14 +111,11 @@ class Request:
     def _tasks_per_node(self, nodes: int) -> int:
         if self.ntasks is not None and self.ntasks < nodes:
             raise ScriptError(f"{self.said['tasks']}: fewer tasks than the {nodes} nodes")
-        tasks = self.ntasks_per_node or -(-(self.ntasks or 1) // nodes)
-        if tasks > 1:
-            self.warnings.append(
-                f"{self.said['tasks']}: the script runs once per node with the CPUs, GPUs and "
-                f"memory of {tasks} tasks (srun steps are not supported yet): start the "
-                f"{tasks} processes yourself, e.g. torchrun --nproc-per-node={tasks}"
-            )
-        return tasks
+        if self.ntasks is not None:
+            self.job["ntasks"] = self.ntasks
+        if self.ntasks_per_node is not None:
+            self.job["ntasks_per_node"] = self.ntasks_per_node
+        return self.ntasks_per_node or -(-(self.ntasks or 1) // nodes)
 
     def _gpus_per_node(self, nodes: int, tasks: int) -> int:
         if self.gpus is None:
@@ -130,6 +127,8 @@ class Request:
                 f"use --gpus-per-node (rota gives every node the same number of GPUs)"
             )
         total = {"node": count, "job": count // nodes, "task": count * tasks}[per]
+        if per == "task":
+            self.job["gpus_per_task"] = count
         self.resources["gpus"] = total
         if kind:
             self.resources["gpu_type"] = kind

@@ -90,6 +90,9 @@ class JobSpec:
     exclude: str = ""  # never these nodes (a host list); "" = none (sbatch -x)
     mail_type: tuple[str, ...] = ()  # sbatch --mail-type (rota.jobmail); () = no mail
     mail_user: str = ""  # where mail goes; "" = the job's user
+    ntasks: int = 0  # srun's tasks in all (sbatch -n); 0 = one per node
+    ntasks_per_node: int = 0  # sbatch --ntasks-per-node; 0 = from ntasks
+    gpus_per_task: int = 0  # sbatch --gpus-per-task; 0 = the node's GPUs shared out
 
 
 def _type_name(value: object) -> str:
@@ -358,6 +361,9 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "output": ("output", _str),
     "error": ("error", _str),
     "slurm_env": ("slurm_env", _bool),
+    "ntasks": ("ntasks", lambda k, v: _int(k, v, minimum=1)),
+    "ntasks_per_node": ("ntasks_per_node", lambda k, v: _int(k, v, minimum=1)),
+    "gpus_per_task": ("gpus_per_task", lambda k, v: _int(k, v, minimum=1)),
 }
 
 ALLOWED_KEYS = (*_TOP_FIELDS, "notify", "resources")

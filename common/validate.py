@@ -49,6 +49,7 @@ MAX_CPUS = 100_000.0
 MAX_BYTES = 2**50  # 1 PiB: memory, GPU memory
 MAX_SHM = 64 * 2**30  # shm_size without resources.memory (with it: at most that memory)
 MAX_NODES = 10_000
+MAX_TASKS_PER_NODE = 256  # srun tasks on one node (one docker exec each)
 MAX_TIME_LIMIT = 10 * 365 * 86400.0
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
 INT32 = (-(2**31), 2**31 - 1)
@@ -216,6 +217,7 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     check_shm(at("shm_size"), spec.shm_size, spec.memory)
     check_number(at("nodes"), spec.nodes, 1, MAX_NODES)
     check_number(at("time_limit"), spec.time_limit, 0, MAX_TIME_LIMIT)
+    _check_tasks(spec, at)
     check_number(at("priority"), spec.priority, *INT32)
     check_number(at("begin"), spec.begin_time, 0, MAX_TIME)
     if spec.dependency:
@@ -270,6 +272,31 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     if spec.pull not in PULL_POLICIES:
         raise SpecError(at("pull"), f"expected one of {', '.join(PULL_POLICIES)}")
     _check_job_ends(spec, rules, at)
+
+
+def tasks_per_node(nodes: int, ntasks: int, ntasks_per_node: int) -> int:
+    """srun's tasks on each node: ``ntasks_per_node``, else ``ntasks`` spread over the nodes
+    (rounded up), else one."""
+    return ntasks_per_node or -(-(ntasks or nodes) // max(nodes, 1))
+
+
+def _check_tasks(spec: JobSpec, at: Callable[[str], str]) -> None:
+    """The task layout: counts in range, at least one task per node, the GPUs of a node's
+    tasks within the node's GPUs."""
+    check_number(at("ntasks"), spec.ntasks, 0, MAX_TASKS_PER_NODE * MAX_NODES)
+    check_number(at("ntasks_per_node"), spec.ntasks_per_node, 0, MAX_TASKS_PER_NODE)
+    check_number(at("gpus_per_task"), spec.gpus_per_task, 0, MAX_GPUS)
+    if spec.ntasks and spec.ntasks < spec.nodes:
+        raise SpecError(at("ntasks"), f"{spec.ntasks} tasks cannot cover {spec.nodes} nodes")
+    per_node = tasks_per_node(spec.nodes, spec.ntasks, spec.ntasks_per_node)
+    if per_node > MAX_TASKS_PER_NODE:
+        raise SpecError(at("ntasks"), f"at most {MAX_TASKS_PER_NODE} tasks per node")
+    if spec.gpus_per_task and spec.gpus_per_task * per_node > spec.gpus:
+        raise SpecError(
+            at("gpus_per_task"),
+            f"{per_node} task(s) per node with {spec.gpus_per_task} GPU(s) each need "
+            f"{spec.gpus_per_task * per_node} GPUs per node; the job has {spec.gpus}",
+        )
 
 
 def _check_job_ends(spec: JobSpec, rules: Rules, at: Callable[[str], str]) -> None:

@@ -64,6 +64,9 @@ def spec_from_message(msg: Any) -> JobSpec:
         exclude=msg.exclude,
         mail_type=tuple(msg.mail_type),
         mail_user=msg.mail_user,
+        ntasks=msg.ntasks,
+        ntasks_per_node=msg.ntasks_per_node,
+        gpus_per_task=msg.gpus_per_task,
     )
 
 
@@ -112,6 +115,9 @@ def spec_fields(spec: JobSpec) -> Fields:
         "exclude": spec.exclude,
         "mail_type": list(spec.mail_type),
         "mail_user": spec.mail_user,
+        "ntasks": spec.ntasks,
+        "ntasks_per_node": spec.ntasks_per_node,
+        "gpus_per_task": spec.gpus_per_task,
     }
 
 

@@ -29,6 +29,7 @@ from rota.settings import (
     HostPort,
     Names,
     NonNegativeNumber,
+    OptionalHostPort,
     Port,
     PositiveNumber,
     PositiveSeconds,
@@ -132,6 +133,10 @@ class SchedulerConfig(Settings):
     tls_client_ca: str = ""  # CA whose client certificates are then required (mutual TLS)
     insecure: bool = False  # allow a non-loopback listen address without TLS
     db_password_file: str = ""  # file holding the database password (else ROTA_DB_PASSWORD)
+    # high availability (docs/admin.md "Failover"): PostgreSQL only
+    ha: bool = False  # one leader among the schedulers on this database; the others stand by
+    ha_advertise: OptionalHostPort = ""  # HOST:PORT clients reach this scheduler at; "": listen
+    ha_lease: PositiveSeconds = 3.0  # a leader silent this long is replaced
     # observability (docs/metrics.md)
     accounting_retention: Seconds = 365 * DAY  # finished jobs are kept this long; 0 = forever
     http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
@@ -234,6 +239,11 @@ class SchedulerConfig(Settings):
             raise ValueError(
                 f"node_timeout ({self.node_timeout:g}s) must be longer than heartbeat_interval "
                 f"({self.heartbeat_interval:g}s), or every node goes DOWN between heartbeats"
+            )
+        if self.ha and not self.database_url.startswith("postgresql"):
+            raise ValueError(
+                "ha needs a PostgreSQL database_url (postgresql+psycopg://...): SQLite serves "
+                "one scheduler process only, so there is no standby to fail over to"
             )
         if self.max_time_limit and self.default_time_limit > self.max_time_limit:
             raise ValueError(

@@ -8,6 +8,7 @@ in ``scheduler/facade/``; the parts they use:
   background work: telemetry, job events, passes, ticks, hellos) and the policy thread;
 - ``CoreSteps`` (``core/steps``): the core-thread steps that span several services;
 - ``AgentHub`` (``agent_hub``): agent sessions, order routing, the log relay;
+- ``StepRelay`` (``step_relay``): srun steps, from the node that asks to the step's nodes;
 - ``PassLoop`` (``pass_loop``): wanting, running and applying passes;
 - ``TelemetryIntake`` and ``EventIntake`` (``intake``), ``LivenessWatch`` (``liveness_watch``).
 
@@ -39,6 +40,7 @@ from rota.scheduler.large_requests import LargeCancels, LargeSubmissions
 from rota.scheduler.liveness_watch import LivenessWatch
 from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
 from rota.scheduler.pass_loop import PassLoop, PassObserver
+from rota.scheduler.step_relay import StepRelay
 
 
 class Engine:
@@ -74,8 +76,9 @@ class Engine:
         self.nodes = NodesFacade(services, core, steps, hub, passes)
         self.partitions = PartitionsFacade(services, core, passes)
         self.reservations = ReservationsFacade(services, core, steps, passes, on_reservations)
+        self.step_relay = StepRelay(hub, core, services.job_steps)
         self.agents = AgentsFacade(
-            services, core, steps, hub, logs, passes, self.telemetry, self.events
+            services, core, steps, hub, logs, passes, self.telemetry, self.events, self.step_relay
         )
 
     def start(self) -> None:

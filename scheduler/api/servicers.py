@@ -206,7 +206,14 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             "log_data": lambda m: engine.agents.agent_log_data(
                 session, convert.log_data_from_pb(m.log_data)
             ),
+            "step_start": lambda m: engine.agents.agent_step_start(
+                session, convert.step_start_from_pb(m.step_start)
+            ),
         }
+        for kind in ("step_output", "step_end", "step_cancel"):
+            handlers[kind] = lambda m: engine.agents.agent_step_data(
+                session, convert.step_data_from_pb(m)
+            )
         try:
             async for msg in request_iterator:
                 kind = msg.WhichOneof("msg")

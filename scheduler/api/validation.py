@@ -60,8 +60,10 @@ def _list(req: pb.ListJobsRequest, rules: Rules) -> None:
     check_page_token("page_token", req.page_token)
 
 
-def _filters(req: pb.ListJobsRequest | pb.AccountingFilter, rules: Rules) -> None:
-    check_job_ids("ids", req.ids, rules.max_ids_per_request)
+def _filters(
+    req: pb.ListJobsRequest | pb.AccountingFilter, rules: Rules, steps: bool = False
+) -> None:
+    check_job_ids("ids", req.ids, rules.max_ids_per_request, steps)
     for name in ("users", "accounts"):
         values = getattr(req, name)
         if len(values) > rules.max_ids_per_request:
@@ -78,7 +80,7 @@ def _act(req: pb.CancelJobsRequest | pb.ControlJobsRequest, rules: Rules) -> Non
 
 
 def _accounting(req: pb.AccountingFilter, rules: Rules) -> None:
-    _filters(req, rules)
+    _filters(req, rules, steps=True)
     check_name("user", req.user)
     check_number("start", req.start, 0, 1e11)
     check_number("end", req.end, 0, 1e11)

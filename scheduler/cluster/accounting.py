@@ -47,6 +47,8 @@ class AccountingQuery:
     states: tuple[JobState, ...] = ()
     principal: str = ""
     limit: int = 0  # most recent end first; 0 = all
+    steps: tuple[str, ...] = ()  # steps asked for by id ("12.0"); their jobs are in ids/tasks
+    whole: tuple[str, ...] = ()  # display ids asked for themselves: listed with their steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,25 @@ class FinishedJob:
     @property
     def gpu_hours(self) -> float:
         return self.gpus * self.elapsed / 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """One srun step of a finished job in ``gacct``: ``12.0``, from the job's events."""
+
+    job: JobRecord
+    step: int
+    command: str = ""
+    nodes: tuple[str, ...] = ()
+    ntasks: int = 0
+    state: JobState = JobState.RUNNING  # RUNNING: no end was recorded
+    exit_code: int | None = None
+    start: float = 0.0
+    end: float = 0.0
+
+    @property
+    def display_id(self) -> str:
+        return f"{self.job.display_id}.{self.step}"
 
 
 @dataclass(slots=True)

@@ -5,17 +5,19 @@ retention period (``accounting_retention``)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rota.scheduler.cluster.accounting import (
     AccountingQuery,
     FinishedJob,
     JobUsage,
+    StepRow,
     UsageTotal,
     totals,
 )
-from rota.scheduler.cluster.model import JobRecord
+from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.job_steps import step_rows
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.store.protocols import ReservationRepository, UsageRepository
 from rota.states import JobState
@@ -87,9 +89,12 @@ class AccountingService:
         config: SchedulerConfig,
         clock: Callable[[], float],
         bookings: ReservationRepository,
+        history: Callable[[int], Sequence[JobEvent]] = lambda job_id: (),
     ) -> None:
+        """``history``: a job's stored events, where its srun steps are recorded."""
         self.model = model
         self.store = store
+        self.history = history
         self.bookings = bookings  # how ended reservation windows were spent
         self.meter = meter
         self.config = config
@@ -114,6 +119,23 @@ class AccountingService:
     def finished(self, query: AccountingQuery) -> list[FinishedJob]:
         self.flush()
         return self.store.finished(query)
+
+    def listing(self, query: AccountingQuery) -> list[FinishedJob | StepRow]:
+        """``finished``, each job asked for by id followed by its steps (a step asked for by
+        id, ``12.0``, without its job)."""
+        rows = self.finished(query)
+        if not (query.whole or query.steps):
+            return list(rows)
+        out: list[FinishedJob | StepRow] = []
+        for row in rows:
+            display = row.job.display_id
+            whole = display in query.whole or str(row.job.array_job_id) in query.whole
+            if whole:
+                out.append(row)
+            if whole or any(s.startswith(f"{display}.") for s in query.steps):
+                steps = step_rows(row.job, self.history(row.job.id))
+                out += [r for r in steps if whole or r.display_id in query.steps]
+        return out
 
     def summary(self, query: AccountingQuery) -> tuple[list[UsageTotal], list[UsageTotal]]:
         """GPU-hours and mean utilisation per user and per account; per user also the

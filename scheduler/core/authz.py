@@ -186,6 +186,16 @@ def may_report(node: str, job: JobRecord | None, attempt: int) -> str:
     return f"node {node} reported on job {job.display_id} attempt {attempt}, which it does not run"
 
 
+def may_start_step(node: str, job: JobRecord | None, attempt: int) -> str:
+    """An srun step is asked for by a node the job's current attempt runs on, and by no
+    other: "" when ``node`` may, else why not."""
+    if job is None or job.state.terminal:
+        return f"node {node} asked for a step of a job that is not running"
+    if attempt == job.attempt and node in job.node_names:
+        return ""
+    return f"node {node} asked for a step of job {job.display_id} attempt {attempt}, which it does not run"
+
+
 def may_send_data(node: str, asked_of: str) -> str:
     """Data (log output) answers a request made of one node; only that node may answer it."""
     if node == asked_of:

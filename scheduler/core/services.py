@@ -12,6 +12,7 @@ from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.audit import RefusalLimiter
 from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
+from rota.scheduler.core.job_steps import JobSteps
 from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Lifecycle
 from rota.scheduler.core.liveness import Liveness
@@ -60,6 +61,7 @@ class Services:
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
     web_sessions: WebSessionRepository  # dashboard logins: the web layer's, off the core thread
+    job_steps: JobSteps  # srun steps: checked, numbered and recorded
 
 
 def build_services(
@@ -149,10 +151,13 @@ def build_services(
         partitions=partitions,
         users=users,
         meter=meter,
-        accounting=AccountingService(model, store.usage, meter, config, clock, store.reservations),
+        accounting=AccountingService(
+            model, store.usage, meter, config, clock, store.reservations, store.jobs.events
+        ),
         notifications=NotificationService(store.notices, config, clock),
         mail=mail,
         policy=policy,
         liveness=liveness,
         web_sessions=store.web_sessions,
+        job_steps=JobSteps(model, lifecycle, store.jobs.events),
     )

@@ -287,6 +287,21 @@ class PartitionRow(Base):
     changed: Mapped[float] = mapped_column(Float, default=0.0)
 
 
+class LeaderRow(Base):
+    """The scheduler lease (one row, id 1; ``store/lease.py``): the epoch of the current
+    leader, its advertised address, when it last renewed (seconds on the database's clock)
+    and whether it holds the leader's advisory lock. Only PostgreSQL deployments with ``ha``
+    use it."""
+
+    __tablename__ = "leader"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    epoch: Mapped[int] = mapped_column(BigInteger, default=0)
+    holder: Mapped[str] = mapped_column(String(256), default="")
+    renewed_at: Mapped[float] = mapped_column(Float, default=0.0)
+    locked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
 # The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause),
 # for the repositories written in SQLAlchemy Core.
 JOBS = cast(Table, JobRow.__table__)
@@ -300,3 +315,4 @@ NOTICES = cast(Table, NotificationRow.__table__)
 WEB_SESSIONS = cast(Table, WebSessionRow.__table__)
 MAILS = cast(Table, MailRow.__table__)
 BOOKING_MAILS = cast(Table, BookingMailRow.__table__)
+LEADER = cast(Table, LeaderRow.__table__)

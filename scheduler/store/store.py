@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from rota.scheduler.store.jobs import SqlJobRepository
+from rota.scheduler.store.lease import Fence, leader_engine_options
 from rota.scheduler.store.mails import SqlBookingMailRepository, SqlMailRepository
 from rota.scheduler.store.nodes import SqlNodeRepository
 from rota.scheduler.store.notices import SqlNoticeRepository
@@ -28,11 +29,11 @@ from rota.scheduler.store.web_sessions import SqlWebSessionRepository
 from rota.scheduler.store.writer import BackgroundWriter
 
 
-def open_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite connections are shared across threads, in WAL mode, with
-    foreign keys on."""
+def open_engine(url: str, **options: Any) -> Engine:
+    """An engine for ``url`` (``options``: more ``create_engine`` keywords); SQLite
+    connections are shared across threads, in WAL mode, with foreign keys on."""
     if not url.startswith("sqlite"):
-        return create_engine(url)
+        return create_engine(url, **options)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
@@ -40,11 +41,15 @@ def open_engine(url: str) -> Engine:
 
 class Store:
     """Durable state of the scheduler: the repositories on one engine (``mail``: state changes
-    queue job mails, when a relay is set), on a database at this code's schema revision (``schema.prepare``: an empty one is migrated; an older or newer
-    revision raises ``SchemaError``)."""
+    queue job mails, when a relay is set), on a database at this code's schema revision
+    (``schema.prepare``: an empty one is migrated; an older or newer revision raises
+    ``SchemaError``). With a ``fence`` (a PostgreSQL leader's, ``store/lease.py``) every commit
+    is refused once another scheduler leads."""
 
-    def __init__(self, url: str, mail: bool = False) -> None:
-        self.engine = open_engine(url)
+    def __init__(self, url: str, fence: Fence | None = None, mail: bool = False) -> None:
+        self.engine = open_engine(url, **(leader_engine_options(fence.epoch) if fence else {}))
+        if fence is not None:
+            fence.attach(self.engine)
         try:
             prepare(self.engine)
         except BaseException:
