@@ -6,8 +6,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from rota.paths import config_file
 
 
@@ -20,6 +18,8 @@ def cli_config() -> dict[str, Any]:
     path = config_file()
     if not path.exists():
         return {}
+    import yaml  # only when there is a file to read: it costs every command ~10 ms
+
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:

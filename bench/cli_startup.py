@@ -1,0 +1,90 @@
+"""Benchmark: the whole process of `gsub` (a batch script) and `gqueue`, and a sweep submitted
+from a shell loop, over the scheduler's HTTP API (the default) and over gRPC (`ROTA_HTTP=off`),
+measured in the same run against the same scheduler.
+
+Run from the repository root:  python bench/cli_startup.py [RUNS] [LOOP]
+It starts a real scheduler (SQLite) on 127.0.0.1 with its HTTP port, registers one node (no
+agent: the jobs stay pending, so no container runs) and then, RUNS times (default 30) in
+alternation: `gsub job.sh`, `gqueue` (each way); medians are reported. Then LOOP (default 200)
+`gsub` in one `bash` loop (`for i in $(seq LOOP); do gsub job.sh >/dev/null; done`), each way.
+The commands are the installed console scripts beside this Python (`gsub`, `gqueue`).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.cluster import Cluster, free_port
+
+SCRIPT = """#!/bin/sh
+#SBATCH --job-name=sweep
+#SBATCH --time=10:00
+#ROTA image=busybox
+echo "task $1"
+"""
+WAYS = {"http": {}, "grpc": {"ROTA_HTTP": "off"}}
+
+
+def main(runs: int = 30, loop: int = 200) -> None:
+    bindir = Path(sys.executable).parent
+    gsub, gqueue = str(bindir / "gsub"), str(bindir / "gqueue")
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = Cluster(Path(tmp))
+        http = free_port()
+        cluster.env_extra["ROTA_HTTP"] = f"127.0.0.1:{http}"
+        try:
+            cluster.start_scheduler("--open-registration", "--http-listen", f"127.0.0.1:{http}")
+            cluster.cli("gadmin", "node", "add", "bench-node", check=True)
+            job = cluster.write_job("job.sh", SCRIPT)
+            times: dict[str, list[float]] = {}
+            for _ in range(runs + 1):  # the first round warms caches and is dropped
+                for way, extra in WAYS.items():
+                    env = {**cluster.env, **extra}
+                    for name, cmd in (("gsub", [gsub, str(job)]), ("gqueue", [gqueue])):
+                        times.setdefault(f"{name} ({way})", []).append(_run(cmd, env))
+            rates = {}
+            for way, extra in WAYS.items():
+                env = {**cluster.env, **extra}
+                shell = f'for i in $(seq {loop}); do "{gsub}" "{job}" "$i" >/dev/null; done'
+                start = time.perf_counter()
+                subprocess.run(["bash", "-c", shell], env=env, check=True)
+                rates[way] = loop / (time.perf_counter() - start)
+            listed = cluster.cli("gqueue", "-t", "all", "-h", "-o", "%i", check=True).stdout
+        finally:
+            cluster.stop()
+    expected = (runs + 1) * 2 + loop * 2
+    assert len(listed.split()) == expected, f"{len(listed.split())} jobs, expected {expected}"
+    print(
+        f"{runs} runs each (medians, min-max), {os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
+    )
+    for name, values in times.items():
+        values = values[1:]
+        print(
+            f"{name:16} {statistics.median(values) * 1000:6.1f} ms "
+            f"({min(values) * 1000:.0f}-{max(values) * 1000:.0f})"
+        )
+    for way, rate in rates.items():
+        print(f"{loop} gsub in a shell loop ({way}): {rate:.1f} jobs/s")
+    for name in ("gsub", "gqueue"):
+        ratio = statistics.median(times[f"{name} (grpc)"][1:]) / statistics.median(
+            times[f"{name} (http)"][1:]
+        )
+        print(f"{name}: gRPC / HTTP = {ratio:.2f}")
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    main(*[int(a) for a in sys.argv[1:3]])
