@@ -61,9 +61,13 @@ def _http_only(cluster: Cluster) -> dict[str, str]:
 def _run(
     cluster: Cluster, env: dict[str, str], command: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
+    """Run a command (``python CMD ...``: under ``python -X importtime``)."""
+    timed = ["-X", "importtime"] if command == "python" else []
+    if timed:
+        command, *args = args
     module = {"rota": "rota_main"}.get(command, command)
     return subprocess.run(
-        [sys.executable, "-m", f"rota.cli.{module}", *args],
+        [sys.executable, *timed, "-m", f"rota.cli.{module}", *args],
         env={**cluster.env, **env},
         capture_output=True,
         text=True,
@@ -222,3 +226,12 @@ def test_a_token_never_goes_in_plaintext_to_another_machine(tmp_path: Path) -> N
     for command in ("gsub", "gqueue"):
         done = _run(cluster, away, command, *(["--wrap", "true"] if command == "gsub" else []))
         assert done.returncode == 2 and "refusing to send your rota token" in done.stderr
+
+
+def test_the_http_way_starts_without_grpc_protobuf_or_yaml(sched: Cluster) -> None:
+    (sched.root / "sweep.sh").write_text(SCRIPT)
+    for command, args in (("gsub", ["sweep.sh"]), ("gqueue", [])):
+        done = _run(sched, _http_only(sched), "python", command, *args)
+        assert done.returncode == 0, done.stderr
+        loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+        assert not {"grpc", "google.protobuf", "yaml", "rota.v1"} & loaded, command
