@@ -18,13 +18,13 @@ is listed in ``sbatch_catalog.py`` and mapped to job-file fields by ``sbatch_map
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from rota.cli.plainyaml import plain_text
 from rota.cli.sbatch_map import Request
 from rota.cli.sbatch_options import ScriptError
 
@@ -132,16 +132,11 @@ def header_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-# A value YAML reads as the same text (an image, a path): no need to load yaml (~10 ms) for it.
-_PLAIN = re.compile(r"[^\W\d][\w./@+-]*(?::[\w./@+-]+)*|/[\w./@+-]*(?::[\w./@+-]+)*")
-_YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
-
-
 def _rota_value(raw: str) -> Any:
-    text = raw.strip()
-    if not text:
+    if not raw.strip():
         return ""
-    if _PLAIN.fullmatch(text) and text.lower() not in _YAML_WORDS:
+    text = plain_text(raw)  # most values (an image): no need to load yaml for them
+    if text is not None:
         return text
     import yaml
 

@@ -31,13 +31,19 @@ class Target:
 
 
 def _config() -> dict[str, Any]:
+    from rota.cli.plainyaml import flat_mapping
+
     path = config_file()
     if not path.exists():
         return {}
-    import yaml  # only when there is a config file: it costs every command ~20 ms
+    text = path.read_text()
+    flat = flat_mapping(text)  # a file of `key: value` lines needs no yaml
+    if flat is not None:
+        return flat
+    import yaml  # only for another file: it costs every command ~10-20 ms
 
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise CliError(f"{path}: invalid YAML: {exc}", 2) from None
     return data if isinstance(data, dict) else {}

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from rota.cli.plainyaml import flat_mapping
 from rota.paths import config_file
 
 
@@ -18,11 +19,18 @@ def cli_config() -> dict[str, Any]:
     path = config_file()
     if not path.exists():
         return {}
-    import yaml  # only when there is a file to read: it costs every command ~10 ms
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
+    flat = flat_mapping(text)  # a file of `key: value` lines needs no yaml
+    if flat is not None:
+        return flat
+    import yaml  # only for another file: it costs every command ~10 ms
 
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of settings")
