@@ -143,15 +143,13 @@ def load_jobs(
 def _submitted_from() -> tuple[str, str]:
     """Where gsub runs: the current directory and this host's name (``submit_dir``,
     ``submit_host``), each empty when it cannot be told or would not pass the scheduler's check."""
-    import socket
-
     from rota.validate import HOST_NAME
 
     try:
         here = os.getcwd()
     except OSError:  # the directory was removed under us
         here = ""
-    host = socket.gethostname()
+    host = os.uname().nodename  # gethostname(), without importing socket
     return here, host if HOST_NAME.match(host) else ""
 
 
