@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rota.cli.errors import CliError
 from rota.paths import DEFAULT_ADDRESS, DEFAULT_HTTP, config_file
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):  # not a dataclass: gqueue starts without importing dataclasses
     """The scheduler address and where it came from (shown when it cannot be reached), and
     TLS: the CA that verifies the scheduler ("" = plaintext) and an optional client
     certificate and key for schedulers that require one. ``http``: the ``HOST:PORT`` of the
