@@ -86,6 +86,7 @@ class Client:
         self.reservations = pb_grpc.ReservationServiceStub(self.channel)
         self.users = pb_grpc.UserServiceStub(self.channel)
         self.accounting = pb_grpc.AccountingServiceStub(self.channel)
+        self.partition_admin = pb_grpc.PartitionServiceStub(self.channel)
         self._me = ""  # whoami(), once asked
 
     def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
@@ -175,15 +176,17 @@ class Client:
         accounts: list[str],
         states: Iterable[JobState] = (),
         all_states: bool = False,
+        with_priority: bool = False,
     ) -> list[Any]:
         """Jobs (``rota.v1.Job``) matching every filter given; active ones unless ``states`` or
-        ``all_states`` say otherwise."""
+        ``all_states`` say otherwise; pending ones with their ``priority`` when asked."""
         request = pb.ListJobsRequest(
             ids=ids,
             users=users,
             accounts=accounts,
             states=[pb.JobState.Value(s.value) for s in states],
             all_states=all_states,
+            with_priority=with_priority,
         )
         jobs: list[Any] = []
         while True:  # the scheduler answers in pages
@@ -272,6 +275,23 @@ class Client:
         request = pb.GpuActionRequest(node=node, index=index, user=user, reason=reason)
         method = self.gpus.ResumeGpu if op == "resume" else self.gpus.DrainGpu
         return str(self.call(method, request).message)
+
+    def list_partitions(self) -> list[Any]:
+        """Every partition (``rota.v1.PartitionRecord``): the settings file's, then admins'."""
+        request = pb.ListPartitionsRequest()
+        return list(self.call(self.partition_admin.ListPartitions, request).partitions)
+
+    def set_partition(self, op: str, name: str, values: Mapping[str, Any]) -> Any:
+        """``op`` add or update partition ``name`` with ``values`` (PartitionSpec fields; on
+        update only those change)."""
+        spec = pb.PartitionSpec(**values)
+        request = pb.PartitionRequest(name=name, spec=spec, fields=list(values))
+        stub = self.partition_admin
+        return self.call(stub.AddPartition if op == "add" else stub.UpdatePartition, request)
+
+    def remove_partition(self, name: str) -> str:
+        request = pb.RemovePartitionRequest(name=name)
+        return str(self.call(self.partition_admin.RemovePartition, request).message)
 
     # ------------------------------------------------------------ users and audit
 

@@ -96,7 +96,11 @@ def _show(args: argparse.Namespace) -> int:
             raise CliError(f"-t: {exc}", 2) from None
     elif not names and args.jobs:
         all_states = True  # naming a job shows it whatever its state, as squeue -j does
-    jobs = _jobs(args, _split(args.jobs), users, _split(args.account), states, all_states)
+    # %p and %Q read each pending job's priority, which the scheduler then works out
+    ranked = not (args.json or args.start) and any(
+        getattr(p, "letter", "") in ("p", "Q") for p in parts or ()
+    )
+    jobs = _jobs(args, _split(args.jobs), users, _split(args.account), states, all_states, ranked)
     if args.json:
         print(json.dumps(jobs, indent=2))
         return 0
@@ -124,9 +128,11 @@ def _jobs(
     accounts: list[str],
     states: list[JobState],
     all_states: bool,
+    ranked: bool,
 ) -> list[dict[str, Any]]:
-    """The ``gqueue --json`` objects of the jobs asked for (``--me``: also the token's user's):
-    over the scheduler's HTTP API when it answers (no grpc to import), else over gRPC."""
+    """The ``gqueue --json`` objects of the jobs asked for (``--me``: also the token's user's;
+    ``ranked``: with ``priority``, a pending job's, else None): over the scheduler's HTTP API
+    when it answers (no grpc to import), else over gRPC."""
     from rota.cli.http_client import http_client
 
     fast = http_client(args.scheduler, args.ca)
@@ -134,7 +140,8 @@ def _jobs(
         me = fast.whoami() if args.me else ""
         if me is not None:
             names = [s.value for s in states]
-            jobs = fast.queue(ids, [*users, me] if me else users, accounts, names, all_states)
+            wanted = [*users, me] if me else users
+            jobs = fast.queue(ids, wanted, accounts, names, all_states, ranked)
             if jobs is not None:
                 return jobs
     from rota.cli.client import connect, state_of
@@ -143,8 +150,12 @@ def _jobs(
     with connect(args.scheduler, args.ca) as client:
         if args.me:  # the user of the token, whatever $USER says
             users = [*users, client.whoami()]
-        listed = client.list_jobs(ids, users, accounts, states, all_states)
-    return [job_json(j, state_of(j)) for j in listed]
+        listed = client.list_jobs(ids, users, accounts, states, all_states, ranked)
+    shown = [job_json(j, state_of(j)) for j in listed]
+    if ranked:  # the letters read it; only pending jobs carry one
+        for job, msg in zip(shown, listed, strict=True):
+            job["priority"] = msg.priority if job["state"] == "PENDING" else None
+    return shown
 
 
 def _print_jobs(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,8 +183,10 @@ def _translate(name: str, text: str, script: Script) -> BatchJob:
         )
     except (ScriptError, ConfigError) as exc:
         raise CliError("\n".join(f"{name}: {line}" for line in str(exc).splitlines()), 2) from None
-    if name == "--wrap" and "name" not in batch.job:
-        batch.job = {"name": "wrap", **batch.job}
+    if "name" not in batch.job:  # as sbatch: "wrap", else the script's file name
+        given = "wrap" if name == "--wrap" else Path(name).name
+        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}", given):
+            batch.job = {"name": given, **batch.job}
     for warning in batch.warnings:
         print(f"gsub: warning: {name}: {warning}", file=sys.stderr)
     return batch
@@ -295,7 +298,9 @@ def _submit(args: argparse.Namespace, script: Script) -> int:
     jobs = _load(args, script)
     items = [(os.urandom(16).hex(), j.name, j.spec) for j in jobs]  # the request ids
     submitted: list[str] = []
-    for job in _send(args, items):
+    for job, loaded in zip(_send(args, items), jobs, strict=False):
+        for warning in job["warnings"]:  # what the scheduler accepted but will not do
+            print(f"gsub: warning: {loaded.name}: {warning}", file=sys.stderr)
         if args.test_only:
             print(f"Job would {'start now' if not job['reason'] else 'wait: ' + job['reason']}")
             continue
@@ -317,7 +322,7 @@ def _submit(args: argparse.Namespace, script: Script) -> int:
 def _send(args: argparse.Namespace, items: list[tuple[str, str, JobSpec]]) -> list[dict[str, Any]]:
     """Submit (request id, source, spec) items in one request: over the scheduler's HTTP API
     when it answers (no grpc to import), else over gRPC with the same request ids, which the
-    scheduler stores once. One ``{job_ids, reason}`` per item."""
+    scheduler stores once. One ``{job_ids, reason, warnings}`` per item."""
     from rota.cli.http_client import http_client
 
     fast = http_client(args.scheduler, args.ca)
@@ -334,7 +339,10 @@ def _send(args: argparse.Namespace, items: list[tuple[str, str, JobSpec]]) -> li
 
     with connect(args.scheduler, args.ca) as client:
         response = client.submit(items, current_user(), test_only=args.test_only)
-    return [{"job_ids": list(j.job_ids), "reason": j.reason} for j in response.jobs]
+    return [
+        {"job_ids": list(j.job_ids), "reason": j.reason, "warnings": list(j.warnings)}
+        for j in response.jobs
+    ]
 
 
 if __name__ == "__main__":

@@ -56,12 +56,15 @@ class HttpClient:
         accounts: list[str],
         states: list[str],
         all_states: bool,
+        with_priority: bool = False,
     ) -> list[dict[str, Any]] | None:
-        """``ListJobs``, every page: the ``gqueue --json`` objects, or None (ask gRPC)."""
+        """``ListJobs``, every page: the ``gqueue --json`` objects (``with_priority``: with
+        ``priority``), or None (ask gRPC)."""
         filters = {"ids": ids, "users": users, "accounts": accounts, "states": states}
         query = {name: ",".join(values) for name, values in filters.items() if values}
-        if all_states:
-            query["all_states"] = "1"
+        for name, flag in (("all_states", all_states), ("with_priority", with_priority)):
+            if flag:
+                query[name] = "1"
         path = "/api/v1/queue" + (f"?{urlencode(query, quote_via=quote)}" if query else "")
         reply = self._call("GET", path)
         return None if reply is None else list(reply["jobs"])

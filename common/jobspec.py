@@ -15,6 +15,7 @@ from typing import Any
 
 from rota.inputs import SpecError
 from rota.jobends import NOTIFY_EVENTS
+from rota.jobmail import normal_mail_types
 from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from rota.validate import (
     CLIENT_RULES,
@@ -85,6 +86,10 @@ class JobSpec:
     submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
     submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
+    nodelist: str = ""  # only these nodes (a host list, gpu[01-03]); "" = any (sbatch -w)
+    exclude: str = ""  # never these nodes (a host list); "" = none (sbatch -x)
+    mail_type: tuple[str, ...] = ()  # sbatch --mail-type (rota.jobmail); () = no mail
+    mail_user: str = ""  # where mail goes; "" = the job's user
 
 
 def _type_name(value: object) -> str:
@@ -290,6 +295,19 @@ def _partition(key: str, value: Any) -> str:
     return ",".join(dict.fromkeys(names))
 
 
+def _hostlist(key: str, value: Any) -> str:
+    """A host list (``gpu[01-03],cpu1``) or a list of names; kept as one comma-joined text
+    (``check_spec`` expands and checks it)."""
+    items = value if isinstance(value, list) else [_str(key, value)]
+    return ",".join(_str(key, item).strip() for item in items if str(item).strip())
+
+
+def _mail_types(key: str, value: Any) -> tuple[str, ...]:
+    """``BEGIN,END`` or a list of types; kept upper-cased, each once."""
+    items = value if isinstance(value, list) else [_str(key, value)]
+    return normal_mail_types(_str(key, item) for item in items)
+
+
 def _pull(key: str, value: Any) -> str:
     text = _str(key, value)
     if text not in PULL_POLICIES:
@@ -325,6 +343,10 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "array": ("array", _checked(array_size, "array")),
     "reservation": ("reservation", _name),
     "partition": ("partition", _partition),
+    "nodelist": ("nodelist", _hostlist),
+    "exclude": ("exclude", _hostlist),
+    "mail_type": ("mail_type", _mail_types),
+    "mail_user": ("mail_user", _str),
     "node_selector": ("node_selector", _str_map),
     "exclusive": ("exclusive", _bool),
     "env": ("env", _str_map),

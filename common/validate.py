@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from rota.allowlists import check_image, check_mount_source
 from rota.destinations import parse_networks, url_refusal
+from rota.hostlist import expand
 from rota.inputs import (
     MAX_COMMAND_BYTES,
     MAX_ENV_VALUE,
@@ -27,10 +28,12 @@ from rota.inputs import (
     MAX_PATH,
     SpecError,
     check_name,
+    check_node_name,
     check_number,
     check_text,
 )
 from rota.jobends import NOTIFY_EVENTS, pattern_problem, url_problem
+from rota.jobmail import mail_type_problem, mail_user_problem
 
 if TYPE_CHECKING:
     from rota.jobspec import JobSpec
@@ -157,6 +160,21 @@ def check_partition(field: str, text: str) -> None:
         check_name(field, name)
 
 
+def check_hostlist(field: str, text: str) -> None:
+    """Empty, or a host list (``gpu[01-03],cpu1``) of at most ``MAX_NODES`` node names."""
+    if not text:
+        return
+    check_text(field, text)
+    try:
+        names = expand(text)
+    except ValueError as exc:
+        raise SpecError(field, f"{exc} (a host list such as gpu[01-03],cpu1)") from None
+    if len(names) > MAX_NODES:
+        raise SpecError(field, f"{len(names)} nodes; at most {MAX_NODES}")
+    for name in names:
+        check_node_name(field, name)
+
+
 def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     """Every field of ``spec`` against ``rules``; SpecError naming the first bad one."""
     from rota.jobspec import parse_dependency  # jobspec imports this module
@@ -167,6 +185,13 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     for name in ("name", "account", "qos", "reservation"):
         check_name(at(name), getattr(spec, name))
     check_partition(at("partition"), spec.partition)
+    check_hostlist(at("nodelist"), spec.nodelist)
+    check_hostlist(at("exclude"), spec.exclude)
+    problem = mail_type_problem(spec.mail_type)
+    if problem:
+        raise SpecError(at("mail_type"), problem)
+    if spec.mail_user and mail_user_problem(spec.mail_user):
+        raise SpecError(at("mail_user"), mail_user_problem(spec.mail_user))
     check_image(at("image"), spec.image, rules.allowed_images, rules.allowed_registries)
     if not spec.command:
         raise SpecError(at("command"), "is required")

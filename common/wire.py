@@ -62,6 +62,10 @@ def spec_from_message(msg: Any) -> JobSpec:
         submit_dir=msg.submit_dir,
         submit_host=msg.submit_host,
         partition=msg.partition,
+        nodelist=msg.nodelist,
+        exclude=msg.exclude,
+        mail_type=tuple(msg.mail_type),
+        mail_user=msg.mail_user,
     )
 
 
@@ -106,6 +110,10 @@ def spec_fields(spec: JobSpec) -> Fields:
         "submit_dir": spec.submit_dir,
         "submit_host": spec.submit_host,
         "partition": spec.partition,
+        "nodelist": spec.nodelist,
+        "exclude": spec.exclude,
+        "mail_type": list(spec.mail_type),
+        "mail_user": spec.mail_user,
     }
 
 

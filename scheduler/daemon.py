@@ -30,6 +30,7 @@ from rota.scheduler.config import SchedulerConfig, input_rules, policy_config
 from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import HttpServer, Response, Route
+from rota.scheduler.mailer import Mailer, SmtpSender
 from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from rota.scheduler.notifier import HttpPoster, Notifier
 from rota.scheduler.policy import make_policy
@@ -70,7 +71,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     # resolved once: it touches the SQLite file, and closing any descriptor of that file in
     # this process would drop SQLite's locks, letting another process delete our WAL
     database_url = config.resolved_database_url()
-    store = Store(database_url)
+    store = Store(database_url, mail=config.mail_relay is not None)
     metrics = SchedulerMetrics()
     ticker = AsyncIOScheduler()
     clock = ReservationClock(ticker)
@@ -112,6 +113,11 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         NOTIFY_POLL,
     )
     notifier.start()
+    mailer = None
+    if config.mail_relay is not None:
+        sender = SmtpSender(config.mail_relay, config.notify_timeout, NOTIFY_WORKERS)
+        mailer = Mailer(engine.claim_mails, engine.mail_result, sender, NOTIFY_WORKERS, NOTIFY_POLL)
+        mailer.start()
     http = await _start_http(config, engine, metrics)
     await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]
@@ -133,6 +139,8 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     await health.enter_graceful_shutdown()
     ticker.shutdown(wait=False)
     await notifier.stop()
+    if mailer is not None:
+        await mailer.stop()
     await http.stop()
     await server.stop(grace=1.0)
     await engine.stop()

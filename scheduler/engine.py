@@ -23,6 +23,7 @@ from dataclasses import replace
 from rota.scheduler.agent_hub import AgentHub, LogRelay
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.liveness import telemetry_period
+from rota.scheduler.core.mail import Mail
 from rota.scheduler.core.notifications import Delivery
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
@@ -30,6 +31,7 @@ from rota.scheduler.core_thread import CoreExecutor, Executor
 from rota.scheduler.facade.agents import AgentsFacade
 from rota.scheduler.facade.jobs import JobsFacade
 from rota.scheduler.facade.nodes import NodesFacade
+from rota.scheduler.facade.partitions import PartitionsFacade
 from rota.scheduler.facade.reservations import ReservationsFacade
 from rota.scheduler.facade.users import UsersFacade
 from rota.scheduler.intake import EventIntake, TelemetryIntake
@@ -41,9 +43,9 @@ from rota.scheduler.pass_loop import PassLoop, PassObserver
 
 class Engine:
     """The facade the servicers, the web API and the daemon's periodic work call: one part per
-    gRPC service (``jobs``, ``nodes``, ``reservations``, ``users``, ``agents``), each with one
-    method per RPC. ``executor``: where service calls run (default: the core and policy
-    threads)."""
+    gRPC service (``jobs``, ``nodes``, ``partitions``, ``reservations``, ``users``,
+    ``agents``), each with one method per RPC. ``executor``: where service calls run
+    (default: the core and policy threads)."""
 
     def __init__(
         self,
@@ -70,6 +72,7 @@ class Engine:
         passes = self.passes
         self.jobs = JobsFacade(services, core, steps, hub, logs, passes, self.large, self.cancels)
         self.nodes = NodesFacade(services, core, steps, hub, passes)
+        self.partitions = PartitionsFacade(services, core, passes)
         self.reservations = ReservationsFacade(services, core, steps, passes, on_reservations)
         self.agents = AgentsFacade(
             services, core, steps, hub, logs, passes, self.telemetry, self.events
@@ -113,6 +116,15 @@ class Engine:
     async def claim_notifications(self, limit: int) -> list[Delivery]:
         """Up to ``limit`` job-end webhooks due now (the notifier posts them)."""
         return await self.core.background(self.services.notifications.claim, limit)
+
+    async def claim_mails(self, limit: int) -> list[Mail]:
+        """Up to ``limit`` job mails due now (the mailer sends them)."""
+        return await self.core.background(self.services.mail.claim, limit)
+
+    async def mail_result(self, mail: Mail, error: str) -> None:
+        """Record how a send went: sent, or failed (retried later or given up)."""
+        mails = self.services.mail
+        await self.core.background(mails.failed if error else mails.sent, mail)
 
     async def notification_result(self, delivery: Delivery, status: int, error: str) -> None:
         """Record how a post went: delivered, or failed (retried later or given up)."""

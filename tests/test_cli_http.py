@@ -112,6 +112,9 @@ def test_gsub_over_http_submits_what_grpc_submits(sched: Cluster) -> None:
         tasks = _run(sched, GRPC, "gqueue", "-r", "-j", http_id, "-h", "-o", "%i").stdout.split()
         assert len(tasks) == (4 if args[-1] in ("lr=0.1", "x") else 1)
 
+    mail = _both(sched, "gsub", "--mail-type=END", "sweep.sh", "z")  # no relay: a warning
+    assert mail[0][0] == mail[1][0] == 0 and mail[0][2] == mail[1][2]
+    assert "gsub: warning: sweep.sh: mail_type: accepted, but no mail is sent" in mail[0][2]
     parsable = _both(sched, "gsub", "--parsable", "plain.yaml")
     assert parsable[0][1].strip().isdigit() and parsable[1][1].strip().isdigit()
     dry = _both(sched, "gsub", "--test-only", "plain.yaml")
@@ -134,6 +137,7 @@ def test_gqueue_over_http_shows_what_grpc_shows(sched: Cluster) -> None:
         ["-j", "1", "-t", "PD"],
         ["--start"],
         ["-h", "-o", "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"],
+        ["-o", "%i %p %Q %t"],  # priorities, worked out when asked for
     ):
         over_http, over_grpc = _both(sched, "gqueue", *args)
         assert over_http == over_grpc, args

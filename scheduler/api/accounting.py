@@ -76,6 +76,7 @@ def _total(t: UsageTotal) -> pb.UsageTotal:
         gpu_hours=t.gpu_hours,
         gpu_utilization=t.mean_utilization,
         gpu_samples=t.samples,
+        booked_unused_gpu_hours=t.booked_unused,
     )
 
 

@@ -107,6 +107,7 @@ def job_to_pb(
         time_limit=job.time_limit,
         spec=spec if spec is not None else spec_to_pb(job.spec),
         estimated_start=job.estimated_start or 0.0,
+        priority=job.priority or 0.0,
     )
     for alloc in job.allocation:
         msg.gpu_ids[alloc.node].indices.extend(alloc.gpus)

@@ -20,11 +20,13 @@ from rota.scheduler.api.admin import AdminServicer
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
+from rota.scheduler.api.partitions import PartitionServicer
 from rota.scheduler.api.peers import node_certificate_problem
 from rota.scheduler.api.reservations import ReservationServicer, add_bookings
 from rota.scheduler.api.users import UserServicer
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
+from rota.scheduler.core.mail import submission_warnings
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -46,6 +48,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             for i in request.items
         ]
         results = await self.engine.jobs.submit(items, caller(), request.test_only)
+        warned = submission_warnings(results, items, self.engine.services.config.mail_relay)
         return pb.SubmitJobsResponse(
             jobs=[
                 pb.SubmittedJob(
@@ -53,8 +56,9 @@ class JobServicer(pb_grpc.JobServiceServicer):
                     job_ids=list(r.job_ids),
                     duplicate=r.duplicate,
                     reason=r.reason,
+                    warnings=warnings,
                 )
-                for r in results
+                for r, warnings in zip(results, warned, strict=True)
             ]
         )
 
@@ -73,6 +77,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             accounts=tuple(request.accounts),
             page_size=request.page_size,
             page_token=request.page_token,
+            with_priority=request.with_priority,
         )
         page = await self.engine.jobs.list_jobs(listing, caller())
         jobs = await asyncio.to_thread(convert.jobs_to_pb, page.jobs)  # the loop keeps serving
@@ -227,4 +232,5 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)
     pb_grpc.add_ReservationServiceServicer_to_server(ReservationServicer(engine), server)
     pb_grpc.add_UserServiceServicer_to_server(UserServicer(engine), server)
+    pb_grpc.add_PartitionServiceServicer_to_server(PartitionServicer(engine), server)
     pb_grpc.add_AccountingServiceServicer_to_server(AccountingServicer(engine), server)

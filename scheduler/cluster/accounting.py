@@ -80,6 +80,7 @@ class UsageTotal:
     gpu_hours: float = 0.0
     util_sum: float = 0.0
     samples: int = 0
+    booked_unused: float = 0.0  # GPU-hours its bookings' owners left unused (users only)
 
     @property
     def mean_utilization(self) -> float:

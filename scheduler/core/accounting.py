@@ -17,7 +17,7 @@ from rota.scheduler.cluster.accounting import (
 from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.model import ClusterModel
-from rota.scheduler.store.protocols import UsageRepository
+from rota.scheduler.store.protocols import ReservationRepository, UsageRepository
 from rota.states import JobState
 
 PURGE_EVERY = 3600.0  # seconds between retention purges
@@ -86,9 +86,11 @@ class AccountingService:
         meter: UsageMeter,
         config: SchedulerConfig,
         clock: Callable[[], float],
+        bookings: ReservationRepository,
     ) -> None:
         self.model = model
         self.store = store
+        self.bookings = bookings  # how ended reservation windows were spent
         self.meter = meter
         self.config = config
         self.clock = clock
@@ -114,5 +116,15 @@ class AccountingService:
         return self.store.finished(query)
 
     def summary(self, query: AccountingQuery) -> tuple[list[UsageTotal], list[UsageTotal]]:
-        """GPU-hours and mean utilisation per user and per account."""
-        return totals(self.finished(dataclasses.replace(query, limit=0)))
+        """GPU-hours and mean utilisation per user and per account; per user also the
+        GPU-hours of their bookings' windows ended in the period that their owners did not
+        use ("booked but unused": lent, idle or released)."""
+        users, accounts = totals(self.finished(dataclasses.replace(query, limit=0)))
+        unused = self.bookings.booked_unused(query.start, query.end)
+        shown = {u: s for u, s in unused.items() if not query.users or u in query.users}
+        if query.principal:
+            shown = {u: s for u, s in shown.items() if u == query.principal}
+        by_name = {t.name: t for t in users}
+        for user, seconds in shown.items():
+            by_name.setdefault(user, UsageTotal(user)).booked_unused = seconds / 3600
+        return [by_name[k] for k in sorted(by_name)], accounts

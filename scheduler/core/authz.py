@@ -73,7 +73,7 @@ def may_read_logs(principal: Principal, job: JobRecord) -> str:
 
 
 def may_administer(principal: Principal, what: str) -> str:
-    """Nodes, GPUs, users, tokens and the audit log: admins only."""
+    """Nodes, GPUs, partitions, users, tokens and the audit log: admins only."""
     if principal.admin:
         return ""
     return f"{what} is for admins only; {principal.user} is not an admin"
@@ -211,6 +211,7 @@ def _on_job(action: str) -> Callable[[Principal, Any], str]:
 ACTIONS: dict[str, Callable[[Principal, Any], str]] = {
     "nodes.manage": _admins("managing nodes"),
     "gpus.manage": _admins("managing GPUs"),
+    "partitions.manage": _admins("managing partitions"),
     "users.manage": _admins("managing users, tokens and the audit log"),
     "job.cancel": _on_job("cancel"),
     "job.hold": _on_job("hold"),

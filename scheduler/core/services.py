@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rota.scheduler.config import SchedulerConfig, booking_rules, partitions
+from rota.scheduler.config import SchedulerConfig, booking_rules
 from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.audit import RefusalLimiter
@@ -16,22 +16,27 @@ from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Lifecycle
 from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
+from rota.scheduler.core.mail import MailService
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
+from rota.scheduler.core.noshow import NoShowRule
 from rota.scheduler.core.notifications import NotificationService
+from rota.scheduler.core.partitions import PartitionService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
+from rota.scheduler.store.protocols import WebSessionRepository
 from rota.scheduler.store.store import Store
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
     """The scheduler's services over one model. Not thread-safe: one thread (the engine's
-    core thread) calls them all, except ``liveness``, which the event loop stamps."""
+    core thread) calls them all, except ``liveness``, which the event loop stamps, and
+    ``web_sessions``, which the dashboard calls on worker threads."""
 
     config: SchedulerConfig
     model: ClusterModel
@@ -44,12 +49,16 @@ class Services:
     control: ControlService
     planner: Planner
     reservations: ReservationService
+    noshow: NoShowRule  # unused bookings given back (the tick)
+    partitions: PartitionService  # the settings file's and admins' (gadmin partition)
     users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
     notifications: NotificationService  # job-end webhooks queued by the store
+    mail: MailService  # job mail queued by the store (sbatch --mail-type)
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
+    web_sessions: WebSessionRepository  # dashboard logins: the web layer's, off the core thread
 
 
 def build_services(
@@ -82,7 +91,8 @@ def build_services(
     reservations = ReservationService(
         model, store.reservations, store.jobs, clock, booking_rules(config), gpus.unhealthy
     )
-    table = partitions(config)
+    partitions = PartitionService(store.partitions, model, config, clock)
+    table = partitions.table  # one table, reset in place by ``partitions``
     snapshots = SnapshotBuilder(
         model,
         lookup,
@@ -126,10 +136,16 @@ def build_services(
             revoked=users.revoked,
         ),
         reservations=reservations,
+        noshow=NoShowRule(
+            reservations, model, store.jobs, lambda: config.reservations.unused_after
+        ),
+        partitions=partitions,
         users=users,
         meter=meter,
-        accounting=AccountingService(model, store.usage, meter, config, clock),
+        accounting=AccountingService(model, store.usage, meter, config, clock, store.reservations),
         notifications=NotificationService(store.notices, config, clock),
+        mail=MailService(store.mails, config, clock),
         policy=policy,
         liveness=liveness,
+        web_sessions=store.web_sessions,
     )

@@ -14,9 +14,9 @@ from typing import TypeAlias
 
 from rota.messages import AgentEvent, EventAck, Heartbeat, Hello
 from rota.scheduler.cluster.model import JobRecord, NodeState
-from rota.scheduler.cluster.reservation import Reservation
+from rota.scheduler.cluster.reservation import RELEASE, Reservation
 from rota.scheduler.cluster.status import NodeStatus
-from rota.scheduler.cluster.users import Principal, UserRecord
+from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core import authz
 from rota.scheduler.core.audit import agent_refusal
 from rota.scheduler.core.control import ACTIONS as CONTROL_ACTIONS
@@ -66,10 +66,24 @@ class CoreSteps:
         services = self.services
         orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
         services.accounting.tick()
-        services.reservations.advance(services.reservations.clock())
+        now = services.reservations.clock()
+        services.reservations.advance(now)
+        for r in services.noshow.step(now):
+            self._unused(r, now)
         services.users.refresh()
         services.users.prune_audit()
         return orders
+
+    def _unused(self, r: Reservation, now: float) -> None:
+        """Tell the owners of ``r`` that the no-show rule gave it back: the audit log
+        (``gadmin audit``), the scheduler's log, and ``greserve show``."""
+        done = "its GPUs are lent to the queue until an owner's job arrives"
+        if r.unused == RELEASE:
+            done = "the booking is released"
+        why = f"no job of {', '.join(r.users + r.accounts)} used it for {_minutes(r, now)} min"
+        log.warning("reservation %s given back: %s; %s", r.name, why, done)
+        entry = AuditEntry(now, "", "reservation unused", f"name={r.name}", "scheduler", True)
+        self.services.users.record(replace(entry, detail=f"{why}; {done}"))
 
     def hello(self, hello: Hello, session: int, period: float | None = None) -> Orders:
         """Authenticate and reconcile a node's new stream; ``period``: the telemetry period."""
@@ -197,3 +211,7 @@ class CoreSteps:
     def reservation(self, name: str) -> tuple[Reservation, list[str]]:
         service = self.services.reservations
         return service.get(name), service.jobs_of(name)
+
+
+def _minutes(r: Reservation, now: float) -> int:
+    return round((now - r.start) / 60)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from rota.scheduler.cluster.reservation import Reservation
-from rota.scheduler.store.models import ReservationRow
+from rota.scheduler.store.models import BookingUsageRow, ReservationRow
+from rota.scheduler.store.protocols import WindowUsage
 
 
 class SqlReservationRepository:
@@ -44,6 +47,8 @@ class SqlReservationRepository:
                     lend=r.lend,
                     created_by=r.created_by,
                     created_at=r.created_at,
+                    unused=r.unused,
+                    given_back=r.given_back,
                 )
             )
 
@@ -52,6 +57,36 @@ class SqlReservationRepository:
             row = session.get(ReservationRow, name)
             if row is not None:
                 session.delete(row)
+
+    def record_usage(self, windows: Sequence[WindowUsage]) -> None:
+        """Store how these ended windows were spent."""
+        with self._sessions() as session, session.begin():
+            session.add_all(
+                BookingUsageRow(
+                    name=w.name,
+                    user=w.user,
+                    start=w.start,
+                    end=w.end,
+                    booked=w.booked,
+                    used=w.used,
+                    lent=w.lent,
+                    released=w.released,
+                )
+                for w in windows
+            )
+
+    def booked_unused(self, start: float, end: float) -> dict[str, float]:
+        """GPU-seconds booked but not used by their owners, per user who booked, of the
+        windows that ended in ``[start, end]`` (0: unbounded)."""
+        row = BookingUsageRow
+        unused = func.sum(row.booked - row.used)
+        query = select(row.user, unused).group_by(row.user)
+        if start:
+            query = query.where(row.end >= start)
+        if end:
+            query = query.where(row.end <= end)
+        with self._sessions() as session:
+            return {user: max(0.0, float(total or 0.0)) for user, total in session.execute(query)}
 
 
 def _record(row: ReservationRow) -> Reservation:
@@ -66,4 +101,6 @@ def _record(row: ReservationRow) -> Reservation:
         lend=bool(row.lend),
         created_by=row.created_by,
         created_at=row.created_at,
+        unused=row.unused,
+        given_back=row.given_back,
     )

@@ -1,6 +1,6 @@
 """The composition root of storage: one SQLAlchemy engine, the schema, and one repository per
-aggregate (``jobs``, ``nodes``, ``usage``, ``notices``, ``users``, ``reservations``); the
-schema's revision is ``schema.py``'s.
+aggregate (``jobs``, ``nodes``, ``usage``, ``notices``, ``users``, ``reservations``,
+``web_sessions``); the schema's revision is ``schema.py``'s.
 
 Any SQLAlchemy URL works; SQLite (the embedded default) runs in WAL mode. The core is given the
 repositories it uses (``rota.scheduler.core.services``), typed by the protocols of
@@ -16,12 +16,15 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from rota.scheduler.store.jobs import SqlJobRepository
+from rota.scheduler.store.mails import SqlMailRepository
 from rota.scheduler.store.nodes import SqlNodeRepository
 from rota.scheduler.store.notices import SqlNoticeRepository
+from rota.scheduler.store.partitions import SqlPartitionRepository
 from rota.scheduler.store.reservations import SqlReservationRepository
 from rota.scheduler.store.schema import prepare
 from rota.scheduler.store.usage import SqlUsageRepository
 from rota.scheduler.store.users import SqlUserRepository
+from rota.scheduler.store.web_sessions import SqlWebSessionRepository
 from rota.scheduler.store.writer import BackgroundWriter
 
 
@@ -36,11 +39,11 @@ def open_engine(url: str) -> Engine:
 
 
 class Store:
-    """Durable state of the scheduler: the repositories on one engine, on a database at this
-    code's schema revision (``schema.prepare``: an empty one is migrated; an older or newer
+    """Durable state of the scheduler: the repositories on one engine (``mail``: state changes
+    queue job mails, when a relay is set), on a database at this code's schema revision (``schema.prepare``: an empty one is migrated; an older or newer
     revision raises ``SchemaError``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, mail: bool = False) -> None:
         self.engine = open_engine(url)
         try:
             prepare(self.engine)
@@ -49,12 +52,15 @@ class Store:
             raise
         sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._writer = BackgroundWriter("rota-reasons")
-        self.jobs = SqlJobRepository(self.engine, self._writer)
+        self.jobs = SqlJobRepository(self.engine, self._writer, mail)
+        self.mails = SqlMailRepository(self.engine)
         self.nodes = SqlNodeRepository(self.engine)
         self.usage = SqlUsageRepository(self.engine)
         self.notices = SqlNoticeRepository(self.engine)
         self.users = SqlUserRepository(sessions)
         self.reservations = SqlReservationRepository(sessions)
+        self.web_sessions = SqlWebSessionRepository(self.engine)
+        self.partitions = SqlPartitionRepository(sessions)
 
     def close(self) -> None:
         """Finish the background writes under way, then close every connection."""

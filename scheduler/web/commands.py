@@ -3,10 +3,11 @@ it (docs/web.md, "Routes for the commands"):
 
 - ``POST /api/v1/jobs``: ``SubmitJobs``. The body is ``{"items": [{"client_request_id",
   "source", "spec"}], "test_only"}`` (``spec`` as ``rota.wire.spec_fields`` writes it); the
-  answer ``{"jobs": [{"client_request_id", "job_ids", "duplicate", "reason"}]}``.
+  answer ``{"jobs": [{"client_request_id", "job_ids", "duplicate", "reason", "warnings"}]}``.
 - ``GET /api/v1/queue``: ``ListJobs``, every page. Query ``ids``, ``users``, ``accounts`` and
-  ``states`` (comma-separated; states by name or code) and ``all_states=1``; the answer
-  ``{"jobs": [...]}``, the objects of ``gqueue --json``.
+  ``states`` (comma-separated; states by name or code), ``all_states=1`` and
+  ``with_priority=1``; the answer ``{"jobs": [...]}``, the objects of ``gqueue --json`` (with
+  ``priority`` when asked, as gqueue adds it for ``%p``/``%Q``).
 
 Both call the same engine methods as the servicers with the caller of the bearer token (the
 ``Api``'s guard, ``as_rpc``), so the same checks, permissions and refusals apply: a refused
@@ -20,8 +21,10 @@ import dataclasses
 import json
 from typing import Any
 
+from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
+from rota.scheduler.core.mail import submission_warnings
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
@@ -58,7 +61,11 @@ class CommandRoutes:
             results = await self.engine.jobs.submit(items, caller.who, test_only)
         except ValueError as exc:  # SpecError: every door's check of the specs, as gRPC says it
             raise UserError(str(exc)) from None
-        return reply({"jobs": [dataclasses.asdict(r) for r in results]})
+        warned = submission_warnings(results, items, self.engine.services.config.mail_relay)
+        answers = [
+            dataclasses.asdict(r) | {"warnings": w} for r, w in zip(results, warned, strict=True)
+        ]
+        return reply({"jobs": answers})
 
     async def queue(self, request: Request, caller: Caller) -> Response:
         query = request.query
@@ -68,6 +75,7 @@ class CommandRoutes:
             ids=_list(query, "ids"),
             users=_list(query, "users"),
             accounts=_list(query, "accounts"),
+            with_priority=query.get("with_priority", "") in ("1", "true"),
         )
         page = await self.engine.jobs.list_jobs(listing, caller.who)
         jobs = list(page.jobs)
@@ -77,11 +85,19 @@ class CommandRoutes:
             jobs.extend(page.jobs)
 
         def encode() -> bytes:
-            return views.encode({"jobs": [views.job_json(j) for j in jobs]})
+            return views.encode({"jobs": [_listed(j, listing.with_priority) for j in jobs]})
 
         # a long queue is encoded off the loop, as the servicer converts its pages
         body = encode() if len(jobs) <= INLINE_JOBS else await asyncio.to_thread(encode)
         return Response(200, body, JSON, API_HEADERS)
+
+
+def _listed(job: JobRecord, with_priority: bool) -> dict[str, Any]:
+    """The job object; ``with_priority``: with ``priority`` (a pending job's, else null)."""
+    shown = views.job_json(job)
+    if with_priority:
+        shown["priority"] = (job.priority or 0.0) if job.state is JobState.PENDING else None
+    return shown
 
 
 def _object(body: bytes) -> dict[str, Any]:

@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "nodelist", "exclude", "mail_type", "mail_user")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +133,10 @@ class JobSpec(_message.Message):
     SUBMIT_DIR_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_HOST_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    MAIL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    MAIL_USER_FIELD_NUMBER: _ClassVar[int]
     name: str
     image: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -164,7 +168,11 @@ class JobSpec(_message.Message):
     submit_dir: str
     submit_host: str
     partition: str
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ...) -> None: ...
+    nodelist: str
+    exclude: str
+    mail_type: _containers.RepeatedScalarFieldContainer[str]
+    mail_user: str
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
@@ -276,18 +284,20 @@ class SubmitJobsRequest(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[SubmitItem, _Mapping]]] = ..., user: _Optional[str] = ..., test_only: _Optional[bool] = ...) -> None: ...
 
 class SubmittedJob(_message.Message):
-    __slots__ = ("client_request_id", "job_ids", "duplicate", "estimated_start", "reason")
+    __slots__ = ("client_request_id", "job_ids", "duplicate", "estimated_start", "reason", "warnings")
     CLIENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     client_request_id: str
     job_ids: _containers.RepeatedScalarFieldContainer[str]
     duplicate: bool
     estimated_start: float
     reason: str
-    def __init__(self, client_request_id: _Optional[str] = ..., job_ids: _Optional[_Iterable[str]] = ..., duplicate: _Optional[bool] = ..., estimated_start: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, client_request_id: _Optional[str] = ..., job_ids: _Optional[_Iterable[str]] = ..., duplicate: _Optional[bool] = ..., estimated_start: _Optional[float] = ..., reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SubmitJobsResponse(_message.Message):
     __slots__ = ("jobs",)
@@ -302,7 +312,7 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token")
+    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token", "with_priority")
     STATES_FIELD_NUMBER: _ClassVar[int]
     ALL_STATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
@@ -310,6 +320,7 @@ class ListJobsRequest(_message.Message):
     ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WITH_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     states: _containers.RepeatedScalarFieldContainer[JobState]
     all_states: bool
     ids: _containers.RepeatedScalarFieldContainer[str]
@@ -317,7 +328,8 @@ class ListJobsRequest(_message.Message):
     accounts: _containers.RepeatedScalarFieldContainer[str]
     page_size: int
     page_token: str
-    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    with_priority: bool
+    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_priority: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token")
@@ -751,6 +763,85 @@ class GpuActionResponse(_message.Message):
     message: str
     def __init__(self, message: _Optional[str] = ...) -> None: ...
 
+class PartitionSpec(_message.Message):
+    __slots__ = ("nodes", "labels", "is_default", "default_time", "max_time", "default_gpus", "max_gpus_per_job", "allow_users", "allow_accounts", "priority_tier")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIME_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_GPUS_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPUS_PER_JOB_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_USERS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_TIER_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    labels: _containers.ScalarMap[str, str]
+    is_default: bool
+    default_time: float
+    max_time: float
+    default_gpus: int
+    max_gpus_per_job: int
+    allow_users: _containers.RepeatedScalarFieldContainer[str]
+    allow_accounts: _containers.RepeatedScalarFieldContainer[str]
+    priority_tier: int
+    def __init__(self, nodes: _Optional[_Iterable[str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., is_default: _Optional[bool] = ..., default_time: _Optional[float] = ..., max_time: _Optional[float] = ..., default_gpus: _Optional[int] = ..., max_gpus_per_job: _Optional[int] = ..., allow_users: _Optional[_Iterable[str]] = ..., allow_accounts: _Optional[_Iterable[str]] = ..., priority_tier: _Optional[int] = ...) -> None: ...
+
+class PartitionRequest(_message.Message):
+    __slots__ = ("name", "spec", "fields")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    spec: PartitionSpec
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PartitionRecord(_message.Message):
+    __slots__ = ("name", "spec", "source", "is_default", "changed_by", "changed")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_BY_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    spec: PartitionSpec
+    source: str
+    is_default: bool
+    changed_by: str
+    changed: float
+    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., source: _Optional[str] = ..., is_default: _Optional[bool] = ..., changed_by: _Optional[str] = ..., changed: _Optional[float] = ...) -> None: ...
+
+class RemovePartitionRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RemovePartitionResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class ListPartitionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListPartitionsResponse(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionRecord]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionRecord, _Mapping]]] = ...) -> None: ...
+
 class AttemptStatus(_message.Message):
     __slots__ = ("job_id", "attempt", "container_id", "running")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
@@ -1059,7 +1150,7 @@ class ReservedGpus(_message.Message):
     def __init__(self, node: _Optional[str] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Reservation(_message.Message):
-    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs", "booked_gpu_seconds", "owner_gpu_seconds", "lent_gpu_seconds")
+    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs", "booked_gpu_seconds", "owner_gpu_seconds", "lent_gpu_seconds", "unused", "given_back", "released_gpu_seconds")
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
@@ -1074,6 +1165,9 @@ class Reservation(_message.Message):
     BOOKED_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     OWNER_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     LENT_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_FIELD_NUMBER: _ClassVar[int]
+    GIVEN_BACK_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     start: float
     end: float
@@ -1088,10 +1182,13 @@ class Reservation(_message.Message):
     booked_gpu_seconds: float
     owner_gpu_seconds: float
     lent_gpu_seconds: float
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ...) -> None: ...
+    unused: str
+    given_back: float
+    released_gpu_seconds: float
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ..., unused: _Optional[str] = ..., given_back: _Optional[float] = ..., released_gpu_seconds: _Optional[float] = ...) -> None: ...
 
 class CreateReservationRequest(_message.Message):
-    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend")
+    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend", "unused")
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
@@ -1103,6 +1200,7 @@ class CreateReservationRequest(_message.Message):
     ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
     NO_LEND_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_FIELD_NUMBER: _ClassVar[int]
     name: str
     start: float
     end: float
@@ -1114,7 +1212,8 @@ class CreateReservationRequest(_message.Message):
     accounts: _containers.RepeatedScalarFieldContainer[str]
     flags: _containers.RepeatedScalarFieldContainer[str]
     no_lend: bool
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ...) -> None: ...
+    unused: str
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ..., unused: _Optional[str] = ...) -> None: ...
 
 class ListReservationsRequest(_message.Message):
     __slots__ = ()
@@ -1241,18 +1340,20 @@ class ListFinishedResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[FinishedJob, _Mapping]]] = ...) -> None: ...
 
 class UsageTotal(_message.Message):
-    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples")
+    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples", "booked_unused_gpu_hours")
     NAME_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     GPU_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     GPU_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    BOOKED_UNUSED_GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     name: str
     jobs: int
     gpu_hours: float
     gpu_utilization: float
     gpu_samples: int
-    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ...) -> None: ...
+    booked_unused_gpu_hours: float
+    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ..., booked_unused_gpu_hours: _Optional[float] = ...) -> None: ...
 
 class SummaryResponse(_message.Message):
     __slots__ = ("users", "accounts", "start", "end")
