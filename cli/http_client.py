@@ -46,8 +46,8 @@ class HttpClient:
         body = json.dumps({"items": items, "test_only": test_only}).encode()
         if len(body) > MAX_BODY:
             return None  # gRPC takes larger requests
-        reply = self._call("POST", "/api/v1/jobs", body)
-        return None if reply is None else list(reply["jobs"])
+        jobs = _objects(self._call("POST", "/api/v1/jobs", body), "job_ids")
+        return None if jobs is None else [{"warnings": [], **job} for job in jobs]
 
     def queue(
         self,
@@ -66,13 +66,13 @@ class HttpClient:
             if flag:
                 query[name] = "1"
         path = "/api/v1/queue" + (f"?{urlencode(query, quote_via=quote)}" if query else "")
-        reply = self._call("GET", path)
-        return None if reply is None else list(reply["jobs"])
+        return _objects(self._call("GET", path), "id")
 
     def whoami(self) -> str | None:
         """The user of the token, or None (ask gRPC)."""
         reply = self._call("GET", "/api/v1/session")
-        return None if reply is None else str(reply["user"])
+        user = reply.get("user") if isinstance(reply, dict) else None
+        return user if isinstance(user, str) and user else None
 
     def _call(self, method: str, path: str, body: bytes = b"") -> Any:
         """The JSON answer, None when there is none to use, CliError for a refusal."""
@@ -149,6 +149,15 @@ class HttpClient:
         except BaseException:
             sock.close()
             raise
+
+
+def _objects(reply: Any, key: str) -> list[dict[str, Any]] | None:
+    """The ``jobs`` of an answer, each an object with ``key``; None for any other answer (an
+    older or another server: gRPC is asked, with the same request ids)."""
+    jobs = reply.get("jobs") if isinstance(reply, dict) else None
+    if not isinstance(jobs, list) or not all(isinstance(j, dict) and key in j for j in jobs):
+        return None
+    return jobs
 
 
 def _parse(raw: bytes) -> tuple[int, str, bytes]:
