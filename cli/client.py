@@ -11,7 +11,6 @@ from __future__ import annotations
 import getpass
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -154,9 +153,10 @@ class Client:
     # ------------------------------------------------------------ jobs
 
     def submit(
-        self, specs: Iterable[tuple[str, JobSpec]], user: str, test_only: bool = False
+        self, specs: Iterable[tuple[str, str, JobSpec]], user: str, test_only: bool = False
     ) -> Any:
-        """Submit (source name, spec) pairs in one all-or-nothing request; the SubmitJobsResponse.
+        """Submit (client request id, source name, spec) triples in one all-or-nothing request;
+        the SubmitJobsResponse.
 
         Retried with the same request ids when the scheduler is unreachable or slow: it returns
         the stored ids, never duplicates.
@@ -164,8 +164,8 @@ class Client:
         from rota.wire import spec_fields  # only gsub needs it: other commands start faster
 
         items = [
-            pb.SubmitItem(client_request_id=uuid.uuid4().hex, spec=spec_fields(spec), source=name)
-            for name, spec in specs
+            pb.SubmitItem(client_request_id=request_id, spec=spec_fields(spec), source=name)
+            for request_id, name, spec in specs
         ]
         request = pb.SubmitJobsRequest(items=items, user=user, test_only=test_only)
         attempt = 0

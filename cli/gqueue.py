@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rota.cli.gqueue_format import Field
+    from rota.states import JobState
 
 SUMMARY_OVER = 50  # more rows than this end with a summary line
 
@@ -73,11 +74,9 @@ def _split(text: str | None) -> list[str]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from rota.cli.client import connect, state_of
     from rota.cli.errors import CliError
     from rota.cli.gqueue_format import parse_format
-    from rota.cli.render import job_json, table
-    from rota.jobview import iso
+    from rota.cli.render import table
     from rota.states import JobState, parse_state
 
     if args.limit is not None and args.limit < 0:
@@ -97,21 +96,20 @@ def _show(args: argparse.Namespace) -> int:
             raise CliError(f"-t: {exc}", 2) from None
     elif not names and args.jobs:
         all_states = True  # naming a job shows it whatever its state, as squeue -j does
-    with connect(args.scheduler, args.ca) as client:
-        if args.me:  # the user of the token, whatever $USER says
-            users.append(client.whoami())
-        ranked = any(getattr(p, "letter", "") in ("p", "Q") for p in parts or ())
-        jobs = client.list_jobs(
-            _split(args.jobs), users, _split(args.account), states, all_states, ranked
-        )
+    # %p and %Q read each pending job's priority, which the scheduler then works out
+    ranked = not (args.json or args.start) and any(
+        getattr(p, "letter", "") in ("p", "Q") for p in parts or ()
+    )
+    jobs = _jobs(args, _split(args.jobs), users, _split(args.account), states, all_states, ranked)
     if args.json:
-        print(json.dumps([job_json(j, state_of(j)) for j in jobs], indent=2))
+        print(json.dumps(jobs, indent=2))
         return 0
     if args.start:
+        keys = ("id", "user", "name", "state_code")
         starts = [
-            (j.id, j.user, j.name, j.state_code, iso(j.estimated_start) or "N/A", f"({j.reason})")
+            [*(j[k] for k in keys), j["estimated_start"] or "N/A", f"({j['reason']})"]
             for j in jobs
-            if state_of(j) is JobState.PENDING
+            if j["state"] == JobState.PENDING.value
         ]
         print(
             table(
@@ -119,12 +117,45 @@ def _show(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    shown = [job_json(j, state_of(j)) for j in jobs]
-    if ranked:  # the letters read it; only pending jobs carry one
-        for job, msg in zip(shown, jobs, strict=True):
-            job["priority"] = msg.priority if job["state"] == "PENDING" else None
-    _print_jobs(args, shown, parts)
+    _print_jobs(args, jobs, parts)
     return 0
+
+
+def _jobs(
+    args: argparse.Namespace,
+    ids: list[str],
+    users: list[str],
+    accounts: list[str],
+    states: list[JobState],
+    all_states: bool,
+    ranked: bool,
+) -> list[dict[str, Any]]:
+    """The ``gqueue --json`` objects of the jobs asked for (``--me``: also the token's user's;
+    ``ranked``: with ``priority``, a pending job's, else None): over the scheduler's HTTP API
+    when it answers (no grpc to import), else over gRPC."""
+    from rota.cli.http_client import http_client
+
+    fast = http_client(args.scheduler, args.ca)
+    if fast is not None:
+        me = fast.whoami() if args.me else ""
+        if me is not None:
+            names = [s.value for s in states]
+            wanted = [*users, me] if me else users
+            jobs = fast.queue(ids, wanted, accounts, names, all_states, ranked)
+            if jobs is not None:
+                return jobs
+    from rota.cli.client import connect, state_of
+    from rota.cli.render import job_json
+
+    with connect(args.scheduler, args.ca) as client:
+        if args.me:  # the user of the token, whatever $USER says
+            users = [*users, client.whoami()]
+        listed = client.list_jobs(ids, users, accounts, states, all_states, ranked)
+    shown = [job_json(j, state_of(j)) for j in listed]
+    if ranked:  # the letters read it; only pending jobs carry one
+        for job, msg in zip(shown, listed, strict=True):
+            job["priority"] = msg.priority if job["state"] == "PENDING" else None
+    return shown
 
 
 def _print_jobs(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rota.cli.gqueue_letters import GPUS, LETTERS, Job
 
@@ -34,8 +34,7 @@ STATE_COLOURS = {
 _FIELD = re.compile(r"%(?:(?P<right>\.)|-)?(?P<width>\d+)?(?P<letter>.)?")
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):  # not a dataclass: gqueue starts without importing dataclasses
     letter: str
     width: int | None
     right: bool

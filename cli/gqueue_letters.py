@@ -9,9 +9,8 @@ run in (``a,b``), ``default`` for a job from before partitions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from rota.units import format_duration
 
@@ -113,8 +112,7 @@ def _null(value: object) -> str:
     return str(value) if value else "(null)"
 
 
-@dataclass(frozen=True)
-class Letter:
+class Letter(NamedTuple):  # not a dataclass: gqueue starts without importing dataclasses
     header: str
     value: Callable[[Job, float], object]
 

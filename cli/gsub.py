@@ -144,15 +144,13 @@ def load_jobs(
 def _submitted_from() -> tuple[str, str]:
     """Where gsub runs: the current directory and this host's name (``submit_dir``,
     ``submit_host``), each empty when it cannot be told or would not pass the scheduler's check."""
-    import socket
-
     from rota.validate import HOST_NAME
 
     try:
         here = os.getcwd()
     except OSError:  # the directory was removed under us
         here = ""
-    host = socket.gethostname()
+    host = os.uname().nodename  # gethostname(), without importing socket
     return here, host if HOST_NAME.match(host) else ""
 
 
@@ -297,32 +295,54 @@ def _checked_dependency(text: str | None) -> str:
 
 
 def _submit(args: argparse.Namespace, script: Script) -> int:
-    from rota.cli.client import connect, current_user
-
     jobs = _load(args, script)
-    with connect(args.scheduler, args.ca) as client:
-        response = client.submit(
-            [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only
-        )
+    items = [(os.urandom(16).hex(), j.name, j.spec) for j in jobs]  # the request ids
     submitted: list[str] = []
-    for job, loaded in zip(response.jobs, jobs, strict=False):
-        for warning in job.warnings:  # what the scheduler accepted but will not do
+    for job, loaded in zip(_send(args, items), jobs, strict=False):
+        for warning in job["warnings"]:  # what the scheduler accepted but will not do
             print(f"gsub: warning: {loaded.name}: {warning}", file=sys.stderr)
         if args.test_only:
-            print(f"Job would {'start now' if not job.reason else 'wait: ' + job.reason}")
+            print(f"Job would {'start now' if not job['reason'] else 'wait: ' + job['reason']}")
             continue
-        ids = list(job.job_ids)
+        ids = list(job["job_ids"])
         if ids and "_" in ids[0]:  # an array: its tasks are ARRAYID_TASK
             ids = [ids[0].split("_", 1)[0]]
         for job_id in ids:
             print(job_id if args.parsable else f"Submitted job {job_id}", flush=True)
         submitted += ids
     if args.wait and not args.test_only:
+        from rota.cli.client import connect
         from rota.cli.wait import follow
 
         with connect(args.scheduler, args.ca) as client:
             return follow(lambda: client.job_dicts(submitted), sys.stderr)
     return 0
+
+
+def _send(args: argparse.Namespace, items: list[tuple[str, str, JobSpec]]) -> list[dict[str, Any]]:
+    """Submit (request id, source, spec) items in one request: over the scheduler's HTTP API
+    when it answers (no grpc to import), else over gRPC with the same request ids, which the
+    scheduler stores once. One ``{job_ids, reason, warnings}`` per item."""
+    from rota.cli.http_client import http_client
+
+    fast = http_client(args.scheduler, args.ca)
+    if fast is not None:
+        from rota.wire import spec_fields
+
+        sent = fast.submit(
+            [{"client_request_id": i, "source": n, "spec": spec_fields(s)} for i, n, s in items],
+            args.test_only,
+        )
+        if sent is not None:
+            return sent
+    from rota.cli.client import connect, current_user
+
+    with connect(args.scheduler, args.ca) as client:
+        response = client.submit(items, current_user(), test_only=args.test_only)
+    return [
+        {"job_ids": list(j.job_ids), "reason": j.reason, "warnings": list(j.warnings)}
+        for j in response.jobs
+    ]
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rota import jobview
 from rota.states import JobState
 from rota.units import format_duration
 
@@ -42,4 +41,6 @@ def elapsed(start: float, end: float, now: float | None = None) -> str:
 
 def job_json(job: Any, state: JobState) -> dict[str, Any]:
     """The documented ``gqueue --json`` object (``rota.jobview``) of a ``rota.v1.Job``."""
+    from rota import jobview  # only for jobs from gRPC: gqueue's HTTP way gets the objects
+
     return jobview.job_json(jobview.facts_from_message(job, state))

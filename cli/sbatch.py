@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import yaml
-
+from rota.cli.plainyaml import plain_text
 from rota.cli.sbatch_map import Request
 from rota.cli.sbatch_options import ScriptError
 
@@ -141,7 +140,14 @@ def header_lines(text: str) -> list[tuple[int, str]]:
 
 
 def _rota_value(raw: str) -> Any:
-    value = yaml.safe_load(raw) if raw.strip() else ""
+    if not raw.strip():
+        return ""
+    text = plain_text(raw)  # most values (an image): no need to load yaml for them
+    if text is not None:
+        return text
+    import yaml
+
+    value = yaml.safe_load(raw)
     return raw if isinstance(value, dict | list) or value is None else value
 
 
@@ -236,6 +242,7 @@ def _rota_directive(req: Request, words: list[str]) -> None:
 
 def dump_job(job: Mapping[str, Any]) -> str:
     """The job file as YAML: keys in the order given, multi-line strings as ``|`` blocks."""
+    import yaml
 
     class Dumper(yaml.SafeDumper):
         pass

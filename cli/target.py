@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rota.cli.errors import CliError
-from rota.paths import DEFAULT_ADDRESS, config_file
+from rota.paths import DEFAULT_ADDRESS, DEFAULT_HTTP, config_file
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):  # not a dataclass: gqueue starts without importing dataclasses
     """The scheduler address and where it came from (shown when it cannot be reached), and
     TLS: the CA that verifies the scheduler ("" = plaintext) and an optional client
-    certificate and key for schedulers that require one."""
+    certificate and key for schedulers that require one. ``http``: the ``HOST:PORT`` of the
+    same scheduler's HTTP API, which ``gsub`` and ``gqueue`` use instead of gRPC ("" = none
+    known: gRPC only)."""
 
     address: str
     source: str
@@ -25,16 +25,23 @@ class Target:
     cert: str = ""
     key: str = ""
     insecure: bool = False  # ROTA_INSECURE=1 or ``insecure: true``: a token may go in plaintext
+    http: str = ""
 
 
 def _config() -> dict[str, Any]:
+    from rota.cli.plainyaml import flat_mapping
+
     path = config_file()
     if not path.exists():
         return {}
-    import yaml  # only when there is a config file: it costs every command ~20 ms
+    text = path.read_text()
+    flat = flat_mapping(text)  # a file of `key: value` lines needs no yaml
+    if flat is not None:
+        return flat
+    import yaml  # only for another file: it costs every command ~10-20 ms
 
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise CliError(f"{path}: invalid YAML: {exc}", 2) from None
     return data if isinstance(data, dict) else {}
@@ -43,7 +50,10 @@ def _config() -> dict[str, Any]:
 def resolve_target(flag: str | None, ca: str | None = None) -> Target:
     """``--scheduler``, else ``ROTA_SCHEDULER``, else the config file's ``scheduler:``, else the
     default loopback address. TLS likewise: ``--ca``, else ``ROTA_CA``, else ``ca:``; the client
-    certificate from ``ROTA_CERT``/``ROTA_KEY``, else ``cert:``/``key:``."""
+    certificate from ``ROTA_CERT``/``ROTA_KEY``, else ``cert:``/``key:``. The HTTP API's
+    address (``http``) comes from no level above the scheduler's: ``ROTA_HTTP`` unless the
+    address was a flag, ``http:`` when it came from the file or the default, and the default
+    HTTP port when both are the defaults; ``off`` at any level means none."""
     config = _config()
 
     def pick(flag_value: str | None, env: str, key: str) -> str:
@@ -56,14 +66,21 @@ def resolve_target(flag: str | None, ca: str | None = None) -> Target:
     }
     insecure = os.environ.get("ROTA_INSECURE", "").strip().lower() in ("1", "true", "yes")
     tls["insecure"] = insecure or config.get("insecure") is True
+    http = [os.environ.get("ROTA_HTTP", ""), str(config.get("http") or ""), DEFAULT_HTTP]
     if flag:
         return Target(flag, "--scheduler", **tls)
     env = os.environ.get("ROTA_SCHEDULER")
     if env:
-        return Target(env, "ROTA_SCHEDULER", **tls)
+        return Target(env, "ROTA_SCHEDULER", **tls, http=_first(http[:1]))
     if config.get("scheduler"):
-        return Target(str(config["scheduler"]), str(config_file()), **tls)
-    return Target(DEFAULT_ADDRESS, "the default", **tls)
+        return Target(str(config["scheduler"]), str(config_file()), **tls, http=_first(http[:2]))
+    return Target(DEFAULT_ADDRESS, "the default", **tls, http=_first(http))
+
+
+def _first(choices: list[str]) -> str:
+    """The first address given ("" when none, or when it is ``off``)."""
+    chosen = next((c.strip() for c in choices if c.strip()), "")
+    return "" if chosen.lower() == "off" else chosen
 
 
 def _loopback(address: str) -> bool:

@@ -6,8 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
+from rota.cli.plainyaml import flat_mapping
 from rota.paths import config_file
 
 
@@ -21,8 +20,17 @@ def cli_config() -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
+    flat = flat_mapping(text)  # a file of `key: value` lines needs no yaml
+    if flat is not None:
+        return flat
+    import yaml  # only for another file: it costs every command ~10 ms
+
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of settings")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 DEFAULT_PORT = 9717
 DEFAULT_ADDRESS = f"127.0.0.1:{DEFAULT_PORT}"
+DEFAULT_HTTP = "127.0.0.1:9718"  # the scheduler's HTTP port (JSON API) when nothing else is set
 
 
 def data_dir() -> Path:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rota.gpus import GpuInfo, GpuLink
 from rota.jobspec import DEFAULT_SHM_SIZE, JobSpec, Mount
-from rota.messages import GpuProcess, GpuTelemetry, Inventory, RunningAttempt
+
+if TYPE_CHECKING:  # imported where they are built: gsub sends specs without loading them
+    from rota.gpus import GpuInfo
+    from rota.messages import GpuTelemetry, Inventory, RunningAttempt
 
 Fields = dict[str, Any]
 
@@ -154,6 +156,9 @@ def inventory_fields(inv: Inventory) -> Fields:
 
 
 def inventory_from_message(msg: Any) -> Inventory:
+    from rota.gpus import GpuInfo, GpuLink
+    from rota.messages import Inventory
+
     return Inventory(
         gpus=tuple(
             GpuInfo(g.index, g.uuid, g.name, g.memory_total, g.pci_bus_id, g.compute_capability)
@@ -189,6 +194,8 @@ def telemetry_fields(t: GpuTelemetry) -> Fields:
 def telemetry_from_message(msg: Any) -> GpuTelemetry:
     """A reading as received; a NaN or infinite utilisation, temperature or power is None
     (no reading), so nothing downstream computes with it or writes it as JSON."""
+    from rota.messages import GpuProcess, GpuTelemetry
+
     return GpuTelemetry(
         index=msg.index,
         uuid=msg.uuid,
@@ -211,6 +218,8 @@ def attempt_fields(a: RunningAttempt) -> Fields:
 
 
 def attempts_from_messages(msgs: Iterable[Any]) -> tuple[RunningAttempt, ...]:
+    from rota.messages import RunningAttempt
+
     return tuple(RunningAttempt(a.job_id, a.attempt, a.container_id, a.running) for a in msgs)
 
 

@@ -23,7 +23,7 @@ import grpc
 
 from rota.scheduler.api.intercept import HandlerInterceptor
 from rota.scheduler.cluster.users import AuditEntry, Principal
-from rota.scheduler.core.errors import AuthError
+from rota.scheduler.core.errors import AuthError, token_refusal
 from rota.scheduler.engine import Engine
 
 log = logging.getLogger("rota.scheduler")
@@ -118,7 +118,7 @@ class AuthInterceptor(HandlerInterceptor):
         context: grpc.aio.ServicerContext,
     ) -> Principal:
         if prepared is None:
-            why = _no_token(bearer_token(context.invocation_metadata()))
+            why = token_refusal(bearer_token(context.invocation_metadata()))
             await self._audit(method, None, request, context, grpc.StatusCode.UNAUTHENTICATED, why)
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, why)
         assert prepared is not None
@@ -161,12 +161,3 @@ class AuthInterceptor(HandlerInterceptor):
             await self.engine.users.record(entry)
         except Exception:
             log.exception("could not record an audit entry: %s", entry)
-
-
-def _no_token(token: str) -> str:
-    if not token:
-        return (
-            "no user token: set ROTA_TOKEN or ~/.config/rota/credentials "
-            "(an admin makes one with `gadmin user add`)"
-        )
-    return "the user token is not valid (wrong, replaced or revoked)"

@@ -26,8 +26,7 @@ from rota.scheduler.api.reservations import ReservationServicer, add_bookings
 from rota.scheduler.api.users import UserServicer
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
-from rota.scheduler.core.mail import mail_warnings
-from rota.scheduler.core.submission import SubmitResult
+from rota.scheduler.core.mail import submission_warnings
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -49,7 +48,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             for i in request.items
         ]
         results = await self.engine.jobs.submit(items, caller(), request.test_only)
-        warned = _warnings(results, items, self.engine.services.config.mail_relay)
+        warned = submission_warnings(results, items, self.engine.services.config.mail_relay)
         return pb.SubmitJobsResponse(
             jobs=[
                 pb.SubmittedJob(
@@ -230,19 +229,6 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             log.exception("agent stream of node %s failed", session.node)
         finally:
             session.outbox.put_nowait(None)
-
-
-def _warnings(
-    results: list[SubmitResult], items: list[SubmitItem], relay: str | None
-) -> list[list[str]]:
-    """Each result's warnings, from the item it answers (by request id, else by place)."""
-    by_id = {i.client_request_id: i for i in items if i.client_request_id}
-    same = len(results) == len(items)
-    out = []
-    for n, result in enumerate(results):
-        item = by_id.get(result.client_request_id) or (items[n] if same else None)
-        out.append(mail_warnings(item.spec.mail_type, relay) if item is not None else [])
-    return out
 
 
 def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:

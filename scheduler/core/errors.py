@@ -26,3 +26,14 @@ class Conflict(Exception):
 
 class AlreadyExists(Conflict):
     """The request would create something that exists already (ALREADY_EXISTS)."""
+
+
+def token_refusal(token: str) -> str:
+    """Why a request without a current user token is refused (``token``: the one it sent, ""
+    for none); gRPC and the commands' HTTP routes answer the same words."""
+    if not token:
+        return (
+            "no user token: set ROTA_TOKEN or ~/.config/rota/credentials "
+            "(an admin makes one with `gadmin user add`)"
+        )
+    return "the user token is not valid (wrong, replaced or revoked)"

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
+from typing import TYPE_CHECKING
 
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
@@ -26,6 +27,9 @@ from rota.scheduler.store.protocols import (
 from rota.units import format_duration
 
 log = logging.getLogger("rota.scheduler")
+if TYPE_CHECKING:
+    from rota.scheduler.core.submission import SubmitItem, SubmitResult
+
 _VERBS = {"BEGIN": "Began", "END": "Ended", "FAIL": "Failed"}
 
 
@@ -120,6 +124,20 @@ class MailService:
     def _event(self, key: MailKey, mail: Mail, kind: HistoryKind, text: str) -> JobEvent:
         job_id, attempt, _ = key
         return JobEvent(job_id, self.clock(), attempt, mail.state, mail.state, text, kind)
+
+
+def submission_warnings(
+    results: Sequence[SubmitResult], items: Sequence[SubmitItem], relay: str | None
+) -> list[list[str]]:
+    """Each submission result's warnings, from the item it answers (by request id, else by
+    place); every door that submits (gRPC, the commands' HTTP route) says the same."""
+    by_id = {i.client_request_id: i for i in items if i.client_request_id}
+    same = len(results) == len(items)
+    out = []
+    for n, result in enumerate(results):
+        item = by_id.get(result.client_request_id) or (items[n] if same else None)
+        out.append(mail_warnings(item.spec.mail_type, relay) if item is not None else [])
+    return out
 
 
 def mail_warnings(types: Sequence[str], relay: str | None) -> list[str]:

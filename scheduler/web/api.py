@@ -32,6 +32,7 @@ from rota.scheduler.core.errors import (
     Conflict,
     NotFound,
     UserError,
+    token_refusal,
 )
 from rota.scheduler.core.jobs import JobListing
 from rota.scheduler.core.node_bookings import NodeBookings
@@ -126,25 +127,33 @@ class Api:
             self.route(method, pattern, handler) for method, pattern, handler in guarded
         ]
 
-    def route(self, method: str, pattern: str, handler: ApiHandler) -> Route:
+    def route(
+        self, method: str, pattern: str, handler: ApiHandler, *, as_rpc: bool = False
+    ) -> Route:
         """``handler`` at ``method pattern`` behind this API's caller and CSRF checks, its
-        refusals audited as ``web METHOD PATTERN``."""
-        return Route(method, pattern, self._guard(f"web {method} {pattern}", handler))
+        refusals audited as ``web METHOD PATTERN``. ``as_rpc``: a route the commands use in
+        place of an RPC (``web.commands``), answered as gRPC answers it: a bearer token only,
+        refused in gRPC's words, and an admin's submission not audited."""
+        action = f"web {method} {pattern}"
+        return Route(method, pattern, self._guard(action, handler, as_rpc))
 
     # ------------------------------------------------------------ authentication
 
-    def _guard(self, action: str, handler: ApiHandler) -> Callable[[Request], Awaitable[Response]]:
+    def _guard(
+        self, action: str, handler: ApiHandler, as_rpc: bool = False
+    ) -> Callable[[Request], Awaitable[Response]]:
         """``handler`` behind the caller check, the CSRF check for changes, and the mapping
         of domain errors to statuses. A refusal (401, 403) is recorded in the audit log as
         ``action``, as gRPC's refusals are, and so is an admin's change (a booking, a
         cancellation; not a logout); a request with no credentials at all (a page opened
         before logging in) is not."""
         changes = action.split()[1] not in ("GET", "HEAD") and not action.endswith("/logout")
+        changes = changes and not as_rpc
 
         async def guarded(request: Request) -> Response:
             who: Principal | None = None
             try:
-                caller = await self._caller(request)
+                caller = await self._caller(request, as_rpc)
                 who = caller.who
                 if request.method not in ("GET", "HEAD") and caller.session is not None:
                     sent = request.headers.get(CSRF_HEADER, "")
@@ -194,13 +203,21 @@ class Api:
         except Exception:
             log.exception("could not record an audit entry: %s", entry)
 
-    async def _caller(self, request: Request) -> Caller:
+    async def _caller(self, request: Request, as_rpc: bool = False) -> Caller:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and token.strip():
-            who = await self.tokens(token.strip())
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        if token:
+            who = await self.tokens(token)
             if who is None:
-                raise Refused(401, "the bearer token is not a current rota token")
+                why = (
+                    token_refusal(token)
+                    if as_rpc
+                    else "the bearer token is not a current rota token"
+                )
+                raise Refused(401, why)
             return Caller(who, None)
+        if as_rpc:
+            raise Refused(401, token_refusal(""))
         session = await self.sessions.get(request.cookie(COOKIE))
         if session is None:
             raise ApiError(401, "log in first (POST /api/v1/login with your rota token)")

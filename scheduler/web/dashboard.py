@@ -11,6 +11,7 @@ from rota.scheduler.http import Route
 from rota.scheduler.web.actions import JobActions
 from rota.scheduler.web.api import Api
 from rota.scheduler.web.bookings import Bookings
+from rota.scheduler.web.commands import CommandRoutes
 from rota.scheduler.web.files import Files
 from rota.scheduler.web.ical import IcalFeed
 from rota.scheduler.web.identity import TokenCheck
@@ -18,12 +19,14 @@ from rota.scheduler.web.sessions import Sessions
 
 
 def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
-    """Page, files and API; ``secure``: the port serves TLS (the cookie is marked Secure)."""
+    """Page, files and API (the commands' routes among it); ``secure``: the port serves TLS (the
+    cookie is marked Secure)."""
     sessions = Sessions(engine.users.web_sessions, time.time)
     api = Api(engine, tokens, sessions, secure, time.time)
     pages = (
         JobActions(engine).routes(api)
         + Bookings(engine, api).routes()
         + IcalFeed(engine).routes(api)
+        + CommandRoutes(engine, api).routes()
     )
     return Files().routes() + api.routes() + pages
