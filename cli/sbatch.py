@@ -44,6 +44,8 @@ FIELD_ORDER = (
     "priority",
     "preemptible",
     "requeue",
+    "checkpointable",
+    "signal",
     "dependency",
     "begin",
     "array",

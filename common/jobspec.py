@@ -15,6 +15,7 @@ from typing import Any
 
 from rota.inputs import SpecError
 from rota.jobends import NOTIFY_EVENTS
+from rota.jobsignal import SIGNAL_HELP, canonical_signal
 from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from rota.validate import (
     CLIENT_RULES,
@@ -85,6 +86,8 @@ class JobSpec:
     submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
     submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
+    checkpointable: bool = False  # survives a restart: attained-service preemption may stop it
+    signal: str = ""  # "NAME@SECONDS": warn this long before the time limit and a preemption
 
 
 def _type_name(value: object) -> str:
@@ -297,6 +300,13 @@ def _pull(key: str, value: Any) -> str:
     return text
 
 
+def _signal(key: str, value: Any) -> str:
+    try:
+        return canonical_signal(_str(key, value))
+    except ValueError as exc:
+        raise SpecError(key, f"{exc}; expected {SIGNAL_HELP}") from None
+
+
 def _gpus(key: str, value: Any) -> int:
     return _int(key, value, minimum=0)
 
@@ -336,6 +346,8 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "output": ("output", _str),
     "error": ("error", _str),
     "slurm_env": ("slurm_env", _bool),
+    "checkpointable": ("checkpointable", _bool),
+    "signal": ("signal", _signal),
 }
 
 ALLOWED_KEYS = (*_TOP_FIELDS, "notify", "resources")

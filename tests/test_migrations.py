@@ -28,15 +28,15 @@ from rota.states import JobState
 from tests.postgres import postgres_url  # noqa: F401  (fixture)
 
 DATA = Path(__file__).parent / "data"
-HEAD = "0002"  # 0002: jobs.placed_partition (partitions)
-NEXT = "0003"  # the next release of these tests
+HEAD = "0003_attained"  # 0002: jobs.placed_partition (partitions); 0003: attained service
+NEXT = "0004"  # the next release of these tests
 EXPAND = '''"""A test's expand step: a nullable column a running older scheduler never reads."""
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003_attained"
 
 
 def upgrade() -> None:
@@ -160,7 +160,7 @@ def test_downgrade_to_base_needs_drop_all_then_upgrade_again(db_url: str) -> Non
     with pytest.raises(SchemaError, match=r"drops every table.*--drop-all"):
         schema.downgrade(engine, "base")
     with pytest.raises(SchemaError, match="--drop-all"):
-        schema.downgrade(engine, "-2")  # 0002 -> 0001 -> base
+        schema.downgrade(engine, "-3")  # 0003 -> 0002 -> 0001 -> base
     with pytest.raises(SchemaError, match="--drop-all"):
         schema.downgrade(engine, f"{schema.BASELINE}-1")  # Alembic's REV-N form
     assert schema.downgrade(engine, "base", drop_all=True).current is None
@@ -175,7 +175,7 @@ def _next_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shipped = Path(schema.__file__).parent / "migrations"
     scripts = tmp_path / "next-release-migrations"
     shutil.copytree(shipped, scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0003_comment.py").write_text(EXPAND)
+    (scripts / "versions" / "0004_comment.py").write_text(EXPAND)
     monkeypatch.setattr(schema, "SCRIPTS", str(scripts))
 
 

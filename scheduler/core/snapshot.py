@@ -251,6 +251,8 @@ class SnapshotBuilder:
             reservation=spec.reservation,
             partitions=tuple(spec.partition.split(",")) if spec.partition else (),
             priority_tier=self.partitions.tier(spec.partition),
+            checkpointable=spec.checkpointable,
+            attained=job.attained,
         )
 
     def running_view(self, job: JobRecord, now: float) -> RunningJob:
@@ -268,6 +270,10 @@ class SnapshotBuilder:
             array_job_id=job.array_job_id,
             stopping=job.state is JobState.COMPLETING or bool(job.stop_state),
             reservation=job.spec.reservation,
+            checkpointable=job.spec.checkpointable,
+            attained=job.attained,
+            preempted_at=job.preempted_at,
+            submit_time=job.submit_time,
         )
 
     def _preemptible(self, spec: JobSpec) -> bool:
