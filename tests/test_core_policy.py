@@ -255,7 +255,7 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
     factors = {f.name: f for f in why.factors}
     assert factors["job_priority"].contribution == 5
     assert why.priority == pytest.approx(sum(f.contribution for f in why.factors))
-    assert why.order_by == "multifactor priority"
+    assert why.order_by == "attained-service queue, then multifactor priority"
     running, none = h.s.jobs.explain_target("1")
     assert none is None and running.state is JobState.CONFIGURING
     fifo = make_policy("fifo-backfill", snap.config).explain(snap, job.id)

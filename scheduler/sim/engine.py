@@ -8,7 +8,9 @@ arrivals while no GPU is free and no running job is preemptible). Placements sta
 original submission time; the next pass at the same instant may place the job that preempted
 it. A checkpointable job keeps its progress and its attained service (GPU-seconds over all
 attempts, which the policy sees) and pays ``restart_cost`` seconds at every restart; any
-other job loses its progress. The time limit bounds each attempt. Usage for fair share is fed into a ``UsageLedger`` at every start and
+other job loses its progress. The time limit bounds a checkpointable job's run time over
+all its attempts (so preemption neither saves a job from its limit nor costs it one), and
+each attempt of any other job. Usage for fair share is fed into a ``UsageLedger`` at every start and
 end, and republished to the policy every ``config.priority_period``, as the daemon does.
 Job objects are kept between snapshots and every snapshot carries a ``PendingDelta`` against
 the previous one, so policies update their cached queue order in O(change).
@@ -67,10 +69,12 @@ class JobRecord:
     preempted_at: list[float] = field(default_factory=list)
 
     def plan_attempt(self, limit: float, restart_cost: float) -> None:
-        """Set ``need`` and ``full_run`` for the next attempt under ``limit``."""
+        """Set ``need`` and ``full_run`` for the next attempt under ``limit``, which bounds a
+        checkpointable job's run time over all its attempts (as when it never stopped)."""
         restart = restart_cost if self.done > 0 else 0.0
         self.need = self.job.duration - self.done + restart
-        self.full_run = min(self.need, limit)
+        left = max(0.0, limit - self.served) if self.job.checkpointable else limit
+        self.full_run = min(self.need, left)
 
 
 @dataclass(slots=True)
