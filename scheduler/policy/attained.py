@@ -95,7 +95,11 @@ class AttainedQueues:
 
     def may_preempt(self, job: PendingJob, victim: RunningJob, victim_queue: int) -> bool:
         """Whether pending ``job`` may preempt ``victim`` (whose ``victim_queue`` is not None)."""
-        if self.pending_queue(job) >= victim_queue:
+        return self.allows(self.pending_queue(job), job, victim, victim_queue)
+
+    def allows(self, queue: int, job: PendingJob, victim: RunningJob, victim_queue: int) -> bool:
+        """``may_preempt`` for a ``job`` whose pending queue is already known (``queue``)."""
+        if queue >= victim_queue:
             return False
         if not self.safe:
             return True

@@ -73,6 +73,11 @@ class Preemptor:
         self.queues = queues if queues is not None and queues.active else None
         self.by_class = by_class  # the (QoS, priority) rule applies
         self.why: dict[int, str] = {}  # victim id -> why it is preempted
+        # Plans that failed, by what decides them: a job no smaller and no longer fails too
+        # (within a pass victims are only taken and resources only shrink).
+        self.failed: dict[tuple[object, ...], list[tuple[int, float]]] = {}
+        self.top_queue = 0  # highest queue of a candidate of the attained-service rule
+        self.lowest_class: tuple[float, int] | None = None  # of the class rule's candidates
         self.by_node: defaultdict[str, list[tuple[_Victim, _Held]]] = defaultdict(list)
         self.stopping: defaultdict[str, list[_Held]] = defaultdict(list)
         self.holders: defaultdict[str, set[int]] = defaultdict(set)  # non-stopping job ids
@@ -92,6 +97,10 @@ class Preemptor:
                 end = end_of(job)  # as the state stores it (before now: released now)
                 rank = (*cls, -(queue or 0), -job.start_time, -job.id)
                 victims.append((job, _Victim(job, rank, end, queue)))
+                self.top_queue = max(self.top_queue, queue or 0)
+                if job.preemptible and by_class:
+                    low = self.lowest_class
+                    self.lowest_class = cls if low is None else min(low, cls)
         for job, victim in victims:
             for alloc in job.allocations:
                 held = _Held(job.id, alloc.gpu_indices, alloc.cpus, alloc.memory)
@@ -109,10 +118,30 @@ class Preemptor:
     ) -> tuple[list[int], list[NodeState]] | None:
         """Victim ids and the nodes ``job`` will get once they stop; None if it would not fit."""
         cls = (self.cfg.qos_level(job.qos), job.priority)
+        queue = self.queues.pending_queue(job) if self.queues is not None else self.top_queue
+        by_class = self.lowest_class is not None and self.lowest_class < cls
+        if not by_class and queue >= self.top_queue:
+            return None  # no candidate this job may preempt
+        memo = (cls, queue, key, job.nodes, job.exclusive, job.cpus, job.memory)
+        if any(g <= job.gpus and d <= duration for g, d in self.failed.get(memo, ())):
+            return None
+        found = self._plan(job, key, duration, cls, queue)
+        if found is None:
+            self.failed.setdefault(memo, []).append((job.gpus, duration))
+        return found
+
+    def _plan(
+        self,
+        job: PendingJob,
+        key: ConstraintKey,
+        duration: float,
+        cls: tuple[float, int],
+        queue: int,
+    ) -> tuple[list[int], list[NodeState]] | None:
         now = self.state.now
         scored: list[tuple[int, int, int, list[_Victim], NodeState]] = []
         for node in self.state.matching(job, key):
-            chosen = self._victims_on(job, node, cls)
+            chosen = self._victims_on(job, node, cls, queue)
             if chosen is None:
                 continue
             need = node.total if job.exclusive else job.gpus
@@ -137,7 +166,7 @@ class Preemptor:
         return sorted(victims), [s[4] for s in picked]
 
     def _victims_on(
-        self, job: PendingJob, node: NodeState, cls: tuple[float, int]
+        self, job: PendingJob, node: NodeState, cls: tuple[float, int], queue: int
     ) -> list[_Victim] | None:
         """The fewest lowest-class victims after which ``job`` fits ``node``; None: never."""
         view = node.view
@@ -159,7 +188,7 @@ class Preemptor:
             short = self._short(job, room, need, left)
             if not short:
                 break
-            if victim.job.id in self.taken or not self._may(job, victim, cls):
+            if victim.job.id in self.taken or not self._may(job, victim, cls, queue):
                 continue
             if any(self._frees(held, what, suits) for what in short):
                 chosen.append(victim)
@@ -167,15 +196,15 @@ class Preemptor:
                 left.discard(held.job_id)
         return None if self._short(job, room, need, left) else chosen
 
-    def _may(self, job: PendingJob, victim: _Victim, cls: tuple[float, int]) -> bool:
-        """Whether ``job`` (of class ``cls``) may preempt ``victim``."""
+    def _may(self, job: PendingJob, victim: _Victim, cls: tuple[float, int], queue: int) -> bool:
+        """Whether ``job`` (of class ``cls``, attained-service ``queue``) may preempt ``victim``."""
         if self.by_class and victim.job.preemptible and victim.rank[:2] < cls:
             return True
         q = self.queues
         return (
             q is not None
             and victim.queue is not None
-            and q.may_preempt(job, victim.job, victim.queue)
+            and q.allows(queue, job, victim.job, victim.queue)
         )
 
     def _why(self, job: PendingJob, victim: _Victim, cls: tuple[float, int]) -> str:
