@@ -82,7 +82,7 @@ class SchedulerConfig(Settings):
 
     listen: HostPort = DEFAULT_ADDRESS
     database_url: str = ""  # empty: SQLite file in the data directory
-    policy: str = "rota"  # rota (default), fifo-backfill, fifo, first-fit (docs/policy.md)
+    policy: str = "rota"  # rota (default), fifo-backfill, fifo, first-fit, easy, las (docs/policy.md)
     default_time_limit: PositiveSeconds = 24 * 3600.0
     max_time_limit: Seconds = 0.0  # 0 = unlimited
     heartbeat_interval: PositiveSeconds = 2.0
