@@ -82,7 +82,9 @@ class SchedulerConfig(Settings):
 
     listen: HostPort = DEFAULT_ADDRESS
     database_url: str = ""  # empty: SQLite file in the data directory
-    policy: str = "rota"  # rota (default), fifo-backfill, fifo, first-fit, easy, las (docs/policy.md)
+    policy: str = (
+        "rota"  # rota (default), fifo-backfill, fifo, first-fit, easy, las (docs/policy.md)
+    )
     default_time_limit: PositiveSeconds = 24 * 3600.0
     max_time_limit: Seconds = 0.0  # 0 = unlimited
     heartbeat_interval: PositiveSeconds = 2.0
@@ -292,6 +294,11 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
         starvation_factor=config.starvation_factor,
         min_runtime=config.min_runtime,
         min_runtime_qos=dict(config.min_runtime_qos),
+        min_runtime_partition={
+            name: p.min_runtime
+            for name, p in config.partitions.items()
+            if p.min_runtime is not None
+        },
         max_preemptions_per_hour=config.max_preemptions_per_hour,
     )
 

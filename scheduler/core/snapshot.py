@@ -274,6 +274,7 @@ class SnapshotBuilder:
             attained=job.attained,
             preempted_at=job.preempted_at,
             submit_time=job.submit_time,
+            partition=job.partition,
         )
 
     def _preemptible(self, spec: JobSpec) -> bool:

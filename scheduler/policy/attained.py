@@ -10,8 +10,9 @@ attempt runs only its own service counts (Tiresias resets a promoted job's servi
 job never outranks, the moment it starts, the job it was promoted above.
 
 A pending job of queue q may preempt a running checkpointable job of a queue above q when
-the victim's QoS level is not above the job's, it has run ``min_runtime`` (per QoS) in this
-attempt, and it was preempted fewer than ``max_preemptions_per_hour`` times in the last hour.
+the victim's QoS level is not above the job's, it has run ``min_runtime`` (per QoS and
+partition) in this attempt, and it was preempted fewer than ``max_preemptions_per_hour``
+times in the last hour.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class AttainedQueues:
             return None
         if self.safe:
             cfg = self.config
-            if self.now - job.start_time < cfg.min_runtime_of(job.qos):
+            if self.now - job.start_time < cfg.min_runtime_of(job.qos, job.partition):
                 return None
             budget = cfg.max_preemptions_per_hour
             if budget and sum(t > self.now - HOUR for t in job.preempted_at) >= budget:

@@ -67,7 +67,8 @@ class PolicyConfig:
     - ``starvation_factor``: a checkpointable job that has waited this many times as long as it
       has run goes back to queue 0 (0: never).
     - ``min_runtime``: seconds an attempt runs before attained service may preempt it;
-      ``min_runtime_qos`` overrides it per QoS name.
+      ``min_runtime_qos`` and ``min_runtime_partition`` set it per QoS name and per partition
+      (the job's placed partition); where both apply, the longer one.
     - ``max_preemptions_per_hour``: attained service preempts a job at most this often in any
       hour (0: no budget).
     """
@@ -90,15 +91,22 @@ class PolicyConfig:
     starvation_factor: float = 10.0
     min_runtime: float = 900.0
     min_runtime_qos: Mapping[str, float] = field(default_factory=dict)
+    min_runtime_partition: Mapping[str, float] = field(default_factory=dict)
     max_preemptions_per_hour: int = 2
 
     def qos_level(self, qos: str) -> float:
         """The configured level of a QoS name (unknown names: level of ``""``)."""
         return self.qos_levels.get(qos, self.qos_levels.get("", 0.0))
 
-    def min_runtime_of(self, qos: str) -> float:
-        """Seconds a job of ``qos`` runs before attained service may preempt it."""
-        return self.min_runtime_qos.get(qos, self.min_runtime)
+    def min_runtime_of(self, qos: str, partition: str = "") -> float:
+        """Seconds a job of ``qos`` placed in ``partition`` runs before attained service may
+        preempt it."""
+        own = [
+            v
+            for v in (self.min_runtime_qos.get(qos), self.min_runtime_partition.get(partition))
+            if v is not None
+        ]
+        return max(own) if own else self.min_runtime
 
     def limit_of(self, time_limit: float) -> float:
         """A job's time limit, the default when it has none."""

@@ -63,7 +63,8 @@ class RunningJob:
     ``checkpointable``: the job survives a restart (attained-service preemption may stop it);
     ``attained``: GPU-seconds of its earlier attempts (this one's accrue from ``start_time``);
     ``preempted_at``: when its earlier attempts were preempted (the hourly budget);
-    ``submit_time``: when it was submitted (the starvation guard).
+    ``submit_time``: when it was submitted (the starvation guard); ``partition``: the one it
+    was placed in (its ``min_runtime``).
     """
 
     id: int
@@ -84,6 +85,7 @@ class RunningJob:
     attained: float = 0.0
     preempted_at: tuple[float, ...] = ()
     submit_time: float = 0.0
+    partition: str = ""
 
     @property
     def gpu_count(self) -> int:

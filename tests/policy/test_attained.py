@@ -40,6 +40,14 @@ def ckpt(id, start=0.0, **kw):
             PolicyConfig(min_runtime_qos={"low": 0}),
             (7,),
         ),
+        # ... or a longer one for its partition (the longer of QoS and partition wins)
+        (
+            (ckpt(7, qos="low", partition="long"),),
+            make_job(1, 1),
+            2000.0,
+            PolicyConfig(min_runtime_qos={"low": 0}, min_runtime_partition={"long": 3000}),
+            (),
+        ),
         # a job that is not checkpointable is never preempted by this rule
         ((make_running(7, "n0", EIGHT),), make_job(1, 1), 2000.0, PolicyConfig(), ()),
         # still in queue 0 (3200 GPU-s < 1 GPU-hour): nothing to preempt
