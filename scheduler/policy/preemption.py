@@ -99,7 +99,7 @@ class Preemptor:
                 victims.append((job, _Victim(job, rank, end, queue)))
                 self.top_queue = max(self.top_queue, queue or 0)
                 if job.preemptible and by_class:
-                    low = self.lowest_class
+                    low: tuple[float, int] | None = self.lowest_class
                     self.lowest_class = cls if low is None else min(low, cls)
         for job, victim in victims:
             for alloc in job.allocations:
