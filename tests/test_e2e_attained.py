@@ -31,7 +31,7 @@ def _config(cluster: Cluster) -> Path:
         "attained_thresholds: [1]\n"
         "starvation_factor: 0\n"
         f"min_runtime: {MIN_RUNTIME}\n"
-        "preemption_grace: 3\n",
+        "preemption_grace: 2\n",
     )
 
 
@@ -80,7 +80,7 @@ def test_signal_comes_before_the_time_limit(cluster: Cluster) -> None:
         _job(
             "trap 'echo warned; exit 0' USR1; while true; do sleep 0.2; done",
             1,
-            "time_limit: 30s\nsignal: USR1@27\n",
+            "time_limit: 10s\nsignal: USR1@8\n",
         )
     )
     done = cluster.wait_state(job, "COMPLETED", "TIMEOUT", timeout=60)
