@@ -24,6 +24,11 @@ LAUNCH_PREFIX = "launch ordered on "  # event reason of a launch; the node list 
 KEEP_PREEMPTIONS = 8  # preemption times kept per job (the hourly budget reads them)
 
 
+def script_once(job: JobRecord) -> bool:
+    """A batch script on several nodes runs once, on the first; the others host its steps."""
+    return job.spec.slurm_env and len(job.allocation) > 1
+
+
 class Lifecycle:
     """State changes of new records of jobs in ``model`` (never the model's own records)."""
 
@@ -191,6 +196,7 @@ class Lifecycle:
                         user=job.user,
                         uid=uid,
                         gid=gid,
+                        steps_only=rank > 0 and script_once(job),
                     ),
                 )
             )

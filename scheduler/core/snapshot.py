@@ -15,6 +15,7 @@ from itertools import compress
 from operator import ne
 from typing import Protocol
 
+from rota.hostlist import expand
 from rota.jobspec import JobSpec, parse_array, parse_dependency
 from rota.messages import GpuTelemetry, Inventory
 from rota.scheduler.cluster.model import JobRecord, NodeState
@@ -253,6 +254,8 @@ class SnapshotBuilder:
             priority_tier=self.partitions.tier(spec.partition),
             checkpointable=spec.checkpointable,
             attained=job.attained,
+            nodelist=frozenset(expand(spec.nodelist)) if spec.nodelist else frozenset(),
+            exclude=frozenset(expand(spec.exclude)) if spec.exclude else frozenset(),
         )
 
     def running_view(self, job: JobRecord, now: float) -> RunningJob:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Protocol
 
 from rota.scheduler.policy.attained import AttainedQueues
@@ -52,6 +53,10 @@ class Policy(Protocol):
         """Why pending job ``job_id`` waits; KeyError if it is not pending."""
         ...
 
+    def priorities(self, snapshot: Snapshot, jobs: Sequence[PendingJob]) -> dict[int, float]:
+        """The priority ``explain`` reports, for each of ``jobs`` (squeue's ``%Q``)."""
+        ...
+
 
 class PolicyBase(ABC):
     """``explain`` from ``order``, ``decide`` and the policy's priority ``factors``."""
@@ -76,6 +81,9 @@ class PolicyBase(ABC):
     def queues(self, snapshot: Snapshot) -> AttainedQueues | None:
         """The attained-service queues that may preempt (None: no such rule)."""
         return None
+
+    def priorities(self, snapshot: Snapshot, jobs: Sequence[PendingJob]) -> dict[int, float]:
+        return {j.id: sum(f.contribution for f in self.factors(snapshot, j)) for j in jobs}
 
     def explain(self, snapshot: Snapshot, job_id: int) -> Explanation:
         job = next((j for j in snapshot.pending if j.id == job_id), None)

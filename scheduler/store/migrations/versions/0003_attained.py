@@ -4,7 +4,7 @@ Expand only: two nullable columns an older scheduler never reads; NULL means non
 attained-service queues (docs/policy.md) read them; a requeued job keeps them.
 
 Revision ID: 0003_attained
-Revises: 0002
+Revises: 0006_leader
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0003_attained"
-down_revision = "0002"
+down_revision = "0006_leader"
 branch_labels = None
 depends_on = None
 
