@@ -3,7 +3,9 @@ share (pure; no I/O).
 
 Every type sbatch knows is accepted; rota sends ``BEGIN`` (the job started running), ``END``
 (it ended) and ``FAIL`` (it ended FAILED, OUT_OF_MEMORY, NODE_FAIL or TIMEOUT: one mail, the
-failure, when both are asked), and ``ALL`` means those three. One mail per kind and attempt.
+failure, when both are asked), and ``ALL`` means those three. One mail per kind and attempt;
+an array is mailed as a whole (its first start, its last end) unless ``ARRAY_TASKS`` asks
+for every task's, as sbatch's.
 """
 
 from __future__ import annotations
@@ -50,14 +52,24 @@ def mail_type_problem(types: Iterable[str]) -> str:
 
 def not_sent(types: Iterable[str]) -> list[str]:
     """The types asked for that rota never sends mail for."""
-    return [t for t in types if t not in (*SENT, "ALL", "NONE")]
+    return [t for t in types if t not in (*SENT, "ALL", "NONE", "ARRAY_TASKS")]
 
 
-def mail_user_problem(user: str) -> str:
-    """Why ``user`` cannot be a ``mail_user`` ("" when it can): an address or a user name."""
+def mail_user_problem(user: str, domains: tuple[str, ...] | None = None) -> str:
+    """Why ``user`` cannot be a ``mail_user`` ("" when it can): an address or a user name;
+    with ``domains`` (the scheduler's, None where unknown: the CLI) an address only at one
+    of them, ``*`` any."""
     if len(user) > MAX_ADDRESS or not _ADDRESS.match(user):
         return f"{user[:80]!r} is not a mail address (name@domain) or a user name"
-    return ""
+    if domains is None or "@" not in user or "*" in domains:
+        return ""
+    if user.rpartition("@")[2].lower() in {d.lower() for d in domains}:
+        return ""
+    where = f"addresses at {', '.join(domains)}" if domains else "no addresses"
+    return (
+        f"{user!r}: mail goes to user names and {where} only "
+        "(scheduler settings mail_allowed_domains, mail_domain)"
+    )
 
 
 def mail_kind(types: Iterable[str], old_state: str, new_state: str) -> str | None:

@@ -67,7 +67,8 @@ class Rules:
     empty: any image; else shell patterns (``registry.lab/*``). ``allowed_registries``: the
     registries an image may come from (``image_registry``), ``*`` any. ``webhook_networks`` None: not
     known here (the CLI); else a webhook URL whose host is an IP address must be public or in
-    one of these networks (``rota.destinations``)."""
+    one of these networks (``rota.destinations``). ``mail_domains`` None: not known here;
+    else the domains a ``mail_user`` address may be at (``*`` any)."""
 
     max_array_size: int = DEFAULT_MAX_ARRAY_SIZE
     max_jobs_per_submit: int = 1000
@@ -76,6 +77,7 @@ class Rules:
     allowed_images: tuple[str, ...] = ()
     allowed_registries: tuple[str, ...] = ("*",)
     webhook_networks: tuple[str, ...] | None = None
+    mail_domains: tuple[str, ...] | None = None
 
 
 # What a client checks before sending: the scheduler's own limits (max_array_size, allowed
@@ -191,8 +193,9 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     problem = mail_type_problem(spec.mail_type)
     if problem:
         raise SpecError(at("mail_type"), problem)
-    if spec.mail_user and mail_user_problem(spec.mail_user):
-        raise SpecError(at("mail_user"), mail_user_problem(spec.mail_user))
+    problem = mail_user_problem(spec.mail_user, rules.mail_domains) if spec.mail_user else ""
+    if problem:
+        raise SpecError(at("mail_user"), problem)
     check_image(at("image"), spec.image, rules.allowed_images, rules.allowed_registries)
     if not spec.command:
         raise SpecError(at("command"), "is required")

@@ -159,6 +159,8 @@ class SchedulerConfig(Settings):
     mail_relay: HostPort | None = None  # SMTP relay HOST:PORT; unset: mail is not sent
     mail_from: str = "rota"  # the From address (a bare name gets @mail_domain)
     mail_domain: str = ""  # appended to a bare user name (SLURM's MailDomain)
+    # domains a job's mail_user address may be at ("*": any); unset: mail_domain alone
+    mail_allowed_domains: Names | None = None
     # resource exhaustion (docs/security.md "Resource exhaustion")
     max_connections: Count = 20_000  # gRPC connections at once (agents hold one each)
     http_max_connections: Count = 256  # HTTP connections at once (slow heads evicted first)
@@ -337,4 +339,13 @@ def input_rules(config: SchedulerConfig) -> Rules:
         allowed_images=config.allowed_images,
         allowed_registries=config.allowed_registries,
         webhook_networks=config.webhook_allowed_networks,
+        mail_domains=mail_domains(config),
     )
+
+
+def mail_domains(config: SchedulerConfig) -> tuple[str, ...]:
+    """The domains a job's ``mail_user`` address may be at: ``mail_allowed_domains``, else
+    ``mail_domain`` alone (none without one: user names only)."""
+    if config.mail_allowed_domains is not None:
+        return tuple(config.mail_allowed_domains)
+    return (config.mail_domain,) if config.mail_domain else ()

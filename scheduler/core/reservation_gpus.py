@@ -116,6 +116,28 @@ class GpuPicker:
         if why:
             raise Conflict(f"{field}: {'; '.join(why)} (an administrator may still book it)")
 
+    def check_added(
+        self,
+        gpus: Mapping[str, Iterable[int]],
+        probe: Reservation,
+        old: Reservation | None,
+        others: Iterable[Reservation],
+    ) -> None:
+        """Conflict naming ``start/end`` when the time ``probe`` (reservation ``old`` changed,
+        keeping ``gpus``) adds outside ``old``'s window meets GPUs out of service, as
+        ``unavailable`` has them for a user's new booking."""
+        parts = [(probe.start, probe.end)]
+        if old is not None:
+            parts = [
+                (probe.start, min(probe.end, old.start)),
+                (max(probe.start, old.end), probe.end),
+            ]
+        others = list(others)
+        for start, end in parts:
+            if end > start:
+                added = Reservation(probe.name, start, end, {})
+                self.check_available(gpus, self.unavailable(added, probe.name, others), "start/end")
+
     def check_free(
         self, gpus: dict[str, tuple[int, ...]], busy: dict[tuple[str, int], str]
     ) -> None:

@@ -231,12 +231,15 @@ class ReservationService:
         # a one-off window the no-show rule released holds its GPUs no more
         holding = [r for r in self.live.values() if r.period or not r.policy_view().released]
         busy = picker.booked(probe, MAINT in flags, exclude, holding)
-        # users may not book what is out of service; an update keeping its GPUs is not checked
+        # users may not book what is out of service; an update keeping its GPUs is checked
+        # for the time it adds only (a drain or MAINT window over the old one stays theirs)
         out = {} if principal.admin else picker.unavailable(probe, exclude, holding)
         if gpus is not None:
             picker.check_free(gpus, busy)
             if not exclude:
                 picker.check_available(gpus, out, "gpus")
+            elif not principal.admin:
+                picker.check_added(gpus, probe, self.live.get(exclude), holding)
         elif request.nodes and not request.gpus:
             gpus = picker.whole_nodes(request.nodes, busy)
             picker.check_available(gpus, out, "nodes")

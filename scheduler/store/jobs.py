@@ -34,9 +34,9 @@ from sqlalchemy.sql.selectable import TableValuedAlias
 from sqlalchemy.types import BigInteger
 
 from rota.jobends import notice_wanted
-from rota.jobmail import mail_kind
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
+from rota.scheduler.store.array_mail import mail_of, whole_arrays
 from rota.scheduler.store.codec import alloc_from_json, alloc_to_json, spec_from_json, spec_to_json
 from rota.scheduler.store.models import ARRAYS, EVENTS, JOBS, MAILS, NOTICES, REQUESTS
 from rota.scheduler.store.protocols import DuplicateRequest, JobQuery
@@ -246,14 +246,15 @@ def _queue_notices(conn: Connection, notices: list[dict[str, Any]]) -> None:
 
 
 def _mails(jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> list[dict[str, Any]]:
-    """The mails the state changes of ``events`` call for (``rota.jobmail``)."""
+    """The mails the state changes of ``events`` call for (``rota.jobmail``; array tasks'
+    candidates, which ``whole_arrays`` settles, ``store.array_mail``)."""
     by_id = {j.id: j for j in jobs if j.spec.mail_type}
     out = []
     for ev in events:
         job = by_id.get(ev.job_id)
         if job is None or ev.kind is not HistoryKind.STATE:
             continue
-        kind = mail_kind(job.spec.mail_type, ev.old_state, ev.new_state)
+        kind = mail_of(job, ev.old_state, ev.new_state)
         if kind is not None:
             out.append(
                 {
@@ -351,7 +352,8 @@ class SqlJobRepository:
         """Write the mutable fields of these jobs and append events, in one transaction
         (one UPDATE and one INSERT statement, each executed for many rows). A job saved as
         ended whose ``notify`` wants that end gets its webhook queued in the same transaction
-        (once: a job ends once), and a state change its ``mail_type`` asks for, its mail."""
+        (once: a job ends once), and a state change its ``mail_type`` asks for, its mail (an
+        array's as a whole unless it asks for ``ARRAY_TASKS``)."""
         jobs = list(jobs)
         events = list(events)
         mails = _mails(jobs, events) if self._mail else []
@@ -371,6 +373,7 @@ class SqlJobRepository:
                 conn.execute(insert(EVENTS), rows)
             if notices:
                 _queue_notices(conn, notices)
+            mails = whole_arrays(conn, jobs, mails) if mails else []
             if mails:
                 _queue_mails(conn, mails)
 

@@ -24,6 +24,7 @@ from rota.scheduler.web.api import Api, Caller, reply
 from rota.scheduler.web.query import parse_time
 
 UPDATABLE = ("start", "end", "users", "accounts", "flags")  # what PATCH may change
+MAX_DAYS = 400  # the longest period a listing expands recurring bookings' windows over
 
 
 class Bookings:
@@ -46,12 +47,15 @@ class Bookings:
 
     async def list(self, request: Request, caller: Caller) -> Response:
         """Open and upcoming reservations with a window in ``start``..``end`` (default: all),
-        each with its windows there."""
+        each with its windows there; a period of at most ``MAX_DAYS`` (a DAILY booking has a
+        window per day of it, built on the event loop)."""
         query = request.query
         start = parse_time(query["start"], "start") if query.get("start") else time.time()
         end = parse_time(query["end"], "end") if query.get("end") else 0.0
         if end and end < start:
             raise UserError("end: must not be before start")
+        if end and end - start > MAX_DAYS * 86400.0:
+            raise UserError(f"end: the period may span at most {MAX_DAYS} days from start")
         shown = []
         for r, running in await self.engine.reservations.list_reservations():
             windows = r.windows(start, end) if end else [(r.start, r.end)]

@@ -5,11 +5,14 @@ The server remembers, per feed (one route, one query, one viewer), a digest of e
 last listed and the version at which it last changed; nothing per client. A listing is still
 built whole on the server; only the answer is small. A row's digest is taken of its
 ``signature`` (the row itself unless the route says otherwise), so readings that move without
-changing what a page draws are not changes. Versions are ``TAG-N``: ``N`` grows over every
-feed of this process and ``TAG`` is random per feed (made anew when a feed is forgotten and
-asked again, and by every process), so a version of another feed or viewer, from before a
-restart, from a feed forgotten since, or older than the removals remembered gets everything
-again (``"full": true``), never a wrong difference.
+changing what a page draws are not changes. Versions are ``TAG-N``: ``N`` counts the changes
+of that feed alone (another viewer's activity never shows in it) and ``TAG`` is random per
+feed (made anew when a feed is forgotten and asked again, and by every process), so a version
+of another feed or viewer, from before a restart, from a feed forgotten since, or older than
+the removals remembered gets everything again (``"full": true``), never a wrong difference.
+One viewer keeps at most ``max_per_viewer`` feeds (their least recently asked is forgotten
+first): varying a query's parameters neither grows memory without end nor forgets other
+viewers' feeds.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from rota.scheduler.core.errors import UserError
 from rota.scheduler.web.views import Json, encode
 
 MAX_FEEDS = 512  # feeds remembered; the least recently asked is forgotten first
+MAX_PER_VIEWER = 16  # feeds of one viewer remembered (their routes times their queries)
 MAX_REMOVED = 4096  # removed ids remembered per feed; an older ``since`` gets everything
 _VERSION = re.compile(r"([0-9a-f]{8})-([0-9]{1,18})")
 ORDER = "order"  # the part holding the rows' ids in listing order
@@ -34,6 +38,8 @@ ORDER = "order"  # the part holding the rows' ids in listing order
 @dataclass(slots=True)
 class _Feed:
     tag: str  # names this feed in its versions
+    viewer: str  # whose feed it is
+    counter: int = 0  # changes recorded; the N of this feed's versions
     parts: dict[tuple[str, str], tuple[bytes, int]] = field(default_factory=dict)
     removed: dict[str, int] = field(default_factory=dict)  # row id -> version, oldest first
     floor: int = 0  # removals at or before this version are forgotten
@@ -65,10 +71,15 @@ class Delta:
 class Feeds:
     """Every feed of this process (event loop only)."""
 
-    def __init__(self, max_feeds: int = MAX_FEEDS, max_removed: int = MAX_REMOVED) -> None:
+    def __init__(
+        self,
+        max_feeds: int = MAX_FEEDS,
+        max_removed: int = MAX_REMOVED,
+        max_per_viewer: int = MAX_PER_VIEWER,
+    ) -> None:
         self.max_feeds = max_feeds
         self.max_removed = max_removed
-        self._counter = 0
+        self.max_per_viewer = max_per_viewer
         self._feeds: OrderedDict[tuple[str, ...], _Feed] = OrderedDict()
 
     @staticmethod
@@ -95,11 +106,12 @@ class Feeds:
         extras: dict[str, Any],
         signature: Callable[[Json], Any] = lambda row: row,
     ) -> Delta:
-        """Record ``rows`` (and ``extras``) as the feed ``key`` lists them now and answer
-        ``since``: the rows and extras whose signature changed after it, the ids removed
-        after it; everything when ``since`` is not this feed's or older than it remembers."""
+        """Record ``rows`` (and ``extras``) as the feed ``key`` (``(route, viewer, ...)``)
+        lists them now and answer ``since``: the rows and extras whose signature changed after
+        it, the ids removed after it; everything when ``since`` is not this feed's or older
+        than it remembers."""
         feed = self._feed(key)
-        now = self._counter + 1
+        now = feed.counter + 1
         changed = False
         ids = [id_of(row) for row in rows]
         listed: dict[tuple[str, str], Any] = {
@@ -124,10 +136,10 @@ class Feeds:
             oldest = next(iter(feed.removed))
             feed.floor = max(feed.floor, feed.removed.pop(oldest))
         if changed:
-            self._counter = now
-        version = f"{feed.tag}-{self._counter}"
+            feed.counter = now
+        version = f"{feed.tag}-{feed.counter}"
         tag, number = since
-        full = tag != feed.tag or number < feed.floor or number > self._counter
+        full = tag != feed.tag or number < feed.floor or number > feed.counter
         after = -1 if full else number
         fresh = {part for part, (_d, v) in feed.parts.items() if v > after}
         return Delta(
@@ -150,7 +162,7 @@ class Feeds:
     ) -> Json:
         """A listing's answer: without ``since`` in ``query`` every row under ``rows_key``,
         the extras and the ``version``; with it, ``Delta.json``. Both record the listing in
-        the feed ``key`` (with the query's other parameters)."""
+        the feed ``key`` (``(route, viewer)``, with the query's other parameters)."""
         since = self.since(query)
         asked = tuple(f"{k}={v}" for k, v in sorted(query.items()) if k != "since")
         delta = self.delta(key + asked, since or ("", -1), rows, id_of, extras, signature)
@@ -161,7 +173,11 @@ class Feeds:
     def _feed(self, key: tuple[str, ...]) -> _Feed:
         feed = self._feeds.pop(key, None)
         if feed is None:
-            feed = _Feed(tag=secrets.token_hex(4))
+            viewer = key[1] if len(key) > 1 else ""
+            feed = _Feed(tag=secrets.token_hex(4), viewer=viewer)
+            theirs = [k for k, f in self._feeds.items() if f.viewer == viewer]
+            for old in theirs[: max(0, len(theirs) + 1 - self.max_per_viewer)]:
+                del self._feeds[old]  # least recently asked first
         self._feeds[key] = feed
         while len(self._feeds) > self.max_feeds:
             self._feeds.popitem(last=False)
