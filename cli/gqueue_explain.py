@@ -39,6 +39,7 @@ def _as_dict(reply: Any, state: str) -> dict[str, Any]:
         estimated_start=iso(reply.estimated_start),
         order_by=reply.order_by,
         reservation=reply.reservation or None,
+        attained=reply.attained.splitlines(),
         factors=[
             {
                 "name": f.name,
@@ -76,6 +77,10 @@ def render(data: dict[str, Any]) -> str:
         f"  rank:            {data['rank']} of {data['pending_jobs']} pending job(s), "
         f"by {data['order_by']}",
     ]
+    if data.get("attained"):
+        head, *rest = data["attained"]
+        lines.append(f"  attained:        {head}")
+        lines.extend(f"                   {line}" for line in rest)
     if not data["factors"]:
         return "\n".join(lines)
     lines.append(f"  priority:        {data['priority']:.1f} = sum of:")

@@ -46,6 +46,8 @@ FIELD_ORDER = (
     "priority",
     "preemptible",
     "requeue",
+    "checkpointable",
+    "signal",
     "dependency",
     "begin",
     "array",

@@ -132,8 +132,6 @@ NOT_HERE = {
     "reboot": "ignored: rota does not reboot nodes",
     "resv-ports": "ignored: rota reserves no ports (gang jobs get MASTER_PORT)",
     "segment": _LAYOUT,
-    "signal": "ignored: rota sends no signal before the time limit; at the limit the "
-    "container is stopped",
     "sockets-per-node": _LAYOUT,
     "spread-job": _LAYOUT,
     "switches": _LAYOUT,
@@ -191,6 +189,7 @@ MAPPED = frozenset(
         "qos",
         "requeue",
         "reservation",
+        "signal",
         "time",
     }
 )

@@ -213,6 +213,16 @@ def _memory(per: str) -> Handler:
     return handle
 
 
+def _both(first: Handler, second: Handler) -> Handler:
+    """--requeue: the job may be requeued and survives a restart (``checkpointable``)."""
+
+    def handle(req: Request, option: str, value: str | None) -> None:
+        first(req, option, value)
+        second(req, option, value)
+
+    return handle
+
+
 def _tasks(req: Request, option: str, value: str | None) -> None:
     if option == "ntasks-per-node":
         req.ntasks_per_node = positive(option, value or "")
@@ -296,8 +306,9 @@ _HANDLERS: dict[str, Handler] = {
     "export": _export,
     "hold": _flag("hold", True),
     "exclusive": _flag("exclusive", True),
-    "requeue": _flag("requeue", True),
-    "no-requeue": _flag("requeue", False),
+    "requeue": _both(_flag("requeue", True), _flag("checkpointable", True)),
+    "no-requeue": _both(_flag("requeue", False), _flag("checkpointable", False)),
+    "signal": _set("signal"),
 }
 
 

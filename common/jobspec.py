@@ -16,6 +16,7 @@ from typing import Any
 from rota.inputs import SpecError
 from rota.jobends import NOTIFY_EVENTS
 from rota.jobmail import normal_mail_types
+from rota.jobsignal import SIGNAL_HELP, canonical_signal
 from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from rota.validate import (
     CLIENT_RULES,
@@ -86,6 +87,8 @@ class JobSpec:
     submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
     submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
+    checkpointable: bool = False  # survives a restart: attained-service preemption may stop it
+    signal: str = ""  # "NAME@SECONDS": warn this long before the time limit and a preemption
     nodelist: str = ""  # only these nodes (a host list, gpu[01-03]); "" = any (sbatch -w)
     exclude: str = ""  # never these nodes (a host list); "" = none (sbatch -x)
     mail_type: tuple[str, ...] = ()  # sbatch --mail-type (rota.jobmail); () = no mail
@@ -318,6 +321,13 @@ def _pull(key: str, value: Any) -> str:
     return text
 
 
+def _signal(key: str, value: Any) -> str:
+    try:
+        return canonical_signal(_str(key, value))
+    except ValueError as exc:
+        raise SpecError(key, f"{exc}; expected {SIGNAL_HELP}") from None
+
+
 def _gpus(key: str, value: Any) -> int:
     return _int(key, value, minimum=0)
 
@@ -361,6 +371,8 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "output": ("output", _str),
     "error": ("error", _str),
     "slurm_env": ("slurm_env", _bool),
+    "checkpointable": ("checkpointable", _bool),
+    "signal": ("signal", _signal),
     "ntasks": ("ntasks", lambda k, v: _int(k, v, minimum=1)),
     "ntasks_per_node": ("ntasks_per_node", lambda k, v: _int(k, v, minimum=1)),
     "gpus_per_task": ("gpus_per_task", lambda k, v: _int(k, v, minimum=1)),

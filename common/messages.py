@@ -217,12 +217,16 @@ class LaunchOrder:
 
 @dataclass(frozen=True, slots=True)
 class KillOrder:
-    """Stop an attempt: SIGTERM, ``grace`` seconds, SIGKILL."""
+    """Stop an attempt: SIGTERM, ``grace`` seconds, SIGKILL. With ``warn_signal`` (a name
+    such as ``USR1``), that signal first and the stop ``warn_seconds`` later (a preemption's
+    warning)."""
 
     job_id: int
     attempt: int
     reason: str
     grace: float
+    warn_signal: str = ""
+    warn_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -217,6 +217,13 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     check_shm(at("shm_size"), spec.shm_size, spec.memory)
     check_number(at("nodes"), spec.nodes, 1, MAX_NODES)
     check_number(at("time_limit"), spec.time_limit, 0, MAX_TIME_LIMIT)
+    if spec.signal:
+        from rota.jobsignal import SIGNAL_HELP, canonical_signal
+
+        try:
+            canonical_signal(spec.signal)
+        except ValueError as exc:
+            raise SpecError(at("signal"), f"{exc}; expected {SIGNAL_HELP}") from None
     _check_tasks(spec, at)
     check_number(at("priority"), spec.priority, *INT32)
     check_number(at("begin"), spec.begin_time, 0, MAX_TIME)

@@ -82,7 +82,9 @@ class SchedulerConfig(Settings):
 
     listen: HostPort = DEFAULT_ADDRESS
     database_url: str = ""  # empty: SQLite file in the data directory
-    policy: str = "rota"  # rota (default), fifo-backfill, fifo, first-fit (docs/policy.md)
+    policy: str = (
+        "rota"  # rota (default), fifo-backfill, fifo, first-fit, easy, las (docs/policy.md)
+    )
     default_time_limit: PositiveSeconds = 24 * 3600.0
     max_time_limit: Seconds = 0.0  # 0 = unlimited
     heartbeat_interval: PositiveSeconds = 2.0
@@ -118,6 +120,13 @@ class SchedulerConfig(Settings):
     max_age: PositiveSeconds = 7 * DAY  # waiting this long gives the full age factor
     preemption: bool = True
     preemptible_qos: Names = ()  # jobs of these QoS classes are preemptible too
+    # attained-service queues (docs/policy.md "Attained service"); [] = none
+    attained_thresholds: list[PositiveSeconds] = Field(default_factory=lambda: [3600.0, 36000.0])
+    starvation_factor: NonNegativeNumber = 10.0  # waited this many times its run: queue 0
+    min_runtime: Seconds = 900.0  # an attempt runs this long before attained service preempts it
+    min_runtime_qos: dict[str, Seconds] = Field(default_factory=dict)  # ... per QoS class
+    max_preemptions_per_hour: Count = 2  # by attained service, per job; 0 = no budget
+    preemption_grace: Seconds = 30.0  # the job's signal (else SIGTERM) this long before the stop
     # partitions (docs/admin.md "Partitions"); none: one implicit "default" of every node
     partitions: dict[str, PartitionSettings] = Field(default_factory=dict)
     # security (docs/security.md)
@@ -296,6 +305,16 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
         backfill_max_job_test=config.backfill_max_job_test,
         default_share=config.default_share,
         preemption=config.preemption,
+        attained_thresholds=tuple(sorted(config.attained_thresholds)),
+        starvation_factor=config.starvation_factor,
+        min_runtime=config.min_runtime,
+        min_runtime_qos=dict(config.min_runtime_qos),
+        min_runtime_partition={
+            name: p.min_runtime
+            for name, p in config.partitions.items()
+            if p.min_runtime is not None
+        },
+        max_preemptions_per_hour=config.max_preemptions_per_hour,
     )
 
 

@@ -1,7 +1,7 @@
 """The ``partitions:`` map of the scheduler settings (docs/admin.md "Partitions").
 
 ``partitions: {NAME: {nodes, labels, default, default_time, max_time, default_gpus,
-max_gpus_per_job, allow_users, allow_accounts, priority_tier}}``; names as job names; exactly
+max_gpus_per_job, allow_users, allow_accounts, priority_tier, min_runtime}}``; names as job names; exactly
 one ``default: true`` when two or more are set (a single partition is the default by itself);
 none set: one implicit partition ``default`` holding every node.
 """
@@ -30,6 +30,7 @@ class PartitionSettings(Settings):
     allow_users: Names = ()  # empty (and no allow_accounts): everyone
     allow_accounts: Names = ()
     priority_tier: Count = 0
+    min_runtime: Seconds | None = None  # before attained service may preempt; None: global
 
     @model_validator(mode="after")
     def _consistent(self) -> PartitionSettings:

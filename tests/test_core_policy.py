@@ -114,15 +114,22 @@ def test_preemption_stops_the_victim_then_gives_its_gpus_to_the_waiting_job(
     low = h.submit(gpus=2, qos="low", preemptible=True)
     h.schedule()
     h.run("n1", low)
+    h.clock.now += 100
     high = h.submit(gpus=2, qos="high")
     orders = h.schedule()
-    assert orders == [("n1", KillOrder(int(low), 1, "preempted", h.config.kill_grace))]
+    why = f"preempted for job {high} of a higher class (QoS, priority)"
+    # the warning: SIGTERM (the job set no signal) preemption_grace seconds before the stop
+    warn = ("TERM", h.config.preemption_grace)
+    assert orders == [("n1", KillOrder(int(low), 1, why, h.config.kill_grace, *warn))]
     assert h.state(low) is JobState.COMPLETING and h.state(high) is JobState.PENDING
     assert h.launches(h.schedule()) == [], "the victim's GPUs are not free until it is gone"
     h.event("n1", low, "KILLED", exit_code=143)
     record, events = h.s.jobs.get(low)
     assert record.state is JobState.PENDING
     assert [e.new_state for e in events][-2:] == ["PREEMPTED", "PENDING"]
+    assert events[-3].reason == why
+    # the requeued job keeps its attained service (2 GPUs x 100 s) and its preemption time
+    assert (record.attained, record.preempted_at) == (200.0, (h.clock.now,))
     (launch,) = h.launches(h.schedule())
     assert launch.job_id == int(high)
     h.run("n1", high)
@@ -153,9 +160,11 @@ def test_a_preemptible_qos_makes_its_jobs_preemptible(tmp_path: Path) -> None:
     h.schedule()
     h.run("n1", normal)
     h.run("n1", scavenger)
-    h.submit(gpus=1, qos="high")
+    high = h.submit(gpus=1, qos="high")
     orders = h.schedule()
-    assert orders == [("n1", KillOrder(int(scavenger), 1, "preempted", h.config.kill_grace))]
+    why = f"preempted for job {high} of a higher class (QoS, priority)"
+    warn = ("TERM", h.config.preemption_grace)
+    assert orders == [("n1", KillOrder(int(scavenger), 1, why, h.config.kill_grace, *warn))]
     assert h.state(normal) is JobState.RUNNING
 
 
@@ -255,7 +264,7 @@ def test_explain_names_the_reason_rank_and_factors(h: RotaHarness) -> None:
     factors = {f.name: f for f in why.factors}
     assert factors["job_priority"].contribution == 5
     assert why.priority == pytest.approx(sum(f.contribution for f in why.factors))
-    assert why.order_by == "multifactor priority"
+    assert why.order_by == "attained-service queue, then multifactor priority"
     running, none = h.s.jobs.explain_target("1")
     assert none is None and running.state is JobState.CONFIGURING
     fifo = make_policy("fifo-backfill", snap.config).explain(snap, job.id)

@@ -186,7 +186,7 @@ def test_limits_and_explain(cluster: Cluster) -> None:
     _wait_reason(cluster, second, "QOSMaxGRESPerUser")
     text = cluster.cli("gqueue", "--explain", second, check=True).stdout
     assert f"job {second} is PENDING (policy rota)" in text
-    assert "1 of 1 pending job(s), by multifactor priority" in text
+    assert "1 of 1 pending job(s), by attained-service queue, then multifactor priority" in text
     assert "QOSMaxGRESPerUser" in text and "max_gpus_per_user" in text
     for factor in ("age", "fairshare_account", "fairshare_user", "qos", "service"):
         assert factor in text

@@ -157,7 +157,8 @@ def _script(*directives: str, body: str = "echo hi\n") -> str:
             ["--ntasks=2", "-N 2", "--ntasks-per-node=1"],
             {"nodes": 2, "ntasks": 2, "ntasks_per_node": 1},
         ),
-        (["--requeue"], {"requeue": True}),
+        (["--requeue"], {"requeue": True, "checkpointable": True}),
+        (["--signal=B:USR1@120"], {"signal": "B:USR1@120"}),
         (["--dependency=afterok:5_1"], {"dependency": "afterok:5_1"}),
         (["--mem-per-cpu=4G", "-c 8"], {"resources": {"cpus": 8, "memory": "32Gi"}}),
         (["--mem-per-cpu=2000"], {"resources": {"memory": "2000Mi"}}),
@@ -173,7 +174,10 @@ def _script(*directives: str, body: str = "echo hi\n") -> str:
         (["-C 'a100|h100'"], {}),
         (["-p gpu", "--exclusive=user"], {"partition": "gpu", "exclusive": True}),
         (["--partition=a,b"], {"partition": "a,b"}),
-        (["--priority=5", "--no-requeue"], {"priority": 5, "requeue": False}),
+        (
+            ["--priority=5", "--no-requeue"],
+            {"priority": 5, "requeue": False, "checkpointable": False},
+        ),
         (["-w gpu[01-03]", "-x gpu09"], {"nodes": 3, "nodelist": "gpu[01-03]", "exclude": "gpu09"}),
         (["-N 4", "--nodelist=gpu01"], {"nodes": 4, "nodelist": "gpu01"}),
         (
@@ -292,7 +296,6 @@ def test_unsupported_directives_warn_once_each_with_their_lines(
     said = [w.split(": ", 5)[3:5] for w in warnings]
     assert said == [
         ["line 8", "--mem=0"],
-        ["line 12", "--signal=B:USR1@120"],
         ["line 13", "--open-mode=append"],
         ["line 14", "--comment=ticket 4411"],
         ["line 15", "--time-min=1:00:00"],
@@ -312,7 +315,7 @@ def test_strict_refuses_every_unsupported_directive_at_once() -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
-    assert len(lines) == 9, result.stderr
+    assert len(lines) == 8, result.stderr
     assert all(line.endswith("(refused: --strict)") for line in lines)
     assert "legacy_cluster.sh: line 8: --mem=0: " in lines[0]
     assert "line 20: --hint=nomultithread" in lines[-1]

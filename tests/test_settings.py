@@ -213,3 +213,20 @@ def test_the_agent_refuses_a_token_file_others_can_read_and_a_token_flag(
     with pytest.raises(SystemExit) as flag:  # a token on the command line shows in ps
         main(["agent", "--node", "n1", "--token", "s3cret"])
     assert flag.value.code == 2
+
+
+def test_attained_service_settings_reach_the_policy(tmp_path: Path) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(
+        "attained_thresholds: [10h, 1h]\nmin_runtime: 5m\nmin_runtime_qos: {high: 1h}\n"
+        "partitions: {gpu: {default: true, min_runtime: 2h}, debug: {}}\n"
+    )
+    policy = policy_config(load_config(path))
+    assert policy.attained_thresholds == (3600.0, 36000.0)
+    assert (policy.min_runtime, policy.min_runtime_qos) == (300.0, {"high": 3600.0})
+    assert policy.min_runtime_partition == {"gpu": 7200.0}
+    assert policy.min_runtime_of("high", "gpu") == 7200.0
+    assert policy.min_runtime_of("low", "debug") == 300.0
+    path.write_text("attained_thresholds: [0]\n")
+    with pytest.raises(SettingsError, match="attained_thresholds"):
+        load_config(path)

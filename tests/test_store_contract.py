@@ -114,6 +114,14 @@ def test_save_updates_state_allocation_and_events(store: Store) -> None:
     assert ended.state is JobState.COMPLETED and ended.exit_code == 0
 
 
+def test_attained_service_and_preemptions_survive_a_requeue(store: Store) -> None:
+    (job,) = store.jobs.submit([[_job()]], [""], "ann")[0]
+    requeued = replace(job, attempt=1, attained=7200.0, preempted_at=(1000.0, 2000.0))
+    store.jobs.save([requeued])
+    (loaded,) = store.jobs.active()
+    assert (loaded.attained, loaded.preempted_at) == (7200.0, (1000.0, 2000.0))
+
+
 def test_query_filters(store: Store) -> None:
     stored = store.jobs.submit(
         [[_job(user="ann")], [_job(user="bob")], [_job(user="bob")]], ["", "", ""], "x"
@@ -191,6 +199,8 @@ def test_a_spec_and_an_inventory_read_back_as_written(store: Store) -> None:
         node_selector={"rack": "a"},
         notify_on=("end",),
         notify_url="http://127.0.0.1:9/hook",
+        checkpointable=True,
+        signal="USR1@120",
     )
     (job,) = store.jobs.submit([[replace(_job(), spec=spec)]], [""], "ann")[0]
     (loaded,) = store.jobs.active()

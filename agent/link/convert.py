@@ -97,7 +97,8 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             steps_only=o.steps_only,
         )
     if kind == "kill":
-        return KillOrder(msg.kill.job_id, msg.kill.attempt, msg.kill.reason, msg.kill.grace)
+        k = msg.kill
+        return KillOrder(k.job_id, k.attempt, k.reason, k.grace, k.warn_signal, k.warn_seconds)
     if kind == "ack":
         return EventAck(msg.ack.job_id, msg.ack.attempt)
     if kind == "welcome":

@@ -39,6 +39,7 @@ class Attempt:
         self.attempt = attempt
         self.display_id = display_id
         self.gpus = gpus
+        self.signal = ""  # the job's warning signal, "NAME@SECONDS" ("" none)
         self._lock = threading.Lock()
         self._phase = Phase.LAUNCHING
         self._container_id = ""

@@ -30,6 +30,7 @@ from rota.agent.runtime.engine_args import (
     LABEL_JOB,
     LABEL_LIMIT,
     LABEL_NODE,
+    LABEL_SIGNAL,
     create_args,
     engine_message,
     ensure_image,
@@ -40,6 +41,7 @@ from rota.agent.runtime.engine_args import (
 from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.output import OutputSaver
 from rota.agent.runtime.policy import ContainerPolicy
+from rota.agent.runtime.signals import Warner, warning_time
 from rota.agent.steps.node import NodeSteps
 from rota.agent.steps.tasks import Target
 from rota.inputs import SpecError
@@ -87,6 +89,7 @@ class DockerRuntime:
         self._base_url = base_url
         self._client = self._new_client(timeout=60)
         self._probe = self._new_client(timeout=3)  # health pings answer fast or count as down
+        self._warner = Warner(self._client, clock, sleep)
         self._kill_grace = kill_grace
         self._table = AttemptTable()
         self.gpu_mode = self._resolve_gpu_mode(gpu_mode)
@@ -188,6 +191,7 @@ class DockerRuntime:
                 tuple(int(i) for i in labels.get(LABEL_GPUS, "").split(",") if i.isdigit()),
             )
             att.created(container.id)
+            att.signal = labels.get(LABEL_SIGNAL, "")
             if self._table.claim(att) is not None:
                 continue
             state = container.attrs.get("State", {})
@@ -215,6 +219,7 @@ class DockerRuntime:
     def launch(self, order: LaunchOrder) -> None:
         """Start the attempt on a worker thread (a second order for it is ignored)."""
         att = Attempt(order.job_id, order.attempt, order.display_id, order.gpu_indices)
+        att.signal = order.spec.signal
         existing = self._table.claim(att)
         if existing is not None:
             if (final := existing.final) is not None:
@@ -322,11 +327,14 @@ class DockerRuntime:
     # ------------------------------------------------------------------ watch
 
     def _watch(self, att: Attempt) -> None:
-        """Follow output, enforce the deadline, then report how the attempt ended."""
+        """Follow output, warn and enforce the deadline, then report how the attempt ended."""
         follower = self._spawn(self._follow_logs, att)
         deadline = att.deadline
+        warn = warning_time(deadline, att.signal)
         while True:
+            warn = self._warner.send_due(att, warn)  # None once sent
             remaining = deadline - self._clock() if deadline else 3600.0
+            remaining = min(remaining, warn[1] - self._clock()) if warn else remaining
             if deadline and remaining <= 0 and att.stop(EventKind.TIMED_OUT):
                 self.steps.time_limit(att.job_id, att.attempt)
                 self._spawn(self._stop, att, self._kill_grace)
@@ -412,7 +420,7 @@ class DockerRuntime:
             self._report(final)
             return
         att.stop(EventKind.KILLED)  # unless already stopping as TIMED_OUT or LOST
-        self._spawn(self._stop, att, order.grace)
+        self._spawn(self._warner.then_stop, att, order, self._stop)
 
     def _stop(self, att: Attempt, grace: float) -> None:
         while container_id := att.container_id:

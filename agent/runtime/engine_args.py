@@ -28,6 +28,7 @@ LABEL_ATTEMPT = "rota.attempt"
 LABEL_DISPLAY = "rota.display_id"
 LABEL_LIMIT = "rota.time_limit"
 LABEL_GPUS = "rota.gpus"  # host GPU indices, comma-separated
+LABEL_SIGNAL = "rota.signal"  # the job's warning signal, "NAME@SECONDS"
 GPU_MODES = ("auto", "nvidia", "env")
 ENGINE_DOWN = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
 
@@ -94,6 +95,7 @@ def create_args(
             LABEL_DISPLAY: order.display_id,
             LABEL_LIMIT: str(order.time_limit),
             LABEL_GPUS: indices,
+            LABEL_SIGNAL: spec.signal,
         },
         init=True,
         detach=True,

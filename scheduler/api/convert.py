@@ -155,6 +155,7 @@ def explanation_to_pb(
     msg.estimated_start = why.est_start or 0.0
     msg.order_by = why.order_by
     msg.reservation = why.reservation
+    msg.attained = why.attained
     return msg
 
 
@@ -297,7 +298,12 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
     if isinstance(order, KillOrder):
         return pb.SchedulerMessage(
             kill=pb.KillOrder(
-                job_id=order.job_id, attempt=order.attempt, reason=order.reason, grace=order.grace
+                job_id=order.job_id,
+                attempt=order.attempt,
+                reason=order.reason,
+                grace=order.grace,
+                warn_signal=order.warn_signal,
+                warn_seconds=order.warn_seconds,
             )
         )
     if isinstance(order, EventAck):

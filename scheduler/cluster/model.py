@@ -58,6 +58,8 @@ class JobRecord:
     priority: float | None = None  # in listings that ask for it (pending jobs)
     warning: str = ""  # latest warning of the current attempt (GPU idle, GPU unhealthy)
     partition: str = ""  # the partition it was placed in; "" while pending (spec.partition)
+    attained: float = 0.0  # GPU-seconds run by its ended attempts (attained service)
+    preempted_at: tuple[float, ...] = ()  # when attempts were preempted, the latest few
     # a gang's ranks of the current attempt that stopped: (node, how it ended); in memory only
     ranks_ended: tuple[tuple[str, JobState], ...] = ()
 

@@ -21,6 +21,7 @@ from rota.states import JobState
 
 Orders = list[tuple[str, AgentOrder]]
 LAUNCH_PREFIX = "launch ordered on "  # event reason of a launch; the node list follows
+KEEP_PREEMPTIONS = 8  # preemption times kept per job (the hourly budget reads them)
 
 
 def script_once(job: JobRecord) -> bool:
@@ -91,6 +92,7 @@ class Lifecycle:
         ordered ends CANCELLED however its attempt ended."""
         if job.stop_state == JobState.CANCELLED.value and final is not JobState.CANCELLED:
             final, why = JobState.CANCELLED, job.reason or why
+        self._attain(job, final)
         if final is JobState.PENDING:
             return [self.requeue(job, why)]
         if final in (JobState.NODE_FAIL, JobState.PREEMPTED):
@@ -103,6 +105,26 @@ class Lifecycle:
         if len(job.allocation) > 1:
             orders.extend(self.kill_orders(job, why))
         return [self.finish(job, final, why)]
+
+    def _attain(self, job: JobRecord, final: JobState) -> None:
+        """Add the ending attempt's GPU-seconds to the job's attained service (kept across
+        requeues), and the time of a preemption."""
+        now = self.clock()
+        if job.start_time is not None:
+            gpus = sum(len(a.gpus) for a in job.allocation)
+            job.attained += gpus * max(0.0, now - job.start_time)
+        if final is JobState.PREEMPTED:
+            job.preempted_at = (*job.preempted_at, now)[-KEEP_PREEMPTIONS:]
+
+    def preempt_orders(self, job: JobRecord, why: str) -> Orders:
+        """Kill orders that warn first: the job's ``signal`` (else SIGTERM)
+        ``preemption_grace`` seconds before the stop."""
+        name = job.spec.signal.partition("@")[0] if job.spec.signal else "TERM"
+        warn = self.config.preemption_grace
+        grace = self.config.kill_grace
+        return [
+            (a.node, KillOrder(job.id, job.attempt, why, grace, name, warn)) for a in job.allocation
+        ]
 
     def requeue(self, job: JobRecord, why: str) -> JobEvent:
         ev = self.transition(job, JobState.PENDING, why)

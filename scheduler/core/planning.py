@@ -64,11 +64,11 @@ class Planner:
             if job is None or job.state not in (JobState.CONFIGURING, JobState.RUNNING):
                 continue
             job = replace(job)
-            why = "preempted for a higher-priority job"
+            why = plan.preempted_why.get(job_id, "preempted for a higher-priority job")
             events.append(life.transition(job, JobState.COMPLETING, why))
             job.stop_state = JobState.PREEMPTED.value
             changed.append(job)
-            orders.extend(life.kill_orders(job, "preempted"))
+            orders.extend(life.preempt_orders(job, why))
         if changed or events:
             self.model.commit(changed, events)
         waiting: list[tuple[int, str]] = []

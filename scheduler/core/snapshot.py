@@ -252,6 +252,8 @@ class SnapshotBuilder:
             reservation=spec.reservation,
             partitions=tuple(spec.partition.split(",")) if spec.partition else (),
             priority_tier=self.partitions.tier(spec.partition),
+            checkpointable=spec.checkpointable,
+            attained=job.attained,
             nodelist=frozenset(expand(spec.nodelist)) if spec.nodelist else frozenset(),
             exclude=frozenset(expand(spec.exclude)) if spec.exclude else frozenset(),
         )
@@ -271,6 +273,11 @@ class SnapshotBuilder:
             array_job_id=job.array_job_id,
             stopping=job.state is JobState.COMPLETING or bool(job.stop_state),
             reservation=job.spec.reservation,
+            checkpointable=job.spec.checkpointable,
+            attained=job.attained,
+            preempted_at=job.preempted_at,
+            submit_time=job.submit_time,
+            partition=job.partition,
         )
 
     def _preemptible(self, spec: JobSpec) -> bool:

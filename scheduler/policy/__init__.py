@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 from rota.scheduler.policy.base import Policy
 from rota.scheduler.policy.config import PolicyConfig
-from rota.scheduler.policy.fifo import FifoBackfillPolicy, FifoPolicy
+from rota.scheduler.policy.fifo import EasyPolicy, FifoBackfillPolicy, FifoPolicy
 from rota.scheduler.policy.first_fit import FirstFitPolicy
+from rota.scheduler.policy.las import LasPolicy
 from rota.scheduler.policy.multifactor import RotaPolicy
 from rota.scheduler.policy.reserve import ReservationGate
 from rota.scheduler.policy.sjf_oracle import SjfOraclePolicy
@@ -24,6 +25,8 @@ POLICIES: dict[str, Callable[[PolicyConfig], Policy]] = {
     "fifo-backfill": FifoBackfillPolicy,
     "sjf-oracle": SjfOraclePolicy,
     "first-fit": FirstFitPolicy,
+    "easy": EasyPolicy,
+    "las": LasPolicy,
 }
 DEFAULT_POLICY = "rota"
 

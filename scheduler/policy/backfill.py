@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from rota.scheduler.policy import reasons
+from rota.scheduler.policy.attained import AttainedQueues
 from rota.scheduler.policy.earliest import earliest_start
 from rota.scheduler.policy.fit import node_matches
 from rota.scheduler.policy.limits import LimitCounter
@@ -47,6 +49,7 @@ class _Loop:
     __slots__ = (
         "changes",
         "deferred",
+        "depth",
         "est",
         "failed",
         "frozen",
@@ -58,6 +61,7 @@ class _Loop:
         "plain_failed",
         "preempted",
         "preemptor",
+        "reserve_blocked",
         "reserved",
         "snapshot",
         "tested",
@@ -72,8 +76,12 @@ class _Loop:
         preemptor: Preemptor | None,
         width: int,
         generation: int,
+        depth: int,
+        reserve_blocked: bool,
     ) -> None:
         self.snapshot = snapshot
+        self.depth = depth  # blocked jobs that get a reservation (or try preemption)
+        self.reserve_blocked = reserve_blocked  # False: they try preemption only
         self.generation = generation  # of the queue order the pass ran on
         self.limits = limits
         self.preemptor = preemptor
@@ -98,6 +106,7 @@ class _Loop:
         return Plan(
             placements=tuple(self.placements),
             preemptions=tuple(self.preempted),
+            preempted_why={} if self.preemptor is None else dict(self.preemptor.why),
             reasons=self.why,
             est_start=self.est,
         )
@@ -126,6 +135,10 @@ def run_pass(
     end_key: object = None,
     max_job_test: int = 0,
     queue: OrderCache | None = None,
+    depth: int | None = None,
+    reserve_blocked: bool = True,
+    queues: AttainedQueues | None = None,
+    by_class: bool = True,
 ) -> Plan:
     """Plan one pass over ``ordered`` (every pending job, highest priority first).
 
@@ -135,7 +148,11 @@ def run_pass(
     between passes (``end_key`` names what ``running_end`` computes). ``max_job_test`` > 0
     caps how many eligible jobs are tested (SLURM's ``bf_max_job_test``): later ones wait
     with ``Priority`` untested. ``queue``: the ``OrderCache`` whose ``jobs`` list
-    ``ordered`` is, for bulk reasons and resumed passes.
+    ``ordered`` is, for bulk reasons and resumed passes. ``depth``: how many blocked jobs get a
+    reservation (None: ``config.backfill_depth``, 1 without backfill); with
+    ``reserve_blocked`` False they only try preemption (a greedy, work-conserving pass).
+    ``queues``: attained-service queues that may preempt (``attained.py``); ``by_class``: the
+    (QoS, priority) preemption rule applies.
 
     A resumed pass: when the only change since the cached pass is new submissions (same
     nodes, running jobs, ``now``, usage and config), each placed after the last job that
@@ -148,9 +165,15 @@ def run_pass(
     if not todo:  # nothing to place: no cluster state to build (O(nodes)) for an empty plan
         return Plan()
     args = (duration, running_end, backfill, preemption, max_job_test, queue)
+    rules = _Rules(
+        depth if depth is not None else snapshot.config.backfill_depth if backfill else 1,
+        reserve_blocked,
+        queues,
+        by_class,
+    )
     if cache is None:
         state = ClusterState(snapshot.nodes, snapshot.running, snapshot.now, running_end)
-        loop = _new_loop(snapshot, state, running_end, preemption, queue)
+        loop = _new_loop(snapshot, state, running_end, preemption, queue, rules)
         _pass(snapshot, todo, 0, state, loop, *args)
         return loop.plan()
     resumable = _resumable(snapshot, cache, end_key, todo, max_job_test, queue)
@@ -164,11 +187,19 @@ def run_pass(
             _pass(snapshot, todo, at, state, loop, *args[:-1], None)
     else:
         state = cache.acquire(snapshot.nodes, snapshot.running, snapshot.now, end_key, running_end)
-        loop = _new_loop(snapshot, state, running_end, preemption, queue)
+        loop = _new_loop(snapshot, state, running_end, preemption, queue, rules)
         _pass(snapshot, todo, 0, state, loop, *args)
     # not reached when the pass raised: the state is dropped
     cache.release(state, loop if snapshot.full_reasons else None)
     return loop.plan()
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    depth: int
+    reserve_blocked: bool
+    queues: AttainedQueues | None
+    by_class: bool
 
 
 def _new_loop(
@@ -177,16 +208,25 @@ def _new_loop(
     running_end: RunningEnd,
     preemption: bool,
     queue: OrderCache | None,
+    rules: _Rules,
 ) -> _Loop:
     cfg = snapshot.config
     limits = LimitCounter(cfg.limits, snapshot.running, snapshot.pending)
     preemptor = (
-        Preemptor(state, snapshot.running, cfg, running_end)
+        Preemptor(state, snapshot.running, cfg, running_end, rules.queues, rules.by_class)
         if preemption and cfg.preemption
         else None
     )
     generation = queue.generation if queue is not None else -1
-    return _Loop(snapshot, limits, preemptor, len(state.buckets), generation)
+    return _Loop(
+        snapshot,
+        limits,
+        preemptor,
+        len(state.buckets),
+        generation,
+        rules.depth,
+        rules.reserve_blocked,
+    )
 
 
 def _resumable(
@@ -252,7 +292,7 @@ def _pass(
     cfg = snapshot.config
     now = snapshot.now
     limits, preemptor = loop.limits, loop.preemptor
-    depth = cfg.backfill_depth if backfill else 1
+    depth = loop.depth
     placements, placed, preempted = loop.placements, loop.placed, loop.preempted
     why, est, failed, deferred = loop.why, loop.est, loop.failed, loop.deferred
     plain_failed = loop.plain_failed
@@ -384,10 +424,11 @@ def _pass(
                 state.reserve(nodes, -1 if job.exclusive else job.gpus, now, now + length)
                 est[job.id] = now
                 continue
-        if snapshot.full_reasons:
-            reserve(job, key, length)
-        else:  # only needed if a later job would otherwise start
-            deferred.append((job, key, length))
+        if loop.reserve_blocked:  # else greedy: later jobs may take what this one waits for
+            if snapshot.full_reasons:
+                reserve(job, key, length)
+            else:  # only needed if a later job would otherwise start
+                deferred.append((job, key, length))
         frozen = not backfill
     else:
         if stop_on_change and changes != seen:

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol
 
+from rota.scheduler.policy.attained import AttainedQueues
 from rota.scheduler.policy.backfill import Duration, RunningEnd, run_pass
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.explain import Explanation
@@ -77,6 +78,10 @@ class PolicyBase(ABC):
         """The terms of ``job``'s priority (none: the policy orders by something else)."""
         return ()
 
+    def queues(self, snapshot: Snapshot) -> AttainedQueues | None:
+        """The attained-service queues that may preempt (None: no such rule)."""
+        return None
+
     def priorities(self, snapshot: Snapshot, jobs: Sequence[PendingJob]) -> dict[int, float]:
         return {j.id: sum(f.contribution for f in self.factors(snapshot, j)) for j in jobs}
 
@@ -88,6 +93,8 @@ class PolicyBase(ABC):
         plan = self.decide(snapshot)
         order = self.order(snapshot)
         starts = any(p.job_id == job_id for p in plan.placements)
+        queues = self.queues(snapshot)
+        attained = queues.describe(job, snapshot.running) if queues and queues.active else ""
         return Explanation(
             job_id=job_id,
             policy=self.name,
@@ -98,6 +105,7 @@ class PolicyBase(ABC):
             reason=None if starts else plan.reasons.get(job_id),
             est_start=plan.est_start.get(job_id),
             order_by=self.order_by,
+            attained=attained,
         )
 
 
@@ -105,12 +113,17 @@ class QueuePolicy(PolicyBase):
     """A pass of ``backfill.run_pass`` over the queue in the policy's order.
 
     Subclasses say how they rank jobs (``ranking``), how long jobs run (``durations``,
-    ``running_end``), and whether they backfill and preempt. The queue order and cluster
+    ``running_end``), whether they backfill and preempt (by class, by attained-service
+    ``queues``), and how many blocked jobs hold a reservation (``depth``; None: the config's
+    ``backfill_depth``). The queue order and cluster
     state are kept between passes (``queue.OrderCache``, ``state.StateCache``).
     """
 
     backfill = True
     preemption = False
+    by_class = True  # the (QoS, priority) preemption rule
+    depth: int | None = None
+    reserve_blocked = True  # False: blocked jobs only try preemption (greedy)
 
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__(config)
@@ -159,4 +172,8 @@ class QueuePolicy(PolicyBase):
                 end_key=cfg.default_time_limit,
                 max_job_test=cfg.backfill_max_job_test if self.backfill else 0,
                 queue=self._queue,
+                depth=self.depth,
+                reserve_blocked=self.reserve_blocked,
+                queues=self.queues(snapshot),
+                by_class=self.by_class,
             )

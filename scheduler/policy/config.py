@@ -61,6 +61,16 @@ class PolicyConfig:
       default): no cap. A cap bounds a pass on huge queues but leaves idle GPUs that a job
       beyond it could use, so it is off unless configured.
     - ``preemption``: allow preempting preemptible jobs for blocked higher-class jobs.
+    - ``attained_thresholds``: GPU-seconds of attained service that split checkpointable jobs
+      into queues (Tiresias' discretised LAS): queue 0 below the first, 1 below the second...
+      Empty: no attained-service queues and no preemption by them (``attained.py``).
+    - ``starvation_factor``: a checkpointable job that has waited this many times as long as it
+      has run goes back to queue 0 (0: never).
+    - ``min_runtime``: seconds an attempt runs before attained service may preempt it;
+      ``min_runtime_qos`` and ``min_runtime_partition`` set it per QoS name and per partition
+      (the job's placed partition); where both apply, the longer one.
+    - ``max_preemptions_per_hour``: attained service preempts a job at most this often in any
+      hour (0: no budget).
     """
 
     weights: Weights = field(default_factory=Weights)
@@ -77,10 +87,26 @@ class PolicyConfig:
     backfill_depth: int = 16
     backfill_max_job_test: int = 0
     preemption: bool = True
+    attained_thresholds: tuple[float, ...] = (HOUR, 10 * HOUR)
+    starvation_factor: float = 10.0
+    min_runtime: float = 900.0
+    min_runtime_qos: Mapping[str, float] = field(default_factory=dict)
+    min_runtime_partition: Mapping[str, float] = field(default_factory=dict)
+    max_preemptions_per_hour: int = 2
 
     def qos_level(self, qos: str) -> float:
         """The configured level of a QoS name (unknown names: level of ``""``)."""
         return self.qos_levels.get(qos, self.qos_levels.get("", 0.0))
+
+    def min_runtime_of(self, qos: str, partition: str = "") -> float:
+        """Seconds a job of ``qos`` placed in ``partition`` runs before attained service may
+        preempt it."""
+        own = [
+            v
+            for v in (self.min_runtime_qos.get(qos), self.min_runtime_partition.get(partition))
+            if v is not None
+        ]
+        return max(own) if own else self.min_runtime
 
     def limit_of(self, time_limit: float) -> float:
         """A job's time limit, the default when it has none."""

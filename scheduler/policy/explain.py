@@ -31,3 +31,4 @@ class Explanation:
     est_start: float | None
     order_by: str
     reservation: str = ""
+    attained: str = ""

@@ -3,7 +3,8 @@
 ``fifo`` starts jobs in submission order and stops at the first eligible job that does not
 fit. ``fifo-backfill`` is SLURM's default shape (priority/basic with sched/backfill): the
 same order, conservative backfill for the first ``backfill_depth`` blocked jobs, time
-limits as run times; no preemption. Like every backfill policy here it honours
+limits as run times; no preemption. ``easy`` is EASY backfill (Lifka's, the classic
+reference): the same, with a reservation for the first blocked job only. Like every backfill policy here it honours
 ``config.backfill_max_job_test`` (SLURM's ``bf_max_job_test``; off by default).
 """
 
@@ -32,3 +33,10 @@ class FifoPolicy(FifoBackfillPolicy):
 
     name = "fifo"
     backfill = False
+
+
+class EasyPolicy(FifoBackfillPolicy):
+    """EASY backfill: submission order, only the first blocked job holds a reservation."""
+
+    name = "easy"
+    depth = 1

@@ -1,6 +1,8 @@
-"""rota's own policy: multifactor priority, conservative backfill, preemption.
+"""rota's own policy: attained-service queues, multifactor priority, backfill, preemption.
 
-Jobs run in priority order (``priority.py``: age, fair share, QoS, size and expected service,
+Checkpointable jobs are first grouped by attained-service queue (``attained.py``: few
+queues by GPU-seconds run so far, a starvation guard); jobs that are not checkpointable are in
+queue 0. Within a queue jobs run in priority order (``priority.py``: age, fair share, QoS, size and expected service,
 where expected service comes from time limits corrected by each user's history, never from
 true durations); the pass is ``backfill.run_pass`` with time limits as durations.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rota.scheduler.policy.attained import AttainedQueues, rank_time
 from rota.scheduler.policy.base import QueuePolicy
 from rota.scheduler.policy.priority import Factor, PriorityContext
 from rota.scheduler.policy.queue import SortKey
@@ -22,20 +25,25 @@ from rota.scheduler.policy.snapshot import PendingJob, Snapshot
 
 
 class RotaPolicy(QueuePolicy):
-    """Highest multifactor priority first (ties: older, then lower id); preempts."""
+    """Lowest attained-service queue, then highest multifactor priority first (ties: older,
+    then lower id); preempts by class and by attained-service queue."""
 
     name = "rota"
-    order_by = "multifactor priority"
+    order_by = "attained-service queue, then multifactor priority"
     preemption = True  # when ``config.preemption`` allows it
 
     def ranking(self, snapshot: Snapshot) -> tuple[object, SortKey]:
         ctx = PriorityContext(snapshot)
         priority = ctx.priority
+        queue = self.queues(snapshot).pending_queue
 
-        def sort_key(job: PendingJob) -> tuple[float, float, int]:
-            return (-priority(job), job.submit_time, job.id)
+        def sort_key(job: PendingJob) -> tuple[int, float, float, int]:
+            return (queue(job), -priority(job), job.submit_time, job.id)
 
         return (ctx.key, snapshot.config), sort_key
+
+    def queues(self, snapshot: Snapshot) -> AttainedQueues:
+        return AttainedQueues(snapshot.config, snapshot.now, rank_now=rank_time(snapshot))
 
     def priorities(self, snapshot: Snapshot, jobs: Sequence[PendingJob]) -> dict[int, float]:
         """As the sum of ``factors`` gives them, with one context for all."""

@@ -1,8 +1,9 @@
 """Choose running jobs to preempt for a blocked job, only when the job then fits.
 
 A pending job may preempt a running job that is ``preemptible``, not already stopping, and of
-a lower class: class is (QoS level, job priority). Victims on a node are taken lowest class
-first, most recently started first, and only while they free something the job still lacks
+a lower class: class is (QoS level, job priority); with attained-service queues
+(``attained.AttainedQueues``) also a checkpointable job of a higher queue. Victims on a node
+are taken lowest class first, highest queue, then most recently started first, and only while they free something the job still lacks
 (GPUs of its type and memory, CPUs, memory; an exclusive job needs every holder gone) until
 the node has it all (what stopping jobs hold counts as free); the nodes needing the fewest
 preempted GPUs win. The job is not placed in the same pass: its GPUs are reserved from now
@@ -15,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rota.scheduler.policy.attained import AttainedQueues
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.fit import gpu_ok
 from rota.scheduler.policy.node_state import INF, NodeState, window_ok
@@ -25,8 +27,9 @@ from rota.scheduler.policy.state import ClusterState, ConstraintKey
 @dataclass(frozen=True, slots=True)
 class _Victim:
     job: RunningJob
-    rank: tuple[float, int, float, int]  # class, then most recent first
+    rank: tuple[float, int, int, float, int]  # class, highest queue, then most recent first
     end: float  # when the profile expects it to release its GPUs
+    queue: int | None  # its attained-service queue when that rule may preempt it
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +65,19 @@ class Preemptor:
         running: tuple[RunningJob, ...],
         cfg: PolicyConfig,
         end_of: Callable[[RunningJob], float],
+        queues: AttainedQueues | None = None,
+        by_class: bool = True,
     ) -> None:
         self.state = state
         self.cfg = cfg
+        self.queues = queues if queues is not None and queues.active else None
+        self.by_class = by_class  # the (QoS, priority) rule applies
+        self.why: dict[int, str] = {}  # victim id -> why it is preempted
+        # Plans that failed, by what decides them: a job no smaller and no longer fails too
+        # (within a pass victims are only taken and resources only shrink).
+        self.failed: dict[tuple[object, ...], list[tuple[int, float]]] = {}
+        self.top_queue = 0  # highest queue of a candidate of the attained-service rule
+        self.lowest_class: tuple[float, int] | None = None  # of the class rule's candidates
         self.by_node: defaultdict[str, list[tuple[_Victim, _Held]]] = defaultdict(list)
         self.stopping: defaultdict[str, list[_Held]] = defaultdict(list)
         self.holders: defaultdict[str, set[int]] = defaultdict(set)  # non-stopping job ids
@@ -78,10 +91,16 @@ class Preemptor:
                 continue
             for alloc in job.allocations:
                 self.holders[alloc.node].add(job.id)
-            if job.preemptible:
+            queue = self.queues.victim_queue(job) if self.queues is not None else None
+            if (job.preemptible and by_class) or queue is not None:
                 cls = (cfg.qos_level(job.qos), job.priority)
                 end = end_of(job)  # as the state stores it (before now: released now)
-                victims.append((job, _Victim(job, (*cls, -job.start_time, -job.id), end)))
+                rank = (*cls, -(queue or 0), -job.start_time, -job.id)
+                victims.append((job, _Victim(job, rank, end, queue)))
+                self.top_queue = max(self.top_queue, queue or 0)
+                if job.preemptible and by_class:
+                    low: tuple[float, int] | None = self.lowest_class
+                    self.lowest_class = cls if low is None else min(low, cls)
         for job, victim in victims:
             for alloc in job.allocations:
                 held = _Held(job.id, alloc.gpu_indices, alloc.cpus, alloc.memory)
@@ -99,10 +118,30 @@ class Preemptor:
     ) -> tuple[list[int], list[NodeState]] | None:
         """Victim ids and the nodes ``job`` will get once they stop; None if it would not fit."""
         cls = (self.cfg.qos_level(job.qos), job.priority)
+        queue = self.queues.pending_queue(job) if self.queues is not None else self.top_queue
+        by_class = self.lowest_class is not None and self.lowest_class < cls
+        if not by_class and queue >= self.top_queue:
+            return None  # no candidate this job may preempt
+        memo = (cls, queue, key, job.nodes, job.exclusive, job.cpus, job.memory)
+        if any(g <= job.gpus and d <= duration for g, d in self.failed.get(memo, ())):
+            return None
+        found = self._plan(job, key, duration, cls, queue)
+        if found is None:
+            self.failed.setdefault(memo, []).append((job.gpus, duration))
+        return found
+
+    def _plan(
+        self,
+        job: PendingJob,
+        key: ConstraintKey,
+        duration: float,
+        cls: tuple[float, int],
+        queue: int,
+    ) -> tuple[list[int], list[NodeState]] | None:
         now = self.state.now
         scored: list[tuple[int, int, int, list[_Victim], NodeState]] = []
         for node in self.state.matching(job, key):
-            chosen = self._victims_on(job, node, cls)
+            chosen = self._victims_on(job, node, cls, queue)
             if chosen is None:
                 continue
             need = node.total if job.exclusive else job.gpus
@@ -119,6 +158,7 @@ class Preemptor:
             return [], [s[4] for s in picked]
         for victim in victims.values():
             self.taken.add(victim.job.id)
+            self.why[victim.job.id] = self._why(job, victim, cls)
             for alloc in victim.job.allocations:
                 holder = self.state.by_name.get(alloc.node)
                 if holder is not None:
@@ -126,7 +166,7 @@ class Preemptor:
         return sorted(victims), [s[4] for s in picked]
 
     def _victims_on(
-        self, job: PendingJob, node: NodeState, cls: tuple[float, int]
+        self, job: PendingJob, node: NodeState, cls: tuple[float, int], queue: int
     ) -> list[_Victim] | None:
         """The fewest lowest-class victims after which ``job`` fits ``node``; None: never."""
         view = node.view
@@ -148,13 +188,30 @@ class Preemptor:
             short = self._short(job, room, need, left)
             if not short:
                 break
-            if victim.job.id in self.taken or victim.rank[:2] >= cls:
+            if victim.job.id in self.taken or not self._may(job, victim, cls, queue):
                 continue
             if any(self._frees(held, what, suits) for what in short):
                 chosen.append(victim)
                 room.add(held, suits)
                 left.discard(held.job_id)
         return None if self._short(job, room, need, left) else chosen
+
+    def _may(self, job: PendingJob, victim: _Victim, cls: tuple[float, int], queue: int) -> bool:
+        """Whether ``job`` (of class ``cls``, attained-service ``queue``) may preempt ``victim``."""
+        if self.by_class and victim.job.preemptible and victim.rank[:2] < cls:
+            return True
+        q = self.queues
+        return (
+            q is not None
+            and victim.queue is not None
+            and q.allows(queue, job, victim.job, victim.queue)
+        )
+
+    def _why(self, job: PendingJob, victim: _Victim, cls: tuple[float, int]) -> str:
+        if self.by_class and victim.job.preemptible and victim.rank[:2] < cls:
+            return f"preempted for job {job.id} of a higher class (QoS, priority)"
+        assert self.queues is not None
+        return self.queues.why(job, victim.job)
 
     @staticmethod
     def _short(job: PendingJob, room: _Room, need: int, left: set[int]) -> list[str]:

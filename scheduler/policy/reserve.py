@@ -145,6 +145,7 @@ class _Pass:
         self.placements: list[Placement] = []
         self.placed: set[int] = set()
         self.preempted: list[int] = []
+        self.preempted_why: dict[int, str] = {}
         self.why: dict[int, str] = {}
         self.est: dict[int, float] = {}
         self.maint_cells = self.calendar.maint_cells()
@@ -182,7 +183,8 @@ class _Pass:
         self._lend_pass(general, waiting_owners)
         self._mark_reserved(general)
         self._estimate(general)
-        return Plan(tuple(self.placements), tuple(self.preempted), self.why, self.est)
+        placed, stopped = tuple(self.placements), tuple(self.preempted)
+        return Plan(placed, stopped, self.why, self.est, self.preempted_why)
 
     # ---------------------------------------------------------------- sub-passes
 
@@ -234,9 +236,12 @@ class _Pass:
                     exclusive=job.exclusive,
                     array_job_id=job.array_job_id,
                     reservation=job.reservation,
+                    checkpointable=job.checkpointable,
+                    attained=job.attained,
                 )
             )
         self.preempted.extend(p for p in plan.preemptions if p not in self.preempted)
+        self.preempted_why.update(plan.preempted_why)
         placed = {p.job_id for p in plan.placements}
         for job_id, reason in plan.reasons.items():
             if job_id not in placed:

@@ -60,6 +60,11 @@ class RunningJob:
     ``stopping`` is True once a stop was ordered (COMPLETING, or preempted and not yet gone):
     its resources count as released now. ``true_duration`` (run time of this attempt) is set
     only by the simulator, for the ``sjf-oracle`` policy; production leaves it None.
+    ``checkpointable``: the job survives a restart (attained-service preemption may stop it);
+    ``attained``: GPU-seconds of its earlier attempts (this one's accrue from ``start_time``);
+    ``preempted_at``: when its earlier attempts were preempted (the hourly budget);
+    ``submit_time``: when it was submitted (the starvation guard); ``partition``: the one it
+    was placed in (its ``min_runtime``).
     """
 
     id: int
@@ -76,6 +81,16 @@ class RunningJob:
     stopping: bool = False
     true_duration: float | None = None
     reservation: str = ""
+    checkpointable: bool = False
+    attained: float = 0.0
+    preempted_at: tuple[float, ...] = ()
+    submit_time: float = 0.0
+    partition: str = ""
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs held over every node."""
+        return sum(len(a.gpu_indices) for a in self.allocations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +106,8 @@ class PendingJob:
     ``sjf-oracle`` policy; production leaves it None. ``reservation`` is the reservation the
     job names ("" for none). ``partitions``: it runs only on nodes of one of these (empty:
     anywhere); ``priority_tier`` is the lowest tier among them (adds
-    ``weights.partition_tier`` per tier to its priority).
+    ``weights.partition_tier`` per tier to its priority). ``checkpointable``: it survives a
+    restart; ``attained``: GPU-seconds of its earlier attempts (kept across requeues).
     """
 
     id: int
@@ -118,6 +134,8 @@ class PendingJob:
     reservation: str = ""
     partitions: tuple[str, ...] = ()
     priority_tier: int = 0
+    checkpointable: bool = False
+    attained: float = 0.0
     nodelist: frozenset[str] = frozenset()  # only these nodes (empty: any); sbatch -w
     exclude: frozenset[str] = frozenset()  # never these nodes; sbatch -x
 
@@ -254,9 +272,11 @@ class Plan:
 
     ``reasons`` maps every pending job that is not placed to a reason constant;
     ``est_start`` maps pending jobs to an estimated start time where one is computable.
+    ``preempted_why`` maps each preempted job to why, in words (its event's text).
     """
 
     placements: tuple[Placement, ...] = ()
     preemptions: tuple[int, ...] = ()
     reasons: Mapping[int, str] = field(default_factory=dict)
     est_start: Mapping[int, float] = field(default_factory=dict)
+    preempted_why: Mapping[int, str] = field(default_factory=dict)

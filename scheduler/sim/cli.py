@@ -17,7 +17,15 @@ from rota.scheduler.sim import report
 from rota.scheduler.sim.bookings import read_bookings
 from rota.scheduler.sim.engine import simulate
 from rota.scheduler.sim.metrics import summarise
-from rota.scheduler.sim.trace import TraceError, derive_limits, read_trace
+from rota.scheduler.sim.trace import (
+    LIMITS,
+    TraceError,
+    mark_checkpointable,
+    read_trace,
+    with_limits,
+)
+
+RESTART_COST = 60.0  # seconds: restoring a checkpoint and warming up again
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,6 +51,26 @@ def _parser() -> argparse.ArgumentParser:
         help="CSV of bookings the policy honours (docs/simulator.md, 'Reservations')",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the derived time limits")
+    p.add_argument(
+        "--limits",
+        choices=LIMITS,
+        default="file",
+        help="time limits: the trace's (derived where missing; default), none, or noisy",
+    )
+    p.add_argument(
+        "--checkpointable",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="share of jobs that survive a restart, 0 to 1 (default 0)",
+    )
+    p.add_argument(
+        "--restart-cost",
+        type=float,
+        default=RESTART_COST,
+        metavar="SECONDS",
+        help=f"time a checkpointable job loses at each restart (default {RESTART_COST:g})",
+    )
     p.add_argument("--json", metavar="OUT", help="write the summary figures as JSON")
     p.add_argument(
         "--csv", metavar="OUT", help="append the summary figures as one CSV row (header if new)"
@@ -65,6 +93,12 @@ def main(argv: list[str]) -> int:
     if args.nodes < 1 or args.gpus_per_node < 1:
         print("rota simulate: --nodes and --gpus-per-node must be >= 1", file=sys.stderr)
         return 2
+    if not 0.0 <= args.checkpointable <= 1.0 or args.restart_cost < 0:
+        print(
+            "rota simulate: --checkpointable must be in [0, 1] and --restart-cost >= 0",
+            file=sys.stderr,
+        )
+        return 2
     try:
         policy, config = settings(args.config, args.policy)
     except (OSError, ValueError, yaml.YAMLError) as exc:
@@ -77,7 +111,11 @@ def main(argv: list[str]) -> int:
             print(f"rota simulate: --csv: {exc}", file=sys.stderr)
             return 2
     try:
-        jobs = derive_limits(read_trace(args.trace, args.limit_jobs), args.seed)
+        jobs = mark_checkpointable(
+            with_limits(read_trace(args.trace, args.limit_jobs), args.limits, args.seed),
+            args.checkpointable,
+            args.seed,
+        )
         booked = (
             read_bookings(args.reservations, args.nodes, args.gpus_per_node)
             if args.reservations
@@ -93,6 +131,7 @@ def main(argv: list[str]) -> int:
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
         reservations=booked,
+        restart_cost=args.restart_cost,
     )
     figures: dict[str, object] = {
         "trace": args.trace,
@@ -102,6 +141,9 @@ def main(argv: list[str]) -> int:
         "nodes": args.nodes,
         "gpus_per_node": args.gpus_per_node,
         "seed": args.seed,
+        "limits": args.limits,
+        "checkpointable": args.checkpointable,
+        "restart_cost": args.restart_cost,
         "default_time_limit": config.default_time_limit,
     }
     figures |= summarise(result)

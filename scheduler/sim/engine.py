@@ -4,9 +4,13 @@ Events are job arrivals and job ends (completion, or the kill at the time limit)
 events of one instant the simulator takes a snapshot and calls the policy, as the daemon
 does after a trigger; it skips the pass when it cannot matter (nothing pending, or only
 arrivals while no GPU is free and no running job is preemptible). Placements start at once
-(no launch latency). A preempted job stops at once, loses its progress and goes back to the
-queue with its original submission time; the next pass at the same instant may place the
-job that preempted it. Usage for fair share is fed into a ``UsageLedger`` at every start and
+(no launch latency). A preempted job stops at once and goes back to the queue with its
+original submission time; the next pass at the same instant may place the job that preempted
+it. A checkpointable job keeps its progress and its attained service (GPU-seconds over all
+attempts, which the policy sees) and pays ``restart_cost`` seconds at every restart; any
+other job loses its progress. The time limit bounds a checkpointable job's run time over
+all its attempts (so preemption neither saves a job from its limit nor costs it one), and
+each attempt of any other job. Usage for fair share is fed into a ``UsageLedger`` at every start and
 end, and republished to the policy every ``config.priority_period``, as the daemon does.
 Job objects are kept between snapshots and every snapshot carries a ``PendingDelta`` against
 the previous one, so policies update their cached queue order in O(change).
@@ -54,11 +58,23 @@ class JobRecord:
     job: TraceJob
     run_time: float  # how long the last attempt ran (capped by the time limit and window)
     full_run: float = 0.0  # how long an attempt runs outside a window (capped by the limit)
+    need: float = 0.0  # how long the current attempt would run without limit or window
     start: float = -1.0
     end: float = -1.0
     timed_out: bool = False
     attempts: int = 0
     gpu_seconds: float = 0.0  # over all attempts
+    done: float = 0.0  # work kept from preempted attempts (checkpointable jobs)
+    served: float = 0.0  # run time that counts: all attempts if checkpointable, else the last
+    preempted_at: list[float] = field(default_factory=list)
+
+    def plan_attempt(self, limit: float, restart_cost: float) -> None:
+        """Set ``need`` and ``full_run`` for the next attempt under ``limit``, which bounds a
+        checkpointable job's run time over all its attempts (as when it never stopped)."""
+        restart = restart_cost if self.done > 0 else 0.0
+        self.need = self.job.duration - self.done + restart
+        left = max(0.0, limit - self.served) if self.job.checkpointable else limit
+        self.full_run = min(self.need, left)
 
 
 @dataclass(slots=True)
@@ -82,8 +98,12 @@ def simulate(
     nodes: int,
     gpus_per_node: int,
     reservations: Sequence[Reservation] = (),
+    restart_cost: float = 0.0,
 ) -> SimResult:
     """Run ``jobs`` (with derived limits) through ``policy`` on ``nodes`` x ``gpus_per_node``.
+
+    A preempted checkpointable job keeps its progress and pays ``restart_cost`` seconds on
+    every later attempt.
 
     Snapshots carry the policy's config. Jobs get their ``true_duration`` when the policy
     reads it (``sjf-oracle``). Jobs that need more nodes than the cluster has are never placed
@@ -98,8 +118,8 @@ def simulate(
     records: dict[int, JobRecord] = {}
     events: list[tuple[float, int, int, int]] = []  # (time, kind, job id, attempt)
     for traced in jobs:
-        run_time = min(traced.duration, cfg.limit_of(traced.time_limit or 0.0))
-        records[traced.id] = JobRecord(traced, run_time, run_time)
+        rec = records[traced.id] = JobRecord(traced, 0.0)
+        rec.plan_attempt(cfg.limit_of(traced.time_limit or 0.0), restart_cost)
         heapq.heappush(events, (traced.submit_time, _ARRIVE, traced.id, 0))
     stored = tuple(r.policy_view() for r in reservations)  # the calendar moves them on
     for i, view in enumerate(stored):
@@ -124,7 +144,7 @@ def simulate(
         run = running.pop(job_id)
         gpus = sum(len(a.gpu_indices) for a in run.allocations)
         free += gpus
-        preemptible -= run.preemptible
+        preemptible -= run.preemptible or run.checkpointable
         ledger.stop(run.user, run.account, gpus, now)
         records[job_id].gpu_seconds += gpus * (now - run.start_time)
         spent.add(run, now)
@@ -156,7 +176,8 @@ def simulate(
                 continue  # an attempt that was preempted
             ended = stop(job_id, now)
             rec.end = now
-            rec.timed_out = rec.run_time < rec.job.duration
+            rec.timed_out = rec.run_time < rec.need
+            rec.served = rec.served + rec.run_time if rec.job.checkpointable else rec.run_time
             ledger.finish(
                 ended.user,
                 ended.account,
@@ -202,7 +223,7 @@ def simulate(
                 rec.run_time = min(rec.full_run, limit)
                 gpus = sum(len(a.gpu_indices) for a in placement.allocations)
                 free -= gpus
-                preemptible += job.preemptible
+                preemptible += job.preemptible or job.checkpointable
                 running[job.id] = RunningJob(
                     id=job.id,
                     user=job.user,
@@ -213,13 +234,24 @@ def simulate(
                     preemptible=job.preemptible,
                     true_duration=rec.run_time if oracle else None,
                     reservation=job.reservation,
+                    checkpointable=job.checkpointable,
+                    attained=rec.gpu_seconds,
+                    preempted_at=tuple(rec.preempted_at),
+                    submit_time=job.submit_time,
                 )
                 ledger.start(job.user, job.account, gpus, now)
                 heapq.heappush(events, (now + rec.run_time, _END, job.id, rec.attempts))
             for job_id in plan.preemptions:
-                stop(job_id, now)
+                run = stop(job_id, now)
                 preemptions += 1
-                pending[job_id] = job_view = _pending(records[job_id], gpus_per_node, cfg, oracle)
+                rec = records[job_id]
+                if rec.job.checkpointable:
+                    ran = now - run.start_time
+                    rec.done += max(0.0, ran - (rec.need - (rec.job.duration - rec.done)))
+                    rec.served += ran
+                rec.preempted_at.append(now)
+                rec.plan_attempt(cfg.limit_of(rec.job.time_limit or 0.0), restart_cost)
+                pending[job_id] = job_view = _pending(rec, gpus_per_node, cfg, oracle)
                 added.append(job_view)
             if not plan.preemptions:
                 break
@@ -283,4 +315,6 @@ def _pending(rec: JobRecord, gpus_per_node: int, cfg: PolicyConfig, oracle: bool
         default_limit=job.time_limit is None,
         true_duration=rec.full_run if oracle else None,
         reservation=job.reservation,
+        checkpointable=job.checkpointable,
+        attained=rec.gpu_seconds,
     )

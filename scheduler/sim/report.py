@@ -23,6 +23,9 @@ RUN_FIELDS = (
     "nodes",
     "gpus_per_node",
     "seed",
+    "limits",
+    "checkpointable",
+    "restart_cost",
     "default_time_limit",
 )
 COLUMNS = (*RUN_FIELDS, *FIELDS, "wall_seconds")

@@ -9,7 +9,9 @@ seconds (any origin), ``gpus`` in total; an empty or missing ``time_limit`` mean
 ``reservation`` names a booking of ``--reservations`` the job runs in (empty: none).
 
 Jobs wider than a node become gangs of ``ceil(gpus / gpus_per_node)`` nodes with an equal
-share per node. Time limits missing from the trace are derived by ``derive_limits``.
+share per node. Time limits missing from the trace are derived by ``derive_limits``;
+``with_limits`` replays the trace with no limits, its own or noisy ones, and
+``mark_checkpointable`` marks a seeded share of the jobs checkpointable.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ HOUR = 3600.0
 NO_LIMIT_SHARE = 0.15  # users who give no time limit (they get the default)
 UNDERESTIMATE_SHARE = 0.05  # users whose limit is too short: the job hits TIMEOUT
 OVERESTIMATE_MAX = 5.0  # the rest ask for duration x U[1, 5], rounded up to the hour
+LIMITS = ("file", "none", "noisy")  # ``with_limits`` modes
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,7 @@ class TraceJob:
     account: str
     time_limit: float | None = None
     reservation: str = ""
+    checkpointable: bool = False
 
 
 class TraceError(ValueError):
@@ -118,3 +122,32 @@ def derive_limits(jobs: list[TraceJob], seed: int) -> list[TraceJob]:
             limit = HOUR * max(1, math.ceil(estimate / HOUR))
         out.append(replace(job, time_limit=limit))
     return out
+
+
+def with_limits(jobs: list[TraceJob], mode: str, seed: int) -> list[TraceJob]:
+    """The jobs with time limits as ``mode`` says (seeded; the same for every policy).
+
+    ``file``: the trace's own, derived where it gives none (``derive_limits``); ``none``: no
+    job gives one (the default applies); ``noisy``: every job asks for its duration x U[1, 5]
+    rounded up to the hour, as users who overestimate do. ValueError for another mode.
+    """
+    if mode == "file":
+        return derive_limits(jobs, seed)
+    if mode == "none":
+        return [replace(job, time_limit=None) for job in jobs]
+    if mode == "noisy":
+        rng = random.Random(seed)
+        out = []
+        for job in jobs:
+            estimate = job.duration * (1.0 + (OVERESTIMATE_MAX - 1.0) * rng.random())
+            out.append(replace(job, time_limit=HOUR * max(1, math.ceil(estimate / HOUR))))
+        return out
+    raise ValueError(f"unknown limits mode {mode!r}; known: {', '.join(LIMITS)}")
+
+
+def mark_checkpointable(jobs: list[TraceJob], share: float, seed: int) -> list[TraceJob]:
+    """The jobs with a seeded ``share`` in [0, 1] of them checkpointable (1: all, 0: none)."""
+    if share >= 1.0 or share <= 0.0:
+        return [replace(job, checkpointable=share >= 1.0) for job in jobs]
+    rng = random.Random(seed + 1)
+    return [replace(job, checkpointable=rng.random() < share) for job in jobs]

@@ -80,6 +80,8 @@ def job_records(conn: Connection, rows: Sequence[Row[Any]]) -> list[JobRecord]:
             allocation=alloc_from_json(r.allocation),
             stop_state=r.stop_state,
             partition=r.placed_partition or "",
+            attained=r.attained or 0.0,
+            preempted_at=tuple(r.preempted_at or ()),
         )
         for r in rows
     ]
@@ -110,6 +112,8 @@ _MUTABLE = (
     "stop_state",
     "time_limit",
     "placed_partition",
+    "attained",
+    "preempted_at",
 )
 _UPDATE_JOB = (
     update(JOBS)
@@ -138,6 +142,8 @@ def _mutable(job: JobRecord) -> dict[str, Any]:
         "b_stop_state": job.stop_state,
         "b_time_limit": job.time_limit,
         "b_placed_partition": job.partition or None,
+        "b_attained": job.attained or None,
+        "b_preempted_at": list(job.preempted_at) or None,
     }
 
 

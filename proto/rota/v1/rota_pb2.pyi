@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "checkpointable", "signal", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +133,8 @@ class JobSpec(_message.Message):
     SUBMIT_DIR_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_HOST_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTABLE_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
     NODELIST_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_FIELD_NUMBER: _ClassVar[int]
     MAIL_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +173,8 @@ class JobSpec(_message.Message):
     submit_dir: str
     submit_host: str
     partition: str
+    checkpointable: bool
+    signal: str
     nodelist: str
     exclude: str
     mail_type: _containers.RepeatedScalarFieldContainer[str]
@@ -178,7 +182,7 @@ class JobSpec(_message.Message):
     ntasks: int
     ntasks_per_node: int
     gpus_per_task: int
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., checkpointable: _Optional[bool] = ..., signal: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
@@ -424,7 +428,7 @@ class PriorityFactor(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., weight: _Optional[float] = ..., contribution: _Optional[float] = ...) -> None: ...
 
 class ExplainJobResponse(_message.Message):
-    __slots__ = ("job", "pending", "policy", "priority", "factors", "rank", "pending_jobs", "starts_now", "reason", "reason_detail", "estimated_start", "order_by", "reservation")
+    __slots__ = ("job", "pending", "policy", "priority", "factors", "rank", "pending_jobs", "starts_now", "reason", "reason_detail", "estimated_start", "order_by", "reservation", "attained")
     JOB_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
@@ -438,6 +442,7 @@ class ExplainJobResponse(_message.Message):
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     ORDER_BY_FIELD_NUMBER: _ClassVar[int]
     RESERVATION_FIELD_NUMBER: _ClassVar[int]
+    ATTAINED_FIELD_NUMBER: _ClassVar[int]
     job: Job
     pending: bool
     policy: str
@@ -451,7 +456,8 @@ class ExplainJobResponse(_message.Message):
     estimated_start: float
     order_by: str
     reservation: str
-    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., pending: _Optional[bool] = ..., policy: _Optional[str] = ..., priority: _Optional[float] = ..., factors: _Optional[_Iterable[_Union[PriorityFactor, _Mapping]]] = ..., rank: _Optional[int] = ..., pending_jobs: _Optional[int] = ..., starts_now: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_detail: _Optional[str] = ..., estimated_start: _Optional[float] = ..., order_by: _Optional[str] = ..., reservation: _Optional[str] = ...) -> None: ...
+    attained: str
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., pending: _Optional[bool] = ..., policy: _Optional[str] = ..., priority: _Optional[float] = ..., factors: _Optional[_Iterable[_Union[PriorityFactor, _Mapping]]] = ..., rank: _Optional[int] = ..., pending_jobs: _Optional[int] = ..., starts_now: _Optional[bool] = ..., reason: _Optional[str] = ..., reason_detail: _Optional[str] = ..., estimated_start: _Optional[float] = ..., order_by: _Optional[str] = ..., reservation: _Optional[str] = ..., attained: _Optional[str] = ...) -> None: ...
 
 class GpuInfo(_message.Message):
     __slots__ = ("index", "uuid", "name", "memory_total", "pci_bus_id", "compute_capability")
@@ -988,16 +994,20 @@ class LaunchOrder(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., gpu_indices: _Optional[_Iterable[int]] = ..., gpu_uuids: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., deadline: _Optional[float] = ..., time_limit: _Optional[float] = ..., display_id: _Optional[str] = ..., host_network: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., steps_only: _Optional[bool] = ...) -> None: ...
 
 class KillOrder(_message.Message):
-    __slots__ = ("job_id", "attempt", "reason", "grace")
+    __slots__ = ("job_id", "attempt", "reason", "grace", "warn_signal", "warn_seconds")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     GRACE_FIELD_NUMBER: _ClassVar[int]
+    WARN_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    WARN_SECONDS_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     attempt: int
     reason: str
     grace: float
-    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., reason: _Optional[str] = ..., grace: _Optional[float] = ...) -> None: ...
+    warn_signal: str
+    warn_seconds: float
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., reason: _Optional[str] = ..., grace: _Optional[float] = ..., warn_signal: _Optional[str] = ..., warn_seconds: _Optional[float] = ...) -> None: ...
 
 class LogRequest(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "follow", "cancel")
