@@ -65,7 +65,7 @@ class JobRow(Base):
     stop_state: Mapped[str] = mapped_column(String(16), default="")
     # the partition it was placed in (migration 0002); NULL: not placed, or placed before
     placed_partition: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    # GPU-seconds run by its ended attempts (migration 0003_attained); NULL: none
+    # GPU-seconds run by its ended attempts (migration 0007_attained); NULL: none
     attained: Mapped[float | None] = mapped_column(Float, nullable=True)
     # when its attempts were preempted, the latest few (Unix seconds); NULL: never
     preempted_at: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)

@@ -3,7 +3,7 @@
 Expand only: two nullable columns an older scheduler never reads; NULL means none yet. The
 attained-service queues (docs/policy.md) read them; a requeued job keeps them.
 
-Revision ID: 0003_attained
+Revision ID: 0007_attained
 Revises: 0006_leader
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_attained"
+revision = "0007_attained"
 down_revision = "0006_leader"
 branch_labels = None
 depends_on = None
