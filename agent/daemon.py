@@ -25,6 +25,7 @@ from rota.agent.metrics import AgentCollector, MetricsServer
 from rota.agent.readings import AgentReadings
 from rota.agent.runtime.base import ContainerRuntime, ReportFn
 from rota.agent.runtime.owners import ProcessOwners
+from rota.agent.sessions import Sessions
 from rota.messages import (
     AgentEvent,
     AgentOrder,
@@ -38,6 +39,8 @@ from rota.messages import (
     LogRequest,
     Pong,
     RunningAttempt,
+    SessionInput,
+    SessionOpen,
     Welcome,
 )
 
@@ -73,7 +76,7 @@ class Agent:
             self._hello,
             self._on_order,
             monotonic,
-            self.fence.lost,
+            self._disconnected,
             tls=(config.ca, config.cert, config.key) if config.ca else None,
         )
         self._interval = config.heartbeat_interval  # how often the GPUs are looked at
@@ -83,6 +86,7 @@ class Agent:
         self._health_sent: tuple[object, ...] = ()
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}
+        self.sessions = Sessions(self.runtime.open_session, self.link.send)
         self.readings = AgentReadings()
         self.metrics = MetricsServer(
             AgentCollector(
@@ -152,6 +156,11 @@ class Agent:
             agent_version=__version__,
         )
 
+    def _disconnected(self) -> None:
+        """The scheduler's stream ended: fence the jobs in time, end the sessions it relayed."""
+        self.fence.lost()
+        self.sessions.close_all()
+
     def _on_event(self, event: AgentEvent) -> None:
         if self.link.connected.is_set():
             self.link.send(event)
@@ -176,6 +185,8 @@ class Agent:
             self.runtime.kill(order)
         elif isinstance(order, EventAck):
             self.runtime.ack(order.job_id, order.attempt)
+        elif isinstance(order, SessionOpen | SessionInput):
+            self.sessions.order(order)
         elif isinstance(order, LogRequest):
             if order.cancel:
                 self._log_cancels.pop(order.request_id, threading.Event()).set()

@@ -85,6 +85,8 @@ class JobSpec:
     submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
     submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
+    interactive: bool = False  # a grun session (set by grun, not the job file)
+    tty: bool = False  # an interactive session's process gets a terminal (grun --pty)
 
 
 def _type_name(value: object) -> str:

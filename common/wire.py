@@ -60,6 +60,8 @@ def spec_from_message(msg: Any) -> JobSpec:
         submit_dir=msg.submit_dir,
         submit_host=msg.submit_host,
         partition=msg.partition,
+        interactive=msg.interactive,
+        tty=msg.tty,
     )
 
 
@@ -104,6 +106,8 @@ def spec_fields(spec: JobSpec) -> Fields:
         "submit_dir": spec.submit_dir,
         "submit_host": spec.submit_host,
         "partition": spec.partition,
+        "interactive": spec.interactive,
+        "tty": spec.tty,
     }
 
 

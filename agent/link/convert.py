@@ -15,6 +15,9 @@ from rota.messages import (
     LaunchOrder,
     LogRequest,
     Pong,
+    SessionInput,
+    SessionOpen,
+    SessionOutput,
     Welcome,
 )
 from rota.v1 import rota_pb2 as pb
@@ -64,6 +67,18 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
         )
     if isinstance(msg, Keepalive):
         return pb.AgentMessage(keepalive=pb.Keepalive())
+    if isinstance(msg, SessionOutput):
+        return pb.AgentMessage(
+            session_output=pb.SessionOutput(
+                request_id=msg.request_id,
+                stream=msg.stream,
+                data=msg.data,
+                ack=msg.ack,
+                exited=msg.exited,
+                exit_code=msg.exit_code,
+                error=msg.error,
+            )
+        )
     return pb.AgentMessage(
         log_data=pb.LogData(request_id=msg.request_id, data=msg.data, eof=msg.eof, error=msg.error)
     )
@@ -102,5 +117,22 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
         )
     if kind == "pong":
         return Pong(msg.pong.time, msg.pong.telemetry_period)
+    if kind == "session_open":
+        o = msg.session_open
+        return SessionOpen(
+            o.request_id,
+            o.job_id,
+            o.attempt,
+            o.kind,
+            tuple(o.command),
+            o.tty,
+            o.rows,
+            o.cols,
+            o.port,
+            o.window,
+        )
+    if kind == "session_input":
+        i = msg.session_input
+        return SessionInput(i.request_id, i.data, i.eof, i.rows, i.cols, i.ack, i.close)
     r = msg.log_request
     return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)

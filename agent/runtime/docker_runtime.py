@@ -38,8 +38,16 @@ from rota.agent.runtime.engine_args import (
 from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.output import OutputSaver
 from rota.agent.runtime.policy import ContainerPolicy
+from rota.agent.runtime.sessions import SessionError, SessionHandle, open_session
 from rota.inputs import SpecError
-from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
+from rota.messages import (
+    AgentEvent,
+    EventKind,
+    KillOrder,
+    LaunchOrder,
+    RunningAttempt,
+    SessionOpen,
+)
 
 log = logging.getLogger("rota.agent")
 
@@ -160,6 +168,16 @@ class DockerRuntime:
 
     def log_path(self, job_id: int, attempt: int) -> Path:
         return self.output.log_path(job_id, attempt)
+
+    def open_session(self, request: SessionOpen) -> SessionHandle:
+        """An interactive session in the running attempt's container (``sessions``)."""
+        att = self._table.get(request.job_id, request.attempt)
+        if att is None or att.phase is not Phase.RUNNING or not att.container_id:
+            raise SessionError(
+                f"job {request.job_id} attempt {request.attempt} is not running on node "
+                f"{self.node}"
+            )
+        return open_session(self._client.api, att.container_id, request)
 
     # ------------------------------------------------------------------ adopt
 

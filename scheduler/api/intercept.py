@@ -4,7 +4,9 @@ metrics).
 A subclass says which calls it wraps (``wraps``), what it learns once per call before the
 handler runs (``prepare``, e.g. the caller's principal), and what it does before (``enter``:
 may abort) and after (``leave``: told the exception the call ended with, if any) each unary or
-server-streaming call. Client-streaming calls (the agent stream) are never wrapped.
+server-streaming call, and around bidirectional calls a subclass opts into (``wraps_bidi``:
+``enter`` and ``leave`` then get no request). Other client-streaming calls (the agent stream)
+are never wrapped.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
     def wraps(self, method: str, handler: grpc.RpcMethodHandler) -> bool:
         """Whether to wrap ``method`` (default: yes; client-streaming calls never are)."""
         return True
+
+    def wraps_bidi(self, method: str) -> bool:
+        """Whether to wrap the bidirectional call ``method`` (default: no)."""
+        return False
 
     async def prepare(self, details: grpc.HandlerCallDetails) -> Any:
         """What ``enter`` and ``leave`` get for every call of this RPC (default None)."""
@@ -50,6 +56,12 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
+        if handler is not None and handler.stream_stream is not None and self.wraps_bidi(method):
+            return grpc.stream_stream_rpc_method_handler(
+                self._stream(handler.stream_stream, await self.prepare(handler_call_details), method),
+                handler.request_deserializer,
+                handler.response_serializer,
+            )
         if handler is None or not self.wraps(method, handler) or handler.request_streaming:
             return handler
         prepared = await self.prepare(handler_call_details)

@@ -21,6 +21,7 @@ from rota.scheduler.core.nodes import NodeService
 from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
+from rota.scheduler.core.sessions import SessionService
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.users import UsersService
@@ -50,6 +51,7 @@ class Services:
     notifications: NotificationService  # job-end webhooks queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
+    sessions: SessionService  # interactive sessions: their jobs, who entered them
 
 
 def build_services(
@@ -132,4 +134,5 @@ def build_services(
         notifications=NotificationService(store.notices, config, clock),
         policy=policy,
         liveness=liveness,
+        sessions=SessionService(model, lookup, lifecycle, users, clock),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from rota.messages import AgentEvent, Hello, LogData, Pong
+from rota.messages import AgentEvent, Hello, LogData, Pong, SessionOutput
 from rota.scheduler.agent_hub import AgentHub, AgentSession, LogRelay
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.liveness import telemetry_period
@@ -13,6 +13,7 @@ from rota.scheduler.core.steps import Beat, CoreSteps, ReceivedBeat, ReceivedEve
 from rota.scheduler.core_thread import Executor
 from rota.scheduler.intake import EventIntake, TelemetryIntake
 from rota.scheduler.pass_loop import PassLoop
+from rota.scheduler.session_relay import SessionRelay
 
 
 class AgentsFacade:
@@ -29,6 +30,7 @@ class AgentsFacade:
         passes: PassLoop,
         telemetry: TelemetryIntake,
         events: EventIntake,
+        sessions: SessionRelay,
     ) -> None:
         self.services = services
         self.core = core
@@ -38,6 +40,7 @@ class AgentsFacade:
         self.passes = passes
         self.telemetry = telemetry
         self.events = events
+        self.sessions = sessions
 
     async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
         """Authenticate and reconcile; the new session replaces any older one of that node.
@@ -81,6 +84,12 @@ class AgentsFacade:
         (output for a request made of another node is refused and recorded)."""
         self.services.liveness.stamp(session.node, session.id)
         self.logs.deliver(session, data)
+
+    def agent_session_output(self, session: AgentSession, out: SessionOutput) -> None:
+        """Stamp liveness and hand an interactive session's output to its client (output for
+        a session opened on another node is refused and recorded)."""
+        self.services.liveness.stamp(session.node, session.id)
+        self.sessions.deliver(session, out)
 
     async def agent_gone(self, session: AgentSession) -> None:
         self.hub.detach(session)
