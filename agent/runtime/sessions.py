@@ -72,6 +72,11 @@ def open_session(api: Any, container_id: str, request: SessionOpen) -> SessionHa
                 )
             params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1, "logs": 1}
             sock = api.attach_socket(container_id, params=params)
+            # the engine accepts an attach to a stopped container and then sends nothing:
+            # the process must still run once the attach is in place
+            if not api.inspect_container(container_id).get("State", {}).get("Running"):
+                _raw(sock).close()
+                raise SessionError(f"job {request.job_id}'s process has ended")
             tty = bool(config.get("Tty"))
             return SessionHandle(api, _raw(sock), not tty, container_id)
         if request.kind == "forward":

@@ -58,7 +58,12 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         if handler is not None and handler.stream_stream is not None and self.wraps_bidi(method):
             return grpc.stream_stream_rpc_method_handler(
-                self._stream(handler.stream_stream, await self.prepare(handler_call_details), method),
+                self._stream(
+                    handler.stream_stream,
+                    await self.prepare(handler_call_details),
+                    method,
+                    bidi=True,
+                ),
                 handler.request_deserializer,
                 handler.response_serializer,
             )
@@ -96,10 +101,15 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
         return unary
 
     def _stream(
-        self, inner: Callable[..., AsyncIterator[Any]], prepared: Any, method: str
+        self,
+        inner: Callable[..., AsyncIterator[Any]],
+        prepared: Any,
+        method: str,
+        bidi: bool = False,
     ) -> Callable[..., AsyncIterator[Any]]:
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            entered = await self.enter(prepared, method, request, context)
+            shown = None if bidi else request  # a bidirectional call's requests are its own
+            entered = await self.enter(prepared, method, shown, context)
             failed: BaseException | None = None
             try:
                 async for item in inner(request, context):
@@ -108,6 +118,6 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
                 failed = exc
                 raise
             finally:
-                await self.leave(entered, method, request, context, failed)
+                await self.leave(entered, method, shown, context, failed)
 
         return stream

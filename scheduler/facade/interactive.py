@@ -24,6 +24,7 @@ from rota.scheduler.session_relay import SessionRelay
 from rota.states import JobState
 
 POLL = 0.1  # seconds between looks at a job a session waits for
+ENDING = 30.0  # seconds a grun session whose process ended waits for its job's end
 MAX_WORDS = 1024  # words of a gattach command
 MAX_TERMINAL = 10_000  # rows or columns
 
@@ -132,12 +133,22 @@ class InteractiveFacade:
         yield Started(node)
         async for out in self.relay.run(node, opening, inputs):
             if out.error and request.kind == "attach":
-                job = await self.core.call(sessions.current, job)
+                job = await self._end_of(job)
                 if job.state.terminal:  # ended before the session opened: as if it had
                     async for event in self._ended(request, job):
                         yield event
                     return
             yield out
+
+    async def _end_of(self, job: JobRecord) -> JobRecord:
+        """The job once it ended (its node reports it soon after the process ends), or as it
+        is after ``ENDING`` seconds."""
+        for _ in range(int(ENDING / POLL)):
+            job = await self.core.call(self.services.sessions.current, job)
+            if job.state.terminal:
+                break
+            await asyncio.sleep(POLL)
+        return job
 
     async def _ended(
         self, request: ClientOpen, job: JobRecord
