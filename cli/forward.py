@@ -40,7 +40,9 @@ def parse_ports(text: str) -> tuple[int, int]:
     try:
         ports = (int(local) if local else int(remote), int(remote))
     except ValueError:
-        raise ValueError(f"{text!r}: expected [LOCAL:]REMOTE port numbers, e.g. 8888:8888")
+        raise ValueError(
+            f"{text!r}: expected [LOCAL:]REMOTE port numbers, e.g. 8888:8888"
+        ) from None
     if not 0 <= ports[0] <= 65535 or not 1 <= ports[1] <= 65535:
         raise ValueError(f"{text!r}: ports are 1 to 65535 (LOCAL 0: any free port)")
     return ports

@@ -105,18 +105,16 @@ def _grun(args: argparse.Namespace) -> int:
                 say("grun", f"job {job_id} queued and waiting for resources{why}")
                 waited.append(status.reason)
 
+        started: list[bool] = []
+
         def on_start() -> None:
+            started.append(True)
             if waited:
                 say("grun", f"job {job_id} has been allocated resources")
 
-        started: list[bool] = []
         try:
             return run_session(
-                client,
-                {"job_id": job_id, "kind": "attach"},
-                use_tty,
-                on_wait,
-                lambda: (started.append(True), on_start())[-1],
+                client, {"job_id": job_id, "kind": "attach"}, use_tty, on_wait, on_start
             )
         except KeyboardInterrupt:
             client.cancel_jobs([job_id], current_user())

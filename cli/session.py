@@ -9,6 +9,7 @@ scheduler reads no more (its window is full), reading input stops too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -79,10 +80,8 @@ def run_session(
         for undo in reversed(restore):
             undo()
         call.cancel()
-        try:
+        with contextlib.suppress(queue.Full):
             requests.put_nowait(None)
-        except queue.Full:
-            pass
 
 
 def _raw(fd: int, requests: queue.Queue[Any], client: Client) -> list[Callable[[], None]]:
@@ -93,16 +92,16 @@ def _raw(fd: int, requests: queue.Queue[Any], client: Client) -> list[Callable[[
 
     def resized(signum: int, frame: Any) -> None:
         rows, cols = terminal_size(fd)
-        try:
+        with contextlib.suppress(queue.Full):  # the next resize sends the size again
             requests.put_nowait(client.interact_request(rows=rows, cols=cols))
-        except queue.Full:
-            pass  # the next resize sends the size again
 
     before = signal.signal(signal.SIGWINCH, resized)
-    return [
-        lambda: termios.tcsetattr(fd, termios.TCSADRAIN, saved),
-        lambda: signal.signal(signal.SIGWINCH, before),
-    ]
+
+    def undo() -> None:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        signal.signal(signal.SIGWINCH, before)
+
+    return [undo]
 
 
 def _read_input(fd: int, requests: queue.Queue[Any], client: Client, eof: bool) -> None:

@@ -3,6 +3,7 @@ drives it: keys in, screen text out, the window size changed under it."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -59,10 +60,8 @@ class Terminal:
                 return os.waitstatus_to_exitcode(status)
             ready, _, _ = select.select([self.fd], [], [], 0.2)
             if ready:
-                try:
+                with contextlib.suppress(OSError):
                     self.seen += os.read(self.fd, 65536)
-                except OSError:
-                    pass
         raise AssertionError(f"the command did not end within {timeout}s; saw {self.seen!r}")
 
     def close(self) -> None:

@@ -49,7 +49,9 @@ def start_servers(cluster: Cluster, as_user: dict[str, str] | None = None) -> st
     return job_id
 
 
-def run_as(cluster: Cluster, token: str, *args: str, data: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+def run_as(
+    cluster: Cluster, token: str, *args: str, data: bytes = b""
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", *args],
         env={**cluster.env, "ROTA_TOKEN": token},
@@ -63,7 +65,16 @@ def test_gattach_owner_runs_commands_other_user_refused_and_recorded(cluster: Cl
     start_cluster(cluster)
     alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
     job_id = start_servers(cluster, {"ROTA_TOKEN": alice})
-    mine = run_as(cluster, alice, "rota.cli.gattach", job_id, "sh", "-c", "cat; id -u; exit 7", data=b"typed\n")
+    mine = run_as(
+        cluster,
+        alice,
+        "rota.cli.gattach",
+        job_id,
+        "sh",
+        "-c",
+        "cat; id -u; exit 7",
+        data=b"typed\n",
+    )
     assert mine.returncode == 7, mine.stderr
     typed, uid = mine.stdout.decode().split()
     assert typed == "typed"
@@ -106,7 +117,9 @@ def test_forward_reaches_httpd_and_proxy_carries_bytes_both_ways(cluster: Cluste
         forward.send_signal(signal.SIGINT)
         forward.wait(timeout=30)
     data = bytes(range(256)) * 4096  # 1 MiB through nc -e cat and back
-    proxied = run_as(cluster, cluster.token, "rota.cli.rota_main", "proxy", job_id, "7000", data=data)
+    proxied = run_as(
+        cluster, cluster.token, "rota.cli.rota_main", "proxy", job_id, "7000", data=data
+    )
     assert proxied.returncode == 0, proxied.stderr
     assert proxied.stdout == data
 
@@ -133,11 +146,22 @@ def test_grun_shows_pending_reason_and_ctrl_c_cancels(cluster: Cluster) -> None:
     cluster.wait_state(waiting["id"], "CANCELLED")
 
 
-def test_grun_of_a_quick_command_gets_its_output_and_exit_code(cluster: Cluster, tmp_path: Path) -> None:
+def test_grun_of_a_quick_command_gets_its_output_and_exit_code(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=1)
     result = subprocess.run(
-        [sys.executable, "-m", "rota.cli.grun", "--image", TEST_IMAGE, "sh", "-c", "echo quick; exit 4"],
+        [
+            sys.executable,
+            "-m",
+            "rota.cli.grun",
+            "--image",
+            TEST_IMAGE,
+            "sh",
+            "-c",
+            "echo quick; exit 4",
+        ],
         env=cluster.env,
         stdin=subprocess.DEVNULL,
         capture_output=True,

@@ -174,8 +174,7 @@ class DockerRuntime:
         att = self._table.get(request.job_id, request.attempt)
         if att is None or att.phase is not Phase.RUNNING or not att.container_id:
             raise SessionError(
-                f"job {request.job_id} attempt {request.attempt} is not running on node "
-                f"{self.node}"
+                f"job {request.job_id} attempt {request.attempt} is not running on node {self.node}"
             )
         return open_session(self._client.api, att.container_id, request)
 

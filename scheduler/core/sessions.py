@@ -75,4 +75,3 @@ class SessionService:
                 detail=text,
             )
         )
-
