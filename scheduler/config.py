@@ -107,6 +107,8 @@ class SchedulerConfig(Settings):
     # interactive sessions (docs/interactive.md)
     interactive_max_sessions: Count = 2  # live grun sessions per user; 0 = no limit
     interactive_max_gpus: Count = 4  # GPUs in one user's live grun sessions; 0 = no limit
+    interactive_idle_after: Seconds = 7200.0  # no client and GPUs at 0 % this long: ended
+    interactive_idle_warning: Seconds = 900.0  # warned this long before; 0 = no warning
     # policy (docs/policy.md "Configuration")
     weights: WeightSettings = WeightSettings()  # merged over the defaults
     limits: LimitSettings = LimitSettings()

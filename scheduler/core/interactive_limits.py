@@ -22,7 +22,7 @@ def interactive_refusal(
     max_sessions: int,
     max_gpus: int,
 ) -> str:
-    """"" when ``user`` may start the interactive ones of ``new`` beside their ``live`` jobs,
+    """ "" when ``user`` may start the interactive ones of ``new`` beside their ``live`` jobs,
     else why not (the field and the limit)."""
     sessions = [s for s in new if s.interactive]
     if not sessions:

@@ -134,5 +134,5 @@ def build_services(
         notifications=NotificationService(store.notices, config, clock),
         policy=policy,
         liveness=liveness,
-        sessions=SessionService(model, lookup, lifecycle, users, clock),
+        sessions=SessionService(model, lookup, lifecycle, users, gpus, config, clock),
     )

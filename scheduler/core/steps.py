@@ -65,6 +65,7 @@ class CoreSteps:
         """Housekeeping: lost nodes and idle jobs, accounting, reservations, tokens, audit."""
         services = self.services
         orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
+        orders += services.sessions.reclaim()
         services.accounting.tick()
         services.reservations.advance(services.reservations.clock())
         services.users.refresh()

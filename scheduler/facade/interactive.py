@@ -131,14 +131,18 @@ class InteractiveFacade:
             request.port,
         )
         yield Started(node)
-        async for out in self.relay.run(node, opening, inputs):
-            if out.error and request.kind == "attach":
-                job = await self._end_of(job)
-                if job.state.terminal:  # ended before the session opened: as if it had
-                    async for event in self._ended(request, job):
-                        yield event
-                    return
-            yield out
+        await self.core.call(sessions.attached, job.id)  # not idle while a client is attached
+        try:
+            async for out in self.relay.run(node, opening, inputs):
+                if out.error and request.kind == "attach":
+                    job = await self._end_of(job)
+                    if job.state.terminal:  # ended before the session opened: as if it had
+                        async for event in self._ended(request, job):
+                            yield event
+                        return
+                yield out
+        finally:
+            await self.core.call(sessions.detached, job.id)
 
     async def _end_of(self, job: JobRecord) -> JobRecord:
         """The job once it ended (its node reports it soon after the process ends), or as it

@@ -1361,7 +1361,7 @@ class InteractRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., node: _Optional[str] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ...) -> None: ...
 
 class InteractReply(_message.Message):
-    __slots__ = ("state", "reason", "estimated_start", "started", "stream", "data", "exited", "exit_code", "error", "notice")
+    __slots__ = ("state", "reason", "estimated_start", "started", "stream", "data", "exited", "exit_code", "error")
     STATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
@@ -1371,7 +1371,6 @@ class InteractReply(_message.Message):
     EXITED_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
-    NOTICE_FIELD_NUMBER: _ClassVar[int]
     state: str
     reason: str
     estimated_start: float
@@ -1381,5 +1380,4 @@ class InteractReply(_message.Message):
     exited: bool
     exit_code: int
     error: str
-    notice: str
-    def __init__(self, state: _Optional[str] = ..., reason: _Optional[str] = ..., estimated_start: _Optional[float] = ..., started: _Optional[bool] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., notice: _Optional[str] = ...) -> None: ...
+    def __init__(self, state: _Optional[str] = ..., reason: _Optional[str] = ..., estimated_start: _Optional[float] = ..., started: _Optional[bool] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
