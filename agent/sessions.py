@@ -22,8 +22,8 @@ from rota.messages import SessionInput, SessionOpen, SessionOutput
 
 log = logging.getLogger("rota.agent")
 
-CHUNK = 32 * 1024  # bytes of output per message
-DEFAULT_WINDOW = 1 << 20
+CHUNK = 256 * 1024  # bytes of output per message
+DEFAULT_WINDOW = 4 << 20
 
 
 class Sessions:

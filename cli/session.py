@@ -23,7 +23,7 @@ from typing import Any
 from rota.cli.client import Client
 from rota.cli.errors import CliError
 
-CHUNK = 32 * 1024
+CHUNK = 256 * 1024
 QUEUED = 64  # input messages waiting for the call
 
 

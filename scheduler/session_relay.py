@@ -18,7 +18,7 @@ from rota.messages import SessionInput, SessionOpen, SessionOutput
 from rota.scheduler.agent_hub import AgentHub, AgentSession
 from rota.scheduler.core.errors import NotFound
 
-WINDOW = 1 << 20  # bytes in flight each way per session
+WINDOW = 4 << 20  # bytes in flight each way per session
 
 
 class SessionRelay:
