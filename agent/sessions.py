@@ -10,6 +10,7 @@ writer thread; nothing here blocks the link's thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import socket
@@ -97,6 +98,10 @@ class _Session:
             with self._credit:
                 self._closed = True
                 self._credit.notify_all()
+            handle = self._handle
+            if handle is not None:  # also frees a writer blocked on a process not reading
+                with contextlib.suppress(OSError):
+                    handle.sock.shutdown(socket.SHUT_RDWR)
         if order.data or order.eof or order.rows or order.close:
             self._inputs.put(order)
 

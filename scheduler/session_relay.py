@@ -29,6 +29,7 @@ class SessionRelay:
         self.window = window
         self.relay = hub.relay(lambda why: SessionOutput(0, error=why))
         self._queued: dict[int, int] = {}  # request id -> output bytes not yet taken
+        self._nodes: dict[int, str] = {}  # request id -> the node it was opened on
 
     def __len__(self) -> int:
         return len(self._queued)
@@ -38,7 +39,7 @@ class SessionRelay:
         queued = self._queued.get(out.request_id)
         if queued is None:
             return  # closed
-        if out.data:
+        if out.data and self._nodes.get(out.request_id) == session.node:  # else refused below
             queued += len(out.data)
             self._queued[out.request_id] = queued
             if queued > 2 * self.window:
@@ -56,6 +57,7 @@ class SessionRelay:
             raise NotFound(f"node {node} is not connected")
         request_id, queue = self.relay.open(node)
         self._queued[request_id] = 0
+        self._nodes[request_id] = node
         self._send(node, dataclasses.replace(request, request_id=request_id, window=self.window))
         credit = _Credit(self.window)
         pump = asyncio.create_task(self._pump(node, request_id, inputs, credit))
@@ -77,6 +79,7 @@ class SessionRelay:
             pump.cancel()
             self.relay.close(request_id)
             self._queued.pop(request_id, None)
+            self._nodes.pop(request_id, None)
             if not ended:
                 self._send(node, SessionInput(request_id, close=True))
 
