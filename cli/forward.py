@@ -10,6 +10,7 @@ so the agent reaches the port from inside the container.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import sys
 import threading
@@ -94,11 +95,15 @@ def _forward(args: argparse.Namespace, local: int, remote: int) -> int:
             f"Forwarding 127.0.0.1:{bound} -> job {args.id} port {remote} (Ctrl-C to stop)",
             flush=True,
         )
-        while True:
-            conn, _ = listener.accept()
-            threading.Thread(
-                target=_serve, args=(client, conn, _opening(args, remote)), daemon=True
-            ).start()
+        serve_connections(client, listener, _opening(args, remote))
+    return 0
+
+
+def serve_connections(client: Client, listener: socket.socket, opening: dict[str, object]) -> None:
+    """Accept connections for ever, each a forward session of its own."""
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=_serve, args=(client, conn, opening), daemon=True).start()
 
 
 def _serve(client: Client, conn: socket.socket, opening: dict[str, object]) -> None:
@@ -111,3 +116,6 @@ def _serve(client: Client, conn: socket.socket, opening: dict[str, object]) -> N
             run_session(client, opening, False, stdin_fd=conn.fileno(), stdout_fd=conn.fileno())
         except CliError as exc:
             print(f"rota forward: {exc}", file=sys.stderr, flush=True)
+        finally:  # a close alone would wait for the input thread's read: end both ways now
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)

@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpus", "-c", type=float, default=0, help="CPUs (default: no limit)")
     p.add_argument("--mem", default="", help="memory, e.g. 16Gi (default: no limit)")
     p.add_argument("--job-name", "-J", default="", help="job name (default: interactive)")
+    p.add_argument(
+        "--jupyter",
+        action="store_true",
+        help="start JupyterLab (the image must have it), forward its port, print its URL",
+    )
+    p.add_argument("--port", type=int, default=0, help="--jupyter: local port (default: free)")
     pty = p.add_mutually_exclusive_group()
     pty.add_argument("--pty", action="store_true", default=None, help="give CMD a terminal")
     pty.add_argument("--no-pty", dest="pty", action="store_false", help="plain pipes")
@@ -93,6 +99,14 @@ def _grun(args: argparse.Namespace) -> int:
         spec = parse_job_file(job_fields(args, image))
     except SpecError as exc:
         raise CliError(str(exc), 2) from None
+    if args.jupyter:
+        from rota.cli.jupyter import jupyter_command, run_jupyter
+
+        token, command = jupyter_command()
+        spec = dataclasses.replace(spec, command=command, name=args.job_name or "jupyter")
+        spec = dataclasses.replace(spec, interactive=True)
+        with connect(args.scheduler, args.ca) as client:
+            return run_jupyter(client, spec, token, args.port)
     spec = dataclasses.replace(spec, interactive=True, tty=use_tty)
     with connect(args.scheduler, args.ca) as client:
         reply = client.submit([("grun", spec)], current_user())

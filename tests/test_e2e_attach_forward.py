@@ -170,3 +170,54 @@ def test_grun_of_a_quick_command_gets_its_output_and_exit_code(
     assert result.stdout == b"quick\n"
     assert result.returncode == 4
     wait_for(lambda: not cluster.containers(), 20, what="the session's container removed")
+
+
+FAKE_JUPYTER = """FROM rota-test-busybox:latest
+COPY jupyter /bin/jupyter
+COPY lab /srv/lab
+"""
+JUPYTER_SCRIPT = """#!/bin/sh
+# a stand-in for JupyterLab: serves /srv on the --port it is given, with the token it got
+for arg in "$@"; do case $arg in --port=*) port=${arg#--port=};; esac; done
+echo "$@" > /dev/null
+exec httpd -f -p "127.0.0.1:$port" -h /srv
+"""
+
+
+def test_grun_jupyter_forwards_the_lab_and_prints_its_url(cluster: Cluster, tmp_path: Path) -> None:
+    (tmp_path / "jupyter").write_text(JUPYTER_SCRIPT)
+    (tmp_path / "jupyter").chmod(0o755)
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "index.html").write_text("a stand-in for JupyterLab\n")
+    (tmp_path / "Dockerfile").write_text(FAKE_JUPYTER)
+    image = "rota-test-jupyter:latest"
+    subprocess.run(
+        ["docker", "build", "-q", "-t", image, str(tmp_path)], check=True, capture_output=True
+    )
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    grun = subprocess.Popen(
+        [sys.executable, "-m", "rota.cli.grun", "--image", image, "--jupyter"],
+        env=cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert grun.stdout is not None
+        line = grun.stdout.readline().decode()
+        assert line.startswith("JupyterLab of job 1: http://127.0.0.1:"), line
+        url = line.split(": ", 1)[1].strip()
+        assert len(url.split("token=")[1]) == 48  # a random token
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert page.read() == b"a stand-in for JupyterLab\n"
+        (job,) = cluster.jobs()
+        assert (job["name"], job["interactive"], job["command"][:2]) == (
+            "jupyter",
+            True,
+            ["jupyter", "lab"],
+        )
+    finally:
+        grun.send_signal(signal.SIGINT)
+        assert grun.wait(timeout=30) == 130
+    cluster.wait_state("1", "CANCELLED")

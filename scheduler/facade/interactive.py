@@ -23,7 +23,8 @@ from rota.scheduler.core_thread import Executor
 from rota.scheduler.session_relay import SessionRelay
 from rota.states import JobState
 
-POLL = 0.1  # seconds between looks at a job a session waits for
+POLL = 0.1  # seconds between looks at a job a session waits for, at first
+MAX_POLL = 1.0  # ... growing to this for a job that waits long
 ENDING = 30.0  # seconds a grun session whose process ended waits for its job's end
 MAX_WORDS = 1024  # words of a gattach command
 MAX_TERMINAL = 10_000  # rows or columns
@@ -103,12 +104,14 @@ class InteractiveFacade:
         sessions = self.services.sessions
         job = await self.core.call(sessions.target, request.job_id, who, request.kind)
         shown: Waiting | None = None
+        poll = POLL
         while job.state in (JobState.PENDING, JobState.CONFIGURING):
             waiting = Waiting(job.state.value, job.reason, job.estimated_start or 0.0)
             if waiting != shown:
                 shown = waiting
                 yield waiting
-            await asyncio.sleep(POLL)
+            await asyncio.sleep(poll)
+            poll = min(poll * 1.2, MAX_POLL)
             job = await self.core.call(sessions.current, job)
         if job.state is not JobState.RUNNING:
             async for event in self._ended(request, job):
