@@ -38,16 +38,9 @@ from rota.agent.runtime.engine_args import (
 from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.output import OutputSaver
 from rota.agent.runtime.policy import ContainerPolicy
-from rota.agent.runtime.sessions import SessionError, SessionHandle, open_session
+from rota.agent.runtime.sessions import SessionHandle, SessionOpen, open_session
 from rota.inputs import SpecError
-from rota.messages import (
-    AgentEvent,
-    EventKind,
-    KillOrder,
-    LaunchOrder,
-    RunningAttempt,
-    SessionOpen,
-)
+from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
 
 log = logging.getLogger("rota.agent")
 
@@ -172,11 +165,9 @@ class DockerRuntime:
     def open_session(self, request: SessionOpen) -> SessionHandle:
         """An interactive session in the running attempt's container (``sessions``)."""
         att = self._table.get(request.job_id, request.attempt)
-        if att is None or att.phase is not Phase.RUNNING or not att.container_id:
-            raise SessionError(
-                f"job {request.job_id} attempt {request.attempt} is not running on node {self.node}"
-            )
-        return open_session(self._client.api, att.container_id, request)
+        running = att is not None and att.phase is Phase.RUNNING
+        container_id = att.container_id if att is not None and running else ""
+        return open_session(self._client.api, container_id, request, self.node)
 
     # ------------------------------------------------------------------ adopt
 

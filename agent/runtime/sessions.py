@@ -72,8 +72,13 @@ class SessionHandle:
         return None
 
 
-def open_session(api: Any, container_id: str, request: SessionOpen) -> SessionHandle:
-    """Open ``request`` in container ``container_id``; SessionError saying why not."""
+def open_session(api: Any, container_id: str, request: SessionOpen, node: str) -> SessionHandle:
+    """Open ``request`` in container ``container_id`` ("": the attempt does not run on
+    ``node``); SessionError saying why not."""
+    if not container_id:
+        raise SessionError(
+            f"job {request.job_id} attempt {request.attempt} is not running on node {node}"
+        )
     try:
         config = api.inspect_container(container_id).get("Config") or {}
         if request.kind == "attach":
