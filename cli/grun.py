@@ -114,7 +114,7 @@ def _grun(args: argparse.Namespace) -> int:
         waited: list[str] = []
 
         def on_wait(status: Any) -> None:
-            if status.state == "PENDING":
+            if status.state == "PENDING" and (status.reason or not waited):
                 why = f" ({status.reason})" if status.reason else ""
                 say("grun", f"job {job_id} queued and waiting for resources{why}")
                 waited.append(status.reason)
