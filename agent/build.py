@@ -10,6 +10,7 @@ from rota.agent.daemon import Agent
 from rota.agent.runtime.base import ReportFn
 from rota.agent.runtime.docker_runtime import DockerRuntime
 from rota.agent.runtime.policy import ContainerPolicy
+from rota.agent.steps.node import NodeSteps
 
 
 def build_agent(
@@ -20,6 +21,7 @@ def build_agent(
 ) -> Agent:
     """The agent of ``config`` running its jobs in Docker (raises when the engine's GPU mode
     cannot be used)."""
+    steps = NodeSteps(config.data_dir / "steps", config.node, config.docker_host)
 
     def runtime(report: ReportFn) -> DockerRuntime:
         return DockerRuntime(
@@ -34,9 +36,10 @@ def build_agent(
             max_output=config.max_output,
             policy=container_policy(config),
             sleep=sleep,
+            steps=steps,
         )
 
-    return Agent(config, runtime, clock, monotonic)
+    return Agent(config, runtime, clock, monotonic, steps)
 
 
 def container_policy(config: AgentConfig) -> ContainerPolicy:

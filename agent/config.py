@@ -24,6 +24,7 @@ from rota.settings import (
     Count,
     Host,
     HostPort,
+    HostPorts,
     Names,
     PositiveSeconds,
     Seconds,
@@ -75,7 +76,7 @@ class AgentConfig(Settings):
     which has no command-line flag (``ps`` would show it): ``ROTA_NODE_TOKEN`` or the file."""
 
     node: Annotated[str, AfterValidator(_node)] = Field(default_factory=socket.gethostname)
-    scheduler: HostPort = DEFAULT_ADDRESS
+    scheduler: HostPorts = DEFAULT_ADDRESS  # several, comma-separated: failed over in turn
     data_dir: Path
     token: str = Field("", repr=False)  # the join token of `gadmin node add`
     token_file: Path | None = None
@@ -122,7 +123,11 @@ class AgentConfig(Settings):
     def _token_not_in_plaintext(self) -> AgentConfig:
         """Without TLS the join token crosses the network readable: only to this machine,
         unless ``insecure`` says so (as the scheduler's own ``insecure``)."""
-        if not self.ca and not self.insecure and not is_loopback(self.scheduler):
+        if (
+            not self.ca
+            and not self.insecure
+            and not all(is_loopback(one) for one in self.scheduler.split(","))
+        ):
             raise ValueError(
                 f"scheduler {self.scheduler!r} is not on this machine and no CA is given: the "
                 "node's join token would cross the network in plaintext; give --ca (TLS, "

@@ -26,8 +26,10 @@ from rota.agent.readings import AgentReadings
 from rota.agent.runtime.base import ContainerRuntime, ReportFn
 from rota.agent.runtime.owners import ProcessOwners
 from rota.agent.sessions import Sessions
+from rota.agent.steps.node import NodeSteps
 from rota.messages import (
     AgentEvent,
+    AgentMessage,
     AgentOrder,
     EventAck,
     GpuTelemetry,
@@ -41,10 +43,16 @@ from rota.messages import (
     RunningAttempt,
     SessionInput,
     SessionOpen,
+    StepCancel,
+    StepEnd,
+    StepLaunch,
+    StepOutput,
+    StepStart,
     Welcome,
 )
 
 log = logging.getLogger("rota.agent")
+STEP_WAIT = 60.0  # seconds an srun waits for the scheduler when it is away
 
 
 class Agent:
@@ -54,7 +62,8 @@ class Agent:
     (``build.build_agent`` passes a ``DockerRuntime``; tests a fake).
 
     Time is read only from ``clock`` (Unix seconds: event and heartbeat times, time limits) and
-    ``monotonic`` (how long the scheduler has been silent or away).
+    ``monotonic`` (how long the scheduler has been silent or away). ``steps``: the node's srun
+    steps, which the runtime prepares containers for (None: step orders are refused).
     """
 
     def __init__(
@@ -63,8 +72,10 @@ class Agent:
         runtime: Callable[[ReportFn], ContainerRuntime],
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        steps: NodeSteps | None = None,
     ) -> None:
         self.config = config
+        self.steps = steps
         self._clock = clock
         self._monotonic = monotonic
         self.backend, self.inventory = open_backend(config.simulate_gpus, config.node)
@@ -79,6 +90,8 @@ class Agent:
             self._disconnected,
             tls=(config.ca, config.cert, config.key) if config.ca else None,
         )
+        if steps is not None:
+            steps.connect(self._send_step)
         self._interval = config.heartbeat_interval  # how often the GPUs are looked at
         self._period = config.heartbeat_interval  # telemetry period (the scheduler's)
         self._keepalive = 0.0  # send something at least this often (0: telemetry suffices)
@@ -160,6 +173,23 @@ class Agent:
         """The scheduler's stream ended: fence the jobs in time, end the sessions it relayed."""
         self.fence.lost()
         self.sessions.close_all()
+        self.fence.lost()
+        if self.steps is not None:
+            self.steps.disconnected()
+
+    def _send_step(self, msg: AgentMessage) -> None:
+        """Send a step message; an srun asking while the scheduler is away waits up to
+        ``STEP_WAIT`` seconds for it (on a thread of its own), then fails."""
+        if self.link.connected.is_set():
+            self.link.send(msg)
+        elif isinstance(msg, StepStart):
+            threading.Thread(target=self._send_when_connected, args=(msg,), daemon=True).start()
+
+    def _send_when_connected(self, msg: StepStart) -> None:
+        if self.link.connected.wait(STEP_WAIT):
+            self.link.send(msg)
+        elif self.steps is not None:
+            self.steps.order(StepEnd(msg.request_id, 1, error="the scheduler is not reachable"))
 
     def _on_event(self, event: AgentEvent) -> None:
         if self.link.connected.is_set():
@@ -187,6 +217,11 @@ class Agent:
             self.runtime.ack(order.job_id, order.attempt)
         elif isinstance(order, SessionOpen | SessionInput):
             self.sessions.order(order)
+        elif isinstance(order, StepLaunch | StepOutput | StepEnd | StepCancel):
+            if self.steps is not None:
+                self.steps.order(order)
+            elif isinstance(order, StepLaunch):
+                self.link.send(StepEnd(order.request_id, 1, error="this node runs no steps"))
         elif isinstance(order, LogRequest):
             if order.cancel:
                 self._log_cancels.pop(order.request_id, threading.Event()).set()

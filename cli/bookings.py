@@ -137,7 +137,7 @@ def reservation_json(r: Any) -> dict[str, Any]:
     from rota.cli.client import as_dict
 
     data = as_dict(r)
-    for key in ("start", "end", "created_at"):
+    for key in ("start", "end", "created_at", "given_back"):
         value = getattr(r, key)
         data[key] = iso_time(value) if value else None
     return data

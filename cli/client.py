@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 
 from rota.cli.errors import CliError
+from rota.cli.failover import FailoverChannel
 from rota.cli.target import Target, check_plaintext, resolve_target
 from rota.states import JobState
 from rota.tls import TLSFileError, channel_credentials
@@ -77,16 +78,21 @@ class Client:
             raise CliError(str(exc), 1) from None
         if self.token and not target.ca:
             check_plaintext(target)
+        creds = None
         if target.ca:
             try:
                 creds = channel_credentials(target.ca, target.cert, target.key)
             except TLSFileError as exc:
                 raise CliError(str(exc), 2) from None
-            self.channel = grpc.secure_channel(target.address, creds)
-        else:
-            self.channel = grpc.insecure_channel(target.address)
-        if self.token:
-            self.channel = grpc.intercept_channel(self.channel, _Bearer(self.token))
+        channels = []
+        for address in target.address.split(","):  # a leader and its standbys
+            one = (
+                grpc.secure_channel(address.strip(), creds)
+                if creds
+                else grpc.insecure_channel(address.strip())
+            )
+            channels.append(grpc.intercept_channel(one, _Bearer(self.token)) if self.token else one)
+        self.channel = channels[0] if len(channels) == 1 else FailoverChannel(channels)
         self.jobs = pb_grpc.JobServiceStub(self.channel)
         self.nodes = pb_grpc.NodeServiceStub(self.channel)
         self.admin = pb_grpc.AdminServiceStub(self.channel)
@@ -95,6 +101,7 @@ class Client:
         self.users = pb_grpc.UserServiceStub(self.channel)
         self.accounting = pb_grpc.AccountingServiceStub(self.channel)
         self.interactive = pb_grpc.InteractiveServiceStub(self.channel)
+        self.partition_admin = pb_grpc.PartitionServiceStub(self.channel)
         self._me = ""  # whoami(), once asked
 
     def job_dicts(self, ids: list[str]) -> list[dict[str, Any]]:
@@ -128,6 +135,13 @@ class Client:
                 f"TLS with the rota scheduler at {self.target.address} failed (CA "
                 f"{self.target.ca}; a scheduler name not in its certificate, a wrong CA, or a "
                 "missing client certificate)",
+                1,
+            )
+        if code is grpc.StatusCode.UNAVAILABLE and "is a standby" in (details or ""):
+            return CliError(
+                f"no rota scheduler at {self.target.address} leads (address from "
+                f"{self.target.source}): {details}; add the leader's address to --scheduler or "
+                "ROTA_SCHEDULER",
                 1,
             )
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
@@ -183,15 +197,17 @@ class Client:
         accounts: list[str],
         states: Iterable[JobState] = (),
         all_states: bool = False,
+        with_priority: bool = False,
     ) -> list[Any]:
         """Jobs (``rota.v1.Job``) matching every filter given; active ones unless ``states`` or
-        ``all_states`` say otherwise."""
+        ``all_states`` say otherwise; pending ones with their ``priority`` when asked."""
         request = pb.ListJobsRequest(
             ids=ids,
             users=users,
             accounts=accounts,
             states=[pb.JobState.Value(s.value) for s in states],
             all_states=all_states,
+            with_priority=with_priority,
         )
         jobs: list[Any] = []
         while True:  # the scheduler answers in pages
@@ -290,6 +306,23 @@ class Client:
         request = pb.GpuActionRequest(node=node, index=index, user=user, reason=reason)
         method = self.gpus.ResumeGpu if op == "resume" else self.gpus.DrainGpu
         return str(self.call(method, request).message)
+
+    def list_partitions(self) -> list[Any]:
+        """Every partition (``rota.v1.PartitionRecord``): the settings file's, then admins'."""
+        request = pb.ListPartitionsRequest()
+        return list(self.call(self.partition_admin.ListPartitions, request).partitions)
+
+    def set_partition(self, op: str, name: str, values: Mapping[str, Any]) -> Any:
+        """``op`` add or update partition ``name`` with ``values`` (PartitionSpec fields; on
+        update only those change)."""
+        spec = pb.PartitionSpec(**values)
+        request = pb.PartitionRequest(name=name, spec=spec, fields=list(values))
+        stub = self.partition_admin
+        return self.call(stub.AddPartition if op == "add" else stub.UpdatePartition, request)
+
+    def remove_partition(self, name: str) -> str:
+        request = pb.RemovePartitionRequest(name=name)
+        return str(self.call(self.partition_admin.RemovePartition, request).message)
 
     # ------------------------------------------------------------ users and audit
 

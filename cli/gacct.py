@@ -60,8 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--summary",
         action="store_true",
-        help="GPU-hours and mean GPU utilisation per user and per account (every user you may see; "
-        "default period: the last 7 days)",
+        help="GPU-hours and mean GPU utilisation per user and per account, and per user the "
+        "GPU-hours of their bookings that no job of the booking used (BOOKED_UNUSED: lent, idle "
+        "or released; windows that ended in the period) (every user you may see; default "
+        "period: the last 7 days)",
     )
     mode.add_argument(
         "--efficiency",
@@ -214,7 +216,7 @@ def _emit(rows: Sequence[dict[str, Any]], headers: Sequence[str], args: argparse
                 ]
             )
     else:
-        right = ["EXIT", "ELAPSED", "GPUS", "GPU_HOURS", "GPU_UTIL", "JOBS"]
+        right = ["EXIT", "ELAPSED", "GPUS", "GPU_HOURS", "GPU_UTIL", "JOBS", "BOOKED_UNUSED"]
         print(
             table(
                 list(headers), [_cells(r) if "id" in r else list(r.values()) for r in rows], right
@@ -232,13 +234,14 @@ def _print_summary(reply: Any, args: argparse.Namespace) -> int:
                 "gpu_hours": round(t.gpu_hours, 6),
                 "gpu_utilization": round(t.gpu_utilization, 2) if t.gpu_samples else None,
                 "gpu_samples": t.gpu_samples,
+                "booked_unused": round(t.booked_unused_gpu_hours, 6) if kind == "user" else None,
             }
             for t in items
         ]
 
     rows = totals("user", reply.users) + totals("account", reply.accounts)
     if args.json or args.csv:
-        _emit(rows, ["KIND", "NAME", "JOBS", "GPU_HOURS", "GPU_UTIL"], args)
+        _emit(rows, ["KIND", "NAME", "JOBS", "GPU_HOURS", "GPU_UTIL", "BOOKED_UNUSED"], args)
         return 0
     shown = [
         {
@@ -247,10 +250,11 @@ def _print_summary(reply: Any, args: argparse.Namespace) -> int:
             "JOBS": str(r["jobs"]),
             "GPU_HOURS": f"{r['gpu_hours']:.2f}",
             "GPU_UTIL": "-" if r["gpu_utilization"] is None else f"{r['gpu_utilization']:.0f}%",
+            "BOOKED_UNUSED": "-" if r["booked_unused"] is None else f"{r['booked_unused']:.2f}",
         }
         for r in rows
     ]
-    _emit(shown, ["KIND", "NAME", "JOBS", "GPU_HOURS", "GPU_UTIL"], args)
+    _emit(shown, ["KIND", "NAME", "JOBS", "GPU_HOURS", "GPU_UTIL", "BOOKED_UNUSED"], args)
     return 0
 
 

@@ -1,5 +1,5 @@
 """gadmin: administer nodes (register with a join token, drain, resume, remove, list), GPUs,
-users and their tokens, and read the audit log. Admins only: the scheduler checks the caller's
+partitions, users and their tokens, and read the audit log. Admins only: the scheduler checks the caller's
 token (``rota.credentials``) and records who made each change."""
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rota.cli.gadmin_user import add_user_parsers
 
     add_user_parsers(sub)
+    from rota.cli.gadmin_partition import add_partition_parser
+
+    add_partition_parser(sub)
     return p
 
 
@@ -90,6 +93,11 @@ def _run(args: argparse.Namespace) -> int:
 
         with connect(args.scheduler, args.ca) as client:
             return run_user(args, client) if args.area == "user" else run_audit(args, client)
+    if args.area == "partition":
+        from rota.cli.gadmin_partition import run_partition
+
+        with connect(args.scheduler, args.ca) as client:
+            return run_partition(args, client)
     user = current_user()
     labels = parse_labels(getattr(args, "labels", None))
     with connect(args.scheduler, args.ca) as client:

@@ -73,6 +73,10 @@ def _show(args: argparse.Namespace) -> int:
         ("StartTime", iso(job.start_time) or "-"),
         ("EndTime", iso(job.end_time) or "-"),
         ("Dependency", spec.dependency or "-"),
+        ("ReqNodeList", spec.nodelist or "(null)"),
+        ("ExcNodeList", spec.exclude or "(null)"),
+        ("MailType", ",".join(spec.mail_type) or "NONE"),
+        ("MailUser", spec.mail_user or ("(the job's user)" if spec.mail_type else "-")),
     ]
     width = max(len(k) for k, _ in fields)
     for key, value in fields:

@@ -100,7 +100,10 @@ def _show(args: argparse.Namespace) -> int:
     with connect(args.scheduler, args.ca) as client:
         if args.me:  # the user of the token, whatever $USER says
             users.append(client.whoami())
-        jobs = client.list_jobs(_split(args.jobs), users, _split(args.account), states, all_states)
+        ranked = any(getattr(p, "letter", "") in ("p", "Q") for p in parts or ())
+        jobs = client.list_jobs(
+            _split(args.jobs), users, _split(args.account), states, all_states, ranked
+        )
     if args.json:
         print(json.dumps([job_json(j, state_of(j)) for j in jobs], indent=2))
         return 0
@@ -116,7 +119,11 @@ def _show(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    _print_jobs(args, [job_json(j, state_of(j)) for j in jobs], parts)
+    shown = [job_json(j, state_of(j)) for j in jobs]
+    if ranked:  # the letters read it; only pending jobs carry one
+        for job, msg in zip(shown, jobs, strict=True):
+            job["priority"] = msg.priority if job["state"] == "PENDING" else None
+    _print_jobs(args, shown, parts)
     return 0
 
 

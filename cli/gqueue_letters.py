@@ -98,6 +98,17 @@ def end(job: Job) -> str:
     return "Unknown" if job["start_time"] else "N/A"
 
 
+def priority(job: Job, long: bool) -> str:
+    """``%Q``: the multifactor priority as a whole number; ``%p``: that over 2^32-1 as squeue
+    prints it (``%16.14f``); ``N/A`` for a job that is not pending (rota keeps no priority
+    once a job starts)."""
+    value = job.get("priority")
+    if value is None:
+        return "N/A"
+    whole = max(0, round(value))
+    return str(whole) if long else f"{whole / 0xFFFFFFFF:16.14f}"
+
+
 def _null(value: object) -> str:
     return str(value) if value else "(null)"
 
@@ -117,6 +128,8 @@ LETTERS: dict[str, Letter] = {
     "u": Letter("USER", lambda j, _: j["user"]),
     "a": Letter("ACCOUNT", lambda j, _: j["account"]),
     "P": Letter("PARTITION", lambda j, _: j.get("partition") or PARTITION),
+    "p": Letter("PRIORITY", lambda j, _: priority(j, long=False)),
+    "Q": Letter("PRIORITY", lambda j, _: priority(j, long=True)),
     "q": Letter("QOS", lambda j, _: j.get("qos") or "normal"),
     "t": Letter("ST", lambda j, _: j["state_code"]),
     "T": Letter("STATE", lambda j, _: j["state"]),

@@ -94,6 +94,13 @@ def _booking_options(c: argparse.ArgumentParser, required: bool) -> None:
     lend.add_argument("--no-lend", action="store_true", help="never lend idle GPUs")
     if not required:
         lend.add_argument("--lend", action="store_true", help="lend idle GPUs again")
+    c.add_argument(
+        "--unused",
+        choices=("lend", "release"),
+        help="when its owners leave a window unused for the scheduler's unused_after (30 min "
+        "by default): lend its GPUs to the queue until an owner's job arrives (lend, the "
+        "default) or release the window (release)",
+    )
     c.add_argument("--json", action="store_true")
 
 
@@ -187,6 +194,7 @@ def _create_fields(args: argparse.Namespace) -> dict[str, Any]:
         "accounts": args.accounts or [],
         "flags": [f.upper() for f in args.flags or []],
         "no_lend": args.no_lend,
+        "unused": args.unused or "",
     }
 
 
@@ -227,6 +235,9 @@ def _update_fields(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]
     if args.no_lend or args.lend:
         fields["no_lend"] = args.no_lend
         given.append("lend")
+    if args.unused:
+        fields["unused"] = args.unused
+        given.append("unused")
     if not given:
         raise CliError("update: give at least one option to change", 2)
     return given, fields
@@ -371,17 +382,23 @@ def _show(r: Any) -> None:
     booked = r.booked_gpu_seconds / 3600
     owners, lent = r.owner_gpu_seconds / 3600, r.lent_gpu_seconds / 3600
     idle = max(0.0, booked - owners - lent)
+    released = r.released_gpu_seconds / 3600
+    unused = {"lend": "lend its GPUs to the queue", "release": "release it"}.get(r.unused, "-")
+    if r.given_back:
+        waited = round((r.given_back - max(r.start, r.created_at)) / 60)
+        unused += f" (given back at {_local(r.given_back)}: no job of its owners in {waited} min)"
     print(f"reservation {r.name}")
     print(f"  window:   {_window(r)}")
     print(f"  gpus:     {total} ({_gpus(r)})")
     print(f"  for:      {_who(r)}")
     print(f"  flags:    {','.join(r.flags) or '-'}")
     print(f"  lend:     {'yes (idle GPUs run preemptible jobs of anyone)' if r.lend else 'no'}")
+    print(f"  unused:   {unused}")
     print(f"  running:  {', '.join(str(j) for j in r.running_jobs) or '-'}")
     print(f"  created:  by {r.created_by or '?'} at {_local(r.created_at)}")
     print(
         f"  usage:    {booked:.1f} GPU-h booked so far: {owners:.1f} used by its owners, "
-        f"{lent:.1f} lent, {idle:.1f} idle"
+        f"{lent:.1f} lent, {idle:.1f} idle, {released:.1f} released"
     )
 
 

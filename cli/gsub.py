@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,8 +185,10 @@ def _translate(name: str, text: str, script: Script) -> BatchJob:
         )
     except (ScriptError, ConfigError) as exc:
         raise CliError("\n".join(f"{name}: {line}" for line in str(exc).splitlines()), 2) from None
-    if name == "--wrap" and "name" not in batch.job:
-        batch.job = {"name": "wrap", **batch.job}
+    if "name" not in batch.job:  # as sbatch: "wrap", else the script's file name
+        given = "wrap" if name == "--wrap" else Path(name).name
+        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}", given):
+            batch.job = {"name": given, **batch.job}
     for warning in batch.warnings:
         print(f"gsub: warning: {name}: {warning}", file=sys.stderr)
     return batch
@@ -302,7 +305,9 @@ def _submit(args: argparse.Namespace, script: Script) -> int:
             [(j.name, j.spec) for j in jobs], current_user(), test_only=args.test_only
         )
     submitted: list[str] = []
-    for job in response.jobs:
+    for job, loaded in zip(response.jobs, jobs, strict=False):
+        for warning in job.warnings:  # what the scheduler accepted but will not do
+            print(f"gsub: warning: {loaded.name}: {warning}", file=sys.stderr)
         if args.test_only:
             print(f"Job would {'start now' if not job.reason else 'wait: ' + job.reason}")
             continue

@@ -55,6 +55,8 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             tls_key=args.tls_key,
             tls_client_ca=args.tls_client_ca,
             insecure=True if args.insecure else None,
+            ha=True if args.ha else None,
+            ha_advertise=args.ha_advertise,
             db_password_file=args.db_password_file,
             http_listen=args.http_listen,
             allowed_mounts=tuple(args.allowed_mount) if args.allowed_mount else None,
@@ -382,6 +384,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--db-password-file", help="file holding the database password (or ROTA_DB_PASSWORD)"
     )
     s.add_argument(
+        "--ha",
+        action="store_true",
+        help="high availability: one leader among the schedulers on this PostgreSQL database, "
+        "the others stand by and take over (docs/admin.md)",
+    )
+    s.add_argument(
+        "--ha-advertise",
+        metavar="HOST:PORT",
+        help="the address clients reach this scheduler at, told by standbys (default --listen)",
+    )
+    s.add_argument(
         "--http-listen",
         help="HOST:PORT of the HTTP port serving /metrics (default 127.0.0.1:9718; '' = off)",
     )
@@ -402,7 +415,11 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,  # `--token X` must not pass for --token-file
     )
     a.add_argument("--config", help="YAML settings file (its `agent:` section or the whole file)")
-    a.add_argument("--scheduler", help=f"scheduler HOST:PORT (default {DEFAULT_ADDRESS})")
+    a.add_argument(
+        "--scheduler",
+        help=f"scheduler HOST:PORT, or several comma-separated to fail over between (default "
+        f"{DEFAULT_ADDRESS})",
+    )
     a.add_argument("--node", help="node name (default: the host name)")
     a.add_argument(
         "--token-file",

@@ -72,7 +72,7 @@ OPTIONAL = frozenset(
     {"exclusive", "export", "get-user-env", "nice", "no-kill", "propagate", "resv-ports"}
 )
 _LAYOUT = "ignored: rota gives each node one container and does not lay out or bind CPUs"
-_NODES = "ignored: rota cannot choose or avoid nodes by name yet; label them and use -C"
+_NODES = "ignored: rota reads no node file; give the names with -w (a host list: gpu[01-03])"
 _CLI = "ignored in a script: give it on gsub's command line"
 _ENV = "ignored: the container gets the image's environment, --export and SLURM's variables"
 _ACCOUNTING = "ignored: rota keeps its own accounting (gacct)"
@@ -110,8 +110,6 @@ NOT_HERE = {
     "kill-on-invalid-dep": "ignored: a job whose dependency can never be met stays pending "
     "(DependencyNeverSatisfied) until cancelled",
     "licenses": "ignored: rota tracks no licenses",
-    "mail-type": "ignored: rota sends no mail; gsub --notify URL posts a webhook when a job ends",
-    "mail-user": "ignored: rota sends no mail; gsub --notify URL posts a webhook when a job ends",
     "mcs-label": _ACCOUNTING,
     "mem-bind": _LAYOUT,
     "mincpus": _LAYOUT,
@@ -119,8 +117,6 @@ NOT_HERE = {
     "nice": "ignored: rota orders jobs by priority, QoS and fair share",
     "no-kill": "ignored: a job loses its allocation when a node fails (NODE_FAIL)",
     "nodefile": _NODES,
-    "nodelist": _NODES,
-    "exclude": _NODES,
     "ntasks-per-core": _LAYOUT,
     "ntasks-per-gpu": _LAYOUT,
     "ntasks-per-socket": _LAYOUT,
@@ -170,6 +166,7 @@ MAPPED = frozenset(
         "cpus-per-task",
         "dependency",
         "error",
+        "exclude",
         "exclusive",
         "export",
         "gpus",
@@ -178,10 +175,13 @@ MAPPED = frozenset(
         "gres",
         "hold",
         "job-name",
+        "mail-type",
+        "mail-user",
         "mem",
         "mem-per-cpu",
         "mem-per-gpu",
         "no-requeue",
+        "nodelist",
         "nodes",
         "ntasks",
         "ntasks-per-node",

@@ -24,6 +24,8 @@ from rota.cli.sbatch_options import (
     slurm_export,
     split_options,
 )
+from rota.hostlist import expand
+from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
 
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -75,6 +77,7 @@ class Request:
             self.problems.append(str(exc))
 
     def _resolve(self) -> None:
+        self._listed_nodes()
         nodes = int(self.job.get("nodes", 1))
         tasks = self._tasks_per_node(nodes)
         gpus = self._gpus_per_node(nodes, tasks)
@@ -87,17 +90,32 @@ class Request:
             if number:
                 self.resources["memory"] = rota_size(number * times, unit)
 
+    def _listed_nodes(self) -> None:
+        """As sbatch: the job gets every node ``-w`` lists, so it needs at least that many
+        nodes (their count when ``-N`` is not given)."""
+        try:
+            listed = len(set(expand(self.job.get("nodelist", ""))))
+        except ValueError:
+            return  # the scheduler names what is wrong with the list
+        if listed <= 1:
+            return
+        if "nodes" not in self.job:
+            self.job["nodes"] = listed
+        elif int(self.job["nodes"]) < listed:
+            raise ScriptError(
+                f"{self.origins['nodelist']} names {listed} nodes but "
+                f"{self.origins['nodes']} asks for {self.job['nodes']}: the job gets every "
+                "node listed, as with sbatch"
+            )
+
     def _tasks_per_node(self, nodes: int) -> int:
         if self.ntasks is not None and self.ntasks < nodes:
             raise ScriptError(f"{self.said['tasks']}: fewer tasks than the {nodes} nodes")
-        tasks = self.ntasks_per_node or -(-(self.ntasks or 1) // nodes)
-        if tasks > 1:
-            self.warnings.append(
-                f"{self.said['tasks']}: the script runs once per node with the CPUs, GPUs and "
-                f"memory of {tasks} tasks (srun steps are not supported yet): start the "
-                f"{tasks} processes yourself, e.g. torchrun --nproc-per-node={tasks}"
-            )
-        return tasks
+        if self.ntasks is not None:
+            self.job["ntasks"] = self.ntasks
+        if self.ntasks_per_node is not None:
+            self.job["ntasks_per_node"] = self.ntasks_per_node
+        return self.ntasks_per_node or -(-(self.ntasks or 1) // nodes)
 
     def _gpus_per_node(self, nodes: int, tasks: int) -> int:
         if self.gpus is None:
@@ -109,6 +127,8 @@ class Request:
                 f"use --gpus-per-node (rota gives every node the same number of GPUs)"
             )
         total = {"node": count, "job": count // nodes, "task": count * tasks}[per]
+        if per == "task":
+            self.job["gpus_per_task"] = count
         self.resources["gpus"] = total
         if kind:
             self.resources["gpu_type"] = kind
@@ -210,6 +230,18 @@ def _constraint(req: Request, option: str, value: str | None) -> None:
     req.origins["node_selector"] = f"--{option}"
 
 
+def _mail_type(req: Request, option: str, value: str | None) -> None:
+    types = normal_mail_types([value or ""])
+    problem = mail_type_problem(types)
+    if problem:
+        raise ScriptError(f"--{option}: {problem}")
+    skipped = not_sent(types)
+    if skipped:
+        req.warn(f"ignored for {', '.join(skipped)}: rota mails BEGIN, END and FAIL only")
+    req.job["mail_type"] = list(types)
+    req.origins["mail_type"] = f"--{option}"
+
+
 def _begin(req: Request, option: str, value: str | None) -> None:
     req.job["begin"] = slurm_begin(value or "", req.now)
     req.origins["begin"] = f"--{option}"
@@ -240,6 +272,8 @@ _HANDLERS: dict[str, Handler] = {
     "dependency": _set("dependency"),
     "reservation": _set("reservation"),
     "partition": _set("partition"),
+    "nodelist": _set("nodelist"),
+    "exclude": _set("exclude"),
     "account": _set("account"),
     "qos": _set("qos"),
     "chdir": _set("workdir"),
@@ -256,6 +290,8 @@ _HANDLERS: dict[str, Handler] = {
     "ntasks": _tasks,
     "ntasks-per-node": _tasks,
     "constraint": _constraint,
+    "mail-type": _mail_type,
+    "mail-user": _set("mail_user"),
     "begin": _begin,
     "export": _export,
     "hold": _flag("hold", True),

@@ -91,13 +91,25 @@ def check_number(field: str, value: float, low: float, high: float) -> None:
         raise SpecError(field, f"must be between {low:g} and {high:g}, got {value:g}")
 
 
-def check_job_ids(field: str, ids: Sequence[str], max_ids: int) -> None:
-    """At most ``max_ids`` ids, each like ``123`` or ``123_4``."""
+def check_job_ids(field: str, ids: Sequence[str], max_ids: int, steps: bool = False) -> None:
+    """At most ``max_ids`` ids, each like ``123`` or ``123_4`` (with ``steps``, also a job
+    step like ``123.0`` or ``123_4.0``)."""
     if len(ids) > max_ids:
         raise SpecError(field, f"{len(ids)} ids given; at most {max_ids} per request")
     for i, job_id in enumerate(ids):
+        head, dot, step = job_id.partition(".")
+        if (
+            steps
+            and dot
+            and is_job_id(head)
+            and step.isascii()
+            and step.isdigit()
+            and len(step) < 10
+        ):
+            continue
         if not is_job_id(job_id):
-            raise SpecError(f"{field}[{i}]", f"{job_id[:40]!r} is not a job id like 123 or 123_4")
+            like = "123, 123_4 or a step 123.0" if steps else "123 or 123_4"
+            raise SpecError(f"{field}[{i}]", f"{job_id[:40]!r} is not a job id like {like}")
 
 
 def is_job_id(text: str) -> bool:

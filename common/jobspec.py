@@ -15,6 +15,7 @@ from typing import Any
 
 from rota.inputs import SpecError
 from rota.jobends import NOTIFY_EVENTS
+from rota.jobmail import normal_mail_types
 from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from rota.validate import (
     CLIENT_RULES,
@@ -87,6 +88,13 @@ class JobSpec:
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
     interactive: bool = False  # a grun session (set by grun, not the job file)
     tty: bool = False  # an interactive session's process gets a terminal (grun --pty)
+    nodelist: str = ""  # only these nodes (a host list, gpu[01-03]); "" = any (sbatch -w)
+    exclude: str = ""  # never these nodes (a host list); "" = none (sbatch -x)
+    mail_type: tuple[str, ...] = ()  # sbatch --mail-type (rota.jobmail); () = no mail
+    mail_user: str = ""  # where mail goes; "" = the job's user
+    ntasks: int = 0  # srun's tasks in all (sbatch -n); 0 = one per node
+    ntasks_per_node: int = 0  # sbatch --ntasks-per-node; 0 = from ntasks
+    gpus_per_task: int = 0  # sbatch --gpus-per-task; 0 = the node's GPUs shared out
 
 
 def _type_name(value: object) -> str:
@@ -292,6 +300,19 @@ def _partition(key: str, value: Any) -> str:
     return ",".join(dict.fromkeys(names))
 
 
+def _hostlist(key: str, value: Any) -> str:
+    """A host list (``gpu[01-03],cpu1``) or a list of names; kept as one comma-joined text
+    (``check_spec`` expands and checks it)."""
+    items = value if isinstance(value, list) else [_str(key, value)]
+    return ",".join(_str(key, item).strip() for item in items if str(item).strip())
+
+
+def _mail_types(key: str, value: Any) -> tuple[str, ...]:
+    """``BEGIN,END`` or a list of types; kept upper-cased, each once."""
+    items = value if isinstance(value, list) else [_str(key, value)]
+    return normal_mail_types(_str(key, item) for item in items)
+
+
 def _pull(key: str, value: Any) -> str:
     text = _str(key, value)
     if text not in PULL_POLICIES:
@@ -327,6 +348,10 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "array": ("array", _checked(array_size, "array")),
     "reservation": ("reservation", _name),
     "partition": ("partition", _partition),
+    "nodelist": ("nodelist", _hostlist),
+    "exclude": ("exclude", _hostlist),
+    "mail_type": ("mail_type", _mail_types),
+    "mail_user": ("mail_user", _str),
     "node_selector": ("node_selector", _str_map),
     "exclusive": ("exclusive", _bool),
     "env": ("env", _str_map),
@@ -338,6 +363,9 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "output": ("output", _str),
     "error": ("error", _str),
     "slurm_env": ("slurm_env", _bool),
+    "ntasks": ("ntasks", lambda k, v: _int(k, v, minimum=1)),
+    "ntasks_per_node": ("ntasks_per_node", lambda k, v: _int(k, v, minimum=1)),
+    "gpus_per_task": ("gpus_per_task", lambda k, v: _int(k, v, minimum=1)),
 }
 
 ALLOWED_KEYS = (*_TOP_FIELDS, "notify", "resources")

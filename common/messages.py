@@ -139,21 +139,52 @@ class Keepalive:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionOutput:
-    """What an interactive session's process wrote (``stream`` 1 stdout, 2 stderr), input
-    bytes written since the last ``ack``, or its end: ``exited`` with ``exit_code``, or
-    ``error`` (it could not open or broke)."""
+class StepLayout:
+    """srun's layout options; 0 = unset (the job's layout decides)."""
+
+    nodes: int = 0
+    ntasks: int = 0
+    ntasks_per_node: int = 0
+    gpus_per_task: int = 0
+    label: bool = False  # srun -l: each output line starts with its task's rank
+
+
+@dataclass(frozen=True, slots=True)
+class StepStart:
+    """srun ran in a container of this node: start a step of the job (``request_id`` is the
+    agent's own id of that srun). ``environment`` is srun's ``export -p`` text."""
 
     request_id: int
-    stream: int = 1
-    data: bytes = b""
-    ack: int = 0
-    exited: bool = False
+    job_id: int
+    attempt: int
+    layout: StepLayout
+    argv: tuple[str, ...]
+    environment: bytes = b""
+    cwd: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutput:
+    """Output of a step's tasks: from an agent, for the scheduler's StepLaunch ``request_id``;
+    from the scheduler, for the asking agent's StepStart ``request_id``."""
+
+    request_id: int
+    data: bytes
+    stderr: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnd:
+    """A node's tasks of a step ended (agent -> scheduler), or the whole step did (scheduler
+    -> the asking agent, with its number and the first failed task). ``exit_code``: the
+    highest of the tasks'; ``error``: why it could not run."""
+
+    request_id: int
     exit_code: int = 0
     error: str = ""
-
-
-AgentMessage = Hello | Heartbeat | AgentEvent | LogData | Keepalive | SessionOutput
+    timed_out: bool = False
+    step: int = 0
+    failed_task: str = ""
 
 
 # ---------------------------------------------------------------- scheduler -> agent
@@ -176,6 +207,7 @@ class LaunchOrder:
     user: str = ""
     uid: int | None = None  # None: the node decides from its passwd entry of ``user``
     gid: int | None = None
+    steps_only: bool = False  # run no command: the container stays up to host srun steps
 
     @property
     def container_env(self) -> dict[str, str]:
@@ -237,6 +269,63 @@ class Pong:
     telemetry_period: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class StepTask:
+    """One task of a step on a node: its rank (``SLURM_PROCID``), its rank on the node
+    (``SLURM_LOCALID``) and the host indices of the GPUs it owns."""
+
+    rank: int
+    local_id: int
+    gpu_indices: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StepLaunch:
+    """Run these tasks of step ``step`` in the attempt's container; their output and end carry
+    ``request_id``."""
+
+    request_id: int
+    job_id: int
+    attempt: int
+    step: int
+    node_id: int
+    nnodes: int
+    ntasks: int
+    tasks: tuple[StepTask, ...]
+    argv: tuple[str, ...]
+    environment: bytes = b""
+    cwd: str = ""
+    nodelist: str = ""
+    tasks_per_node: str = ""
+    label: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StepCancel:
+    """From the scheduler: stop the tasks of the StepLaunch ``request_id``; from an agent: the
+    srun of StepStart ``request_id`` was interrupted, stop its step."""
+
+    request_id: int
+
+
+# ---------------------------------------------------------------- interactive sessions (grun)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOutput:
+    """What an interactive session's process wrote (``stream`` 1 stdout, 2 stderr), input
+    bytes written since the last ``ack``, or its end: ``exited`` with ``exit_code``, or
+    ``error`` (it could not open or broke)."""
+
+    request_id: int
+    stream: int = 1
+    data: bytes = b""
+    ack: int = 0
+    exited: bool = False
+    exit_code: int = 0
+    error: str = ""
+
+
 SESSION_KINDS = ("attach", "exec", "forward")
 """attach: the job's own process (grun); exec: a command in its container (gattach); forward:
 a TCP port of its container (rota forward, rota proxy)."""
@@ -273,6 +362,29 @@ class SessionInput:
     close: bool = False
 
 
+AgentMessage = (
+    Hello
+    | Heartbeat
+    | AgentEvent
+    | LogData
+    | Keepalive
+    | StepStart
+    | StepOutput
+    | StepEnd
+    | StepCancel
+    | SessionOutput
+)
 AgentOrder = (
-    LaunchOrder | KillOrder | EventAck | Welcome | LogRequest | Pong | SessionOpen | SessionInput
+    LaunchOrder
+    | KillOrder
+    | EventAck
+    | Welcome
+    | LogRequest
+    | Pong
+    | StepLaunch
+    | StepOutput
+    | StepEnd
+    | StepCancel
+    | SessionOpen
+    | SessionInput
 )

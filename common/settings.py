@@ -119,6 +119,17 @@ def _host_port(value: str) -> str:
     return value
 
 
+def _host_ports(value: str) -> str:
+    parts = [one.strip() for one in value.split(",")]
+    for one in parts:
+        _host_port(one)
+    return ",".join(parts)
+
+
+def _optional_host_port(value: str) -> str:
+    return _host_port(value) if value else value
+
+
 def _address(value: str) -> str:
     return _host(value) if value else value
 
@@ -134,6 +145,10 @@ Bytes = Annotated[int, BeforeValidator(_bytes), Field(ge=0)]
 Port = Annotated[int, BeforeValidator(_not_bool), Field(ge=1, le=65535)]
 HostPort = Annotated[str, AfterValidator(_host_port)]
 """``HOST:PORT``; port 0 lets the system choose (listen addresses)."""
+HostPorts = Annotated[str, AfterValidator(_host_ports)]
+"""One ``HOST:PORT`` or several, comma-separated (schedulers to fail over between)."""
+OptionalHostPort = Annotated[str, AfterValidator(_optional_host_port)]
+"""``HOST:PORT``, or empty for "not set"."""
 Host = Annotated[str, AfterValidator(_address)]
 """A host name or IP address; empty means "not set"."""
 Names = Annotated[tuple[str, ...], BeforeValidator(_names)]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from rota.allowlists import check_image, check_mount_source
 from rota.destinations import parse_networks, url_refusal
+from rota.hostlist import expand
 from rota.inputs import (
     MAX_COMMAND_BYTES,
     MAX_ENV_VALUE,
@@ -27,10 +28,12 @@ from rota.inputs import (
     MAX_PATH,
     SpecError,
     check_name,
+    check_node_name,
     check_number,
     check_text,
 )
 from rota.jobends import NOTIFY_EVENTS, pattern_problem, url_problem
+from rota.jobmail import mail_type_problem, mail_user_problem
 
 if TYPE_CHECKING:
     from rota.jobspec import JobSpec
@@ -46,6 +49,7 @@ MAX_CPUS = 100_000.0
 MAX_BYTES = 2**50  # 1 PiB: memory, GPU memory
 MAX_SHM = 64 * 2**30  # shm_size without resources.memory (with it: at most that memory)
 MAX_NODES = 10_000
+MAX_TASKS_PER_NODE = 256  # srun tasks on one node (one docker exec each)
 MAX_TIME_LIMIT = 10 * 365 * 86400.0
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
 INT32 = (-(2**31), 2**31 - 1)
@@ -63,7 +67,8 @@ class Rules:
     empty: any image; else shell patterns (``registry.lab/*``). ``allowed_registries``: the
     registries an image may come from (``image_registry``), ``*`` any. ``webhook_networks`` None: not
     known here (the CLI); else a webhook URL whose host is an IP address must be public or in
-    one of these networks (``rota.destinations``)."""
+    one of these networks (``rota.destinations``). ``mail_domains`` None: not known here;
+    else the domains a ``mail_user`` address may be at (``*`` any)."""
 
     max_array_size: int = DEFAULT_MAX_ARRAY_SIZE
     max_jobs_per_submit: int = 1000
@@ -72,6 +77,7 @@ class Rules:
     allowed_images: tuple[str, ...] = ()
     allowed_registries: tuple[str, ...] = ("*",)
     webhook_networks: tuple[str, ...] | None = None
+    mail_domains: tuple[str, ...] | None = None
 
 
 # What a client checks before sending: the scheduler's own limits (max_array_size, allowed
@@ -157,6 +163,21 @@ def check_partition(field: str, text: str) -> None:
         check_name(field, name)
 
 
+def check_hostlist(field: str, text: str) -> None:
+    """Empty, or a host list (``gpu[01-03],cpu1``) of at most ``MAX_NODES`` node names."""
+    if not text:
+        return
+    check_text(field, text)
+    try:
+        names = expand(text)
+    except ValueError as exc:
+        raise SpecError(field, f"{exc} (a host list such as gpu[01-03],cpu1)") from None
+    if len(names) > MAX_NODES:
+        raise SpecError(field, f"{len(names)} nodes; at most {MAX_NODES}")
+    for name in names:
+        check_node_name(field, name)
+
+
 def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     """Every field of ``spec`` against ``rules``; SpecError naming the first bad one."""
     from rota.jobspec import parse_dependency  # jobspec imports this module
@@ -167,6 +188,14 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     for name in ("name", "account", "qos", "reservation"):
         check_name(at(name), getattr(spec, name))
     check_partition(at("partition"), spec.partition)
+    check_hostlist(at("nodelist"), spec.nodelist)
+    check_hostlist(at("exclude"), spec.exclude)
+    problem = mail_type_problem(spec.mail_type)
+    if problem:
+        raise SpecError(at("mail_type"), problem)
+    problem = mail_user_problem(spec.mail_user, rules.mail_domains) if spec.mail_user else ""
+    if problem:
+        raise SpecError(at("mail_user"), problem)
     check_image(at("image"), spec.image, rules.allowed_images, rules.allowed_registries)
     if not spec.command:
         raise SpecError(at("command"), "is required")
@@ -188,6 +217,7 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     check_shm(at("shm_size"), spec.shm_size, spec.memory)
     check_number(at("nodes"), spec.nodes, 1, MAX_NODES)
     check_number(at("time_limit"), spec.time_limit, 0, MAX_TIME_LIMIT)
+    _check_tasks(spec, at)
     check_number(at("priority"), spec.priority, *INT32)
     check_number(at("begin"), spec.begin_time, 0, MAX_TIME)
     if spec.dependency:
@@ -242,6 +272,31 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     if spec.pull not in PULL_POLICIES:
         raise SpecError(at("pull"), f"expected one of {', '.join(PULL_POLICIES)}")
     _check_job_ends(spec, rules, at)
+
+
+def tasks_per_node(nodes: int, ntasks: int, ntasks_per_node: int) -> int:
+    """srun's tasks on each node: ``ntasks_per_node``, else ``ntasks`` spread over the nodes
+    (rounded up), else one."""
+    return ntasks_per_node or -(-(ntasks or nodes) // max(nodes, 1))
+
+
+def _check_tasks(spec: JobSpec, at: Callable[[str], str]) -> None:
+    """The task layout: counts in range, at least one task per node, the GPUs of a node's
+    tasks within the node's GPUs."""
+    check_number(at("ntasks"), spec.ntasks, 0, MAX_TASKS_PER_NODE * MAX_NODES)
+    check_number(at("ntasks_per_node"), spec.ntasks_per_node, 0, MAX_TASKS_PER_NODE)
+    check_number(at("gpus_per_task"), spec.gpus_per_task, 0, MAX_GPUS)
+    if spec.ntasks and spec.ntasks < spec.nodes:
+        raise SpecError(at("ntasks"), f"{spec.ntasks} tasks cannot cover {spec.nodes} nodes")
+    per_node = tasks_per_node(spec.nodes, spec.ntasks, spec.ntasks_per_node)
+    if per_node > MAX_TASKS_PER_NODE:
+        raise SpecError(at("ntasks"), f"at most {MAX_TASKS_PER_NODE} tasks per node")
+    if spec.gpus_per_task and spec.gpus_per_task * per_node > spec.gpus:
+        raise SpecError(
+            at("gpus_per_task"),
+            f"{per_node} task(s) per node with {spec.gpus_per_task} GPU(s) each need "
+            f"{spec.gpus_per_task * per_node} GPUs per node; the job has {spec.gpus}",
+        )
 
 
 def _check_job_ends(spec: JobSpec, rules: Rules, at: Callable[[str], str]) -> None:

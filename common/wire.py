@@ -62,6 +62,13 @@ def spec_from_message(msg: Any) -> JobSpec:
         partition=msg.partition,
         interactive=msg.interactive,
         tty=msg.tty,
+        nodelist=msg.nodelist,
+        exclude=msg.exclude,
+        mail_type=tuple(msg.mail_type),
+        mail_user=msg.mail_user,
+        ntasks=msg.ntasks,
+        ntasks_per_node=msg.ntasks_per_node,
+        gpus_per_task=msg.gpus_per_task,
     )
 
 
@@ -108,6 +115,13 @@ def spec_fields(spec: JobSpec) -> Fields:
         "partition": spec.partition,
         "interactive": spec.interactive,
         "tty": spec.tty,
+        "nodelist": spec.nodelist,
+        "exclude": spec.exclude,
+        "mail_type": list(spec.mail_type),
+        "mail_user": spec.mail_user,
+        "ntasks": spec.ntasks,
+        "ntasks_per_node": spec.ntasks_per_node,
+        "gpus_per_task": spec.gpus_per_task,
     }
 
 

@@ -19,14 +19,9 @@ from rota.destinations import parse_networks
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.private import private_dir, private_file
 from rota.scheduler.core.booking import BookingRules
-from rota.scheduler.partition_settings import (
-    PartitionSettings,
-    check_partitions,
-    partition_table,
-)
+from rota.scheduler.partition_settings import PartitionSettings, check_partitions
 from rota.scheduler.policy import POLICIES
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
-from rota.scheduler.policy.partitions import PartitionTable
 from rota.settings import (
     Bytes,
     Count,
@@ -34,6 +29,7 @@ from rota.settings import (
     HostPort,
     Names,
     NonNegativeNumber,
+    OptionalHostPort,
     Port,
     PositiveNumber,
     PositiveSeconds,
@@ -69,12 +65,16 @@ class LimitSettings(Settings):
 
 class ReservationSettings(Settings):
     """How much users who are not admins may book (README, reservations); null: no cap.
-    Who may book for whom follows the users' admin flag and accounts (docs/security.md)."""
+    Who may book for whom follows the users' admin flag and accounts (docs/security.md).
+    ``unused_after`` is the no-show rule's grace, not a cap."""
 
     max_gpus: Count | None = 8  # GPUs of one booking
     max_hours: PositiveNumber | None = 7 * 24.0  # hours of one window
     max_hours_per_week: PositiveNumber | None = 7 * 24.0  # a user's window hours in 7 days
     max_days_ahead: PositiveNumber | None = 90.0  # how far ahead a window may start
+    # the no-show rule (docs/admin.md): an open window no job of its owners has used this
+    # long is given back (lent to the queue or released, per booking's ``unused``); 0 = never
+    unused_after: Seconds = 1800.0
 
 
 class SchedulerConfig(Settings):
@@ -138,6 +138,10 @@ class SchedulerConfig(Settings):
     tls_client_ca: str = ""  # CA whose client certificates are then required (mutual TLS)
     insecure: bool = False  # allow a non-loopback listen address without TLS
     db_password_file: str = ""  # file holding the database password (else ROTA_DB_PASSWORD)
+    # high availability (docs/admin.md "Failover"): PostgreSQL only
+    ha: bool = False  # one leader among the schedulers on this database; the others stand by
+    ha_advertise: OptionalHostPort = ""  # HOST:PORT clients reach this scheduler at; "": listen
+    ha_lease: PositiveSeconds = 3.0  # a leader silent this long is replaced
     # observability (docs/metrics.md)
     accounting_retention: Seconds = 365 * DAY  # finished jobs are kept this long; 0 = forever
     http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
@@ -147,6 +151,12 @@ class SchedulerConfig(Settings):
     notify_max_backoff: PositiveSeconds = 600.0  # the longest wait between tries
     notify_timeout: PositiveSeconds = 10.0  # one post: connect, send and answer
     webhook_allowed_networks: Names = ()  # CIDRs webhooks may reach beyond public addresses
+    # job mail, sbatch --mail-type (docs/admin.md "Mail"); tries and backoff as webhooks'
+    mail_relay: HostPort | None = None  # SMTP relay HOST:PORT; unset: mail is not sent
+    mail_from: str = "rota"  # the From address (a bare name gets @mail_domain)
+    mail_domain: str = ""  # appended to a bare user name (SLURM's MailDomain)
+    # domains a job's mail_user address may be at ("*": any); unset: mail_domain alone
+    mail_allowed_domains: Names | None = None
     # resource exhaustion (docs/security.md "Resource exhaustion")
     max_connections: Count = 20_000  # gRPC connections at once (agents hold one each)
     http_max_connections: Count = 256  # HTTP connections at once (slow heads evicted first)
@@ -235,6 +245,11 @@ class SchedulerConfig(Settings):
                 f"node_timeout ({self.node_timeout:g}s) must be longer than heartbeat_interval "
                 f"({self.heartbeat_interval:g}s), or every node goes DOWN between heartbeats"
             )
+        if self.ha and not self.database_url.startswith("postgresql"):
+            raise ValueError(
+                "ha needs a PostgreSQL database_url (postgresql+psycopg://...): SQLite serves "
+                "one scheduler process only, so there is no standby to fail over to"
+            )
         if self.max_time_limit and self.default_time_limit > self.max_time_limit:
             raise ValueError(
                 f"default_time_limit ({self.default_time_limit:g}s) must be <= max_time_limit "
@@ -289,11 +304,6 @@ def policy_config(config: SchedulerConfig) -> PolicyConfig:
     )
 
 
-def partitions(config: SchedulerConfig) -> PartitionTable:
-    """The lab's partitions from the (already checked) settings."""
-    return partition_table(config.partitions, config.default_time_limit, config.max_time_limit)
-
-
 def booking_rules(config: SchedulerConfig) -> BookingRules:
     """The caps on users' reservations, from the (already checked) settings."""
     r = config.reservations
@@ -315,4 +325,13 @@ def input_rules(config: SchedulerConfig) -> Rules:
         allowed_images=config.allowed_images,
         allowed_registries=config.allowed_registries,
         webhook_networks=config.webhook_allowed_networks,
+        mail_domains=mail_domains(config),
     )
+
+
+def mail_domains(config: SchedulerConfig) -> tuple[str, ...]:
+    """The domains a job's ``mail_user`` address may be at: ``mail_allowed_domains``, else
+    ``mail_domain`` alone (none without one: user names only)."""
+    if config.mail_allowed_domains is not None:
+        return tuple(config.mail_allowed_domains)
+    return (config.mail_domain,) if config.mail_domain else ()

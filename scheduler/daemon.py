@@ -6,12 +6,18 @@ begins; load balancers ask it without a token) and server reflection (so ``grpcu
 
 SIGTERM or SIGINT stops it gracefully: it stops accepting RPCs, finishes the pass in progress,
 and exits 0 with everything committed.
+
+With ``ha`` (PostgreSQL), several schedulers share one database and one leads
+(``leadership.py``): the others stand by on their port until the leader's lease lapses, then
+one takes over, building its state from the database as at any start. A deposed leader exits
+with status ``DEPOSED``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import resource
 import signal
 import time
@@ -30,11 +36,15 @@ from rota.scheduler.config import SchedulerConfig, input_rules, policy_config
 from rota.scheduler.core.services import build_services
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import HttpServer, Response, Route
+from rota.scheduler.leadership import Leadership
+from rota.scheduler.mailer import Mailer, SmtpSender
 from rota.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from rota.scheduler.notifier import HttpPoster, Notifier
 from rota.scheduler.policy import make_policy
 from rota.scheduler.reservation_clock import ReservationClock
-from rota.scheduler.store.store import Store
+from rota.scheduler.store.lease import Lease
+from rota.scheduler.store.schema import prepare
+from rota.scheduler.store.store import Store, open_engine
 from rota.scheduler.web.dashboard import dashboard_routes
 from rota.scheduler.web.identity import EngineTokens
 from rota.tls import TLSFileError, http_ssl_context, is_loopback, server_credentials
@@ -58,6 +68,7 @@ SERVER_OPTIONS = [
 SPARE_DESCRIPTORS = 256  # the database, log files, webhooks, log streams beside connections
 NOTIFY_WORKERS = 16  # webhooks posted at once
 NOTIFY_POLL = 0.5  # seconds between looks for due webhooks
+DEPOSED = 75  # exit status of a leader another scheduler replaced (EX_TEMPFAIL: start again)
 
 
 class ListenError(RuntimeError):
@@ -70,7 +81,21 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     # resolved once: it touches the SQLite file, and closing any descriptor of that file in
     # this process would drop SQLite's locks, letting another process delete our WAL
     database_url = config.resolved_database_url()
-    store = Store(database_url)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    leadership = None
+    if config.ha:
+        leadership = await _lead(config, database_url, stop)
+        if leadership is None:
+            log.info("rota scheduler stopped (it was standing by)")
+            return 0
+    store = Store(
+        database_url,
+        leadership.fence() if leadership else None,
+        mail=config.mail_relay is not None,
+    )
     metrics = SchedulerMetrics()
     ticker = AsyncIOScheduler()
     clock = ReservationClock(ticker)
@@ -89,14 +114,11 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     server = grpc.aio.server(options=server_options(config), interceptors=interceptors)
     add_servicers(server, engine)
     health = await add_standard_services(server)
-    try:
-        port = _add_port(server, config)
-    except RuntimeError as exc:
-        raise ListenError(f"cannot listen on {config.listen}: {exc}") from None
-    if port == 0:
-        raise ListenError(f"cannot listen on {config.listen} (address in use or invalid)")
+    port = _bind(server, config)
     await server.start()
     engine.start()
+    if leadership is not None:
+        leadership.start_renewing()
     ticker.add_job(
         engine.tick, "interval", seconds=config.tick_interval, max_instances=1, coalesce=True
     )
@@ -112,6 +134,11 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         NOTIFY_POLL,
     )
     notifier.start()
+    mailer = None
+    if config.mail_relay is not None:
+        sender = SmtpSender(config.mail_relay, config.notify_timeout, NOTIFY_WORKERS)
+        mailer = Mailer(engine.claim_mails, engine.mail_result, sender, NOTIFY_WORKERS, NOTIFY_POLL)
+        mailer.start()
     http = await _start_http(config, engine, metrics)
     await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]
@@ -124,21 +151,46 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     )
     if on_ready is not None:
         on_ready(port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("rota scheduler stopping: no new requests, finishing the current pass")
     await health.enter_graceful_shutdown()
     ticker.shutdown(wait=False)
     await notifier.stop()
+    if mailer is not None:
+        await mailer.stop()
     await http.stop()
     await server.stop(grace=1.0)
     await engine.stop()
     store.close()
+    if leadership is not None:
+        await leadership.stop()
     log.info("rota scheduler stopped")
     return 0
+
+
+async def _lead(config: SchedulerConfig, url: str, stop: asyncio.Event) -> Leadership | None:
+    """Stand by until this scheduler leads (its leadership), or None when ``stop`` came first.
+    The schema is checked first, as ``Store`` does (the lease lives in it)."""
+    engine = open_engine(url)
+    try:
+        prepare(engine)
+    finally:
+        engine.dispose()
+    lease = Lease(url, config.ha_advertise or config.listen, config.ha_lease)
+    leadership = Leadership(lease, _deposed)
+    if await leadership.acquire(lambda server: _bind(server, config), stop):
+        return leadership
+    await leadership.stop()
+    return None
+
+
+def _deposed(why: str) -> None:
+    """Exit at once (status ``DEPOSED``): another scheduler leads. Nothing this process would
+    still do could be committed (its writes are fenced); its supervisor starts it again, and
+    it stands by."""
+    log.error("no longer the leader (%s): exiting", why)
+    logging.shutdown()
+    os._exit(DEPOSED)
 
 
 def server_options(config: SchedulerConfig) -> list[tuple[str, int]]:
@@ -220,6 +272,17 @@ async def _start_http(
 async def _scrape(engine: Engine, metrics: SchedulerMetrics) -> Response:
     cluster = await engine.metrics_sample()
     return Response(200, await asyncio.to_thread(metrics.render, cluster), CONTENT_TYPE)
+
+
+def _bind(server: grpc.aio.Server, config: SchedulerConfig) -> int:
+    """Add the gRPC port to ``server``; the port bound. ListenError when it cannot be."""
+    try:
+        port = _add_port(server, config)
+    except RuntimeError as exc:
+        raise ListenError(f"cannot listen on {config.listen}: {exc}") from None
+    if port == 0:
+        raise ListenError(f"cannot listen on {config.listen} (address in use or invalid)")
+    return port
 
 
 def _add_port(server: grpc.aio.Server, config: SchedulerConfig) -> int:

@@ -8,6 +8,7 @@ in ``scheduler/facade/``; the parts they use:
   background work: telemetry, job events, passes, ticks, hellos) and the policy thread;
 - ``CoreSteps`` (``core/steps``): the core-thread steps that span several services;
 - ``AgentHub`` (``agent_hub``): agent sessions, order routing, the log relay;
+- ``StepRelay`` (``step_relay``): srun steps, from the node that asks to the step's nodes;
 - ``PassLoop`` (``pass_loop``): wanting, running and applying passes;
 - ``TelemetryIntake`` and ``EventIntake`` (``intake``), ``LivenessWatch`` (``liveness_watch``).
 
@@ -23,6 +24,7 @@ from dataclasses import replace
 from rota.scheduler.agent_hub import AgentHub, LogRelay
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.liveness import telemetry_period
+from rota.scheduler.core.mail import Mail
 from rota.scheduler.core.notifications import Delivery
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
@@ -31,6 +33,7 @@ from rota.scheduler.facade.agents import AgentsFacade
 from rota.scheduler.facade.interactive import InteractiveFacade
 from rota.scheduler.facade.jobs import JobsFacade
 from rota.scheduler.facade.nodes import NodesFacade
+from rota.scheduler.facade.partitions import PartitionsFacade
 from rota.scheduler.facade.reservations import ReservationsFacade
 from rota.scheduler.facade.users import UsersFacade
 from rota.scheduler.intake import EventIntake, TelemetryIntake
@@ -39,14 +42,14 @@ from rota.scheduler.liveness_watch import LivenessWatch
 from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
 from rota.scheduler.pass_loop import PassLoop, PassObserver
 from rota.scheduler.session_relay import SessionRelay
+from rota.scheduler.step_relay import StepRelay
 
 
 class Engine:
     """The facade the servicers, the web API and the daemon's periodic work call: one part per
-    gRPC service (``jobs``, ``nodes``, ``reservations``, ``users``, ``agents``,
-    ``interactive``), each with one
-    method per RPC. ``executor``: where service calls run (default: the core and policy
-    threads)."""
+    gRPC service (``jobs``, ``nodes``, ``partitions``, ``reservations``, ``users``,
+    ``agents``, ``interactive``), each with one method per RPC. ``executor``: where service calls run
+    (default: the core and policy threads)."""
 
     def __init__(
         self,
@@ -74,9 +77,20 @@ class Engine:
         passes = self.passes
         self.jobs = JobsFacade(services, core, steps, hub, logs, passes, self.large, self.cancels)
         self.nodes = NodesFacade(services, core, steps, hub, passes)
+        self.partitions = PartitionsFacade(services, core, passes)
         self.reservations = ReservationsFacade(services, core, steps, passes, on_reservations)
+        self.step_relay = StepRelay(hub, core, services.job_steps)
         self.agents = AgentsFacade(
-            services, core, steps, hub, logs, passes, self.telemetry, self.events, sessions
+            services,
+            core,
+            steps,
+            hub,
+            logs,
+            passes,
+            self.telemetry,
+            self.events,
+            self.step_relay,
+            sessions,
         )
         self.interactive = InteractiveFacade(services, core, sessions, logs)
 
@@ -118,6 +132,15 @@ class Engine:
     async def claim_notifications(self, limit: int) -> list[Delivery]:
         """Up to ``limit`` job-end webhooks due now (the notifier posts them)."""
         return await self.core.background(self.services.notifications.claim, limit)
+
+    async def claim_mails(self, limit: int) -> list[Mail]:
+        """Up to ``limit`` mails due now, jobs' and reservations' (the mailer sends them)."""
+        return await self.core.background(self.services.mail.claim, limit)
+
+    async def mail_result(self, mail: Mail, error: str) -> None:
+        """Record how a send went: sent, or failed (retried later or given up)."""
+        mails = self.services.mail
+        await self.core.background(mails.failed if error else mails.sent, mail)
 
     async def notification_result(self, delivery: Delivery, status: int, error: str) -> None:
         """Record how a post went: delivered, or failed (retried later or given up)."""

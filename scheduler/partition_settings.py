@@ -78,19 +78,30 @@ def partition_table(
     single = len(partitions) == 1
     return PartitionTable(
         [
-            Partition(
-                name=name,
-                nodes=p.nodes,
-                labels=dict(p.labels),
-                default=p.default or single,
-                default_time=p.default_time or default_time,
-                max_time=p.max_time or max_time,
-                default_gpus=p.default_gpus,
-                max_gpus_per_job=p.max_gpus_per_job,
-                allow_users=frozenset(p.allow_users),
-                allow_accounts=frozenset(p.allow_accounts),
-                priority_tier=p.priority_tier,
-            )
+            to_partition(name, p, p.default or single, default_time, max_time)
             for name, p in partitions.items()
         ]
+    )
+
+
+def to_partition(
+    name: str, p: PartitionSettings, default: bool, default_time: float, max_time: float
+) -> Partition:
+    """The partition ``name`` of settings ``p``; its own durations, else the scheduler's (a
+    default time limit no longer than its ``max_time``, as SLURM's DefaultTime falls back to
+    MaxTime)."""
+    if not p.default_time and p.max_time:
+        default_time = min(default_time, p.max_time) if default_time else p.max_time
+    return Partition(
+        name=name,
+        nodes=p.nodes,
+        labels=dict(p.labels),
+        default=default,
+        default_time=p.default_time or default_time,
+        max_time=p.max_time or max_time,
+        default_gpus=p.default_gpus,
+        max_gpus_per_job=p.max_gpus_per_job,
+        allow_users=frozenset(p.allow_users),
+        allow_accounts=frozenset(p.allow_accounts),
+        priority_tier=p.priority_tier,
     )

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,13 +39,13 @@ def _as_server_user(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "nobody", "--", *cmd] if os.geteuid() == 0 else cmd
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
+@contextmanager
+def running_postgres() -> Iterator[str]:
+    """A fresh cluster's SQLAlchemy URL while the block runs (benchmarks use it too);
+    FileNotFoundError when the binaries are missing."""
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not initdb or not pg_ctl:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL binaries not found in CI; .ci/run must install them")
-        pytest.skip("PostgreSQL binaries not found (CI always runs these tests)")
+        raise FileNotFoundError("PostgreSQL binaries (initdb, pg_ctl) not found")
     root = Path(tempfile.mkdtemp(prefix="rota-pg-"))
     if os.geteuid() == 0:
         shutil.chown(root, "nobody")
@@ -79,3 +80,13 @@ def postgres_url() -> Iterator[str]:
             capture_output=True,
         )
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    if not _pg_bin("initdb") or not _pg_bin("pg_ctl"):
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL binaries not found in CI; .ci/run must install them")
+        pytest.skip("PostgreSQL binaries not found (CI always runs these tests)")
+    with running_postgres() as url:
+        yield url

@@ -213,5 +213,5 @@ def test_gqueue_on_a_long_queue(cluster: Cluster) -> None:
     listed = json.loads(cluster.cli("gqueue", "--me", "--json", check=True).stdout)
     assert len(listed) == 81 and all(j["num_nodes"] == 1 for j in listed)
 
-    bad = cluster.cli("gqueue", "-o", "%i %Q")
-    assert bad.returncode == 2 and "unknown field %Q" in bad.stderr
+    bad = cluster.cli("gqueue", "-o", "%i %d")
+    assert bad.returncode == 2 and "unknown field %d" in bad.stderr

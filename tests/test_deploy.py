@@ -123,22 +123,26 @@ def compose_command() -> list[str]:
     return ["docker-compose"] if shutil.which("docker-compose") else ["docker", "compose"]
 
 
-def test_the_compose_file_is_a_valid_cluster_of_one_scheduler_and_simulated_agents() -> None:
+def test_the_compose_file_is_a_valid_cluster_of_two_schedulers_and_simulated_agents() -> None:
     path = DEPLOY / "docker" / "compose.yaml"
     base = [*compose_command(), "-f", str(path), "config"]
     quiet = subprocess.run([*base, "-q"], capture_output=True, text=True, timeout=60)
     assert (quiet.returncode, quiet.stderr) == (0, "")
     resolved = subprocess.run(base, capture_output=True, text=True, timeout=60, check=True)
     services = yaml.safe_load(resolved.stdout)["services"]
-    assert set(services) == {"db", "scheduler", "agent-1", "agent-2"}
-    assert services["scheduler"]["depends_on"]["db"]["condition"] == "service_healthy"
-    port = services["scheduler"]["ports"][0]  # a string from docker-compose 1, a map from 2
-    assert (port["host_ip"] if isinstance(port, dict) else port.split(":")[0]) == "127.0.0.1"
-    nodes = []
-    for name in ("scheduler", "agent-1", "agent-2"):
+    assert set(services) == {"db", "scheduler", "scheduler-2", "agent-1", "agent-2"}
+    for name in ("scheduler", "scheduler-2"):
+        assert services[name]["depends_on"]["db"]["condition"] == "service_healthy"
+        port = services[name]["ports"][0]  # a string from docker-compose 1, a map from 2
+        assert (port["host_ip"] if isinstance(port, dict) else port.split(":")[0]) == "127.0.0.1"
         args = build_parser().parse_args(services[name]["command"])
-        nodes += [args.node] if name != "scheduler" else []
-        assert name == "scheduler" or args.simulate_gpus == 4
+        assert args.ha and args.ha_advertise == f"{name}:9717"
+    nodes = []
+    for name in ("agent-1", "agent-2"):
+        args = build_parser().parse_args(services[name]["command"])
+        nodes.append(args.node)
+        assert args.simulate_gpus == 4
+        assert args.scheduler == "scheduler:9717,scheduler-2:9717"
     assert nodes == ["sim01", "sim02"]
 
 
@@ -166,6 +170,7 @@ def test_the_head_node_example_loads_with_tls_postgresql_mounts_and_limits() -> 
         "/etc/rota/tls/ca.pem",
     )
     assert tuple(cfg.allowed_mounts) == ("/data", "/scratch")
+    assert cfg.ha and cfg.ha_advertise == "sched1.example.org:9717"
     limits = policy_config(cfg).limits
     assert (limits.max_gpus_per_user, limits.max_pending_per_user) == (16, 1000)
 
@@ -180,7 +185,7 @@ def test_the_gpu_node_example_loads_with_tls_and_the_units_data_directory(tmp_pa
     path.write_text(yaml.safe_dump({"agent": {**raw, "token_file": str(token)}}))
     cfg = load_agent_config(path, {})
     assert (cfg.scheduler, cfg.token, cfg.gpu_mode) == (
-        "sched.example.org:9717",
+        "sched1.example.org:9717,sched2.example.org:9717",
         "s3cret",
         "nvidia",
     )

@@ -90,9 +90,11 @@ def drag_rows(drv: WebDriver, node: str, first: int, last: int, start: float, en
 
 
 def book_by_dragging(drv: WebDriver, base: str, node: str, name: str, expect: str) -> str:
-    """Drag over GPUs 1-2 from about 10 to 14 hours into the day view, name the booking and
-    press Book; the result line once it shows ``expect``."""
+    """Drag over GPUs 1-2 from about 12 to 15.5 hours into tomorrow's day view, name the
+    booking and press Book; the result line once it shows ``expect``."""
     drv.get(base + "/#timeline")
+    wait_until(drv, "#tl-now").click()
+    drv.find_element(By.ID, "tl-next").click()
     drag_rows(drv, node, 1, 2, 0.5, 0.65)
     assert wait_until(drv, "#book-gpus").get_attribute("value") == f"{node}:1,2"
     field = drv.find_element(By.ID, "book-name")
@@ -163,7 +165,7 @@ def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
     assert book_by_dragging(browser, base, node, "ann-sweep", "booked") == "booked ann-sweep"
     wait_text(browser, '#timeline .tl-bar.resv.mine[data-resv="ann-sweep"]', "ann-sweep")
     cells = wait_cells(browser, "#resv-table tbody tr", "ann-sweep")
-    assert cells[1] == "ann" and cells[4] == f"{node}:1,2", cells
+    assert cells[1] == "ann" and cells[2] == "ann" and cells[5] == f"{node}:1,2", cells
     screenshot(browser, tmp_path, "timeline", for_docs=True)
     listed = as_user(gc.c, ann, "greserve", "list")
     assert listed.returncode == 0, listed.stderr

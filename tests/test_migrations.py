@@ -28,15 +28,15 @@ from rota.states import JobState
 from tests.postgres import postgres_url  # noqa: F401  (fixture)
 
 DATA = Path(__file__).parent / "data"
-HEAD = "0002"  # 0002: jobs.placed_partition (partitions)
-NEXT = "0003"  # the next release of these tests
+HEAD = "0006_leader"  # 0002: jobs.placed_partition; 0003: web sessions, unused bookings; 0004: admins' partitions, mails; 0005: booking mails; 0006: the HA lease
+NEXT = "0100"  # the next release of these tests
 EXPAND = '''"""A test's expand step: a nullable column a running older scheduler never reads."""
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0100"
+down_revision = "0006_leader"
 
 
 def upgrade() -> None:
@@ -160,7 +160,7 @@ def test_downgrade_to_base_needs_drop_all_then_upgrade_again(db_url: str) -> Non
     with pytest.raises(SchemaError, match=r"drops every table.*--drop-all"):
         schema.downgrade(engine, "base")
     with pytest.raises(SchemaError, match="--drop-all"):
-        schema.downgrade(engine, "-2")  # 0002 -> 0001 -> base
+        schema.downgrade(engine, "-6")  # 0006 -> 0005 -> 0004 -> 0003 -> 0002 -> 0001 -> base
     with pytest.raises(SchemaError, match="--drop-all"):
         schema.downgrade(engine, f"{schema.BASELINE}-1")  # Alembic's REV-N form
     assert schema.downgrade(engine, "base", drop_all=True).current is None
@@ -171,11 +171,11 @@ def test_downgrade_to_base_needs_drop_all_then_upgrade_again(db_url: str) -> Non
 
 
 def _next_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From here on, this process runs the next release: the shipped migrations plus 0003."""
+    """From here on, this process runs the next release: the shipped migrations plus 0004."""
     shipped = Path(schema.__file__).parent / "migrations"
     scripts = tmp_path / "next-release-migrations"
     shutil.copytree(shipped, scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0003_comment.py").write_text(EXPAND)
+    (scripts / "versions" / "0100_comment.py").write_text(EXPAND)
     monkeypatch.setattr(schema, "SCRIPTS", str(scripts))
 
 

@@ -5,6 +5,7 @@ node's ``allowed_mounts`` allow it and only what the user could reach themselves
 
 from __future__ import annotations
 
+import grp
 import os
 import shutil
 import subprocess
@@ -35,15 +36,28 @@ class HostUser:
     home: Path
 
 
+def _free_id_pair(start: int, name: str) -> int:
+    """The first even id from ``start`` whose group id and the next are free, with group
+    ``name`` made on it (groupadd refuses a taken id, so a concurrent run moves on)."""
+    for uid in range(start, start + 400, 2):
+        try:
+            grp.getgrgid(uid + 1)
+            continue
+        except KeyError:
+            pass
+        if subprocess.run(["groupadd", "-g", str(uid), name], capture_output=True).returncode == 0:
+            return uid
+    raise AssertionError(f"no free group id pair from {start}")
+
+
 @pytest.fixture
 def host_user(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[HostUser]:
     """A real user of this host (passwd and group entries) with a supplementary group and a
     home under the cluster's root, removed afterwards; ids differ per test."""
-    uid = 46200 + sum(map(ord, request.node.name)) % 700 * 2
     name, extra = f"rt{cluster.tag}", f"rt{cluster.tag}x"
     home = cluster.root / "home" / name
     home.mkdir(parents=True)
-    subprocess.run(["groupadd", "-g", str(uid), name], check=True)
+    uid = _free_id_pair(46200 + sum(map(ord, request.node.name)) % 700 * 2, name)
     subprocess.run(["groupadd", "-g", str(uid + 1), extra], check=True)
     made = ["useradd", "-u", str(uid), "-g", str(uid), "-G", extra, "-M", "-d", str(home), name]
     subprocess.run(made, check=True)

@@ -3,6 +3,7 @@ written as the attack (docs/security.md, "Web and listings")."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rota.scheduler.store.store import Store
 from rota.scheduler.web import sessions
 from rota.scheduler.web.sessions import Sessions
 from rota.v1 import rota_pb2 as pb
@@ -63,26 +65,60 @@ def test_the_api_encoder_never_writes_nan_or_infinity() -> None:
     }
 
 
-def test_many_logins_of_one_user_leave_other_users_sessions_alone() -> None:
-    now = [1000.0]
-    book = Sessions(lambda: now[0])
-    bob_id, _ = book.open("bob-token", "bob")
-    for _ in range(sessions.MAX_SESSIONS + 1):  # the attack: 10,001 logins of mallory
-        book.open("mallory-token", "mallory")
-    assert book.get(bob_id) is not None  # bob is still logged in
-    last, _ = book.open("mallory-token", "mallory")
-    assert book.get(last) is not None  # mallory's newest session works
-    assert len(book) == sessions.MAX_PER_USER + 1  # mallory's oldest went, not others'
+def _book(tmp_path: Path, clock: Callable[[], float]) -> tuple[Store, Sessions]:
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    return store, Sessions(store.web_sessions, clock, per_user=4, total=20)
 
 
-def test_logins_beyond_every_session_are_refused_not_made_room_for() -> None:
-    book = Sessions(lambda: 1000.0)
-    first, _ = book.open("t0", "u0")
-    for i in range(1, sessions.MAX_SESSIONS):
-        book.open(f"t{i}", f"u{i}")
-    with pytest.raises(sessions.TooManySessions):
-        book.open("new", "newcomer")
-    assert book.get(first) is not None
+def test_many_logins_of_one_user_leave_other_users_sessions_alone(tmp_path: Path) -> None:
+    async def attack() -> None:
+        store, book = _book(tmp_path, lambda: 1000.0)
+        bob_id, _ = await book.open("bob-hash", "bob")
+        for _ in range(book.total + 1):  # the attack: more logins of mallory than all sessions
+            await book.open("mallory-hash", "mallory")
+        assert await book.get(bob_id) is not None  # bob is still logged in
+        last, _ = await book.open("mallory-hash", "mallory")
+        assert await book.get(last) is not None  # mallory's newest session works
+        # mallory's oldest went, not others': a new process finds what the store kept
+        again = Sessions(store.web_sessions, lambda: 1000.0, per_user=4, total=20)
+        assert await again.get(bob_id) is not None
+        store.close()
+
+    asyncio.run(attack())
+
+
+def test_logins_beyond_every_session_are_refused_not_made_room_for(tmp_path: Path) -> None:
+    async def crowd() -> None:
+        store, book = _book(tmp_path, lambda: 1000.0)
+        first, _ = await book.open("h0", "u0")
+        for i in range(1, book.total):
+            await book.open(f"h{i}", f"u{i}")
+        with pytest.raises(sessions.TooManySessions):
+            await book.open("new", "newcomer")
+        assert await book.get(first) is not None
+        store.close()
+
+    asyncio.run(crowd())
+
+
+def test_an_idle_or_old_session_ends_and_a_stored_one_carries_no_secret(tmp_path: Path) -> None:
+    async def age() -> None:
+        now = [1000.0]
+        store, book = _book(tmp_path, lambda: now[0])
+        old, session = await book.open("h", "ann")
+        idle, _ = await book.open("h", "ann")
+        stored = store.web_sessions.find(sessions.id_hash(old))
+        assert stored is not None and old not in repr(stored) and session.csrf not in repr(stored)
+        now[0] += book.idle - 1
+        assert await book.get(old) is not None  # used within the idle time
+        now[0] += 2
+        assert await book.get(idle) is None  # idle too long
+        now[0] = 1000.0 + book.lifetime + 1
+        assert await book.get(old) is None  # used, but past its lifetime
+        assert store.web_sessions.find(sessions.id_hash(old)) is None
+        store.close()
+
+    asyncio.run(age())
 
 
 def test_login_from_another_site_or_as_text_plain_is_refused(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ GANG = f"""#!/bin/sh
 #SBATCH --job-name=gangcheck
 #SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=1
 #ROTA image={TEST_IMAGE}
-env
+srun sh -c 'env | sed "s/^/$SLURM_PROCID:/"'
 """
 INTEGERS = (
     "SLURM_JOB_ID",
@@ -124,7 +124,9 @@ def test_a_gang_script_sees_the_compressed_nodelist_and_its_rank(cluster: Cluste
     assert result.returncode == 0, result.stderr
     job_id = result.stdout.strip()
     job = cluster.job(job_id)
-    envs = [_logs(cluster, job_id, node) for node in job["nodes"]]
+    out = wait_for(lambda: cluster.cli("glogs", job_id).stdout, 20, what=f"output of {job_id}")
+    lines = out.splitlines()  # the script ran once, on the first node; srun ran a task on each
+    envs = [_env("\n".join(x[2:] for x in lines if x.startswith(f"{r}:"))) for r in (0, 1)]
     for rank, (node, env) in enumerate(zip(job["nodes"], envs, strict=True)):
         assert expand(env["SLURM_JOB_NODELIST"]) == job["nodes"]
         assert (env["SLURM_NNODES"], env["SLURM_NTASKS"], env["SLURM_TASKS_PER_NODE"]) == (

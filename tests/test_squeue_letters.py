@@ -160,3 +160,33 @@ def test_gqueue_h_prints_squeue_shaped_rows(tmp_path: Path) -> None:
             assert len(fields[7]) == 19 and fields[7][10] == "T" and "Z" not in fields[7], line
 
     asyncio.run(main())
+
+
+def test_priority_letters_show_what_explain_reports_for_pending_jobs(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with InProcessScheduler(tmp_path) as sched:
+            added = await sched.admin.AddNode(pb.AddNodeRequest(name="n1", user="root"))
+            await sched.agent("n1", added.token, 1)
+            spec = pb.JobSpec(image="img", command=["true"], resources=pb.Resources(gpus=1))
+            ids = []
+            for _ in range(2):  # the second waits for the first's GPU
+                request = pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)], user="ann")
+                ids += (await sched.jobs.SubmitJobs(request)).jobs[0].job_ids
+            explained = await sched.jobs.ExplainJob(pb.ExplainJobRequest(id=ids[1]))
+            env = dict(os.environ, ROTA_SCHEDULER=sched.address, ROTA_TOKEN=sched.admin_token)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                *("-m", "rota.cli.gqueue", "-o", "%i %Q %p"),
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(proc.communicate(), 60)
+            assert proc.returncode == 0, err.decode()
+            head, first, second = (line.split() for line in out.decode().splitlines())
+            assert head == ["JOBID", "PRIORITY", "PRIORITY"]
+            assert first == [ids[0], "N/A", "N/A"]  # running: no priority kept
+            whole = round(explained.priority)  # first-fit here: no priority of its own, 0
+            assert second == [ids[1], str(whole), f"{whole / 0xFFFFFFFF:16.14f}"]
+
+    asyncio.run(main())

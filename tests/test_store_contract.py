@@ -1,5 +1,5 @@
 """One contract suite for every storage repository (jobs, notices, nodes, usage, users and
-audit, reservations), run against SQLite and a real PostgreSQL (tests/postgres.py; CI fails
+audit, reservations, web sessions), run against SQLite and a real PostgreSQL (tests/postgres.py; CI fails
 rather than skips when PostgreSQL is missing)."""
 
 from __future__ import annotations
@@ -28,7 +28,13 @@ from rota.scheduler.cluster.model import (
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.users import AuditEntry, UserRecord
 from rota.scheduler.store.models import ArrayRow, JobRow
-from rota.scheduler.store.protocols import DuplicateRequest, JobQuery
+from rota.scheduler.store.protocols import (
+    DuplicateRequest,
+    JobQuery,
+    SessionLimits,
+    StoredSession,
+    WindowUsage,
+)
 from rota.scheduler.store.store import Store, open_engine
 from rota.states import JobState
 from tests.postgres import postgres_url  # noqa: F401  (fixture)
@@ -345,3 +351,53 @@ def test_reservations_round_trip_and_end(store: Store) -> None:
     store.reservations.delete("maint")
     store.reservations.delete("maint")  # deleting what is gone is no error
     assert [x.name for x in store.reservations.current(0.0)] == ["early"]
+
+
+def _login(key: str, user: str, at: float, token: str = "t") -> StoredSession:
+    return StoredSession(key, user, f"hash-of-{token}", at, at)
+
+
+def test_web_sessions_are_found_touched_closed_and_expire(store: Store) -> None:
+    keep = SessionLimits(seen_after=0.0, created_after=0.0, per_user=4, total=10)
+    assert store.web_sessions.open(_login("a1", "ann", 100.0), keep) == []
+    assert store.web_sessions.find("a1") == _login("a1", "ann", 100.0)
+    assert store.web_sessions.find("nope") is None
+    store.web_sessions.touch("a1", 150.0)
+    assert store.web_sessions.find("a1") == replace(_login("a1", "ann", 100.0), seen=150.0)
+    store.web_sessions.open(_login("b1", "bob", 120.0), keep)
+    # a later login forgets sessions idle since before 140 or made before 110
+    later = SessionLimits(seen_after=140.0, created_after=110.0, per_user=4, total=10)
+    assert store.web_sessions.open(_login("c1", "cy", 200.0), later) == []
+    assert store.web_sessions.find("a1") is None  # made at 100: past its lifetime
+    assert store.web_sessions.find("b1") is None  # last seen at 120: idle too long
+    store.web_sessions.close("c1")
+    store.web_sessions.close("c1")  # closing what is gone is no error
+    assert store.web_sessions.find("c1") is None
+
+
+def test_web_sessions_keep_the_per_user_cap_and_refuse_beyond_the_total(store: Store) -> None:
+    limits = SessionLimits(seen_after=0.0, created_after=0.0, per_user=2, total=4)
+    for i in range(2):
+        assert store.web_sessions.open(_login(f"m{i}", "mal", 10.0 + i), limits) == []
+    # a third login of one user ends that user's oldest, never another user's
+    assert store.web_sessions.open(_login("m2", "mal", 20.0), limits) == ["m0"]
+    store.web_sessions.open(_login("b0", "bob", 21.0), limits)
+    store.web_sessions.open(_login("c0", "cy", 22.0), limits)
+    assert store.web_sessions.open(_login("d0", "dee", 23.0), limits) is None  # all 4 taken
+    assert store.web_sessions.find("d0") is None
+    # with every session taken, a user who holds some makes room among their own
+    assert store.web_sessions.open(_login("b1", "bob", 24.0), limits) == ["b0"]
+    assert [store.web_sessions.find(k) is not None for k in ("m1", "m2", "b1", "c0")] == [True] * 4
+
+
+def test_ended_windows_are_summed_as_booked_but_unused_per_user(store: Store) -> None:
+    def window(user: str, end: float, booked: float, used: float) -> WindowUsage:
+        return WindowUsage("lab", user, end - 10.0, end, booked, used, 0.0, 0.0)
+
+    store.reservations.record_usage(
+        [window("ann", 100.0, 80.0, 30.0), window("ann", 200.0, 40.0, 0.0)]
+    )
+    store.reservations.record_usage([window("bob", 150.0, 20.0, 20.0)])
+    assert store.reservations.booked_unused(0.0, 0.0) == {"ann": 90.0, "bob": 0.0}
+    assert store.reservations.booked_unused(120.0, 0.0) == {"ann": 40.0, "bob": 0.0}
+    assert store.reservations.booked_unused(0.0, 160.0) == {"ann": 50.0, "bob": 0.0}

@@ -20,7 +20,7 @@ from rota.cli.gacct import main as gacct_main
 from rota.cli.gadmin_user import parse_since
 from rota.jobspec import SpecError, parse_begin, parse_job_file
 from rota.scheduler.core.errors import UserError
-from rota.scheduler.web.api import parse_time as web_time
+from rota.scheduler.web.query import parse_time as web_time
 from rota.when import parse_when
 from tests.test_web_api import Browserless, registered, run, user
 

@@ -18,6 +18,12 @@ from rota.messages import (
     SessionInput,
     SessionOpen,
     SessionOutput,
+    StepCancel,
+    StepEnd,
+    StepLaunch,
+    StepOutput,
+    StepStart,
+    StepTask,
     Welcome,
 )
 from rota.v1 import rota_pb2 as pb
@@ -79,6 +85,8 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 error=msg.error,
             )
         )
+    if isinstance(msg, StepStart | StepOutput | StepEnd | StepCancel):
+        return _step_to_pb(msg)
     return pb.AgentMessage(
         log_data=pb.LogData(request_id=msg.request_id, data=msg.data, eof=msg.eof, error=msg.error)
     )
@@ -101,6 +109,7 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             user=o.user,
             uid=o.uid if o.HasField("uid") else None,
             gid=o.gid if o.HasField("gid") else None,
+            steps_only=o.steps_only,
         )
     if kind == "kill":
         return KillOrder(msg.kill.job_id, msg.kill.attempt, msg.kill.reason, msg.kill.grace)
@@ -134,5 +143,73 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
     if kind == "session_input":
         i = msg.session_input
         return SessionInput(i.request_id, i.data, i.eof, i.rows, i.cols, i.ack, i.close)
+    if kind in ("step_launch", "step_output", "step_end", "step_cancel"):
+        return _step_order(msg)
     r = msg.log_request
     return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)
+
+
+def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentMessage:
+    if isinstance(msg, StepStart):
+        layout = msg.layout
+        return pb.AgentMessage(
+            step_start=pb.StepStart(
+                request_id=msg.request_id,
+                job_id=msg.job_id,
+                attempt=msg.attempt,
+                layout=pb.StepLayout(
+                    nodes=layout.nodes,
+                    ntasks=layout.ntasks,
+                    ntasks_per_node=layout.ntasks_per_node,
+                    gpus_per_task=layout.gpus_per_task,
+                    label=layout.label,
+                ),
+                argv=list(msg.argv),
+                environment=msg.environment,
+                cwd=msg.cwd,
+            )
+        )
+    if isinstance(msg, StepOutput):
+        return pb.AgentMessage(
+            step_output=pb.StepOutput(request_id=msg.request_id, data=msg.data, stderr=msg.stderr)
+        )
+    if isinstance(msg, StepEnd):
+        return pb.AgentMessage(
+            step_end=pb.StepEnd(
+                request_id=msg.request_id,
+                exit_code=msg.exit_code,
+                error=msg.error,
+                timed_out=msg.timed_out,
+                failed_task=msg.failed_task,
+            )
+        )
+    return pb.AgentMessage(step_cancel=pb.StepCancel(request_id=msg.request_id))
+
+
+def _step_order(msg: pb.SchedulerMessage) -> AgentOrder:
+    kind = msg.WhichOneof("msg")
+    if kind == "step_launch":
+        o = msg.step_launch
+        return StepLaunch(
+            request_id=o.request_id,
+            job_id=o.job_id,
+            attempt=o.attempt,
+            step=o.step,
+            node_id=o.node_id,
+            nnodes=o.nnodes,
+            ntasks=o.ntasks,
+            tasks=tuple(StepTask(t.rank, t.local_id, tuple(t.gpu_indices)) for t in o.tasks),
+            argv=tuple(o.argv),
+            environment=o.environment,
+            cwd=o.cwd,
+            nodelist=o.nodelist,
+            tasks_per_node=o.tasks_per_node,
+            label=o.label,
+        )
+    if kind == "step_output":
+        out = msg.step_output
+        return StepOutput(out.request_id, out.data, out.stderr)
+    if kind == "step_end":
+        e = msg.step_end
+        return StepEnd(e.request_id, e.exit_code, e.error, e.timed_out, e.step, e.failed_task)
+    return StepCancel(msg.step_cancel.request_id)

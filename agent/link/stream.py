@@ -38,6 +38,10 @@ class Rejected(Exception):
 class Link:
     """Keeps the stream open; ``send_*`` queue messages for the current stream.
 
+    ``address``: one scheduler ``HOST:PORT`` or several, comma-separated (a leader and its
+    standbys): when a stream cannot be opened or breaks, the next one is dialled, and the
+    backoff grows only once every address failed in a row.
+
     ``hello`` builds the hello (re-read on every reconnect); ``on_order`` receives each order
     but pongs; ``on_disconnect`` runs when a stream that was welcomed ends. ``monotonic`` is the
     clock ``last_heard`` and the reconnect backoff are read from.
@@ -54,7 +58,8 @@ class Link:
     ) -> None:
         """``tls``: (CA, client certificate, key) file paths; the scheduler is verified against
         the CA and, when both are given, the certificate is presented (mutual TLS)."""
-        self.address = address
+        self._addresses = [one.strip() for one in address.split(",")]
+        self._at = 0  # the address dialled now
         self._credentials = channel_credentials(*tls) if tls else None
         self._hello = hello
         self._on_order = on_order
@@ -78,6 +83,11 @@ class Link:
         self.send(LogData(request_id, data, eof, error))
 
     # ------------------------------------------------------------ loop
+
+    @property
+    def address(self) -> str:
+        """The scheduler address dialled now."""
+        return self._addresses[self._at]
 
     def drop(self) -> None:
         """Abandon the current stream (it looks dead); ``run`` reconnects."""
@@ -116,8 +126,10 @@ class Link:
                 return
             if self._monotonic() - started > 10:
                 backoff = 0.2
-            self._stop.wait(backoff * (1 + random.random() / 2))
-            backoff = min(backoff * 2, 5.0)
+            self._at = (self._at + 1) % len(self._addresses)
+            if self._at == 0 or self._monotonic() - started > 10:
+                self._stop.wait(backoff * (1 + random.random() / 2))
+                backoff = min(backoff * 2, 5.0)
 
     def _serve_once(self) -> None:
         hello = message_to_pb(self._hello())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, DockerException, NotFound
 
 from rota.agent.runtime import workplace
 from rota.agent.runtime.attempts import Attempt, AttemptTable, Phase
@@ -32,6 +32,8 @@ from rota.agent.runtime.engine_args import (
     LABEL_NODE,
     create_args,
     engine_message,
+    ensure_image,
+    image_path,
     parse_time,
     short,
 )
@@ -39,6 +41,8 @@ from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.output import OutputSaver
 from rota.agent.runtime.policy import ContainerPolicy
 from rota.agent.runtime.sessions import SessionHandle, SessionOpen, open_session
+from rota.agent.steps.node import NodeSteps
+from rota.agent.steps.tasks import Target
 from rota.inputs import SpecError
 from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
 
@@ -53,6 +57,7 @@ class DockerRuntime:
     ``report`` receives every event; ``clock`` gives Unix seconds (event times, time limits);
     ``sleep`` waits between retries while the engine does not answer.
     ``max_output``: bytes kept of an attempt's output in its log and in each of its output files.
+    ``steps``: the srun steps of this node's jobs (their spools, tasks and sruns).
     """
 
     def __init__(
@@ -68,8 +73,10 @@ class DockerRuntime:
         policy: ContainerPolicy | None = None,
         max_output: int = 1 << 30,
         sleep: Callable[[float], None] = time.sleep,
+        steps: NodeSteps | None = None,
     ) -> None:
         self.node = node
+        self.steps = steps or NodeSteps(data_dir / "steps", node, base_url)
         self.policy = policy or ContainerPolicy()
         log_dir = data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -202,6 +209,8 @@ class DockerRuntime:
                     att.attempt,
                     extra={"job": labels.get(LABEL_DISPLAY), "attempt": att.attempt},
                 )
+                target = Target(container.id, att.gpus, self.gpu_mode, started, att.deadline)
+                self.steps.started(att.job_id, att.attempt, target)
                 self._spawn(self._watch, att)
             elif state.get("Status") == "created":
                 self._remove(att)  # never started: the scheduler sends the launch again
@@ -247,7 +256,7 @@ class DockerRuntime:
             self._fail(att, f"refused by node {self.node}: {exc}")
             return
         try:
-            self._ensure_image(order)
+            ensure_image(self._client, order.spec)
             args = create_args(
                 order,
                 place.mounts,
@@ -260,6 +269,9 @@ class DockerRuntime:
                 place.home,
             )
             args["labels"].update(place.files.labels())
+            self.steps.prepare(
+                order, args, place.who.uid, place.who.gid, lambda i: image_path(self._client, i)
+            )
             if args.get("device_requests"):
                 log.info(
                     "job %s attempt %d: GPUs %s passed as an nvidia DeviceRequest",
@@ -286,31 +298,13 @@ class DockerRuntime:
         self.mounts.release(_stage_key(att))  # the started container keeps its own copy
         now = self._clock()
         att.started(now + order.time_limit if order.time_limit else 0.0)
+        target = Target(container.id, att.gpus, self.gpu_mode, now, att.deadline)
+        self.steps.started(att.job_id, att.attempt, target)
         notes = "; ".join(place.notes)
         self._report(
             AgentEvent(att.job_id, att.attempt, EventKind.STARTED, message=notes, time=now)
         )
         self._watch(att)
-
-    def _ensure_image(self, order: LaunchOrder) -> None:
-        spec = order.spec
-        if spec.pull == "always":
-            self._client.images.pull(spec.image)
-            return
-        try:
-            self._client.images.get(spec.image)
-        except ImageNotFound:
-            if spec.pull == "never":
-                raise DockerException(
-                    f"image {spec.image} is not present on the node and pull is never"
-                ) from None
-            try:
-                self._client.images.pull(spec.image)
-            except (APIError, DockerException) as exc:
-                raise DockerException(
-                    f"image {spec.image} is not present on the node and pulling it failed: "
-                    f"{engine_message(exc)}"
-                ) from None
 
     def _fail(self, att: Attempt, message: str, engine_fault: bool = False) -> None:
         self.mounts.release(_stage_key(att))
@@ -323,6 +317,7 @@ class DockerRuntime:
             engine_fault=engine_fault,
         )
         att.end(report)
+        self.steps.ended(att.job_id, att.attempt)
         log.warning(
             "job %d attempt %d could not start: %s",
             att.job_id,
@@ -341,6 +336,7 @@ class DockerRuntime:
         while True:
             remaining = deadline - self._clock() if deadline else 3600.0
             if deadline and remaining <= 0 and att.stop(EventKind.TIMED_OUT):
+                self.steps.time_limit(att.job_id, att.attempt)
                 self._spawn(self._stop, att, self._kill_grace)
                 remaining = self._kill_grace + 5
             try:
@@ -401,6 +397,7 @@ class DockerRuntime:
 
     def _complete(self, att: Attempt, report: AgentEvent) -> None:
         att.end(report)
+        self.steps.ended(att.job_id, att.attempt)
         self._report(report)
 
     # ------------------------------------------------------------------ stop

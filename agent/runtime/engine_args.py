@@ -12,11 +12,13 @@ import re
 from datetime import datetime
 from typing import Any
 
+import docker
 import requests
-from docker.errors import APIError
+from docker.errors import APIError, DockerException, ImageNotFound
 from docker.types import DeviceRequest, Mount
 
 from rota.agent.runtime.policy import ContainerPolicy, Identity
+from rota.jobspec import JobSpec
 from rota.jobspec import Mount as JobMount
 from rota.messages import LaunchOrder
 
@@ -102,6 +104,33 @@ def create_args(
         detach=not (spec.interactive and not spec.tty),
         **kwargs,
     )
+
+
+def ensure_image(client: docker.DockerClient, spec: JobSpec) -> None:
+    """Pull ``spec``'s image as its ``pull`` policy says; DockerException when it cannot be had."""
+    if spec.pull == "always":
+        client.images.pull(spec.image)
+        return
+    try:
+        client.images.get(spec.image)
+    except ImageNotFound:
+        if spec.pull == "never":
+            raise DockerException(
+                f"image {spec.image} is not present on the node and pull is never"
+            ) from None
+        try:
+            client.images.pull(spec.image)
+        except (APIError, DockerException) as exc:
+            raise DockerException(
+                f"image {spec.image} is not present on the node and pulling it failed: "
+                f"{engine_message(exc)}"
+            ) from None
+
+
+def image_path(client: docker.DockerClient, image: str) -> str:
+    """The ``PATH`` the image sets ("" when none)."""
+    env = client.images.get(image).attrs["Config"].get("Env") or []
+    return next((e[5:] for e in env if e.startswith("PATH=")), "")
 
 
 def container_name(node: str, job_id: int, attempt: int) -> str:

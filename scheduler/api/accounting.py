@@ -10,6 +10,7 @@ from rota.scheduler.api.errors import unary
 from rota.scheduler.cluster.accounting import (
     AccountingQuery,
     FinishedJob,
+    StepRow,
     UsageTotal,
     parse_display_ids,
 )
@@ -21,8 +22,13 @@ from rota.v1 import rota_pb2_grpc as pb_grpc
 
 def query_from_pb(request: pb.AccountingFilter) -> AccountingQuery:
     """The query of a filter (whose jobs the caller sees is the engine's: ``authz``)."""
+    whole = tuple(i.strip() for i in request.ids if "." not in i)
+    steps = tuple(i.strip() for i in request.ids if "." in i)
+    for step in steps:
+        if not step.rpartition(".")[2].isdigit():
+            raise UserError(f"ids: {step!r} is not a step id (123.0 or 123_4.0)")
     try:
-        ids, tasks = parse_display_ids(request.ids)
+        ids, tasks = parse_display_ids([*whole, *(s.rpartition(".")[0] for s in steps)])
     except ValueError as exc:
         raise UserError(str(exc)) from None
     states = tuple(state_from_pb(s) for s in request.states)
@@ -41,10 +47,14 @@ def query_from_pb(request: pb.AccountingFilter) -> AccountingQuery:
         accounts=tuple(request.accounts),
         states=states,
         limit=request.limit,
+        steps=steps,
+        whole=whole,
     )
 
 
-def finished_to_pb(row: FinishedJob) -> pb.FinishedJob:
+def finished_to_pb(row: FinishedJob | StepRow) -> pb.FinishedJob:
+    if isinstance(row, StepRow):
+        return _step_to_pb(row)
     job, usage = row.job, row.usage
     return pb.FinishedJob(
         id=job.display_id,
@@ -69,6 +79,25 @@ def finished_to_pb(row: FinishedJob) -> pb.FinishedJob:
     )
 
 
+def _step_to_pb(row: StepRow) -> pb.FinishedJob:
+    """A step's line: its id, command, state, exit code, times and nodes (no GPU figures)."""
+    job = row.job
+    return pb.FinishedJob(
+        id=row.display_id,
+        name=row.command[:200],
+        user=job.user,
+        account=job.account,
+        state=state_to_pb(row.state),
+        has_exit_code=row.exit_code is not None,
+        exit_code=row.exit_code or 0,
+        submit_time=row.start,
+        start_time=row.start,
+        end_time=row.end,
+        elapsed=max(0.0, row.end - row.start) if row.end else 0.0,
+        nodes=list(row.nodes),
+    )
+
+
 def _total(t: UsageTotal) -> pb.UsageTotal:
     return pb.UsageTotal(
         name=t.name,
@@ -76,6 +105,7 @@ def _total(t: UsageTotal) -> pb.UsageTotal:
         gpu_hours=t.gpu_hours,
         gpu_utilization=t.mean_utilization,
         gpu_samples=t.samples,
+        booked_unused_gpu_hours=t.booked_unused,
     )
 
 
@@ -90,7 +120,7 @@ class AccountingServicer(pb_grpc.AccountingServiceServicer):
     async def ListFinished(
         self, request: pb.AccountingFilter, context: Any
     ) -> pb.ListFinishedResponse:
-        rows = await self.engine.jobs.list_finished(query_from_pb(request), caller())
+        rows = await self.engine.jobs.list_accounting(query_from_pb(request), caller())
         return pb.ListFinishedResponse(jobs=[finished_to_pb(r) for r in rows])
 
     @unary

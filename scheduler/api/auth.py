@@ -41,6 +41,7 @@ READ_ONLY = {
     "/rota.v1.JobService/ExplainJob",
     "/rota.v1.NodeService/ListNodes",
     "/rota.v1.NodeService/GetNode",
+    "/rota.v1.PartitionService/ListPartitions",
     "/rota.v1.UserService/ListUsers",
     "/rota.v1.UserService/ListAudit",
     "/rota.v1.UserService/WhoAmI",

@@ -25,6 +25,12 @@ from rota.messages import (
     SessionInput,
     SessionOpen,
     SessionOutput,
+    StepCancel,
+    StepEnd,
+    StepLaunch,
+    StepLayout,
+    StepOutput,
+    StepStart,
     Welcome,
 )
 from rota.scheduler.cluster.gpus import GpuDisplay
@@ -110,6 +116,7 @@ def job_to_pb(
         time_limit=job.time_limit,
         spec=spec if spec is not None else spec_to_pb(job.spec),
         estimated_start=job.estimated_start or 0.0,
+        priority=job.priority or 0.0,
     )
     for alloc in job.allocation:
         msg.gpu_ids[alloc.node].indices.extend(alloc.gpus)
@@ -210,6 +217,73 @@ def session_output_from_pb(msg: pb.SessionOutput) -> SessionOutput:
     )
 
 
+def step_start_from_pb(msg: pb.StepStart) -> StepStart:
+    lay = msg.layout
+    return StepStart(
+        request_id=msg.request_id,
+        job_id=msg.job_id,
+        attempt=msg.attempt,
+        layout=StepLayout(lay.nodes, lay.ntasks, lay.ntasks_per_node, lay.gpus_per_task, lay.label),
+        argv=tuple(msg.argv),
+        environment=msg.environment,
+        cwd=msg.cwd,
+    )
+
+
+def step_data_from_pb(msg: pb.AgentMessage) -> StepOutput | StepEnd | StepCancel:
+    """A step_output, step_end or step_cancel agent message."""
+    kind = msg.WhichOneof("msg")
+    if kind == "step_output":
+        return StepOutput(msg.step_output.request_id, msg.step_output.data, msg.step_output.stderr)
+    if kind == "step_end":
+        e = msg.step_end
+        return StepEnd(e.request_id, e.exit_code, e.error, e.timed_out, 0, e.failed_task)
+    return StepCancel(msg.step_cancel.request_id)
+
+
+def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> pb.SchedulerMessage:
+    if isinstance(order, StepLaunch):
+        return pb.SchedulerMessage(
+            step_launch=pb.StepLaunch(
+                request_id=order.request_id,
+                job_id=order.job_id,
+                attempt=order.attempt,
+                step=order.step,
+                node_id=order.node_id,
+                nnodes=order.nnodes,
+                ntasks=order.ntasks,
+                tasks=[
+                    pb.StepTask(rank=t.rank, local_id=t.local_id, gpu_indices=list(t.gpu_indices))
+                    for t in order.tasks
+                ],
+                argv=list(order.argv),
+                environment=order.environment,
+                cwd=order.cwd,
+                nodelist=order.nodelist,
+                tasks_per_node=order.tasks_per_node,
+                label=order.label,
+            )
+        )
+    if isinstance(order, StepOutput):
+        return pb.SchedulerMessage(
+            step_output=pb.StepOutput(
+                request_id=order.request_id, data=order.data, stderr=order.stderr
+            )
+        )
+    if isinstance(order, StepEnd):
+        return pb.SchedulerMessage(
+            step_end=pb.StepEnd(
+                request_id=order.request_id,
+                exit_code=order.exit_code,
+                error=order.error,
+                timed_out=order.timed_out,
+                step=order.step,
+                failed_task=order.failed_task,
+            )
+        )
+    return pb.SchedulerMessage(step_cancel=pb.StepCancel(request_id=order.request_id))
+
+
 def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
     if isinstance(order, SessionInput):  # the most frequent order of an interactive session
         return pb.SchedulerMessage(
@@ -253,6 +327,7 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 user=order.user,
                 uid=order.uid,
                 gid=order.gid,
+                steps_only=order.steps_only,
             )
         )
     if isinstance(order, KillOrder):
@@ -277,6 +352,8 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 keepalive_interval=order.keepalive_interval,
             )
         )
+    if isinstance(order, StepLaunch | StepOutput | StepEnd | StepCancel):
+        return step_order_to_pb(order)
     return pb.SchedulerMessage(
         log_request=pb.LogRequest(
             request_id=order.request_id,

@@ -7,7 +7,7 @@ from typing import Any
 
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
-from rota.scheduler.cluster.reservation import Reservation
+from rota.scheduler.cluster.reservation import LEND, Reservation
 from rota.scheduler.core.node_bookings import NodeBookings
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.engine import Engine
@@ -47,6 +47,7 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
         msg.booked_gpu_seconds = usage.booked
         msg.owner_gpu_seconds = usage.owners
         msg.lent_gpu_seconds = usage.lent
+        msg.released_gpu_seconds = usage.released
         return msg
 
     @unary
@@ -91,6 +92,7 @@ def request_from_pb(msg: pb.CreateReservationRequest) -> ReservationRequest:
         accounts=tuple(a.strip() for a in msg.accounts if a.strip()),
         flags=tuple(msg.flags),
         lend=not msg.no_lend,
+        unused=msg.unused.strip() or LEND,
     )
 
 
@@ -107,6 +109,8 @@ def reservation_to_pb(r: Reservation, running: Sequence[str]) -> pb.Reservation:
         created_by=r.created_by,
         created_at=r.created_at,
         running_jobs=list(running),
+        unused=r.unused,
+        given_back=r.given_back,
     )
 
 

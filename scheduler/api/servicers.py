@@ -21,11 +21,14 @@ from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
 from rota.scheduler.api.interactive import InteractiveServicer
+from rota.scheduler.api.partitions import PartitionServicer
 from rota.scheduler.api.peers import node_certificate_problem
 from rota.scheduler.api.reservations import ReservationServicer, add_bookings
 from rota.scheduler.api.users import UserServicer
 from rota.scheduler.core.errors import AuthError, UserError
 from rota.scheduler.core.jobs import JobListing, SubmitItem
+from rota.scheduler.core.mail import mail_warnings
+from rota.scheduler.core.submission import SubmitResult
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -47,6 +50,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             for i in request.items
         ]
         results = await self.engine.jobs.submit(items, caller(), request.test_only)
+        warned = _warnings(results, items, self.engine.services.config.mail_relay)
         return pb.SubmitJobsResponse(
             jobs=[
                 pb.SubmittedJob(
@@ -54,8 +58,9 @@ class JobServicer(pb_grpc.JobServiceServicer):
                     job_ids=list(r.job_ids),
                     duplicate=r.duplicate,
                     reason=r.reason,
+                    warnings=warnings,
                 )
-                for r in results
+                for r, warnings in zip(results, warned, strict=True)
             ]
         )
 
@@ -74,6 +79,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             accounts=tuple(request.accounts),
             page_size=request.page_size,
             page_token=request.page_token,
+            with_priority=request.with_priority,
         )
         page = await self.engine.jobs.list_jobs(listing, caller())
         jobs = await asyncio.to_thread(convert.jobs_to_pb, page.jobs)  # the loop keeps serving
@@ -204,7 +210,14 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             "session_output": lambda m: engine.agents.agent_session_output(
                 session, convert.session_output_from_pb(m.session_output)
             ),
+            "step_start": lambda m: engine.agents.agent_step_start(
+                session, convert.step_start_from_pb(m.step_start)
+            ),
         }
+        for kind in ("step_output", "step_end", "step_cancel"):
+            handlers[kind] = lambda m: engine.agents.agent_step_data(
+                session, convert.step_data_from_pb(m)
+            )
         try:
             async for msg in request_iterator:
                 kind = msg.WhichOneof("msg")
@@ -223,6 +236,19 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             session.outbox.put_nowait(None)
 
 
+def _warnings(
+    results: list[SubmitResult], items: list[SubmitItem], relay: str | None
+) -> list[list[str]]:
+    """Each result's warnings, from the item it answers (by request id, else by place)."""
+    by_id = {i.client_request_id: i for i in items if i.client_request_id}
+    same = len(results) == len(items)
+    out = []
+    for n, result in enumerate(results):
+        item = by_id.get(result.client_request_id) or (items[n] if same else None)
+        out.append(mail_warnings(item.spec.mail_type, relay) if item is not None else [])
+    return out
+
+
 def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_JobServiceServicer_to_server(JobServicer(engine), server)
     pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(engine), server)
@@ -231,5 +257,6 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_AgentServiceServicer_to_server(AgentServicer(engine), server)
     pb_grpc.add_ReservationServiceServicer_to_server(ReservationServicer(engine), server)
     pb_grpc.add_UserServiceServicer_to_server(UserServicer(engine), server)
+    pb_grpc.add_PartitionServiceServicer_to_server(PartitionServicer(engine), server)
     pb_grpc.add_AccountingServiceServicer_to_server(AccountingServicer(engine), server)
     pb_grpc.add_InteractiveServiceServicer_to_server(InteractiveServicer(engine), server)

@@ -37,7 +37,7 @@ from rota.inputs import (
     normal_names,
 )
 from rota.scheduler.api.intercept import HandlerInterceptor
-from rota.scheduler.cluster.reservation import FLAGS
+from rota.scheduler.cluster.reservation import FLAGS, UNUSED_POLICIES
 from rota.v1 import rota_pb2 as pb
 from rota.validate import Rules
 
@@ -46,6 +46,7 @@ _BOOKINGS = "/rota.v1.ReservationService/"
 _ADMIN = "/rota.v1.AdminService/"
 _USERS = "/rota.v1.UserService/"
 _GPUS = "/rota.v1.GpuService/"
+_PARTITIONS = "/rota.v1.PartitionService/"
 
 
 def _submit(req: pb.SubmitJobsRequest, rules: Rules) -> None:
@@ -59,8 +60,10 @@ def _list(req: pb.ListJobsRequest, rules: Rules) -> None:
     check_page_token("page_token", req.page_token)
 
 
-def _filters(req: pb.ListJobsRequest | pb.AccountingFilter, rules: Rules) -> None:
-    check_job_ids("ids", req.ids, rules.max_ids_per_request)
+def _filters(
+    req: pb.ListJobsRequest | pb.AccountingFilter, rules: Rules, steps: bool = False
+) -> None:
+    check_job_ids("ids", req.ids, rules.max_ids_per_request, steps)
     for name in ("users", "accounts"):
         values = getattr(req, name)
         if len(values) > rules.max_ids_per_request:
@@ -77,7 +80,7 @@ def _act(req: pb.CancelJobsRequest | pb.ControlJobsRequest, rules: Rules) -> Non
 
 
 def _accounting(req: pb.AccountingFilter, rules: Rules) -> None:
-    _filters(req, rules)
+    _filters(req, rules, steps=True)
     check_name("user", req.user)
     check_number("start", req.start, 0, 1e11)
     check_number("end", req.end, 0, 1e11)
@@ -113,6 +116,9 @@ def _check_booking(req: pb.CreateReservationRequest, where: str) -> None:
             raise SpecError(
                 f"{where}flags[{i}]", f"unknown flag {flag[:40]!r}; allowed: {', '.join(FLAGS)}"
             )
+    if req.unused and req.unused not in UNUSED_POLICIES:
+        allowed = ", ".join(UNUSED_POLICIES)
+        raise SpecError(f"{where}unused", f"{req.unused[:40]!r} is not one of {allowed}")
 
 
 def _create_booking(req: pb.CreateReservationRequest, rules: Rules) -> None:
@@ -135,6 +141,12 @@ def _import_bookings(req: pb.ImportReservationsRequest, rules: Rules) -> None:
 
 def _named(req: Any, rules: Rules) -> None:
     req.name = normal_name(req.name)
+
+
+def _partition(req: Any, rules: Rules) -> None:
+    """The partition's name; its fields are checked by ``core.partitions``."""
+    req.name = normal_name(req.name)
+    check_name("name", req.name)
 
 
 def _node(req: Any, rules: Rules) -> None:
@@ -192,6 +204,9 @@ _CHECKS: dict[str, Callable[[Any, Rules], None]] = {
     _ADMIN + "ResumeNode": _node,
     _ADMIN + "RemoveNode": _node,
     _GPUS + "DrainGpu": _gpu,
+    _PARTITIONS + "AddPartition": _partition,
+    _PARTITIONS + "UpdatePartition": _partition,
+    _PARTITIONS + "RemovePartition": _partition,
     _GPUS + "ResumeGpu": _gpu,
     _USERS + "AddUser": _add_user,
     _USERS + "RevokeUser": _user_name,

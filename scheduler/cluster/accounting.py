@@ -47,6 +47,8 @@ class AccountingQuery:
     states: tuple[JobState, ...] = ()
     principal: str = ""
     limit: int = 0  # most recent end first; 0 = all
+    steps: tuple[str, ...] = ()  # steps asked for by id ("12.0"); their jobs are in ids/tasks
+    whole: tuple[str, ...] = ()  # display ids asked for themselves: listed with their steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,25 @@ class FinishedJob:
         return self.gpus * self.elapsed / 3600.0
 
 
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """One srun step of a finished job in ``gacct``: ``12.0``, from the job's events."""
+
+    job: JobRecord
+    step: int
+    command: str = ""
+    nodes: tuple[str, ...] = ()
+    ntasks: int = 0
+    state: JobState = JobState.RUNNING  # RUNNING: no end was recorded
+    exit_code: int | None = None
+    start: float = 0.0
+    end: float = 0.0
+
+    @property
+    def display_id(self) -> str:
+        return f"{self.job.display_id}.{self.step}"
+
+
 @dataclass(slots=True)
 class UsageTotal:
     """GPU-hours and samples of one user's or account's finished jobs."""
@@ -80,6 +101,7 @@ class UsageTotal:
     gpu_hours: float = 0.0
     util_sum: float = 0.0
     samples: int = 0
+    booked_unused: float = 0.0  # GPU-hours its bookings' owners left unused (users only)
 
     @property
     def mean_utilization(self) -> float:

@@ -55,6 +55,7 @@ class JobRecord:
     allocation: list[NodeAlloc] = field(default_factory=list)
     stop_state: str = ""
     estimated_start: float | None = None  # in copies handed out (pending jobs)
+    priority: float | None = None  # in listings that ask for it (pending jobs)
     warning: str = ""  # latest warning of the current attempt (GPU idle, GPU unhealthy)
     partition: str = ""  # the partition it was placed in; "" while pending (spec.partition)
     # a gang's ranks of the current attempt that stopped: (node, how it ended); in memory only

@@ -15,6 +15,9 @@ PURGE_COMP = "PURGE_COMP"  # deleted once its window is open and its last job ha
 FLAGS = (MAINT, IGNORE_JOBS, FLEX, DAILY, WEEKLY, PURGE_COMP)
 DAY = 86_400.0
 PERIODS = {DAILY: DAY, WEEKLY: 7 * DAY}
+LEND = "lend"  # unused past the grace: its GPUs are lent to the queue until an owner's job comes
+RELEASE = "release"  # unused past the grace: the booking (this window) is released
+UNUSED_POLICIES = (LEND, RELEASE)
 
 
 @dataclass(slots=True)
@@ -31,6 +34,8 @@ class Reservation:
     lend: bool = True
     created_by: str = ""
     created_at: float = 0.0
+    unused: str = LEND  # what the no-show rule does with an unused window (UNUSED_POLICIES)
+    given_back: float = 0.0  # when the no-show rule gave the current window back (0: not)
     view: ReservationView | None = field(default=None, compare=False)
 
     @property
@@ -58,6 +63,7 @@ class Reservation:
         steps = int((now - self.end) // period) + 1
         self.start += steps * period
         self.end += steps * period
+        self.given_back = 0.0
         self.view = None
         return True
 
@@ -88,5 +94,8 @@ class Reservation:
                 lend=self.lend,
                 flex=self.flex,
                 period=self.period,
+                unused=self.unused,
+                given_back=self.given_back,
+                created_at=self.created_at,
             )
         return self.view

@@ -5,19 +5,21 @@ retention period (``accounting_retention``)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rota.scheduler.cluster.accounting import (
     AccountingQuery,
     FinishedJob,
     JobUsage,
+    StepRow,
     UsageTotal,
     totals,
 )
-from rota.scheduler.cluster.model import JobRecord
+from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.core.job_steps import step_rows
 from rota.scheduler.core.model import ClusterModel
-from rota.scheduler.store.protocols import UsageRepository
+from rota.scheduler.store.protocols import ReservationRepository, UsageRepository
 from rota.states import JobState
 
 PURGE_EVERY = 3600.0  # seconds between retention purges
@@ -86,9 +88,14 @@ class AccountingService:
         meter: UsageMeter,
         config: SchedulerConfig,
         clock: Callable[[], float],
+        bookings: ReservationRepository,
+        history: Callable[[int], Sequence[JobEvent]] = lambda job_id: (),
     ) -> None:
+        """``history``: a job's stored events, where its srun steps are recorded."""
         self.model = model
         self.store = store
+        self.history = history
+        self.bookings = bookings  # how ended reservation windows were spent
         self.meter = meter
         self.config = config
         self.clock = clock
@@ -113,6 +120,33 @@ class AccountingService:
         self.flush()
         return self.store.finished(query)
 
+    def listing(self, query: AccountingQuery) -> list[FinishedJob | StepRow]:
+        """``finished``, each job asked for by id followed by its steps (a step asked for by
+        id, ``12.0``, without its job)."""
+        rows = self.finished(query)
+        if not (query.whole or query.steps):
+            return list(rows)
+        out: list[FinishedJob | StepRow] = []
+        for row in rows:
+            display = row.job.display_id
+            whole = display in query.whole or str(row.job.array_job_id) in query.whole
+            if whole:
+                out.append(row)
+            if whole or any(s.startswith(f"{display}.") for s in query.steps):
+                steps = step_rows(row.job, self.history(row.job.id))
+                out += [r for r in steps if whole or r.display_id in query.steps]
+        return out
+
     def summary(self, query: AccountingQuery) -> tuple[list[UsageTotal], list[UsageTotal]]:
-        """GPU-hours and mean utilisation per user and per account."""
-        return totals(self.finished(dataclasses.replace(query, limit=0)))
+        """GPU-hours and mean utilisation per user and per account; per user also the
+        GPU-hours of their bookings' windows ended in the period that their owners did not
+        use ("booked but unused": lent, idle or released)."""
+        users, accounts = totals(self.finished(dataclasses.replace(query, limit=0)))
+        unused = self.bookings.booked_unused(query.start, query.end)
+        shown = {u: s for u, s in unused.items() if not query.users or u in query.users}
+        if query.principal:
+            shown = {u: s for u, s in shown.items() if u == query.principal}
+        by_name = {t.name: t for t in users}
+        for user, seconds in shown.items():
+            by_name.setdefault(user, UsageTotal(user)).booked_unused = seconds / 3600
+        return [by_name[k] for k in sorted(by_name)], accounts

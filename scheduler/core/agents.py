@@ -19,7 +19,7 @@ from rota.messages import (
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord, NodeState
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AuthError
-from rota.scheduler.core.lifecycle import Lifecycle, Orders
+from rota.scheduler.core.lifecycle import Lifecycle, Orders, script_once
 from rota.scheduler.core.liveness import Liveness, keepalive_interval
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
@@ -255,15 +255,19 @@ class AgentService:
             events.append(life.note(job, HistoryKind.WARNING, text))
         if ev.kind in ("EXITED", "TIMED_OUT") and ev.message:  # e.g. output cut at max_output
             events.append(life.note(job, HistoryKind.WARNING, f"on {node_name}: {ev.message}"))
-        if ev.kind in _ENDED and not job.exit_code:
+        once = script_once(job)  # a batch script: its first node's end is the job's
+        first = node_name == job.allocation[0].node
+        if ev.kind in _ENDED and (first if once else not job.exit_code):
             job.exit_code = ev.exit_code  # a gang keeps its first non-zero exit code
         if len(job.allocation) > 1:
             done = dict(job.ranks_ended)
             done[node_name] = final
             job.ranks_ended = tuple(done.items())  # on the record: committed, then swapped in
-            if final is not JobState.COMPLETED and job.state is not JobState.COMPLETING:
+            ends = (first and once) or final is not JobState.COMPLETED
+            if ends and job.state is not JobState.COMPLETING:
+                where = f"batch script on {node_name}" if first and once else f"rank on {node_name}"
                 events.append(
-                    life.transition(job, JobState.COMPLETING, f"rank on {node_name}: {why}")
+                    life.transition(job, JobState.COMPLETING, f"{where}: {why or final.value}")
                 )
                 job.stop_state = final.value
                 orders.extend((n, o) for n, o in life.kill_orders(job, why) if n not in done)

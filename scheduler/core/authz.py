@@ -91,7 +91,7 @@ def may_enter(principal: Principal, job: JobRecord, kind: str) -> str:
 
 
 def may_administer(principal: Principal, what: str) -> str:
-    """Nodes, GPUs, users, tokens and the audit log: admins only."""
+    """Nodes, GPUs, partitions, users, tokens and the audit log: admins only."""
     if principal.admin:
         return ""
     return f"{what} is for admins only; {principal.user} is not an admin"
@@ -204,6 +204,16 @@ def may_report(node: str, job: JobRecord | None, attempt: int) -> str:
     return f"node {node} reported on job {job.display_id} attempt {attempt}, which it does not run"
 
 
+def may_start_step(node: str, job: JobRecord | None, attempt: int) -> str:
+    """An srun step is asked for by a node the job's current attempt runs on, and by no
+    other: "" when ``node`` may, else why not."""
+    if job is None or job.state.terminal:
+        return f"node {node} asked for a step of a job that is not running"
+    if attempt == job.attempt and node in job.node_names:
+        return ""
+    return f"node {node} asked for a step of job {job.display_id} attempt {attempt}, which it does not run"
+
+
 def may_send_data(node: str, asked_of: str) -> str:
     """Data (log output) answers a request made of one node; only that node may answer it."""
     if node == asked_of:
@@ -229,6 +239,7 @@ def _on_job(action: str) -> Callable[[Principal, Any], str]:
 ACTIONS: dict[str, Callable[[Principal, Any], str]] = {
     "nodes.manage": _admins("managing nodes"),
     "gpus.manage": _admins("managing GPUs"),
+    "partitions.manage": _admins("managing partitions"),
     "users.manage": _admins("managing users, tokens and the audit log"),
     "job.cancel": _on_job("cancel"),
     "job.hold": _on_job("hold"),

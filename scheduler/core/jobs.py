@@ -57,6 +57,7 @@ class JobListing:
     page_size: int = 0  # 0: MAX_PAGE_SIZE, also the most one page holds
     page_token: str = ""  # from the previous page's ``next_page_token``
     private_to: str = ""  # a user: other users' ended jobs are left out (as gacct does)
+    with_priority: bool = False  # pending jobs carry their multifactor priority (squeue %p)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +289,18 @@ class JobService:
         )
         jobs = self.list_jobs(query, listing.ids)
         full = len(jobs) == query.limit
-        return JobPage(jobs, str(jobs[-1].id) if full else "")
+        token = str(jobs[-1].id) if full else ""
+        if listing.with_priority and any(j.state is JobState.PENDING for j in jobs):
+            jobs = self._with_priority(jobs)
+        return JobPage(jobs, token)
+
+    def _with_priority(self, jobs: list[JobRecord]) -> list[JobRecord]:
+        """``jobs`` with each pending one's priority as ``explain`` would report it now."""
+        snapshot = self.snapshots.snapshot()
+        wanted = {j.id for j in jobs}
+        views = [p for p in snapshot.pending if p.id in wanted]
+        found = self.dry_run_policy.priorities(snapshot, views)
+        return [dataclasses.replace(j, priority=found[j.id]) if j.id in found else j for j in jobs]
 
     def get(self, display_id: str) -> tuple[JobRecord, list[JobEvent]]:
         """One job (a copy) and its events; NotFound, or UserError for a whole array."""

@@ -23,6 +23,11 @@ Orders = list[tuple[str, AgentOrder]]
 LAUNCH_PREFIX = "launch ordered on "  # event reason of a launch; the node list follows
 
 
+def script_once(job: JobRecord) -> bool:
+    """A batch script on several nodes runs once, on the first; the others host its steps."""
+    return job.spec.slurm_env and len(job.allocation) > 1
+
+
 class Lifecycle:
     """State changes of new records of jobs in ``model`` (never the model's own records)."""
 
@@ -169,6 +174,7 @@ class Lifecycle:
                         user=job.user,
                         uid=uid,
                         gid=gid,
+                        steps_only=rank > 0 and script_once(job),
                     ),
                 )
             )

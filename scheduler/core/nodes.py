@@ -198,7 +198,7 @@ class NodeService:
         by_node = self._active_by_node()
         counted = self._summary(by_node, maint or {}) if summary or summary_only else None
         if summary_only:
-            return NodePage([], "", counted, self.partitions)
+            return NodePage([], "", counted, self.partitions.copy())
         names = sorted(self.model.nodes)
         start = bisect.bisect_right(names, page_token) if page_token else 0
         stale_after = self._stale_after()  # once: it counts every node
@@ -215,7 +215,7 @@ class NodeService:
             last = len(names)
         more = last < len(names)
         token = shown[-1][0].name if more and shown else ""
-        return NodePage(shown, token, counted, self.partitions)
+        return NodePage(shown, token, counted, self.partitions.copy())
 
     @staticmethod
     def page_size(asked: int) -> int:

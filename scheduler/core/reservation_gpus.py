@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from rota.scheduler.cluster.model import AdminState, NodeState
-from rota.scheduler.cluster.reservation import FLAGS, IGNORE_JOBS, PERIODS, Reservation
+from rota.scheduler.cluster.reservation import (
+    FLAGS,
+    IGNORE_JOBS,
+    LEND,
+    PERIODS,
+    UNUSED_POLICIES,
+    Reservation,
+)
 from rota.scheduler.core.errors import Conflict, UserError
 from rota.scheduler.core.model import ClusterModel
 from rota.states import ACTIVE_STATES, JobState
@@ -43,6 +50,7 @@ class ReservationRequest:
     accounts: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
     lend: bool = True
+    unused: str = LEND  # the no-show rule's policy (UNUSED_POLICIES)
     gpu_ids: Mapping[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
 
@@ -107,6 +115,28 @@ class GpuPicker:
         why = sorted({out[(n, g)] for n, idx in gpus.items() for g in idx if (n, g) in out})
         if why:
             raise Conflict(f"{field}: {'; '.join(why)} (an administrator may still book it)")
+
+    def check_added(
+        self,
+        gpus: Mapping[str, Iterable[int]],
+        probe: Reservation,
+        old: Reservation | None,
+        others: Iterable[Reservation],
+    ) -> None:
+        """Conflict naming ``start/end`` when the time ``probe`` (reservation ``old`` changed,
+        keeping ``gpus``) adds outside ``old``'s window meets GPUs out of service, as
+        ``unavailable`` has them for a user's new booking."""
+        parts = [(probe.start, probe.end)]
+        if old is not None:
+            parts = [
+                (probe.start, min(probe.end, old.start)),
+                (max(probe.start, old.end), probe.end),
+            ]
+        others = list(others)
+        for start, end in parts:
+            if end > start:
+                added = Reservation(probe.name, start, end, {})
+                self.check_available(gpus, self.unavailable(added, probe.name, others), "start/end")
 
     def check_free(
         self, gpus: dict[str, tuple[int, ...]], busy: dict[tuple[str, int], str]
@@ -296,5 +326,7 @@ def check_request(request: ReservationRequest, now: float, gpus_known: bool) -> 
         raise UserError(
             f"gpus_per_node: {request.gpus} GPUs cannot be split {request.gpus_per_node} per node"
         )
+    if request.unused not in UNUSED_POLICIES:
+        raise UserError(f"unused: {request.unused!r} is not one of {', '.join(UNUSED_POLICIES)}")
     if not request.users and not request.accounts:
         raise UserError("users/accounts: name who may use it (--users LIST or --accounts LIST)")

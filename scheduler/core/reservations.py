@@ -14,7 +14,7 @@ thread and commit before they return. The GPUs a request gets: ``core/reservatio
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rota.inputs import normal_flags
@@ -46,20 +46,26 @@ from rota.scheduler.core.reservation_gpus import (
 )
 from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.snapshot import ReservationView
-from rota.scheduler.store.protocols import JobRepository, ReservationRepository
+from rota.scheduler.store.protocols import (
+    BookingMail,
+    JobRepository,
+    ReservationRepository,
+    WindowUsage,
+)
 from rota.states import ACTIVE_STATES, JobState
 
 GPU_FIELDS = frozenset({"nodes", "gpus", "gpu_type", "gpus_per_node"})
-UPDATABLE = frozenset({"start", "end", "users", "accounts", "flags", "lend"}) | GPU_FIELDS
+UPDATABLE = frozenset({"start", "end", "users", "accounts", "flags", "lend", "unused"}) | GPU_FIELDS
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Booked GPU-seconds of a reservation's current window so far, split by who used them."""
 
-    booked: float  # GPUs x seconds from the window's start to now (or its end)
+    booked: float  # GPUs x seconds from the window's start to now (its end, its release)
     owners: float  # run by jobs of the reservation
     lent: float  # run by other jobs (borrowers)
+    released: float = 0.0  # from its release by the no-show rule to the window's end
 
     @property
     def idle(self) -> float:
@@ -134,6 +140,7 @@ class ReservationService:
             accounts=old.accounts,
             flags=old.flags,
             lend=old.lend,
+            unused=old.unused,
         )
         merged = dataclasses.replace(base, **{f: getattr(request, f) for f in fields})
         if regpu and not ("nodes" in fields or "gpus" in fields):
@@ -149,7 +156,7 @@ class ReservationService:
                 "only its end, users, accounts, flags and lending may change"
             )
         r = self._resolve(merged, principal, now, exclude=name, gpus=None if regpu else old.gpus)
-        r.created_by, r.created_at = old.created_by, old.created_at
+        r.created_by, r.created_at, r.given_back = old.created_by, old.created_at, old.given_back
         self.store.save(r)
         self.live[name] = r
         self._changed()
@@ -221,13 +228,18 @@ class ReservationService:
             raise UserError(f"end: a recurring window may last at most {period / 3600:g} h")
         probe = Reservation(request.name, request.start, request.end, {}, flags=flags)
         picker = self.picker
-        busy = picker.booked(probe, MAINT in flags, exclude, self.live.values())
-        # users may not book what is out of service; an update keeping its GPUs is not checked
-        out = {} if principal.admin else picker.unavailable(probe, exclude, self.live.values())
+        # a one-off window the no-show rule released holds its GPUs no more
+        holding = [r for r in self.live.values() if r.period or not r.policy_view().released]
+        busy = picker.booked(probe, MAINT in flags, exclude, holding)
+        # users may not book what is out of service; an update keeping its GPUs is checked
+        # for the time it adds only (a drain or MAINT window over the old one stays theirs)
+        out = {} if principal.admin else picker.unavailable(probe, exclude, holding)
         if gpus is not None:
             picker.check_free(gpus, busy)
             if not exclude:
                 picker.check_available(gpus, out, "gpus")
+            elif not principal.admin:
+                picker.check_added(gpus, probe, self.live.get(exclude), holding)
         elif request.nodes and not request.gpus:
             gpus = picker.whole_nodes(request.nodes, busy)
             picker.check_available(gpus, out, "nodes")
@@ -245,6 +257,7 @@ class ReservationService:
             flags=flags,
             lend=request.lend,
             created_by=principal.user,
+            unused=request.unused,
         )
         if not principal.admin:
             others = [o for o in self.live.values() if o.name != request.name]
@@ -361,7 +374,8 @@ class ReservationService:
         """Write what the calendar says of ``now`` (the periodic tick calls this, nothing
         else): recurring reservations whose window ended move to their next one, ended ones
         are forgotten and their pending jobs held, open PURGE_COMP ones whose jobs have all
-        ended are deleted; returns the names purged. Commit, then swap: the holds are committed
+        ended are deleted; returns the names purged. How each window that ended was spent is
+        recorded first (``gacct --summary``). Commit, then swap: the holds are committed
         first, then the reservations written, and each replaces what memory holds only once
         written; a failed write raises, and the next step does what is left."""
         live = dict(self.live)
@@ -379,6 +393,9 @@ class ReservationService:
             for r in live.values()
             if PURGE_COMP in r.flags and r.start <= now and self._completed(r)
         ]
+        spent = [self.live[n] for n in sorted(ended)] + [self.live[r.name] for r in moved]
+        if spent:  # how the windows that ended were spent (gacct --summary)
+            self.store.record_usage([_window(r, self._usage(r, r.end)) for r in spent])
         if not self._swept:  # first step: also those that ended while the scheduler was down
             self._hold_orphans(None, live)
             self._swept = True
@@ -398,9 +415,16 @@ class ReservationService:
 
     def usage(self, name: str) -> Usage:
         """How the GPU-time booked so far in the current window was spent."""
-        r = self.get(name)
-        now = self.clock()
+        return self._usage(self.get(name), self.clock())
+
+    def _usage(self, r: Reservation, now: float) -> Usage:
+        """How ``r``'s window was spent up to ``now`` (at most its end)."""
+        name = r.name
         until = min(now, r.end)
+        released = 0.0
+        if r.policy_view().released:
+            until = min(until, r.given_back)
+            released = (r.end - r.given_back) * r.gpu_count()
         booked = max(0.0, until - r.start) * r.gpu_count()
         cells = r.cells()
         owners = lent = 0.0
@@ -415,7 +439,17 @@ class ReservationService:
                 owners += seconds * held
             else:
                 lent += seconds * held
-        return Usage(booked, owners, lent)
+        return Usage(booked, owners, lent, released)
+
+    def give_back(self, name: str, now: float, mails: Sequence[BookingMail] = ()) -> Reservation:
+        """Record that the no-show rule gave reservation ``name``'s current window back at
+        ``now`` (``core/noshow.py``), queueing ``mails`` to its owners in the same
+        transaction; committed, then swapped in."""
+        r = dataclasses.replace(self.live[name], given_back=now, view=None)
+        self.store.save(r, mails, now)
+        self.live[name] = r
+        self._changed()
+        return r
 
     def _completed(self, r: Reservation) -> bool:
         """Whether some job of ``r`` has run and none is pending or active."""
@@ -454,3 +488,10 @@ class ReservationService:
     def _changed(self) -> None:
         self._views = None
         self.model.bump()
+
+
+def _window(r: Reservation, usage: Usage) -> WindowUsage:
+    whole = (r.end - r.start) * r.gpu_count()
+    return WindowUsage(
+        r.name, r.created_by, r.start, r.end, whole, usage.owners, usage.lent, usage.released
+    )

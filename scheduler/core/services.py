@@ -6,33 +6,40 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rota.scheduler.config import SchedulerConfig, booking_rules, partitions
+from rota.scheduler.config import SchedulerConfig, booking_rules
 from rota.scheduler.core.accounting import AccountingService, UsageMeter
 from rota.scheduler.core.agents import AgentService
 from rota.scheduler.core.audit import RefusalLimiter
 from rota.scheduler.core.control import ControlService
 from rota.scheduler.core.gpus import GpuHealth
+from rota.scheduler.core.job_steps import JobSteps
 from rota.scheduler.core.jobs import JobService
 from rota.scheduler.core.lifecycle import Lifecycle
 from rota.scheduler.core.liveness import Liveness
 from rota.scheduler.core.lookup import JobLookup
+from rota.scheduler.core.mail import MailService
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.nodes import NodeService
+from rota.scheduler.core.noshow import NoShowRule
 from rota.scheduler.core.notifications import NotificationService
+from rota.scheduler.core.partitions import PartitionService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
 from rota.scheduler.core.sessions import SessionService
 from rota.scheduler.core.snapshot import SnapshotBuilder
+from rota.scheduler.core.unused_notice import UnusedNotice
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
 from rota.scheduler.core.users import UsersService
 from rota.scheduler.policy import Policy, make_policy
+from rota.scheduler.store.protocols import WebSessionRepository
 from rota.scheduler.store.store import Store
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
     """The scheduler's services over one model. Not thread-safe: one thread (the engine's
-    core thread) calls them all, except ``liveness``, which the event loop stamps."""
+    core thread) calls them all, except ``liveness``, which the event loop stamps, and
+    ``web_sessions``, which the dashboard calls on worker threads."""
 
     config: SchedulerConfig
     model: ClusterModel
@@ -45,13 +52,18 @@ class Services:
     control: ControlService
     planner: Planner
     reservations: ReservationService
+    noshow: NoShowRule  # unused bookings given back (the tick)
+    partitions: PartitionService  # the settings file's and admins' (gadmin partition)
     users: UsersService
     meter: UsageMeter  # NVML figures per running job, fed by heartbeats
     accounting: AccountingService
     notifications: NotificationService  # job-end webhooks queued by the store
+    mail: MailService  # job mail (sbatch --mail-type) and no-show mail, queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
     sessions: SessionService  # interactive sessions: their jobs, who entered them
+    web_sessions: WebSessionRepository  # dashboard logins: the web layer's, off the core thread
+    job_steps: JobSteps  # srun steps: checked, numbered and recorded
 
 
 def build_services(
@@ -84,7 +96,8 @@ def build_services(
     reservations = ReservationService(
         model, store.reservations, store.jobs, clock, booking_rules(config), gpus.unhealthy
     )
-    table = partitions(config)
+    partitions = PartitionService(store.partitions, model, config, clock)
+    table = partitions.table  # one table, reset in place by ``partitions``
     snapshots = SnapshotBuilder(
         model,
         lookup,
@@ -97,6 +110,8 @@ def build_services(
         partitions=table,
     )
     meter = UsageMeter(model)
+    mail = MailService(store.mails, store.booking_mails, config, clock)
+    notice = UnusedNotice(config, users.all, mail.address)
     return Services(
         config=config,
         model=model,
@@ -128,11 +143,24 @@ def build_services(
             revoked=users.revoked,
         ),
         reservations=reservations,
+        noshow=NoShowRule(
+            reservations,
+            model,
+            store.jobs,
+            lambda: config.reservations.unused_after,
+            notice.mails,
+        ),
+        partitions=partitions,
         users=users,
         meter=meter,
-        accounting=AccountingService(model, store.usage, meter, config, clock),
+        accounting=AccountingService(
+            model, store.usage, meter, config, clock, store.reservations, store.jobs.events
+        ),
         notifications=NotificationService(store.notices, config, clock),
+        mail=mail,
         policy=policy,
         liveness=liveness,
         sessions=SessionService(model, lookup, lifecycle, users, gpus, config, clock),
+        web_sessions=store.web_sessions,
+        job_steps=JobSteps(model, lifecycle, store.jobs.events),
     )

@@ -4,8 +4,9 @@ The values have SLURM's types and meaning: ``SLURM_JOB_ID`` is the job's integer
 for an array task (every task has its own; task ids are the array's ``SLURM_ARRAY_JOB_ID`` and
 ``SLURM_ARRAY_TASK_ID``, and the first task's job id is the array's id, as in SLURM). A
 variable SLURM leaves unset (array variables outside arrays, ``SLURM_CPUS_PER_TASK`` without
-``--cpus-per-task`` ...) is left unset, never set empty. rota runs one task per node, so the
-task counts are the node counts and the batch step's ranks are the node's rank.
+``--cpus-per-task`` ...) is left unset, never set empty. The task counts are the job's layout
+(``ntasks``, ``ntasks_per_node``; one task per node when unset), as srun steps use it; the batch
+script runs once, on the first node, as task 0.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import math
 
 from rota.hostlist import compress
 from rota.scheduler.cluster.model import JobRecord, NodeAlloc
+from rota.scheduler.core.step_layout import counts_text, spread
+from rota.validate import tasks_per_node
 
 MIB = 1 << 20
 
@@ -22,6 +25,9 @@ def slurm_job_env(job: JobRecord) -> dict[str, str]:
     """The variables every node of ``job``'s launch shares."""
     spec = job.spec
     nnodes = str(len(job.allocation))
+    per_node = tasks_per_node(len(job.allocation), spec.ntasks, spec.ntasks_per_node)
+    counts = spread(spec.ntasks or per_node * len(job.allocation), len(job.allocation))
+    ntasks = str(sum(counts))
     env = {
         "SLURM_JOB_ID": str(job.id),
         "SLURM_JOBID": str(job.id),
@@ -32,10 +38,10 @@ def slurm_job_env(job: JobRecord) -> dict[str, str]:
         "SLURM_NODELIST": compress(job.node_names),
         "SLURM_JOB_NUM_NODES": nnodes,
         "SLURM_NNODES": nnodes,
-        "SLURM_NTASKS": nnodes,
-        "SLURM_NPROCS": nnodes,
-        "SLURM_NTASKS_PER_NODE": "1",
-        "SLURM_TASKS_PER_NODE": "1" if nnodes == "1" else f"1(x{nnodes})",
+        "SLURM_NTASKS": ntasks,
+        "SLURM_NPROCS": ntasks,
+        "SLURM_NTASKS_PER_NODE": str(per_node),
+        "SLURM_TASKS_PER_NODE": counts_text(counts),
         "SLURM_RESTART_COUNT": str(max(job.attempt - 1, 0)),
         "USER": job.user,
         "LOGNAME": job.user,

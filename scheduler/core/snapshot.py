@@ -15,6 +15,7 @@ from itertools import compress
 from operator import ne
 from typing import Protocol
 
+from rota.hostlist import expand
 from rota.jobspec import JobSpec, parse_array, parse_dependency
 from rota.messages import GpuTelemetry, Inventory
 from rota.scheduler.cluster.model import JobRecord, NodeState
@@ -251,6 +252,8 @@ class SnapshotBuilder:
             reservation=spec.reservation,
             partitions=tuple(spec.partition.split(",")) if spec.partition else (),
             priority_tier=self.partitions.tier(spec.partition),
+            nodelist=frozenset(expand(spec.nodelist)) if spec.nodelist else frozenset(),
+            exclude=frozenset(expand(spec.exclude)) if spec.exclude else frozenset(),
         )
 
     def running_view(self, job: JobRecord, now: float) -> RunningJob:

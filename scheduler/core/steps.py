@@ -16,7 +16,7 @@ from rota.messages import AgentEvent, EventAck, Heartbeat, Hello
 from rota.scheduler.cluster.model import JobRecord, NodeState
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus
-from rota.scheduler.cluster.users import Principal, UserRecord
+from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core import authz
 from rota.scheduler.core.audit import agent_refusal
 from rota.scheduler.core.control import ACTIONS as CONTROL_ACTIONS
@@ -25,6 +25,7 @@ from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import SubmitItem
+from rota.scheduler.core.unused_notice import unused_words
 
 log = logging.getLogger("rota.scheduler")
 
@@ -67,10 +68,22 @@ class CoreSteps:
         orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
         orders += services.sessions.reclaim()
         services.accounting.tick()
-        services.reservations.advance(services.reservations.clock())
+        now = services.reservations.clock()
+        services.reservations.advance(now)
+        for r in services.noshow.step(now):
+            self._unused(r, now)
         services.users.refresh()
         services.users.prune_audit()
         return orders
+
+    def _unused(self, r: Reservation, now: float) -> None:
+        """Record that the no-show rule gave ``r`` back: the audit log (``gadmin audit``) and
+        the scheduler's log; its owners see it in ``greserve show`` and, with a mail relay, by
+        mail (queued with the give-back, ``UnusedNotice``)."""
+        why, done = unused_words(r, now)
+        log.warning("reservation %s given back: %s; %s", r.name, why, done)
+        entry = AuditEntry(now, "", "reservation unused", f"name={r.name}", "scheduler", True)
+        self.services.users.record(replace(entry, detail=f"{why}; {done}"))
 
     def hello(self, hello: Hello, session: int, period: float | None = None) -> Orders:
         """Authenticate and reconcile a node's new stream; ``period``: the telemetry period."""

@@ -52,7 +52,10 @@ class UsersService:
 
     def authenticate(self, token: str) -> Principal | None:
         """The principal of ``token`` if it is current (any thread; memory only)."""
-        digest = hash_token(token)
+        return self.authenticate_hash(hash_token(token))
+
+    def authenticate_hash(self, digest: str) -> Principal | None:
+        """The principal whose current token hashes to ``digest`` (any thread; memory only)."""
         known = self._accepted.get(digest[:_SELECTOR])
         if known is None or not hmac.compare_digest(known[0], digest):
             return None
@@ -91,10 +94,15 @@ class UsersService:
     def load(self, token: str) -> Principal | None:
         """``authenticate``, asking the store when memory does not know the token (core
         thread)."""
-        found = self.authenticate(token)
+        return self.load_hash(hash_token(token))
+
+    def load_hash(self, digest: str) -> Principal | None:
+        """``authenticate_hash``, asking the store when memory does not know the hash (core
+        thread)."""
+        found = self.authenticate_hash(digest)
         if found is not None:
             return found
-        user = self.store.by_token_hash(hash_token(token))
+        user = self.store.by_token_hash(digest)
         if user is None or user.revoked:
             return None
         self._accept(user)

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import time
 
-from rota.messages import AgentEvent, Hello, LogData, Pong, SessionOutput
+from rota.messages import (
+    AgentEvent,
+    Hello,
+    LogData,
+    Pong,
+    SessionOutput,
+    StepCancel,
+    StepEnd,
+    StepOutput,
+    StepStart,
+)
 from rota.scheduler.agent_hub import AgentHub, AgentSession, LogRelay
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.liveness import telemetry_period
@@ -14,6 +24,7 @@ from rota.scheduler.core_thread import Executor
 from rota.scheduler.intake import EventIntake, TelemetryIntake
 from rota.scheduler.pass_loop import PassLoop
 from rota.scheduler.session_relay import SessionRelay
+from rota.scheduler.step_relay import StepRelay
 
 
 class AgentsFacade:
@@ -30,6 +41,7 @@ class AgentsFacade:
         passes: PassLoop,
         telemetry: TelemetryIntake,
         events: EventIntake,
+        step_relay: StepRelay,
         sessions: SessionRelay,
     ) -> None:
         self.services = services
@@ -41,6 +53,7 @@ class AgentsFacade:
         self.telemetry = telemetry
         self.events = events
         self.sessions = sessions
+        self.step_relay = step_relay
 
     async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
         """Authenticate and reconcile; the new session replaces any older one of that node.
@@ -90,6 +103,22 @@ class AgentsFacade:
         a session opened on another node is refused and recorded)."""
         self.services.liveness.stamp(session.node, session.id)
         self.sessions.deliver(session, out)
+
+    def agent_step_start(self, session: AgentSession, start: StepStart) -> None:
+        """Stamp liveness and start the srun step the node asks for (``StepRelay``)."""
+        self.services.liveness.stamp(session.node, session.id)
+        self.step_relay.start(session, start)
+
+    def agent_step_data(
+        self, session: AgentSession, data: StepOutput | StepEnd | StepCancel
+    ) -> None:
+        """Stamp liveness; a step's output or end from a node of the step, or the asking
+        node's cancel."""
+        self.services.liveness.stamp(session.node, session.id)
+        if isinstance(data, StepCancel):
+            self.step_relay.cancel(session, data)
+        else:
+            self.step_relay.deliver(session, data)
 
     async def agent_gone(self, session: AgentSession) -> None:
         self.hub.detach(session)

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
 from rota.scheduler.agent_hub import AgentHub, LogRelay
-from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, UsageTotal
+from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, StepRow, UsageTotal
 from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import input_rules
@@ -117,6 +117,13 @@ class JobsFacade:
         """Finished jobs ``who`` may see (``authz.finished_scope``)."""
         query = replace(query, principal=authz.finished_scope(who))
         return await self.core.call(self.services.accounting.finished, query)
+
+    async def list_accounting(
+        self, query: AccountingQuery, who: Principal
+    ) -> list[FinishedJob | StepRow]:
+        """``list_finished`` with the srun steps of the jobs asked for by id (``gacct``)."""
+        query = replace(query, principal=authz.finished_scope(who))
+        return await self.core.call(self.services.accounting.listing, query)
 
     async def usage_summary(
         self, query: AccountingQuery, who: Principal

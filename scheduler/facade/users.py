@@ -9,6 +9,7 @@ from rota.scheduler.core import authz
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
 from rota.scheduler.core_thread import Executor
+from rota.scheduler.store.protocols import WebSessionRepository
 
 
 class UsersFacade:
@@ -26,6 +27,19 @@ class UsersFacade:
     async def load_principal(self, token: str) -> Principal | None:
         """The principal of a current token the memory does not know yet (store lookup)."""
         return await self.core.call(self.services.users.load, token)
+
+    def authenticate_hash(self, token_hash: str) -> Principal | None:
+        """The principal whose current token hashes to ``token_hash``, from memory."""
+        return self.services.users.authenticate_hash(token_hash)
+
+    async def load_principal_hash(self, token_hash: str) -> Principal | None:
+        """``authenticate_hash`` for a hash the memory does not know yet (store lookup)."""
+        return await self.core.call(self.services.users.load_hash, token_hash)
+
+    @property
+    def web_sessions(self) -> WebSessionRepository:
+        """The stored dashboard logins; blocking: call them off the event loop."""
+        return self.services.web_sessions
 
     async def add_user(
         self,

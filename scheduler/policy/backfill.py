@@ -319,6 +319,7 @@ def _pass(
             and job.gpus < len(plain_failed)
             and not (job.exclusive or job.cpus or job.memory)
             and not (job.gpu_type or job.gpu_memory or job.node_selector or job.partitions)
+            and not (job.nodelist or job.exclude)
         )
         key = None if plain else constraint_key(job)
         if plain:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Protocol
 
 from rota.scheduler.policy.backfill import Duration, RunningEnd, run_pass
@@ -51,6 +52,10 @@ class Policy(Protocol):
         """Why pending job ``job_id`` waits; KeyError if it is not pending."""
         ...
 
+    def priorities(self, snapshot: Snapshot, jobs: Sequence[PendingJob]) -> dict[int, float]:
+        """The priority ``explain`` reports, for each of ``jobs`` (squeue's ``%Q``)."""
+        ...
+
 
 class PolicyBase(ABC):
     """``explain`` from ``order``, ``decide`` and the policy's priority ``factors``."""
@@ -71,6 +76,9 @@ class PolicyBase(ABC):
     def factors(self, snapshot: Snapshot, job: PendingJob) -> tuple[Factor, ...]:
         """The terms of ``job``'s priority (none: the policy orders by something else)."""
         return ()
+
+    def priorities(self, snapshot: Snapshot, jobs: Sequence[PendingJob]) -> dict[int, float]:
+        return {j.id: sum(f.contribution for f in self.factors(snapshot, j)) for j in jobs}
 
     def explain(self, snapshot: Snapshot, job_id: int) -> Explanation:
         job = next((j for j in snapshot.pending if j.id == job_id), None)

@@ -22,12 +22,14 @@ Cell = tuple[str, int]  # (node name, GPU index)
 
 def current(view: ReservationView, now: float) -> ReservationView | None:
     """``view`` as of ``now``: itself while its window has not ended, a recurring one moved on
-    to its next window that has not ended, None for one that has ended for good."""
-    if view.end > now:
+    to its next window that has not ended, None for one that has ended for good. A window the
+    no-show rule released counts as ended."""
+    released = view.released and view.end > now
+    if view.end > now and not released:
         return view
     if not view.period:
         return None
-    steps = int((now - view.end) // view.period) + 1
+    steps = 1 if released else int((now - view.end) // view.period) + 1
     shift = steps * view.period
     return dataclasses.replace(view, start=view.start + shift, end=view.end + shift)
 
@@ -104,6 +106,24 @@ class ReservationCalendar:
             for r in sorted(self.reservations, key=lambda r: r.name)
             for start, end in r.windows(self.now, until)
         ]
+
+    def no_shows(self, grace: float, used: Iterable[str]) -> tuple[ReservationView, ...]:
+        """The no-show rule: the open windows, MAINT ones aside, that began (or were booked,
+        if later) at least ``grace`` seconds ago, whose owners have not used them (their names are not in ``used``: no
+        job of theirs ran in the window or waits for it) and that were not given back yet.
+        Their GPUs go back per ``unused``: lent to the queue until an owner's job comes,
+        or released. ``grace`` 0 turns the rule off."""
+        if grace <= 0:
+            return ()
+        seen = set(used)
+        return tuple(
+            r
+            for r in self.open
+            if not r.maint
+            and max(r.start, r.created_at) + grace <= self.now
+            and r.name not in seen
+            and r.given_back < r.start
+        )
 
     def edges(self) -> list[float]:
         """Every future start and end of the current windows, earliest first (when a pass

@@ -29,8 +29,10 @@ class NodeFree:
 
 
 def node_matches(job: PendingJob, node: NodeView) -> bool:
-    """Static constraints: partitions, labels, GPU type, GPU memory and totals (could it
-    ever fit)."""
+    """Static constraints: node names, partitions, labels, GPU type, GPU memory and totals
+    (could it ever fit)."""
+    if not named_ok(job, node.name):
+        return False
     if job.partitions and node.partitions.isdisjoint(job.partitions):
         return False
     for key, value in job.node_selector.items():
@@ -42,6 +44,12 @@ def node_matches(job: PendingJob, node: NodeView) -> bool:
     if job.cpus and node.cpus and job.cpus > node.cpus:
         return False
     return not (job.memory and node.memory and job.memory > node.memory)
+
+
+def named_ok(job: PendingJob, node: str) -> bool:
+    """Whether the job's node list (when it has one) names ``node`` and its exclusions do
+    not."""
+    return (not job.nodelist or node in job.nodelist) and node not in job.exclude
 
 
 def gpu_ok(job: PendingJob, name: str, memory_total: int) -> bool:

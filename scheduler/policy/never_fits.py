@@ -1,9 +1,11 @@
 """Why no registered node could ever hold a job: the first resource none can hold, with the
 largest node's figure for it (for the submit-time refusal).
 
-Checked in this order, each against every node on its own: labels (``node_selector``),
-``resources.gpu_type``, ``resources.gpu_memory``, ``resources.gpus``, ``resources.cpus``,
-``resources.memory``; then all of them at once, then ``nodes`` (how many nodes hold it all).
+Checked in this order: the node list and exclusions (``nodelist``, ``exclude``: names not
+registered, too few nodes left), then, each against every node left on its own: labels
+(``node_selector``), ``resources.gpu_type``, ``resources.gpu_memory``, ``resources.gpus``,
+``resources.cpus``, ``resources.memory``; then all of them at once, then ``nodes`` (how many
+nodes hold it all).
 A node whose CPUs or memory are unknown (0) is taken to have enough, as ``fit.node_matches``
 does.
 """
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rota.scheduler.policy.fit import gpu_ok, node_matches
+from rota.hostlist import compress
+from rota.scheduler.policy.fit import gpu_ok, named_ok, node_matches
 from rota.scheduler.policy.snapshot import NodeView, PendingJob
 from rota.units import format_size
 
@@ -23,6 +26,27 @@ def _size(num_bytes: int) -> str:
 
 def _cpus(value: float) -> str:
     return f"{value:g}"
+
+
+def _named(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
+    """Why the job's node list or exclusions leave too few registered nodes, if they do."""
+    if not job.nodelist and not job.exclude:
+        return None
+    left = sum(named_ok(job, n.name) for n in nodes)
+    if left >= job.nodes:
+        return None
+    field = "nodelist" if job.nodelist else "exclude"
+    what = "the listed nodes less the excluded ones" if job.nodelist else "the nodes not excluded"
+    return f"{field}: the job needs {job.nodes} node(s), but {what} are {left}"
+
+
+def _missing(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
+    """The listed node names that are not registered, if any."""
+    missing = job.nodelist - {n.name for n in nodes}
+    if not missing:
+        return None
+    names = compress(sorted(missing))
+    return f"nodelist: {names} {'is' if len(missing) == 1 else 'are'} not registered"
 
 
 def _labels(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
@@ -93,9 +117,15 @@ def _asked(job: PendingJob) -> str:
 
 def never_fits(job: PendingJob, every: Iterable[NodeView]) -> str | None:
     """Why no ``job.nodes`` of ``every`` registered node (whatever its state) could ever hold
-    ``job`` (field first), or None when enough could. Reads nodes only until enough match."""
+    ``job`` (field first), or None when enough could. Reads nodes only until enough match,
+    unless the job lists nodes (every name listed must be registered, as with sbatch -w)."""
     capable = 0
     nodes: list[NodeView] = []
+    if job.nodelist:
+        every = list(every)
+        missing = _missing(job, every)
+        if missing is not None:
+            return missing
     for node in every:
         nodes.append(node)
         if node_matches(job, node):
@@ -104,6 +134,11 @@ def never_fits(job: PendingJob, every: Iterable[NodeView]) -> str | None:
                 return None
     if not nodes:
         return "no node is registered yet, so nothing could ever run this job"
+    named = _named(job, nodes)
+    if named is not None:
+        return named
+    if job.nodelist or job.exclude:
+        nodes = [n for n in nodes if named_ok(job, n.name)]
     alone = _labels(job, nodes) or _gpus(job, nodes) or _totals(job, nodes)
     if alone is not None:
         return alone

@@ -1,6 +1,7 @@
 """Partitions: named node sets with their own limits, defaults, access and priority tier.
 
-Pure values the settings build once (``scheduler/partition_settings.py``). A node belongs to a
+Pure values the settings build (``scheduler/partition_settings.py``) and admins change
+(``scheduler/core/partitions.py``). A node belongs to a
 partition when its name matches one of ``nodes`` (names or glob patterns) or its labels match
 ``labels``; a partition naming neither holds every node. The node views of a snapshot carry the
 names of the partitions they belong to (``NodeView.partitions``), and a pending job the
@@ -72,6 +73,16 @@ class PartitionTable:
         self.partitions = tuple(partitions)
         self.by_name = {p.name: p for p in partitions}
         self.default = defaults[0]
+
+    def reset(self, partitions: Sequence[Partition]) -> None:
+        """Become the table of ``partitions`` (checked as by the constructor), so that every
+        holder of this table sees them (``gadmin partition``)."""
+        fresh = PartitionTable(partitions)
+        self.partitions, self.by_name, self.default = fresh.partitions, fresh.by_name, fresh.default
+
+    def copy(self) -> PartitionTable:
+        """A table of the same partitions that later resets leave as it is."""
+        return PartitionTable(self.partitions)
 
     def names(self) -> str:
         """The partitions' names, comma separated, for messages."""

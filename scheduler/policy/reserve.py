@@ -22,7 +22,8 @@ placements of the sub-passes before it added as running jobs:
    there are dropped. A job never starts on reserved GPUs if its time limit reaches into a
    window, and a window far ahead blocks no job that ends before it.
 4. lending: preemptible jobs still waiting for resources, on the idle GPUs of open,
-   lending, non-MAINT reservations that have no job of their own waiting.
+   lending, non-MAINT reservations that have no job of their own waiting; a window the no-show
+   rule lent (``lent_to_all``) also to any job whose time limit ends within the window.
 
 Reasons: a job naming an unknown (deleted or ended) reservation waits with
 ``ReservationDeleted``, one naming a reservation that is not open yet with ``Reservation``
@@ -40,7 +41,7 @@ bound: the queue ahead of it is not counted).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
 
 from rota.scheduler.policy import reasons
@@ -97,6 +98,9 @@ class ReservationGate:
         if not _gated(snapshot):
             return self.inner.decide(snapshot)
         return _Pass(snapshot, self.inner, self._side).run()
+
+    def priorities(self, snapshot: Snapshot, jobs: Sequence[PendingJob]) -> dict[int, float]:
+        return self.inner.priorities(snapshot, jobs)
 
     def explain(self, snapshot: Snapshot, job_id: int) -> Explanation:
         base = self.inner.explain(snapshot, job_id)
@@ -326,12 +330,19 @@ class _Pass:
     def _lend_pass(self, general: list[PendingJob], waiting_owners: set[str]) -> None:
         lent: set[Cell] = set()
         for r in self.active:
-            if r.lend and not r.maint and r.name not in waiting_owners:
+            if (r.lend or r.lent_to_all) and not r.maint and r.name not in waiting_owners:
                 lent |= r.cells()
         lent -= self.maint_cells
         jobs = [j for j in general if j.preemptible and self._waits(j)]
         if lent and jobs:
             self._sub(self.side(), jobs, lent.__contains__)
+        for r in self.active:  # the no-show rule's loans: any job that ends within the window
+            if r.lent_to_all and not r.maint and r.name not in waiting_owners:
+                limit, cells = self.cfg.limit_of, r.cells() - self.maint_cells
+                jobs = [
+                    j for j in general if self._waits(j) and self.now + limit(j.time_limit) <= r.end
+                ]
+                self._sub(self.side(), jobs, cells.__contains__)
 
     # ---------------------------------------------------------------- reasons
 

@@ -118,6 +118,8 @@ class PendingJob:
     reservation: str = ""
     partitions: tuple[str, ...] = ()
     priority_tier: int = 0
+    nodelist: frozenset[str] = frozenset()  # only these nodes (empty: any); sbatch -w
+    exclude: frozenset[str] = frozenset()  # never these nodes; sbatch -x
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,8 @@ class ReservationView:
     user is in ``users`` or account in ``accounts`` may run on those GPUs during the window.
     ``maint``: nobody else runs there and nothing is lent; ``lend``: idle GPUs may run
     preemptible jobs of anyone while the window is open; ``flex``: its jobs may also start
-    before the window and on other GPUs, and are not ended at the window's end. ``period``
+    before the window and on other GPUs, and are not ended at the window's end.
+    ``unused``/``given_back``: the no-show rule (``ReservationCalendar.no_shows``). ``period``
     > 0: the window recurs every ``period`` seconds (``windows``); ``start``/``end`` are the
     current or next one (``calendar.ReservationCalendar`` moves an ended one on).
     """
@@ -143,6 +146,19 @@ class ReservationView:
     lend: bool = True
     flex: bool = False
     period: float = 0.0
+    unused: str = "lend"  # the no-show rule's policy: "lend" or "release"
+    given_back: float = 0.0  # when the no-show rule gave this window back (0: not)
+    created_at: float = 0.0  # when it was booked (the no-show rule's grace starts no earlier)
+
+    @property
+    def lent_to_all(self) -> bool:
+        """Whether the no-show rule lent this window's GPUs to the whole queue."""
+        return self.unused == "lend" and self.given_back > 0 and self.start <= self.given_back
+
+    @property
+    def released(self) -> bool:
+        """Whether the no-show rule released this window."""
+        return self.unused == "release" and self.given_back > 0 and self.start <= self.given_back
 
     def active(self, now: float) -> bool:
         """Whether the window is open at ``now``."""

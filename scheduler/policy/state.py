@@ -12,25 +12,37 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Callable, Iterable
 
-from rota.scheduler.policy.fit import gpu_ok, node_matches
+from rota.scheduler.policy.fit import gpu_ok, named_ok, node_matches
 from rota.scheduler.policy.node_state import INF, NodeState, Saved
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 from rota.scheduler.policy.topology import choose_gpus
 
-ConstraintKey = tuple[str, int, tuple[tuple[str, str], ...], tuple[str, ...]] | None
+ConstraintKey = (
+    tuple[str, int, tuple[tuple[str, str], ...], tuple[str, ...], frozenset[str], frozenset[str]]
+    | None
+)
 # (job, [(node idx, GPUs taken)], release time, regular)
 _Held = tuple[RunningJob, list[tuple[int, int]], float, bool]
 
 
 def constraint_key(job: PendingJob) -> ConstraintKey:
     """Static constraints of a job (None: any node will do)."""
-    if not job.node_selector and not job.gpu_type and not job.gpu_memory and not job.partitions:
+    if not (
+        job.node_selector
+        or job.gpu_type
+        or job.gpu_memory
+        or job.partitions
+        or job.nodelist
+        or job.exclude
+    ):
         return None
     return (
         job.gpu_type,
         job.gpu_memory,
         tuple(sorted(job.node_selector.items())),
         tuple(sorted(job.partitions)),
+        job.nodelist,
+        job.exclude,
     )
 
 
@@ -307,8 +319,10 @@ class ClusterState:
                     continue
                 if key is None:
                     usable.append((n, len(n.view.gpus)))
-                elif all(n.view.labels.get(k) == v for k, v in key[2]) and (
-                    not key[3] or not n.view.partitions.isdisjoint(key[3])
+                elif (
+                    all(n.view.labels.get(k) == v for k, v in key[2])
+                    and (not key[3] or not n.view.partitions.isdisjoint(key[3]))
+                    and named_ok(job, n.view.name)
                 ):
                     usable.append(
                         (n, sum(gpu_ok(job, g.name, g.memory_total) for g in n.view.gpus))

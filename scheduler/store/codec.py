@@ -29,6 +29,7 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     data = {name: getattr(spec, name) for name in _SPEC_FIELDS}
     data["command"] = list(spec.command)
     data["notify_on"] = list(spec.notify_on)
+    data["mail_type"] = list(spec.mail_type)
     data["mounts"] = [dataclasses.asdict(m) for m in spec.mounts]
     data["node_selector"] = dict(spec.node_selector)
     data["env"] = dict(spec.env)
@@ -41,6 +42,7 @@ def spec_from_json(data: dict[str, Any]) -> JobSpec:
     values["command"] = tuple(values.get("command", ()))
     values["mounts"] = tuple(Mount(**m) for m in values.get("mounts", ()))
     values["notify_on"] = tuple(values.get("notify_on", ()))
+    values["mail_type"] = tuple(values.get("mail_type", ()))
     return JobSpec(**values)
 
 

@@ -36,8 +36,9 @@ from sqlalchemy.types import BigInteger
 from rota.jobends import notice_wanted
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
+from rota.scheduler.store.array_mail import mail_of, whole_arrays
 from rota.scheduler.store.codec import alloc_from_json, alloc_to_json, spec_from_json, spec_to_json
-from rota.scheduler.store.models import ARRAYS, EVENTS, JOBS, NOTICES, REQUESTS
+from rota.scheduler.store.models import ARRAYS, EVENTS, JOBS, MAILS, NOTICES, REQUESTS
 from rota.scheduler.store.protocols import DuplicateRequest, JobQuery
 from rota.scheduler.store.writer import BackgroundWriter
 from rota.states import TERMINAL_STATES, JobState
@@ -238,12 +239,52 @@ def _queue_notices(conn: Connection, notices: list[dict[str, Any]]) -> None:
         conn.execute(insert(NOTICES), fresh)
 
 
-class SqlJobRepository:
-    """``JobRepository`` on one SQLAlchemy engine; why jobs wait is written by ``writer``."""
+def _mails(jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> list[dict[str, Any]]:
+    """The mails the state changes of ``events`` call for (``rota.jobmail``; array tasks'
+    candidates, which ``whole_arrays`` settles, ``store.array_mail``)."""
+    by_id = {j.id: j for j in jobs if j.spec.mail_type}
+    out = []
+    for ev in events:
+        job = by_id.get(ev.job_id)
+        if job is None or ev.kind is not HistoryKind.STATE:
+            continue
+        kind = mail_of(job, ev.old_state, ev.new_state)
+        if kind is not None:
+            out.append(
+                {
+                    "job_id": job.id,
+                    "attempt": ev.attempt,
+                    "kind": kind,
+                    "to": job.spec.mail_user,
+                    "tries": 0,
+                    "next_at": ev.time,
+                }
+            )
+    return out
 
-    def __init__(self, engine: Engine, writer: BackgroundWriter) -> None:
+
+def _queue_mails(conn: Connection, mails: list[dict[str, Any]]) -> None:
+    """Queue mails; one already queued (same job, attempt and kind) stays as it is."""
+    m = MAILS.c
+    keys = [(x["job_id"], x["attempt"], x["kind"]) for x in mails]
+    queued = set(
+        conn.execute(
+            select(m.job_id, m.attempt, m.kind).where(tuple_(m.job_id, m.attempt, m.kind).in_(keys))
+        ).tuples()
+    )
+    fresh = [x for x, key in zip(mails, keys, strict=True) if key not in queued]
+    if fresh:
+        conn.execute(insert(MAILS), fresh)
+
+
+class SqlJobRepository:
+    """``JobRepository`` on one SQLAlchemy engine; why jobs wait is written by ``writer``.
+    With ``mail``, state changes queue the mails jobs ask for (``--mail-type``)."""
+
+    def __init__(self, engine: Engine, writer: BackgroundWriter, mail: bool = False) -> None:
         self._engine = engine
         self._writer = writer
+        self._mail = mail
 
     def submit(
         self,
@@ -305,8 +346,11 @@ class SqlJobRepository:
         """Write the mutable fields of these jobs and append events, in one transaction
         (one UPDATE and one INSERT statement, each executed for many rows). A job saved as
         ended whose ``notify`` wants that end gets its webhook queued in the same transaction
-        (once: a job ends once)."""
+        (once: a job ends once), and a state change its ``mail_type`` asks for, its mail (an
+        array's as a whole unless it asks for ``ARRAY_TASKS``)."""
         jobs = list(jobs)
+        events = list(events)
+        mails = _mails(jobs, events) if self._mail else []
         params = [_mutable(j) for j in jobs]
         notices = [
             {"job_id": j.id, "url": j.spec.notify_url, "tries": 0, "next_at": j.end_time or 0.0}
@@ -323,6 +367,9 @@ class SqlJobRepository:
                 conn.execute(insert(EVENTS), rows)
             if notices:
                 _queue_notices(conn, notices)
+            mails = whole_arrays(conn, jobs, mails) if mails else []
+            if mails:
+                _queue_mails(conn, mails)
 
     def write_reasons(self, reasons: Sequence[tuple[int, str]]) -> None:
         """Store why pending jobs wait, later and off the caller's thread, ``ROW_CHUNK``

@@ -152,6 +152,8 @@ class ReservationRow(Base):
     lend: Mapped[bool] = mapped_column(Boolean, default=True)
     created_by: Mapped[str] = mapped_column(String(64), default="")
     created_at: Mapped[float] = mapped_column(Float, default=0.0)
+    unused: Mapped[str] = mapped_column(String(16), default="lend")  # the no-show rule's policy
+    given_back: Mapped[float] = mapped_column(Float, default=0.0)  # when it gave the window back
 
 
 class JobUsageRow(Base):
@@ -210,6 +212,96 @@ class AuditRow(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
+class BookingUsageRow(Base):
+    """How one ended reservation window was spent, in GPU-seconds: written when the window
+    ends, read by ``gacct --summary`` ("booked but unused", per user who booked it)."""
+
+    __tablename__ = "booking_usage"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    user: Mapped[str] = mapped_column(String(128))  # who booked it
+    start: Mapped[float] = mapped_column(Float)
+    end: Mapped[float] = mapped_column(Float, index=True)
+    booked: Mapped[float] = mapped_column(Float)  # GPUs x the whole window
+    used: Mapped[float] = mapped_column(Float)  # by its owners' jobs
+    lent: Mapped[float] = mapped_column(Float)  # by borrowers
+    released: Mapped[float] = mapped_column(Float)  # after the no-show rule released it
+
+
+class WebSessionRow(Base):
+    """A dashboard login: the SHA-256 of its session id (the cookie; never stored itself),
+    its user, the hash of the rota token it logged in with (a token replaced or revoked
+    since ends it), when it was made and last used."""
+
+    __tablename__ = "web_sessions"
+    __table_args__ = (Index("ix_web_sessions_user", "user", "created"),)
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128))
+    token_hash: Mapped[str] = mapped_column(String(128))
+    created: Mapped[float] = mapped_column(Float)
+    seen: Mapped[float] = mapped_column(Float, index=True)
+
+
+class MailRow(Base):
+    """A job mail still to send (sbatch --mail-type): written in the transaction that records
+    the change it tells of; deleted once sent or given up. One per job, attempt and kind."""
+
+    __tablename__ = "mails"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # BEGIN END FAIL
+    to: Mapped[str] = mapped_column(String(320))
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[float] = mapped_column(Float, index=True)
+
+
+class BookingMailRow(Base):
+    """A mail to the owners of a reservation still to send (the no-show rule gave its window
+    back): written in the transaction that records the give-back, its text whole (the
+    reservation may change or go); deleted once sent or given up."""
+
+    __tablename__ = "booking_mails"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    reservation: Mapped[str] = mapped_column(String(128))
+    to: Mapped[str] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[float] = mapped_column(Float, index=True)
+
+
+class PartitionRow(Base):
+    """One partition an admin made (``gadmin partition``); those of the settings file are not
+    stored. ``settings``: its ``PartitionSettings`` fields as a JSON map."""
+
+    __tablename__ = "partitions"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)  # creation order
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    changed_by: Mapped[str] = mapped_column(String(128), default="")
+    changed: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class LeaderRow(Base):
+    """The scheduler lease (one row, id 1; ``store/lease.py``): the epoch of the current
+    leader, its advertised address, when it last renewed (seconds on the database's clock)
+    and whether it holds the leader's advisory lock. Only PostgreSQL deployments with ``ha``
+    use it."""
+
+    __tablename__ = "leader"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    epoch: Mapped[int] = mapped_column(BigInteger, default=0)
+    holder: Mapped[str] = mapped_column(String(256), default="")
+    renewed_at: Mapped[float] = mapped_column(Float, default=0.0)
+    locked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
 # The mapped classes' tables, typed as the Tables they are (``__table__`` is typed FromClause),
 # for the repositories written in SQLAlchemy Core.
 JOBS = cast(Table, JobRow.__table__)
@@ -220,3 +312,7 @@ NODES = cast(Table, NodeRow.__table__)
 GPU_MARKS = cast(Table, GpuMarkRow.__table__)
 USAGE = cast(Table, JobUsageRow.__table__)
 NOTICES = cast(Table, NotificationRow.__table__)
+WEB_SESSIONS = cast(Table, WebSessionRow.__table__)
+MAILS = cast(Table, MailRow.__table__)
+BOOKING_MAILS = cast(Table, BookingMailRow.__table__)
+LEADER = cast(Table, LeaderRow.__table__)

@@ -1,7 +1,7 @@
 """What the core asks of storage: one repository protocol per aggregate, and the value types
 they take and give. The core types against these; ``rota.scheduler.store.store.Store`` builds
 the SQLAlchemy implementations (``jobs``, ``nodes``, ``usage``, ``notices``, ``users``,
-``reservations``), and a test may pass any object with the same methods.
+``reservations``, ``web_sessions``), and a test may pass any object with the same methods.
 
 Every method is one transaction: when it returns, what it wrote is committed; when it raises,
 nothing of it is.
@@ -75,6 +75,28 @@ class Notice:
     tries: int
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A dashboard login as stored: hashes of its session id and of its rota token."""
+
+    id_hash: str
+    user: str
+    token_hash: str
+    created: float
+    seen: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionLimits:
+    """What ``WebSessionRepository.open`` keeps: sessions used at or after ``seen_after`` and
+    made at or after ``created_after``; at most ``per_user`` of one user, ``total`` in all."""
+
+    seen_after: float
+    created_after: float
+    per_user: int
+    total: int
+
+
 class JobRepository(Protocol):
     """Jobs, array specs, job events and submission request ids."""
 
@@ -129,6 +151,62 @@ class NoticeRepository(Protocol):
     def retry(self, job_id: int, tries: int, next_at: float, event: JobEvent) -> None:
         """Try a failed webhook again at ``next_at`` and record ``event``."""
         ...
+
+
+MailKey = tuple[int, int, str]  # (job id, attempt, kind)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredMail:
+    """A job mail due: the job, the attempt and kind (BEGIN END FAIL) it tells of, where it
+    goes ("" = the job's user), how many tries failed so far."""
+
+    job: JobRecord
+    attempt: int
+    kind: str
+    to: str
+    tries: int
+
+    @property
+    def key(self) -> MailKey:
+        return (self.job.id, self.attempt, self.kind)
+
+
+class MailRepository(Protocol):
+    """Job mails still to send."""
+
+    def claim(self, now: float, lease: float, limit: int) -> list[StoredMail]:
+        """Up to ``limit`` mails due at ``now``, each not due again for ``lease`` seconds."""
+        ...
+
+    def done(self, key: MailKey, event: JobEvent) -> None: ...
+
+    def retry(self, key: MailKey, tries: int, next_at: float, event: JobEvent) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BookingMail:
+    """A mail to one owner of a reservation, its text whole; ``id`` and ``tries`` are the
+    store's (0 until queued)."""
+
+    reservation: str
+    to: str
+    subject: str
+    body: str
+    id: int = 0
+    tries: int = 0
+
+
+class BookingMailRepository(Protocol):
+    """Mails to reservations' owners still to send (queued by ``ReservationRepository.save``)."""
+
+    def claim(self, now: float, lease: float, limit: int) -> list[BookingMail]:
+        """Up to ``limit`` mails due at ``now``, each not due again for ``lease`` seconds."""
+        ...
+
+    def done(self, id: int) -> None: ...
+
+    def retry(self, id: int, tries: int, next_at: float) -> None: ...
 
 
 class NodeRepository(Protocol):
@@ -195,8 +273,27 @@ class UserRepository(Protocol):
         ...
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class WindowUsage:
+    """How one reservation window booked by ``user`` was spent, in GPU-seconds."""
+
+    name: str
+    user: str
+    start: float
+    end: float
+    booked: float  # GPUs x the whole window
+    used: float  # by its owners' jobs
+    lent: float  # by borrowers
+    released: float  # after the no-show rule released it
+
+    @property
+    def unused(self) -> float:
+        """Booked but not used by its owners (lent, idle or released)."""
+        return max(0.0, self.booked - self.used)
+
+
 class ReservationRepository(Protocol):
-    """Reservations."""
+    """Reservations, and how their ended windows were spent."""
 
     def current(self, now: float) -> list[Reservation]:
         """Every reservation whose window has not ended at ``now``, earliest first."""
@@ -204,8 +301,60 @@ class ReservationRepository(Protocol):
 
     def exists(self, name: str) -> bool: ...
 
-    def save(self, r: Reservation) -> None:
-        """Insert or replace ``r``."""
+    def save(self, r: Reservation, mails: Sequence[BookingMail] = (), at: float = 0.0) -> None:
+        """Insert or replace ``r``; in the same transaction queue ``mails``, due at ``at``."""
+        ...
+
+    def delete(self, name: str) -> None: ...
+
+    def record_usage(self, windows: Sequence[WindowUsage]) -> None:
+        """Store how these ended windows were spent."""
+        ...
+
+    def booked_unused(self, start: float, end: float) -> dict[str, float]:
+        """GPU-seconds booked but not used by their owners, per user who booked, of the
+        windows that ended in ``[start, end]`` (0: unbounded)."""
+        ...
+
+
+class WebSessionRepository(Protocol):
+    """Dashboard logins (``rota.scheduler.web.sessions`` keeps them in memory too)."""
+
+    def open(self, session: StoredSession, limits: SessionLimits) -> list[str] | None:
+        """Store ``session`` within ``limits``, ending expired sessions and the user's oldest;
+        the id hashes it ended, or None (nothing stored) when others hold every session."""
+        ...
+
+    def find(self, id_hash: str) -> StoredSession | None: ...
+
+    def touch(self, id_hash: str, seen: float) -> None:
+        """Record that the session was used at ``seen``."""
+        ...
+
+    def close(self, id_hash: str) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredPartition:
+    """A partition an admin made: its settings' fields (``PartitionSettings``, as JSON values),
+    its place in creation order, who changed it last and when."""
+
+    name: str
+    settings: dict[str, object]
+    position: int
+    changed_by: str
+    changed: float
+
+
+class PartitionRepository(Protocol):
+    """Partitions admins made (``gadmin partition``)."""
+
+    def all(self) -> list[StoredPartition]:
+        """Every stored partition in creation order."""
+        ...
+
+    def save(self, partition: StoredPartition) -> None:
+        """Insert or replace ``partition``."""
         ...
 
     def delete(self, name: str) -> None: ...

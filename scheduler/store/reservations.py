@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from rota.scheduler.cluster.reservation import Reservation
-from rota.scheduler.store.models import ReservationRow
+from rota.scheduler.store.models import BookingMailRow, BookingUsageRow, ReservationRow
+from rota.scheduler.store.protocols import BookingMail, WindowUsage
 
 
 class SqlReservationRepository:
@@ -29,8 +32,8 @@ class SqlReservationRepository:
         with self._sessions() as session:
             return session.get(ReservationRow, name) is not None
 
-    def save(self, r: Reservation) -> None:
-        """Insert or replace ``r``."""
+    def save(self, r: Reservation, mails: Sequence[BookingMail] = (), at: float = 0.0) -> None:
+        """Insert or replace ``r``; in the same transaction queue ``mails``, due at ``at``."""
         with self._sessions() as session, session.begin():
             session.merge(
                 ReservationRow(
@@ -44,7 +47,15 @@ class SqlReservationRepository:
                     lend=r.lend,
                     created_by=r.created_by,
                     created_at=r.created_at,
+                    unused=r.unused,
+                    given_back=r.given_back,
                 )
+            )
+            session.add_all(
+                BookingMailRow(
+                    reservation=m.reservation, to=m.to, subject=m.subject, body=m.body, next_at=at
+                )
+                for m in mails
             )
 
     def delete(self, name: str) -> None:
@@ -52,6 +63,36 @@ class SqlReservationRepository:
             row = session.get(ReservationRow, name)
             if row is not None:
                 session.delete(row)
+
+    def record_usage(self, windows: Sequence[WindowUsage]) -> None:
+        """Store how these ended windows were spent."""
+        with self._sessions() as session, session.begin():
+            session.add_all(
+                BookingUsageRow(
+                    name=w.name,
+                    user=w.user,
+                    start=w.start,
+                    end=w.end,
+                    booked=w.booked,
+                    used=w.used,
+                    lent=w.lent,
+                    released=w.released,
+                )
+                for w in windows
+            )
+
+    def booked_unused(self, start: float, end: float) -> dict[str, float]:
+        """GPU-seconds booked but not used by their owners, per user who booked, of the
+        windows that ended in ``[start, end]`` (0: unbounded)."""
+        row = BookingUsageRow
+        unused = func.sum(row.booked - row.used)
+        query = select(row.user, unused).group_by(row.user)
+        if start:
+            query = query.where(row.end >= start)
+        if end:
+            query = query.where(row.end <= end)
+        with self._sessions() as session:
+            return {user: max(0.0, float(total or 0.0)) for user, total in session.execute(query)}
 
 
 def _record(row: ReservationRow) -> Reservation:
@@ -66,4 +107,6 @@ def _record(row: ReservationRow) -> Reservation:
         lend=bool(row.lend),
         created_by=row.created_by,
         created_at=row.created_at,
+        unused=row.unused,
+        given_back=row.given_back,
     )

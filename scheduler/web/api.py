@@ -16,7 +16,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,13 +36,16 @@ from rota.scheduler.core.errors import (
 from rota.scheduler.core.jobs import JobListing
 from rota.scheduler.core.node_bookings import NodeBookings
 from rota.scheduler.core.nodes import MAX_NODE_PAGE, NodeSummary
+from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
+from rota.scheduler.policy.partitions import PartitionTable
 from rota.scheduler.web import views
+from rota.scheduler.web.changes import Feeds
 from rota.scheduler.web.identity import TokenCheck
+from rota.scheduler.web.query import query_float, query_int, query_period
 from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
 from rota.states import parse_state
-from rota.when import parse_when
 
 log = logging.getLogger("rota.scheduler")
 JSON = "application/json"
@@ -106,6 +108,7 @@ class Api:
         self.sessions = sessions
         self.secure = secure
         self.clock = clock
+        self.feeds = Feeds()
 
     def routes(self) -> list[Route]:
         v1 = "/api/v1"
@@ -198,12 +201,12 @@ class Api:
             if who is None:
                 raise Refused(401, "the bearer token is not a current rota token")
             return Caller(who, None)
-        session = self.sessions.get(request.cookie(COOKIE))
+        session = await self.sessions.get(request.cookie(COOKIE))
         if session is None:
             raise ApiError(401, "log in first (POST /api/v1/login with your rota token)")
-        who = await self.tokens(session.token)
+        who = await self.tokens.by_hash(session.token_hash)
         if who is None:
-            self.sessions.close(request.cookie(COOKIE))
+            await self.sessions.close(request.cookie(COOKIE))
             raise Refused(401, "your rota token is no longer current; log in again")
         return Caller(who, session)
 
@@ -231,7 +234,7 @@ class Api:
             await self._record(request, f"web POST {request.path}", None, _code(401), why)
             return error(401, why)
         try:
-            session_id, session = self.sessions.open(token, who.user)
+            session_id, session = await self.sessions.open(hash_token(token), who.user)
         except TooManySessions as exc:
             return error(503, str(exc))
         cookie = f"{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
@@ -240,7 +243,7 @@ class Api:
         return reply(_who(who, session), headers=(("Set-Cookie", cookie),))
 
     async def logout(self, request: Request, caller: Caller) -> Response:
-        self.sessions.close(request.cookie(COOKIE))
+        await self.sessions.close(request.cookie(COOKIE))
         expired = f"{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
         return reply({}, headers=(("Set-Cookie", expired),))
 
@@ -252,20 +255,27 @@ class Api:
 
     async def nodes(self, request: Request, caller: Caller) -> Response:
         """Every node, and ``summary``: the counts of ``ginfo -s``."""
-        shown = await self._all_nodes()
+        shown, table = await self._all_nodes()
         counted = await self.engine.nodes.list_nodes(0, "", False, True)
         active = await self._all_jobs(JobListing(), caller.who)
         users = {j.display_id: j.user for j in active}
         booked = await self.engine.nodes.node_bookings([node.name for node, _status in shown])
-        return reply(
-            {
-                "time": views.iso(time.time()),
-                "nodes": [
-                    views.node_json(node, status, users, *_reserved(booked.get(node.name)))
-                    for node, status in shown
-                ],
-                "summary": views.summary_json(counted.summary or NodeSummary()),
-            }
+        now = time.time()
+        holders = views.booked_now(await self.engine.reservations.list_reservations(), now)
+        rows = [
+            views.node_json(
+                node,
+                status,
+                users,
+                *_reserved(booked.get(node.name)),
+                partitions=sorted(table.of_node(node.name, node.labels)),
+                booked=holders.get(node.name, {}),
+            )
+            for node, status in shown
+        ]
+        summary = views.summary_json(counted.summary or NodeSummary())
+        return self.listing(
+            request, caller, "nodes", rows, _name, {"summary": summary}, views.node_signature
         )
 
     async def jobs(self, request: Request, caller: Caller) -> Response:
@@ -274,12 +284,10 @@ class Api:
         wanted = request.query.get("state", "active").strip()
         user = request.query.get("user", "").strip()
         if wanted == "ended":
-            limit = _int(request.query, "limit", ENDED_LIMIT, minimum=1)
+            limit = query_int(request.query, "limit", ENDED_LIMIT, minimum=1)
             query = AccountingQuery(users=(user,) if user else (), limit=limit)
             rows = await self.engine.jobs.list_finished(query, caller.who)
-            return reply(
-                {"time": views.iso(time.time()), "jobs": [views.job_json(r.job) for r in rows]}
-            )
+            return self.listing(request, caller, "jobs", [views.job_json(r.job) for r in rows])
         if wanted == "active":
             listing = JobListing(users=(user,) if user else ())
         elif wanted == "all":
@@ -293,10 +301,29 @@ class Api:
                 ) from None
             listing = JobListing(states=(state,), users=(user,) if user else ())
         jobs = await self._all_jobs(listing, caller.who)
-        return reply({"time": views.iso(time.time()), "jobs": [views.job_json(j) for j in jobs]})
+        return self.listing(request, caller, "jobs", [views.job_json(j) for j in jobs])
 
-    async def _all_nodes(self) -> list[tuple[NodeState, NodeStatus]]:
-        """Every node with its displayed status, in name order (page by page)."""
+    def listing(
+        self,
+        request: Request,
+        caller: Caller,
+        rows_key: str,
+        rows: list[views.Json],
+        id_of: Callable[[views.Json], str] = lambda row: str(row["id"]),
+        extras: dict[str, Any] | None = None,
+        signature: Callable[[views.Json], Any] = lambda row: row,
+    ) -> Response:
+        """A listing of ``rows`` with its ``time``, as a change feed (``Feeds.answer``) of
+        this route for this caller."""
+        key = (request.path, caller.who.user)
+        answer = self.feeds.answer(
+            key, request.query, rows_key, rows, id_of, extras or {}, signature
+        )
+        return reply({"time": views.iso(time.time()), **answer})
+
+    async def _all_nodes(self) -> tuple[list[tuple[NodeState, NodeStatus]], PartitionTable]:
+        """Every node with its displayed status, in name order (page by page), and the lab's
+        partitions."""
         page = await self.engine.nodes.list_nodes(MAX_NODE_PAGE, "", False, False)
         nodes = list(page.nodes)
         while page.next_page_token:
@@ -304,7 +331,7 @@ class Api:
                 MAX_NODE_PAGE, page.next_page_token, False, False
             )
             nodes.extend(page.nodes)
-        return nodes
+        return nodes, page.partitions
 
     async def _all_jobs(self, listing: JobListing, who: Principal) -> list[Any]:
         page = await self.engine.jobs.list_jobs(listing, who)
@@ -331,6 +358,8 @@ class Api:
                 "job": views.job_json(job),
                 "events": [views.event_json(e) for e in events],
                 "may_read_log": not authz.may_read_logs(caller.who, job),
+                "may_act": authz.owns(caller.who, job),
+                "image": job.spec.image,
             }
         )
 
@@ -338,8 +367,8 @@ class Api:
         """The last ``tail`` bytes (default 64 KiB) of the job's output, as text; the owner
         and admins only."""
         display_id = request.params["id"]
-        tail = _int(request.query, "tail", LOG_TAIL, minimum=1)
-        attempt = _int(request.query, "attempt", 0, minimum=0)
+        tail = query_int(request.query, "tail", LOG_TAIL, minimum=1)
+        attempt = query_int(request.query, "attempt", 0, minimum=0)
         kept = bytearray()
         try:
             async with asyncio.timeout(LOG_TIMEOUT):
@@ -356,7 +385,9 @@ class Api:
 
     async def summary(self, request: Request, caller: Caller) -> Response:
         """GPU-hours per user and per account of jobs that ended in ``start``..``end``."""
-        users, accounts = await self.engine.jobs.usage_summary(_period(request.query), caller.who)
+        users, accounts = await self.engine.jobs.usage_summary(
+            query_period(request.query), caller.who
+        )
         return reply(
             {
                 "users": [views.total_json(t) for t in users],
@@ -367,10 +398,14 @@ class Api:
     async def efficiency(self, request: Request, caller: Caller) -> Response:
         """Finished jobs of the period whose GPUs stayed mostly idle (below ``idle_below``
         percent) or nearly ran out of memory: ``gacct --efficiency``."""
-        idle_below = _float(request.query, "idle_below", IDLE_BELOW)
-        rows = await self.engine.jobs.list_finished(_period(request.query), caller.who)
+        idle_below = query_float(request.query, "idle_below", IDLE_BELOW)
+        rows = await self.engine.jobs.list_finished(query_period(request.query), caller.who)
         listed = [views.finished_json(r, idle_below) for r in rows]
         return reply({"jobs": [r for r in listed if r["flags"]]})
+
+
+def _name(row: views.Json) -> str:
+    return str(row["name"])
 
 
 def _target(request: Request) -> str:
@@ -415,50 +450,10 @@ def _who(who: Principal, session: Session | None) -> dict[str, Any]:
     return {
         "user": who.user,
         "admin": who.admin,
+        "accounts": list(who.allowed_accounts),
+        "default_account": who.account,
         "csrf": session.csrf if session is not None else "",
     }
-
-
-def _int(
-    query: dict[str, str], name: str, default: int, minimum: int, maximum: int = 2**31 - 1
-) -> int:
-    """The whole number ``name`` of the query, from ``minimum`` to ``maximum``; UserError
-    (400) naming it otherwise."""
-    text = query.get(name, "")
-    if not text:
-        return default
-    try:
-        value = int(text) if len(text) <= 20 else maximum + 1
-    except ValueError:
-        raise UserError(f"{name}: {text[:40]!r} is not a whole number") from None
-    if not minimum <= value <= maximum:
-        raise UserError(f"{name}: must be from {minimum} to {maximum}")
-    return value
-
-
-def _float(query: dict[str, str], name: str, default: float) -> float:
-    text = query.get(name, "")
-    if not text:
-        return default
-    try:
-        return float(text)
-    except ValueError:
-        raise UserError(f"{name}: {text!r} is not a number") from None
-
-
-def _time(query: dict[str, str], name: str) -> float:
-    """``name`` of the query as ``parse_time`` reads it, or 0 when absent."""
-    text = query.get(name, "").strip()
-    return parse_time(text, name) if text else 0.0
-
-
-def parse_time(text: str, name: str) -> float:
-    """``text`` in ``rota.when``'s grammar (ISO 8601, ``now-2h``, ``tomorrow 09:00``...; UTC
-    unless it names a zone) in Unix seconds; UserError naming ``name`` and the forms."""
-    try:
-        return parse_when(text, datetime.now(UTC), name)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
 
 
 def _reserved(bookings: NodeBookings | None) -> tuple[int, frozenset[int]]:
@@ -466,10 +461,3 @@ def _reserved(bookings: NodeBookings | None) -> tuple[int, frozenset[int]]:
     if bookings is None:
         return 0, frozenset()
     return bookings.gpus_now, bookings.gpus_maint
-
-
-def _period(query: dict[str, str]) -> AccountingQuery:
-    start, end = _time(query, "start"), _time(query, "end")
-    if start and end and end < start:
-        raise UserError("end: must not be before start")
-    return AccountingQuery(start=start, end=end)

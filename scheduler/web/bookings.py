@@ -13,50 +13,95 @@ import json
 import time
 from typing import Any
 
+from rota.scheduler.cluster.reservation import LEND
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
-from rota.scheduler.web.api import Api, Caller, parse_time, reply
+from rota.scheduler.web.api import Api, Caller, reply
+from rota.scheduler.web.query import parse_time
+
+UPDATABLE = ("start", "end", "users", "accounts", "flags")  # what PATCH may change
+MAX_DAYS = 400  # the longest period a listing expands recurring bookings' windows over
 
 
 class Bookings:
-    """``GET/POST /api/v1/reservations``, ``DELETE /api/v1/reservations/{name}``."""
+    """``GET/POST /api/v1/reservations``, ``GET/PATCH/DELETE /api/v1/reservations/{name}``."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, api: Api) -> None:
         self.engine = engine
+        self.api = api
 
-    def routes(self, api: Api) -> list[Route]:
-        """The routes, behind ``api``'s caller and CSRF checks."""
+    def routes(self) -> list[Route]:
+        """The routes, behind the API's caller and CSRF checks (its change feed lists)."""
         v1 = "/api/v1/reservations"
         return [
-            api.route("GET", v1, self.list),
-            api.route("POST", v1, self.create),
-            api.route("DELETE", v1 + "/{name}", self.delete),
+            self.api.route("GET", v1, self.list),
+            self.api.route("POST", v1, self.create),
+            self.api.route("GET", v1 + "/{name}", self.show),
+            self.api.route("PATCH", v1 + "/{name}", self.update),
+            self.api.route("DELETE", v1 + "/{name}", self.delete),
         ]
 
     async def list(self, request: Request, caller: Caller) -> Response:
         """Open and upcoming reservations with a window in ``start``..``end`` (default: all),
-        each with its windows there."""
+        each with its windows there; a period of at most ``MAX_DAYS`` (a DAILY booking has a
+        window per day of it, built on the event loop)."""
         query = request.query
         start = parse_time(query["start"], "start") if query.get("start") else time.time()
         end = parse_time(query["end"], "end") if query.get("end") else 0.0
         if end and end < start:
             raise UserError("end: must not be before start")
+        if end and end - start > MAX_DAYS * 86400.0:
+            raise UserError(f"end: the period may span at most {MAX_DAYS} days from start")
         shown = []
         for r, running in await self.engine.reservations.list_reservations():
             windows = r.windows(start, end) if end else [(r.start, r.end)]
             if windows:
                 shown.append(views.reservation_json(r, running, windows, caller.who))
-        return reply({"time": views.iso(time.time()), "reservations": shown})
+        return self.api.listing(
+            request, caller, "reservations", shown, lambda row: str(row["name"])
+        )
+
+    async def show(self, request: Request, caller: Caller) -> Response:
+        """One booking (open or upcoming) with ``usage``: its current window's GPU-hours so
+        far, booked, used by its owners, lent, idle and released (``greserve show``)."""
+        name = request.params["name"]
+        r, running = await self.engine.reservations.get_reservation(name)
+        usage = await self.engine.reservations.reservation_usage(name)
+        shown = views.reservation_json(r, running, [(r.start, r.end)], caller.who)
+        return reply(shown | {"usage": views.usage_json(usage)})
 
     async def create(self, request: Request, caller: Caller) -> Response:
         """Book (201 with the reservation); refusals as ``greserve create``'s."""
         booking = booking_request(_object(request.body), caller.who)
         r = await self.engine.reservations.create_reservation(booking, caller.who)
         return reply(views.reservation_json(r, (), [(r.start, r.end)], caller.who), 201)
+
+    async def update(self, request: Request, caller: Caller) -> Response:
+        """Change a booking's ``start``, ``end``, ``users``, ``accounts`` or ``flags`` (those
+        the body names) as ``greserve update`` does: its maker or an admin, the same checks
+        (conflicts, caps, rights); answers the reservation."""
+        body = _object(request.body)
+        given = [f for f in UPDATABLE if f in body]
+        unknown = sorted(set(body) - set(UPDATABLE))
+        if unknown:
+            raise UserError(
+                f"{unknown[0]}: cannot be updated here; updatable: {', '.join(UPDATABLE)}"
+            )
+        request_ = ReservationRequest(
+            name=request.params["name"],
+            start=parse_time(_text(body, "start"), "start") if "start" in body else 0.0,
+            end=parse_time(_text(body, "end"), "end") if "end" in body else 0.0,
+            users=_names(body, "users"),
+            accounts=_names(body, "accounts"),
+            flags=_names(body, "flags"),
+        )
+        name = request.params["name"]
+        r = await self.engine.reservations.update_reservation(name, request_, given, caller.who)
+        return reply(views.reservation_json(r, (), [(r.start, r.end)], caller.who))
 
     async def delete(self, request: Request, caller: Caller) -> Response:
         """Cancel a booking: its maker or an admin (403 otherwise), none of its jobs running."""
@@ -93,6 +138,7 @@ def booking_request(body: dict[str, Any], who: Principal) -> ReservationRequest:
         accounts=_names(body, "accounts"),
         flags=_names(body, "flags"),
         lend=body.get("lend", True) is not False,
+        unused=_text(body, "unused") if "unused" in body else LEND,
     )
 
 

@@ -1,5 +1,6 @@
 """The routes the HTTP port serves for people: the dashboard's page and files at ``/`` and its
-JSON API at ``/api/v1`` (reservations included)."""
+JSON API at ``/api/v1`` (reservations and their calendar feed included); sessions are stored
+with the engine's users."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ import time
 
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Route
+from rota.scheduler.web.actions import JobActions
 from rota.scheduler.web.api import Api
 from rota.scheduler.web.bookings import Bookings
 from rota.scheduler.web.files import Files
+from rota.scheduler.web.ical import IcalFeed
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.sessions import Sessions
 
 
 def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
     """Page, files and API; ``secure``: the port serves TLS (the cookie is marked Secure)."""
-    api = Api(engine, tokens, Sessions(time.time), secure, time.time)
-    return Files().routes() + api.routes() + Bookings(engine).routes(api)
+    sessions = Sessions(engine.users.web_sessions, time.time)
+    api = Api(engine, tokens, sessions, secure, time.time)
+    pages = (
+        JobActions(engine).routes(api)
+        + Bookings(engine, api).routes()
+        + IcalFeed(engine).routes(api)
+    )
+    return Files().routes() + api.routes() + pages

@@ -18,6 +18,10 @@ class TokenCheck(Protocol):
 
     async def __call__(self, token: str) -> Principal | None: ...
 
+    async def by_hash(self, token_hash: str) -> Principal | None:
+        """The principal whose current token hashes to ``token_hash`` (a stored session's)."""
+        ...
+
 
 class EngineTokens:
     """``TokenCheck`` over the engine's users service."""
@@ -29,3 +33,7 @@ class EngineTokens:
         return self.engine.users.authenticate(token) or await self.engine.users.load_principal(
             token
         )
+
+    async def by_hash(self, token_hash: str) -> Principal | None:
+        users = self.engine.users
+        return users.authenticate_hash(token_hash) or await users.load_principal_hash(token_hash)

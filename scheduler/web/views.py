@@ -18,6 +18,7 @@ from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus, free_gpus
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.nodes import NodeSummary
+from rota.scheduler.core.reservations import Usage
 
 Json = dict[str, Any]
 
@@ -95,12 +96,19 @@ def node_json(
     users: Mapping[str, str],
     reserved: int,
     maint: Collection[int] = (),
+    partitions: Sequence[str] = (),
+    booked: Mapping[int, str] | None = None,
 ) -> Json:
     """A node with GPU counts and one object per GPU (the heat map's cells). ``users`` maps
     the display id of each job holding a GPU to its user; ``reserved``: GPUs of open
-    reservation windows on it; ``maint``: its GPUs under an open MAINT window. ``gpus_free``
-    is ``ginfo``'s count (``free_gpus``): none on a draining, drained or DOWN node."""
+    reservation windows on it; ``maint``: its GPUs under an open MAINT window;
+    ``partitions``: those it belongs to; ``booked``: GPU index -> the reservation whose window
+    is open on it now. ``gpus_free`` is ``ginfo``'s count (``free_gpus``): none on a
+    draining, drained or DOWN node."""
     gpus = [_gpu_json(node, status, g.index, users) for g in node.inventory.gpus]
+    for gpu in gpus:
+        gpu["reserved"] = (booked or {}).get(gpu["index"], "")
+        gpu["unavailable"] = _unavailable(status.state, gpu, gpu["index"] in maint)
     return {
         "name": node.name,
         "state": status.state,
@@ -117,8 +125,53 @@ def node_json(
         "gpus_allocated": sum(1 for g in gpus if g["state"] == "allocated"),
         "gpus_unhealthy": sum(1 for g in gpus if g["state"] == "unhealthy"),
         "gpus_reserved": reserved,
+        "partitions": list(partitions),
         "gpus": gpus,
     }
+
+
+def _unavailable(node_state: str, gpu: Json, maint: bool) -> str:
+    """Why no one but an admin may book or get this GPU now ("" when it is in service): its
+    node draining, drained or down, the GPU unhealthy or drained, or under MAINT."""
+    if node_state in ("DRAINING", "DRAINED", "DOWN"):
+        return f"node {node_state}"
+    if gpu["state"] == "unhealthy":
+        return "unhealthy" + (f": {gpu['reason']}" if gpu["reason"] else "")
+    if maint:
+        return "MAINT"
+    return ""
+
+
+def booked_now(
+    reservations: Sequence[tuple[Reservation, Sequence[str]]], now: float
+) -> dict[str, dict[int, str]]:
+    """Node -> GPU index -> the name of the reservation whose window is open on it at
+    ``now``."""
+    out: dict[str, dict[int, str]] = {}
+    for r, _running in reservations:
+        if r.windows(now, now + 1e-3):
+            for node, indices in r.gpus.items():
+                for index in indices:
+                    out.setdefault(node, {})[index] = r.name
+    return out
+
+
+READING_STEPS = {"utilization": 5.0, "memory_used": 2.0**30, "temperature": 5.0, "power": 25.0}
+
+
+def node_signature(node: Json) -> Json:
+    """What of a node the change feed compares: ``node_json`` without its heartbeat time,
+    each GPU's readings rounded to ``READING_STEPS`` (5 %, 1 GiB, 5 °C, 25 W), so a node is
+    sent again when what a page draws of it changes, not at every heartbeat."""
+    gpus = [
+        {k: _step(v, READING_STEPS[k]) if k in READING_STEPS else v for k, v in gpu.items()}
+        for gpu in node["gpus"]
+    ]
+    return {k: v for k, v in node.items() if k != "last_heartbeat"} | {"gpus": gpus}
+
+
+def _step(value: Any, step: float) -> Any:
+    return round(value / step) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def _gpu_json(node: NodeState, status: NodeStatus, index: int, users: Mapping[str, str]) -> Json:
@@ -191,6 +244,18 @@ def total_json(total: UsageTotal) -> Json:
         "jobs": total.jobs,
         "gpu_hours": total.gpu_hours,
         "gpu_utilization": total.mean_utilization if total.samples else None,
+        "booked_unused": total.booked_unused,
+    }
+
+
+def usage_json(usage: Usage) -> Json:
+    """How a booking's current window was spent so far, in GPU-hours (``greserve show``)."""
+    return {
+        "booked": usage.booked / 3600,
+        "used": usage.owners / 3600,
+        "lent": usage.lent / 3600,
+        "idle": usage.idle / 3600,
+        "released": usage.released / 3600,
     }
 
 
@@ -213,6 +278,8 @@ def reservation_json(
         "accounts": list(r.accounts),
         "flags": list(r.flags),
         "lend": r.lend,
+        "unused": r.unused,
+        "given_back": iso(r.given_back),
         "created_by": r.created_by,
         "running_jobs": list(running),
         "mine": r.created_by == who.user or who.user in r.users,

@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "interactive", "tty")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "interactive", "tty", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +135,13 @@ class JobSpec(_message.Message):
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     INTERACTIVE_FIELD_NUMBER: _ClassVar[int]
     TTY_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    MAIL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    MAIL_USER_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
     name: str
     image: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -168,7 +175,14 @@ class JobSpec(_message.Message):
     partition: str
     interactive: bool
     tty: bool
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., interactive: _Optional[bool] = ..., tty: _Optional[bool] = ...) -> None: ...
+    nodelist: str
+    exclude: str
+    mail_type: _containers.RepeatedScalarFieldContainer[str]
+    mail_user: str
+    ntasks: int
+    ntasks_per_node: int
+    gpus_per_task: int
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., interactive: _Optional[bool] = ..., tty: _Optional[bool] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
@@ -280,18 +294,20 @@ class SubmitJobsRequest(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[SubmitItem, _Mapping]]] = ..., user: _Optional[str] = ..., test_only: _Optional[bool] = ...) -> None: ...
 
 class SubmittedJob(_message.Message):
-    __slots__ = ("client_request_id", "job_ids", "duplicate", "estimated_start", "reason")
+    __slots__ = ("client_request_id", "job_ids", "duplicate", "estimated_start", "reason", "warnings")
     CLIENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     client_request_id: str
     job_ids: _containers.RepeatedScalarFieldContainer[str]
     duplicate: bool
     estimated_start: float
     reason: str
-    def __init__(self, client_request_id: _Optional[str] = ..., job_ids: _Optional[_Iterable[str]] = ..., duplicate: _Optional[bool] = ..., estimated_start: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, client_request_id: _Optional[str] = ..., job_ids: _Optional[_Iterable[str]] = ..., duplicate: _Optional[bool] = ..., estimated_start: _Optional[float] = ..., reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SubmitJobsResponse(_message.Message):
     __slots__ = ("jobs",)
@@ -306,7 +322,7 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token")
+    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token", "with_priority")
     STATES_FIELD_NUMBER: _ClassVar[int]
     ALL_STATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
@@ -314,6 +330,7 @@ class ListJobsRequest(_message.Message):
     ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WITH_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     states: _containers.RepeatedScalarFieldContainer[JobState]
     all_states: bool
     ids: _containers.RepeatedScalarFieldContainer[str]
@@ -321,7 +338,8 @@ class ListJobsRequest(_message.Message):
     accounts: _containers.RepeatedScalarFieldContainer[str]
     page_size: int
     page_token: str
-    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    with_priority: bool
+    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_priority: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token")
@@ -755,6 +773,85 @@ class GpuActionResponse(_message.Message):
     message: str
     def __init__(self, message: _Optional[str] = ...) -> None: ...
 
+class PartitionSpec(_message.Message):
+    __slots__ = ("nodes", "labels", "is_default", "default_time", "max_time", "default_gpus", "max_gpus_per_job", "allow_users", "allow_accounts", "priority_tier")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_TIME_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_GPUS_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPUS_PER_JOB_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_USERS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_TIER_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    labels: _containers.ScalarMap[str, str]
+    is_default: bool
+    default_time: float
+    max_time: float
+    default_gpus: int
+    max_gpus_per_job: int
+    allow_users: _containers.RepeatedScalarFieldContainer[str]
+    allow_accounts: _containers.RepeatedScalarFieldContainer[str]
+    priority_tier: int
+    def __init__(self, nodes: _Optional[_Iterable[str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., is_default: _Optional[bool] = ..., default_time: _Optional[float] = ..., max_time: _Optional[float] = ..., default_gpus: _Optional[int] = ..., max_gpus_per_job: _Optional[int] = ..., allow_users: _Optional[_Iterable[str]] = ..., allow_accounts: _Optional[_Iterable[str]] = ..., priority_tier: _Optional[int] = ...) -> None: ...
+
+class PartitionRequest(_message.Message):
+    __slots__ = ("name", "spec", "fields")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    spec: PartitionSpec
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., fields: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PartitionRecord(_message.Message):
+    __slots__ = ("name", "spec", "source", "is_default", "changed_by", "changed")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_BY_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    spec: PartitionSpec
+    source: str
+    is_default: bool
+    changed_by: str
+    changed: float
+    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[PartitionSpec, _Mapping]] = ..., source: _Optional[str] = ..., is_default: _Optional[bool] = ..., changed_by: _Optional[str] = ..., changed: _Optional[float] = ...) -> None: ...
+
+class RemovePartitionRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RemovePartitionResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class ListPartitionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListPartitionsResponse(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionRecord]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionRecord, _Mapping]]] = ...) -> None: ...
+
 class AttemptStatus(_message.Message):
     __slots__ = ("job_id", "attempt", "container_id", "running")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
@@ -830,27 +927,35 @@ class LogData(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output")
+    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output", "step_start", "step_output", "step_end", "step_cancel")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     JOB_EVENT_FIELD_NUMBER: _ClassVar[int]
     LOG_DATA_FIELD_NUMBER: _ClassVar[int]
     KEEPALIVE_FIELD_NUMBER: _ClassVar[int]
     SESSION_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    STEP_START_FIELD_NUMBER: _ClassVar[int]
+    STEP_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    STEP_END_FIELD_NUMBER: _ClassVar[int]
+    STEP_CANCEL_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     heartbeat: Heartbeat
     job_event: AgentJobEvent
     log_data: LogData
     keepalive: Keepalive
     session_output: SessionOutput
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ...) -> None: ...
+    step_start: StepStart
+    step_output: StepOutput
+    step_end: StepEnd
+    step_cancel: StepCancel
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
 
 class Keepalive(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class LaunchOrder(_message.Message):
-    __slots__ = ("job_id", "attempt", "spec", "gpu_indices", "gpu_uuids", "env", "deadline", "time_limit", "display_id", "host_network", "user", "uid", "gid")
+    __slots__ = ("job_id", "attempt", "spec", "gpu_indices", "gpu_uuids", "env", "deadline", "time_limit", "display_id", "host_network", "user", "uid", "gid", "steps_only")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -871,6 +976,7 @@ class LaunchOrder(_message.Message):
     USER_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     GID_FIELD_NUMBER: _ClassVar[int]
+    STEPS_ONLY_FIELD_NUMBER: _ClassVar[int]
     job_id: int
     attempt: int
     spec: JobSpec
@@ -884,7 +990,8 @@ class LaunchOrder(_message.Message):
     user: str
     uid: int
     gid: int
-    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., gpu_indices: _Optional[_Iterable[int]] = ..., gpu_uuids: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., deadline: _Optional[float] = ..., time_limit: _Optional[float] = ..., display_id: _Optional[str] = ..., host_network: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ...) -> None: ...
+    steps_only: bool
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., gpu_indices: _Optional[_Iterable[int]] = ..., gpu_uuids: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., deadline: _Optional[float] = ..., time_limit: _Optional[float] = ..., display_id: _Optional[str] = ..., host_network: _Optional[bool] = ..., user: _Optional[str] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., steps_only: _Optional[bool] = ...) -> None: ...
 
 class KillOrder(_message.Message):
     __slots__ = ("job_id", "attempt", "reason", "grace")
@@ -937,7 +1044,7 @@ class EventAck(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class SchedulerMessage(_message.Message):
-    __slots__ = ("welcome", "launch", "kill", "log_request", "ack", "pong", "session_open", "session_input")
+    __slots__ = ("welcome", "launch", "kill", "log_request", "ack", "pong", "session_open", "session_input", "step_launch", "step_output", "step_end", "step_cancel")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     LAUNCH_FIELD_NUMBER: _ClassVar[int]
     KILL_FIELD_NUMBER: _ClassVar[int]
@@ -946,6 +1053,10 @@ class SchedulerMessage(_message.Message):
     PONG_FIELD_NUMBER: _ClassVar[int]
     SESSION_OPEN_FIELD_NUMBER: _ClassVar[int]
     SESSION_INPUT_FIELD_NUMBER: _ClassVar[int]
+    STEP_LAUNCH_FIELD_NUMBER: _ClassVar[int]
+    STEP_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    STEP_END_FIELD_NUMBER: _ClassVar[int]
+    STEP_CANCEL_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     launch: LaunchOrder
     kill: KillOrder
@@ -954,7 +1065,11 @@ class SchedulerMessage(_message.Message):
     pong: Pong
     session_open: SessionOpen
     session_input: SessionInput
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_input: _Optional[_Union[SessionInput, _Mapping]] = ...) -> None: ...
+    step_launch: StepLaunch
+    step_output: StepOutput
+    step_end: StepEnd
+    step_cancel: StepCancel
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_input: _Optional[_Union[SessionInput, _Mapping]] = ..., step_launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
 
 class Pong(_message.Message):
     __slots__ = ("time", "telemetry_period")
@@ -963,6 +1078,112 @@ class Pong(_message.Message):
     time: float
     telemetry_period: float
     def __init__(self, time: _Optional[float] = ..., telemetry_period: _Optional[float] = ...) -> None: ...
+
+class StepLayout(_message.Message):
+    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    nodes: int
+    ntasks: int
+    ntasks_per_node: int
+    gpus_per_task: int
+    label: bool
+    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ...) -> None: ...
+
+class StepStart(_message.Message):
+    __slots__ = ("request_id", "job_id", "attempt", "layout", "argv", "environment", "cwd")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    job_id: int
+    attempt: int
+    layout: StepLayout
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    environment: bytes
+    cwd: str
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., layout: _Optional[_Union[StepLayout, _Mapping]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ...) -> None: ...
+
+class StepTask(_message.Message):
+    __slots__ = ("rank", "local_id", "gpu_indices")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_ID_FIELD_NUMBER: _ClassVar[int]
+    GPU_INDICES_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    local_id: int
+    gpu_indices: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, rank: _Optional[int] = ..., local_id: _Optional[int] = ..., gpu_indices: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class StepLaunch(_message.Message):
+    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node", "label")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NNODES_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    TASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    job_id: int
+    attempt: int
+    step: int
+    node_id: int
+    nnodes: int
+    ntasks: int
+    tasks: _containers.RepeatedCompositeFieldContainer[StepTask]
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    environment: bytes
+    cwd: str
+    nodelist: str
+    tasks_per_node: str
+    label: bool
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., label: _Optional[bool] = ...) -> None: ...
+
+class StepOutput(_message.Message):
+    __slots__ = ("request_id", "data", "stderr")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    data: bytes
+    stderr: bool
+    def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., stderr: _Optional[bool] = ...) -> None: ...
+
+class StepEnd(_message.Message):
+    __slots__ = ("request_id", "exit_code", "error", "timed_out", "step", "failed_task")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    FAILED_TASK_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    exit_code: int
+    error: str
+    timed_out: bool
+    step: int
+    failed_task: str
+    def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., timed_out: _Optional[bool] = ..., step: _Optional[int] = ..., failed_task: _Optional[str] = ...) -> None: ...
+
+class StepCancel(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window")
@@ -1129,7 +1350,7 @@ class ReservedGpus(_message.Message):
     def __init__(self, node: _Optional[str] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Reservation(_message.Message):
-    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs", "booked_gpu_seconds", "owner_gpu_seconds", "lent_gpu_seconds")
+    __slots__ = ("name", "start", "end", "gpus", "users", "accounts", "flags", "lend", "created_by", "created_at", "running_jobs", "booked_gpu_seconds", "owner_gpu_seconds", "lent_gpu_seconds", "unused", "given_back", "released_gpu_seconds")
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
@@ -1144,6 +1365,9 @@ class Reservation(_message.Message):
     BOOKED_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     OWNER_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     LENT_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_FIELD_NUMBER: _ClassVar[int]
+    GIVEN_BACK_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     start: float
     end: float
@@ -1158,10 +1382,13 @@ class Reservation(_message.Message):
     booked_gpu_seconds: float
     owner_gpu_seconds: float
     lent_gpu_seconds: float
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ...) -> None: ...
+    unused: str
+    given_back: float
+    released_gpu_seconds: float
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., gpus: _Optional[_Iterable[_Union[ReservedGpus, _Mapping]]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., lend: _Optional[bool] = ..., created_by: _Optional[str] = ..., created_at: _Optional[float] = ..., running_jobs: _Optional[_Iterable[str]] = ..., booked_gpu_seconds: _Optional[float] = ..., owner_gpu_seconds: _Optional[float] = ..., lent_gpu_seconds: _Optional[float] = ..., unused: _Optional[str] = ..., given_back: _Optional[float] = ..., released_gpu_seconds: _Optional[float] = ...) -> None: ...
 
 class CreateReservationRequest(_message.Message):
-    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend")
+    __slots__ = ("name", "start", "end", "nodes", "gpus", "gpu_type", "gpus_per_node", "users", "accounts", "flags", "no_lend", "unused")
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
@@ -1173,6 +1400,7 @@ class CreateReservationRequest(_message.Message):
     ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
     NO_LEND_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_FIELD_NUMBER: _ClassVar[int]
     name: str
     start: float
     end: float
@@ -1184,7 +1412,8 @@ class CreateReservationRequest(_message.Message):
     accounts: _containers.RepeatedScalarFieldContainer[str]
     flags: _containers.RepeatedScalarFieldContainer[str]
     no_lend: bool
-    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ...) -> None: ...
+    unused: str
+    def __init__(self, name: _Optional[str] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., gpus: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpus_per_node: _Optional[int] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., no_lend: _Optional[bool] = ..., unused: _Optional[str] = ...) -> None: ...
 
 class ListReservationsRequest(_message.Message):
     __slots__ = ()
@@ -1311,18 +1540,20 @@ class ListFinishedResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[FinishedJob, _Mapping]]] = ...) -> None: ...
 
 class UsageTotal(_message.Message):
-    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples")
+    __slots__ = ("name", "jobs", "gpu_hours", "gpu_utilization", "gpu_samples", "booked_unused_gpu_hours")
     NAME_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     GPU_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     GPU_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    BOOKED_UNUSED_GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     name: str
     jobs: int
     gpu_hours: float
     gpu_utilization: float
     gpu_samples: int
-    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ...) -> None: ...
+    booked_unused_gpu_hours: float
+    def __init__(self, name: _Optional[str] = ..., jobs: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., gpu_utilization: _Optional[float] = ..., gpu_samples: _Optional[int] = ..., booked_unused_gpu_hours: _Optional[float] = ...) -> None: ...
 
 class SummaryResponse(_message.Message):
     __slots__ = ("users", "accounts", "start", "end")

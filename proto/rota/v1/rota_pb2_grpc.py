@@ -788,6 +788,207 @@ class GpuService:
             _registered_method=True)
 
 
+class PartitionServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.AddPartition = channel.unary_unary(
+                '/rota.v1.PartitionService/AddPartition',
+                request_serializer=rota_dot_v1_dot_rota__pb2.PartitionRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.PartitionRecord.FromString,
+                _registered_method=True)
+        self.UpdatePartition = channel.unary_unary(
+                '/rota.v1.PartitionService/UpdatePartition',
+                request_serializer=rota_dot_v1_dot_rota__pb2.PartitionRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.PartitionRecord.FromString,
+                _registered_method=True)
+        self.RemovePartition = channel.unary_unary(
+                '/rota.v1.PartitionService/RemovePartition',
+                request_serializer=rota_dot_v1_dot_rota__pb2.RemovePartitionRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.RemovePartitionResponse.FromString,
+                _registered_method=True)
+        self.ListPartitions = channel.unary_unary(
+                '/rota.v1.PartitionService/ListPartitions',
+                request_serializer=rota_dot_v1_dot_rota__pb2.ListPartitionsRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.ListPartitionsResponse.FromString,
+                _registered_method=True)
+
+
+class PartitionServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def AddPartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdatePartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemovePartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_PartitionServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'AddPartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPartition,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.PartitionRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.PartitionRecord.SerializeToString,
+            ),
+            'UpdatePartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdatePartition,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.PartitionRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.PartitionRecord.SerializeToString,
+            ),
+            'RemovePartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemovePartition,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.RemovePartitionRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.RemovePartitionResponse.SerializeToString,
+            ),
+            'ListPartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitions,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.ListPartitionsRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.ListPartitionsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rota.v1.PartitionService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rota.v1.PartitionService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class PartitionService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def AddPartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.PartitionService/AddPartition',
+            rota_dot_v1_dot_rota__pb2.PartitionRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.PartitionRecord.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdatePartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.PartitionService/UpdatePartition',
+            rota_dot_v1_dot_rota__pb2.PartitionRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.PartitionRecord.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemovePartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.PartitionService/RemovePartition',
+            rota_dot_v1_dot_rota__pb2.RemovePartitionRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.RemovePartitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.PartitionService/ListPartitions',
+            rota_dot_v1_dot_rota__pb2.ListPartitionsRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.ListPartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class AgentServiceStub:
     """Missing associated documentation comment in .proto file."""
 

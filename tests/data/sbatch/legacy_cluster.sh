@@ -7,7 +7,7 @@
 #SBATCH --gpus-per-node=4
 #SBATCH --mem=0
 #SBATCH --exclusive
-#SBATCH -w gpu[01-02]
+#SBATCH -w gpu01
 #SBATCH --exclude=gpu07
 #SBATCH --signal=B:USR1@120
 #SBATCH --open-mode=append

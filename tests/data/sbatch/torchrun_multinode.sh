@@ -13,11 +13,13 @@
 #ROTA image=nvcr.io/nvidia/pytorch:24.10-py3
 #ROTA shm_size=64GiB
 
-# one torchrun per node; rota sets MASTER_ADDR, MASTER_PORT and NODE_RANK for gang jobs
-torchrun \
+# the script runs once, on the first node; srun starts one torchrun per node
+export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export MASTER_PORT=29500
+srun torchrun \
   --nnodes "$SLURM_NNODES" \
   --nproc-per-node 8 \
-  --node-rank "$SLURM_NODEID" \
-  --master-addr "$MASTER_ADDR" \
-  --master-port "$MASTER_PORT" \
+  --rdzv-id "$SLURM_JOB_ID" \
+  --rdzv-backend c10d \
+  --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT" \
   pretrain.py --config configs/llama8b.yaml

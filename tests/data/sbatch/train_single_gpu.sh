@@ -1,6 +1,7 @@
 #!/bin/bash
 # A single-GPU fine-tune as a university cluster's docs show it: a partition, mail, memory
-# per CPU. rota warns about -p and --mail-*, and turns 8 CPUs x 6G into 48Gi.
+# per CPU. rota maps -p and mails END and FAIL (when its admin set a relay), and turns
+# 8 CPUs x 6G into 48Gi.
 #SBATCH -p gpu
 #SBATCH --job-name=bert-finetune
 #SBATCH --gres=gpu:a100:1

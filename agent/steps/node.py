@@ -1,0 +1,362 @@
+"""srun steps on this node: the spools of the attempts that run here, the sruns waiting in
+them, and the tasks this node runs for any step of its jobs.
+
+The runtime calls ``prepare`` before it creates a job's container (the spool, the mounts, the
+``PATH`` and, for a batch job's other nodes, the command that keeps the container up),
+``started`` once it runs, ``time_limit`` just before it stops it at its time limit and
+``ended`` when it is over. The agent passes the scheduler's step orders to ``order``; what
+this node sends goes through ``send`` (set by ``connect``).
+
+An srun here becomes a ``StepStart`` to the scheduler, which checks it against the job and
+answers with ``StepLaunch`` orders to the step's nodes; their output and ends come back as
+``StepOutput`` and one ``StepEnd`` for this srun, written to its FIFOs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.types import Mount
+
+from rota.agent.steps.spool import (
+    CONTAINER_SPOOL,
+    CONTAINER_TOOLS,
+    HOLD,
+    TOOLS,
+    JobSpool,
+    SpoolError,
+)
+from rota.agent.steps.srun import Srun
+from rota.agent.steps.tasks import StepTasks, Target
+from rota.messages import (
+    AgentMessage,
+    LaunchOrder,
+    StepCancel,
+    StepEnd,
+    StepLaunch,
+    StepOutput,
+    StepStart,
+)
+
+log = logging.getLogger("rota.agent")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MAX_SRUNS = 64  # sruns of one attempt waiting at once
+START_WAIT = 300.0  # seconds a step waits for its job's container to start on this node
+REPORT_WAIT = 5.0  # seconds sruns have to report their steps cancelled at the time limit
+Key = tuple[int, int]  # (job id, attempt)
+
+
+@dataclass
+class Held:
+    """An attempt's spool and what uses it."""
+
+    spool: JobSpool
+    target: Target | None = None
+    ctl: int = -1
+    stopping: bool = False
+    timed_out: bool = False
+
+
+class NodeSteps:
+    """Every attempt's steps on this node. Thread-safe."""
+
+    def __init__(self, root: Path, node: str, base_url: str | None = None) -> None:
+        self.root = root
+        self.node = node
+        self.tools = _install_tools(root / "bin")
+        self._base_url = base_url
+        self._api: docker.APIClient | None = None
+        self._send: Callable[[AgentMessage], None] = lambda msg: None
+        self._lock = threading.Lock()
+        self._held: dict[Key, Held] = {}
+        self._sruns: dict[int, Srun] = {}
+        self._tasks: dict[int, StepTasks] = {}  # by the scheduler's request id
+        self._ids = itertools.count(1)
+
+    def connect(self, send: Callable[[AgentMessage], None]) -> None:
+        self._send = send
+
+    # ------------------------------------------------------------ the runtime's hooks
+
+    def prepare(
+        self,
+        order: LaunchOrder,
+        args: dict[str, Any],
+        uid: int,
+        gid: int,
+        image_path: Callable[[str], str],
+    ) -> None:
+        """Make the attempt's spool and add to the container's create ``args`` its mounts,
+        ``PATH`` (``image_path(image)``: the image's own) and, for a steps-only container, the
+        command that keeps it up. Nothing for jobs without SLURM's variables."""
+        if not order.spec.slurm_env and not order.steps_only:
+            return
+        spool = JobSpool(self._spool_dir(order.job_id, order.attempt), uid, gid)
+        spool.create()
+        with self._lock:
+            self._held[(order.job_id, order.attempt)] = Held(spool)
+        args["mounts"] = [
+            *args.get("mounts", []),
+            Mount(target=CONTAINER_SPOOL, source=str(spool.root), type="bind"),
+            Mount(target=CONTAINER_TOOLS, source=str(self.tools), type="bind", read_only=True),
+        ]
+        env = args["environment"]
+        env["PATH"] = (
+            f"{CONTAINER_TOOLS}:{env.get('PATH') or image_path(order.spec.image) or DEFAULT_PATH}"
+        )
+        if order.steps_only:
+            args["command"] = ["/bin/sh", HOLD]
+
+    def started(self, job_id: int, attempt: int, target: Target) -> None:
+        """The container runs: listen to its sruns (an adopted one's spool is found again)."""
+        key = (job_id, attempt)
+        with self._lock:
+            held = self._held.get(key)
+            if held is None:  # adopted from an earlier agent process
+                spool = JobSpool(self._spool_dir(job_id, attempt), -1, -1)
+                if not spool.ctl.exists():
+                    return
+                held = self._held[key] = Held(spool)
+                threading.Thread(target=_release, args=(spool,), daemon=True).start()
+            held.target = target
+            held.ctl = held.spool.open_ctl()
+        held.spool.describe(target.start, target.deadline)
+        threading.Thread(target=self._listen, args=(key, held), daemon=True).start()
+
+    def time_limit(self, job_id: int, attempt: int) -> None:
+        """The attempt reached its time limit: stop its steps' tasks here and give its sruns
+        up to ``REPORT_WAIT`` seconds to report the step cancelled before the container is
+        stopped."""
+        key = (job_id, attempt)
+        with self._lock:
+            held = self._held.get(key)
+            if held is not None:
+                held.timed_out = True
+            tasks = [t for t in self._tasks.values() if _key(t.order) == key]
+        for task in tasks:
+            task.cancel()
+        deadline = time.monotonic() + REPORT_WAIT
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not any(s.key == key for s in self._sruns.values()):
+                    return
+            time.sleep(0.02)
+
+    def ended(self, job_id: int, attempt: int) -> None:
+        """The container is gone: end its sruns and forget the spool."""
+        key = (job_id, attempt)
+        with self._lock:
+            held = self._held.pop(key, None)
+            sruns = [s for s in self._sruns.values() if s.key == key]
+            tasks = [t for t in self._tasks.values() if _key(t.order) == key]
+        for task in tasks:
+            task.cancel()
+        if held is None:
+            return
+        with self._lock:
+            held.stopping = True
+            if held.ctl >= 0:
+                os.write(held.ctl, b"\n")  # wakes the listener, which closes it
+        for srun in sruns:
+            srun.finish(1)
+        held.spool.remove()
+
+    # ------------------------------------------------------------ the scheduler's orders
+
+    def order(self, order: StepLaunch | StepOutput | StepEnd | StepCancel) -> None:
+        if isinstance(order, StepLaunch):
+            self._launch(order)
+        elif isinstance(order, StepOutput):
+            srun = self._sruns.get(order.request_id)
+            if srun is not None:
+                srun.write(order.data, order.stderr)
+        elif isinstance(order, StepEnd):
+            self._step_ended(order)
+        else:
+            task = self._tasks.get(order.request_id)
+            if task is not None:
+                task.cancel()
+
+    def _launch(self, order: StepLaunch) -> None:
+        threading.Thread(target=self._run, args=(order,), daemon=True).start()
+
+    def _run(self, order: StepLaunch) -> None:
+        """Wait for the attempt's container (a gang's other nodes may still be starting
+        theirs), then run the tasks."""
+        deadline = time.monotonic() + START_WAIT
+        while True:
+            with self._lock:
+                held = self._held.get(_key(order))
+                target = held.target if held is not None and not held.stopping else None
+            stopped = held is not None and held.stopping
+            if target is not None or stopped or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        if held is None or target is None:
+            self._send(StepEnd(order.request_id, 1, error=f"the job does not run on {self.node}"))
+            return
+        found = held
+        tasks = StepTasks(order, target, self._exec_api(), self._send, lambda: found.timed_out)
+        with self._lock:
+            self._tasks[order.request_id] = tasks
+        try:
+            tasks.run()
+        finally:
+            with self._lock:
+                self._tasks.pop(order.request_id, None)
+
+    def _step_ended(self, end: StepEnd) -> None:
+        with self._lock:
+            srun = self._sruns.get(end.request_id)
+            held = self._held.get(srun.key) if srun is not None else None
+        if srun is None:
+            return
+        step = f"{srun.key[0]}.{end.step}"
+        if end.error:
+            srun.write(f"srun: error: {end.error}\n".encode(), stderr=True)
+        if end.timed_out or (held is not None and held.timed_out):
+            when = time.strftime("%Y-%m-%dT%H:%M:%S")
+            srun.write(
+                f"slurmstepd: error: *** STEP {step} ON {self.node} CANCELLED AT {when} "
+                "DUE TO TIME LIMIT ***\n".encode(),
+                stderr=True,
+            )
+        elif end.failed_task:
+            srun.write(f"srun: error: {end.failed_task}\n".encode(), stderr=True)
+        code = end.exit_code if end.exit_code or not (end.error or end.timed_out) else 1
+        srun.finish(min(max(code, 0), 255))
+
+    # ------------------------------------------------------------ sruns
+
+    def _listen(self, key: Key, held: Held) -> None:
+        """Read ``ctl`` until the attempt ends; each line starts or cancels an srun."""
+        pending = b""
+        try:
+            while not held.stopping:
+                data = os.read(held.ctl, 4096)
+                if not data:
+                    return
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                pending = pending[-256:]
+                for line in lines:
+                    self._request(key, held, line.decode("ascii", "replace").strip())
+        except OSError as exc:
+            log.warning("job %d: step spool closed: %s", key[0], exc)
+        finally:
+            with self._lock:
+                os.close(held.ctl)
+                held.ctl = -1
+
+    def _request(self, key: Key, held: Held, line: str) -> None:
+        verb, _, name = line.partition(" ")
+        if verb == "cancel":
+            self._cancel(key, name)
+            return
+        if verb != "start" or held.stopping:
+            return
+        spool = held.spool
+        try:
+            out = spool.open_fifo(name, "out")
+        except SpoolError as exc:
+            log.warning("job %d: srun request refused: %s", key[0], exc)
+            return
+        try:
+            err = spool.open_fifo(name, "err")
+        except SpoolError:
+            os.close(out)
+            return
+        request_id = next(self._ids)
+        srun = Srun(key, spool, name, out, err, lambda _: self._forget(request_id))
+        try:
+            request = spool.read(name)
+            with self._lock:
+                if sum(1 for s in self._sruns.values() if s.key == key) >= MAX_SRUNS:
+                    raise SpoolError(f"at most {MAX_SRUNS} steps of a job may run at once")
+                self._sruns[request_id] = srun
+        except SpoolError as exc:
+            srun.write(f"srun: error: {exc}\n".encode(), stderr=True)
+            srun.finish(1)
+            return
+        self._send(
+            StepStart(
+                request_id,
+                key[0],
+                key[1],
+                request.layout,
+                request.argv,
+                request.environment,
+                request.cwd,
+            )
+        )
+
+    def _forget(self, request_id: int) -> None:
+        """An srun was handed its exit code."""
+        with self._lock:
+            self._sruns.pop(request_id, None)
+
+    def _cancel(self, key: Key, name: str) -> None:
+        """srun was interrupted: tell the scheduler to stop its step."""
+        with self._lock:
+            found = [i for i, s in self._sruns.items() if s.key == key and s.name == name]
+        for request_id in found:
+            self._send(StepCancel(request_id))
+
+    def disconnected(self) -> None:
+        """The scheduler's stream ended: every srun waiting here fails (its tasks elsewhere
+        are stopped with their job if the node is lost)."""
+        with self._lock:
+            sruns = list(self._sruns.items())
+        for _, srun in sruns:
+            srun.write(b"srun: error: lost contact with the scheduler\n", stderr=True)
+            srun.finish(1)
+
+    def _exec_api(self) -> docker.APIClient:
+        if self._api is None:
+            self._api = (
+                docker.APIClient(base_url=self._base_url, timeout=60)
+                if self._base_url
+                else docker.from_env(timeout=60).api
+            )
+        return self._api
+
+    def _spool_dir(self, job_id: int, attempt: int) -> Path:
+        return self.root / f"{job_id}-{attempt}"
+
+
+def _release(spool: JobSpool) -> None:
+    """Sruns that waited on an earlier agent process fail (their steps' ends are lost)."""
+    for name in spool.requests():
+        try:
+            end = spool.open_fifo(name, "end", wait=1.0)
+        except SpoolError:
+            continue
+        with contextlib.suppress(OSError):
+            os.write(end, b"1\n")
+        os.close(end)
+
+
+def _install_tools(where: Path) -> Path:
+    """Copy srun and its fellows to ``where``, the agent's, each 0755 (an installed package
+    may have lost their modes)."""
+    where.mkdir(parents=True, exist_ok=True)
+    where.chmod(0o755)
+    for tool in TOOLS.iterdir():
+        target = where / tool.name
+        target.write_bytes(tool.read_bytes())
+        target.chmod(0o755)
+    return where
+
+
+def _key(order: StepLaunch) -> Key:
+    return (order.job_id, order.attempt)

@@ -1,0 +1,175 @@
+"""srun steps between nodes (event loop): a node's ``StepStart`` is checked and numbered on
+the core thread (``JobSteps.begin``), a ``StepLaunch`` goes to every node of the step (one
+``Relay`` request each, so only that node may answer it and its disconnection ends its part),
+their output is passed on to the node that asked as it comes, and once every node has ended
+its tasks the step's end is recorded and sent there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from rota.hostlist import compress
+from rota.messages import StepCancel, StepEnd, StepLaunch, StepOutput, StepStart
+from rota.scheduler.agent_hub import AgentHub, AgentSession, Relay
+from rota.scheduler.core.errors import AccessDenied, UserError
+from rota.scheduler.core.job_steps import JobSteps, StepBegun
+from rota.scheduler.core_thread import Executor
+from rota.states import JobState
+
+log = logging.getLogger("rota.scheduler")
+MAX_STEPS = 64  # steps of one job running at once
+StepData = StepOutput | StepEnd
+
+
+@dataclass
+class _Running:
+    """A step in progress: where it was asked for and its relay requests by node."""
+
+    origin: AgentSession  # the stream that asked: only it is answered
+    request_id: int  # the asking agent's
+    job_id: int
+    requests: dict[str, int] = field(default_factory=dict)
+    cancelled: bool = False
+
+
+class StepRelay:
+    """Steps in progress, over the hub's relay."""
+
+    def __init__(self, hub: AgentHub, core: Executor, steps: JobSteps) -> None:
+        self.hub = hub
+        self.core = core
+        self.steps = steps
+        self.relay: Relay[StepData] = hub.relay(lambda why: StepEnd(0, 1, error=why))
+        self._running: dict[tuple[int, int], _Running] = {}  # by (session id, request id)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, session: AgentSession, start: StepStart) -> None:
+        """Run the step ``session``'s node asks for (on a task of its own; never waits)."""
+        key = (session.id, start.request_id)
+        if key in self._running:
+            return
+        running = _Running(session, start.request_id, start.job_id)
+        self._running[key] = running
+        task = asyncio.create_task(self._run(session, start, running))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def cancel(self, session: AgentSession, cancel: StepCancel) -> None:
+        """srun was interrupted on ``session``'s node: stop its step's tasks everywhere."""
+        running = self._running.get((session.id, cancel.request_id))
+        if running is None:
+            return
+        running.cancelled = True
+        for node, request_id in running.requests.items():
+            live = self.hub.live(node)
+            if live is not None:
+                live.outbox.put_nowait(StepCancel(request_id))
+
+    def deliver(self, session: AgentSession, data: StepData) -> None:
+        """Output or the end of a node's tasks, for the StepLaunch it answers."""
+        what = "step_output" if isinstance(data, StepOutput) else "step_end"
+        self.relay.deliver(session, data.request_id, data, what)
+
+    async def _run(self, session: AgentSession, start: StepStart, running: _Running) -> None:
+        origin = session.node
+        try:
+            if sum(1 for r in self._running.values() if r.job_id == start.job_id) > MAX_STEPS:
+                raise UserError(f"at most {MAX_STEPS} steps of a job may run at once")
+            begun = await self.core.call(self.steps.begin, origin, start)
+        except AccessDenied as exc:
+            self.hub.refuse(session, "step_start", f"job={start.job_id}", str(exc))
+            self._answer(session, StepEnd(start.request_id, 1, error=str(exc)))
+            del self._running[(session.id, start.request_id)]
+            return
+        except UserError as exc:
+            self._answer(session, StepEnd(start.request_id, 1, error=str(exc)))
+            del self._running[(session.id, start.request_id)]
+            return
+        except Exception:  # the asking srun must hear back whatever went wrong
+            log.exception("step of job %d from node %s could not start", start.job_id, origin)
+            self._answer(session, StepEnd(start.request_id, 1, error="the scheduler failed"))
+            del self._running[(session.id, start.request_id)]
+            return
+        try:
+            ends = await self._launch(begun, start, running)
+            state, code, why, failed, timed_out = _outcome(ends, running.cancelled)
+            await self.core.call(self.steps.end, begun, state, code, why or failed)
+            self._answer(
+                session,
+                StepEnd(start.request_id, code, why, timed_out, begun.step, failed),
+            )
+        finally:
+            for request_id in running.requests.values():
+                self.relay.close(request_id)
+            del self._running[(session.id, start.request_id)]
+
+    async def _launch(
+        self, begun: StepBegun, start: StepStart, running: _Running
+    ) -> list[tuple[str, StepEnd]]:
+        plan = begun.plan
+        nodelist = compress([n.node for n in plan.nodes])
+        followers = []
+        for part in plan.nodes:
+            request_id, queue = self.relay.open(part.node)
+            running.requests[part.node] = request_id
+            order = StepLaunch(
+                request_id=request_id,
+                job_id=begun.job_id,
+                attempt=begun.attempt,
+                step=begun.step,
+                node_id=part.node_id,
+                nnodes=len(plan.nodes),
+                ntasks=plan.ntasks,
+                tasks=part.tasks,
+                argv=start.argv,
+                environment=start.environment,
+                cwd=start.cwd,
+                nodelist=nodelist,
+                tasks_per_node=plan.tasks_per_node,
+                label=start.layout.label,
+            )
+            live = self.hub.live(part.node)
+            if live is None:
+                queue.put_nowait(StepEnd(request_id, 1, error=f"node {part.node} is not connected"))
+            else:
+                live.outbox.put_nowait(order)
+            followers.append(self._follow(part.node, queue, running))
+        return list(await asyncio.gather(*followers))
+
+    async def _follow(
+        self, node: str, queue: asyncio.Queue[StepData], running: _Running
+    ) -> tuple[str, StepEnd]:
+        """Pass ``node``'s output on to the asking node until its tasks end."""
+        while True:
+            data = await queue.get()
+            if isinstance(data, StepEnd):
+                return node, data
+            self._answer(running.origin, StepOutput(running.request_id, data.data, data.stderr))
+
+    def _answer(self, session: AgentSession, message: StepOutput | StepEnd) -> None:
+        """Answer the stream that asked, while it lives (a newer stream of its node is another
+        agent process, which knows nothing of the request)."""
+        if self.hub.live(session.node) is session:
+            session.outbox.put_nowait(message)
+
+
+def _outcome(
+    ends: list[tuple[str, StepEnd]], cancelled: bool
+) -> tuple[JobState, int, str, str, bool]:
+    """(state, exit code, error, first failed task with its node, timed out) of a step."""
+    code = max((e.exit_code for _, e in ends), default=0)
+    errors = [f"{node}: {e.error}" for node, e in ends if e.error]
+    failed = next((f"{node}: {e.failed_task}" for node, e in ends if e.failed_task), "")
+    timed_out = any(e.timed_out for _, e in ends)
+    if timed_out:
+        state = JobState.TIMEOUT
+    elif cancelled:
+        state = JobState.CANCELLED
+    elif code or errors:
+        state = JobState.FAILED
+    else:
+        state = JobState.COMPLETED
+    return state, code or (1 if errors else 0), "; ".join(errors), failed, timed_out
