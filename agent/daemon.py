@@ -25,6 +25,7 @@ from rota.agent.metrics import AgentCollector, MetricsServer
 from rota.agent.readings import AgentReadings
 from rota.agent.runtime.base import ContainerRuntime, ReportFn
 from rota.agent.runtime.owners import ProcessOwners
+from rota.agent.sessions import Sessions
 from rota.agent.steps.node import NodeSteps
 from rota.messages import (
     AgentEvent,
@@ -40,6 +41,8 @@ from rota.messages import (
     LogRequest,
     Pong,
     RunningAttempt,
+    SessionInput,
+    SessionOpen,
     StepCancel,
     StepEnd,
     StepLaunch,
@@ -96,6 +99,7 @@ class Agent:
         self._health_sent: tuple[object, ...] = ()
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}
+        self.sessions = Sessions(self.runtime.open_session, self.link.send)
         self.readings = AgentReadings()
         self.metrics = MetricsServer(
             AgentCollector(
@@ -166,6 +170,9 @@ class Agent:
         )
 
     def _disconnected(self) -> None:
+        """The scheduler's stream ended: fence the jobs in time, end the sessions it relayed."""
+        self.fence.lost()
+        self.sessions.close_all()
         self.fence.lost()
         if self.steps is not None:
             self.steps.disconnected()
@@ -208,6 +215,8 @@ class Agent:
             self.runtime.kill(order)
         elif isinstance(order, EventAck):
             self.runtime.ack(order.job_id, order.attempt)
+        elif isinstance(order, SessionOpen | SessionInput):
+            self.sessions.order(order)
         elif isinstance(order, StepLaunch | StepOutput | StepEnd | StepCancel):
             if self.steps is not None:
                 self.steps.order(order)

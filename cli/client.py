@@ -40,7 +40,11 @@ def current_user() -> str:
         return str(os.getuid())
 
 
-class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+class _Bearer(  # type: ignore[misc]
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
+):
     """Adds ``authorization: Bearer TOKEN`` to every call."""
 
     def __init__(self, token: str) -> None:
@@ -54,6 +58,9 @@ class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercepto
 
     def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return continuation(self._details(details), request)
+
+    def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
 
 
 class Client:
@@ -92,6 +99,7 @@ class Client:
         self.reservations = pb_grpc.ReservationServiceStub(self.channel)
         self.users = pb_grpc.UserServiceStub(self.channel)
         self.accounting = pb_grpc.AccountingServiceStub(self.channel)
+        self.interactive = pb_grpc.InteractiveServiceStub(self.channel)
         self.partition_admin = pb_grpc.PartitionServiceStub(self.channel)
         self._me = ""  # whoami(), once asked
 
@@ -235,6 +243,16 @@ class Client:
         with self.errors():
             for chunk in self.jobs.StreamLogs(request, timeout=None if follow else 60):
                 yield chunk.data
+
+    def interact(self, requests: Iterator[Any]) -> Any:
+        """An interactive session (``rota.v1.InteractRequest`` in, ``InteractReply`` out): the
+        call, iterable and cancellable; iterate it inside ``errors()``."""
+        return self.interactive.Interact(requests, timeout=None)
+
+    @staticmethod
+    def interact_request(**fields: Any) -> Any:
+        """One ``rota.v1.InteractRequest`` (the opening, input, its end or a resize)."""
+        return pb.InteractRequest(**fields)
 
     # ------------------------------------------------------------ nodes and GPUs
 

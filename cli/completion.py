@@ -13,7 +13,18 @@ from dataclasses import dataclass, field
 from importlib import import_module
 
 SHELLS = ("bash", "zsh")
-COMMANDS = ("rota", "gsub", "gqueue", "gcancel", "glogs", "ginfo", "gcontrol", "gadmin")
+COMMANDS = (
+    "rota",
+    "gsub",
+    "gqueue",
+    "gcancel",
+    "glogs",
+    "ginfo",
+    "gcontrol",
+    "gadmin",
+    "grun",
+    "gattach",
+)
 MODULES = {"rota": "rota_main"}
 JOB_ID_LIST = "gqueue --me --noheader -o %i 2>/dev/null | sed 's/_\\[.*//' | sort -u"
 

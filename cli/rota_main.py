@@ -1,5 +1,6 @@
 """``rota``: the daemons (``rota scheduler``, ``rota agent``), a one-command local cluster
-(``rota up``), the database's schema (``rota db``) and the trace simulator (``rota simulate``)."""
+(``rota up``), the database's schema (``rota db``), the trace simulator (``rota simulate``) and
+a job's TCP ports (``rota forward``, ``rota proxy``)."""
 
 from __future__ import annotations
 
@@ -545,6 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "simulate", help="replay a trace through the policy (see rota simulate -h)", add_help=False
     )
+    sub.add_parser("forward", help="forward a TCP port of a job's container", add_help=False)
+    sub.add_parser("proxy", help="relay stdio to a TCP port of a job's container", add_help=False)
     return p
 
 
@@ -552,6 +555,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["simulate"]:
         return cmd_simulate(argv[1:])
+    if argv[:1] in (["forward"], ["proxy"]):
+        from rota.cli.forward import main as forward_main
+
+        return forward_main(argv)
     args = build_parser().parse_args(argv)
     if args.command == "completion":
         from rota.cli.completion import script

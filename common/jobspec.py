@@ -89,6 +89,8 @@ class JobSpec:
     partition: str = ""  # partitions it may run in, "a" or "a,b"; "" = the default partition
     checkpointable: bool = False  # survives a restart: attained-service preemption may stop it
     signal: str = ""  # "NAME@SECONDS": warn this long before the time limit and a preemption
+    interactive: bool = False  # a grun session (set by grun, not the job file)
+    tty: bool = False  # an interactive session's process gets a terminal (grun --pty)
     nodelist: str = ""  # only these nodes (a host list, gpu[01-03]); "" = any (sbatch -w)
     exclude: str = ""  # never these nodes (a host list); "" = none (sbatch -x)
     mail_type: tuple[str, ...] = ()  # sbatch --mail-type (rota.jobmail); () = no mail

@@ -16,6 +16,7 @@ rule of what is shown lives in ``job_json``:
   array task has its own).
 - ``partition``: the partition the job runs (or ran) in once placed, else the partitions it
   may run in (``a`` or ``a,b``); null for a job from before partitions.
+- ``interactive``: true for a session started by ``grun`` (docs/interactive.md).
 - Times are ISO 8601 UTC, null when unset; ``time_limit`` whole seconds.
 
 Light on purpose: the CLI imports it at start-up (no scheduler or generated code).
@@ -66,6 +67,7 @@ class JobFacts:
     command: Sequence[str]
     partition: str = ""  # where it was placed; "" while pending
     partitions: str = ""  # the partitions it may run in, "a,b"
+    interactive: bool = False  # a grun session
 
 
 def iso(ts: float | None) -> str | None:
@@ -118,6 +120,7 @@ def job_json(job: JobFacts) -> dict[str, Any]:
         "dependency": job.dependency or None,
         "workdir": job.workdir or None,
         "command": list(job.command),
+        "interactive": job.interactive,
     }
 
 
@@ -161,4 +164,5 @@ def facts_from_message(job: Any, state: JobState) -> JobFacts:
         command=list(job.spec.command),
         partition=job.partition,
         partitions=job.spec.partition,
+        interactive=job.spec.interactive,
     )

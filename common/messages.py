@@ -312,6 +312,60 @@ class StepCancel:
     request_id: int
 
 
+# ---------------------------------------------------------------- interactive sessions (grun)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOutput:
+    """What an interactive session's process wrote (``stream`` 1 stdout, 2 stderr), input
+    bytes written since the last ``ack``, or its end: ``exited`` with ``exit_code``, or
+    ``error`` (it could not open or broke)."""
+
+    request_id: int
+    stream: int = 1
+    data: bytes = b""
+    ack: int = 0
+    exited: bool = False
+    exit_code: int = 0
+    error: str = ""
+
+
+SESSION_KINDS = ("attach", "exec", "forward")
+"""attach: the job's own process (grun); exec: a command in its container (gattach); forward:
+a TCP port of its container (rota forward, rota proxy)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOpen:
+    """Open an interactive session in an attempt's container (``kind`` of ``SESSION_KINDS``).
+    The agent sends at most ``window`` bytes of output not yet acknowledged."""
+
+    request_id: int
+    job_id: int
+    attempt: int
+    kind: str
+    command: tuple[str, ...] = ()
+    tty: bool = False
+    rows: int = 0
+    cols: int = 0
+    port: int = 0
+    window: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInput:
+    """Input for a session (``data``, ``eof``), a terminal size (rows and cols, 0:
+    unchanged), output bytes the client took (``ack``), or ``close``: the client went away."""
+
+    request_id: int
+    data: bytes = b""
+    eof: bool = False
+    rows: int = 0
+    cols: int = 0
+    ack: int = 0
+    close: bool = False
+
+
 AgentMessage = (
     Hello
     | Heartbeat
@@ -322,6 +376,7 @@ AgentMessage = (
     | StepOutput
     | StepEnd
     | StepCancel
+    | SessionOutput
 )
 AgentOrder = (
     LaunchOrder
@@ -334,4 +389,6 @@ AgentOrder = (
     | StepOutput
     | StepEnd
     | StepCancel
+    | SessionOpen
+    | SessionInput
 )

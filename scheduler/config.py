@@ -106,6 +106,11 @@ class SchedulerConfig(Settings):
     gpu_dirty_grace: Seconds = 60.0  # held this long after its job ended: dirty
     idle_gpu_warn_after: Seconds = 1800.0  # a job's GPUs all at 0 % this long: warning; 0 = off
     idle_gpu_cancel_after: Seconds = 0.0  # ... this long: the job is cancelled; 0 = never
+    # interactive sessions (docs/interactive.md)
+    interactive_max_sessions: Count = 2  # live grun sessions per user; 0 = no limit
+    interactive_max_gpus: Count = 4  # GPUs in one user's live grun sessions; 0 = no limit
+    interactive_idle_after: Seconds = 7200.0  # no client and GPUs at 0 % this long: ended
+    interactive_idle_warning: Seconds = 900.0  # warned this long before; 0 = no warning
     # policy (docs/policy.md "Configuration")
     weights: WeightSettings = WeightSettings()  # merged over the defaults
     limits: LimitSettings = LimitSettings()

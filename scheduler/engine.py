@@ -30,6 +30,7 @@ from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
 from rota.scheduler.core_thread import CoreExecutor, Executor
 from rota.scheduler.facade.agents import AgentsFacade
+from rota.scheduler.facade.interactive import InteractiveFacade
 from rota.scheduler.facade.jobs import JobsFacade
 from rota.scheduler.facade.nodes import NodesFacade
 from rota.scheduler.facade.partitions import PartitionsFacade
@@ -40,13 +41,14 @@ from rota.scheduler.large_requests import LargeCancels, LargeSubmissions
 from rota.scheduler.liveness_watch import LivenessWatch
 from rota.scheduler.metrics_sample import ClusterSample, TelemetrySample, sample
 from rota.scheduler.pass_loop import PassLoop, PassObserver
+from rota.scheduler.session_relay import SessionRelay
 from rota.scheduler.step_relay import StepRelay
 
 
 class Engine:
     """The facade the servicers, the web API and the daemon's periodic work call: one part per
     gRPC service (``jobs``, ``nodes``, ``partitions``, ``reservations``, ``users``,
-    ``agents``), each with one method per RPC. ``executor``: where service calls run
+    ``agents``, ``interactive``), each with one method per RPC. ``executor``: where service calls run
     (default: the core and policy threads)."""
 
     def __init__(
@@ -62,6 +64,7 @@ class Engine:
         self.users = UsersFacade(services, core, steps)
         self.hub = hub = AgentHub(self.users.record)
         self.logs = logs = LogRelay(hub)
+        self.sessions = sessions = SessionRelay(hub)
         self.passes = PassLoop(
             core, services.model, services.planner, services.policy, hub.dispatch, observer
         )
@@ -78,8 +81,18 @@ class Engine:
         self.reservations = ReservationsFacade(services, core, steps, passes, on_reservations)
         self.step_relay = StepRelay(hub, core, services.job_steps)
         self.agents = AgentsFacade(
-            services, core, steps, hub, logs, passes, self.telemetry, self.events, self.step_relay
+            services,
+            core,
+            steps,
+            hub,
+            logs,
+            passes,
+            self.telemetry,
+            self.events,
+            self.step_relay,
+            sessions,
         )
+        self.interactive = InteractiveFacade(services, core, sessions, logs)
 
     def start(self) -> None:
         self.passes.start()

@@ -165,6 +165,8 @@ class Cluster:
             f"sqlite:///{self.root / 'sched.db'}",
         ]
         args += list(extra or self.scheduler_args or ["--open-registration"])
+        if "--http-listen" not in args:  # a free port, never a running cluster's 9718
+            args += ["--http-listen", f"127.0.0.1:{free_port()}"]
         proc = self.spawn("scheduler", args)
         wait_for(
             lambda: "listening on" in self.log("scheduler") or proc.poll() is not None,

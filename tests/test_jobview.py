@@ -215,6 +215,7 @@ def test_the_object_has_the_documented_keys() -> None:
         "dependency",
         "workdir",
         "command",
+        "interactive",
     ]
 
 

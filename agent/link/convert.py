@@ -15,6 +15,9 @@ from rota.messages import (
     LaunchOrder,
     LogRequest,
     Pong,
+    SessionInput,
+    SessionOpen,
+    SessionOutput,
     StepCancel,
     StepEnd,
     StepLaunch,
@@ -70,6 +73,18 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
         )
     if isinstance(msg, Keepalive):
         return pb.AgentMessage(keepalive=pb.Keepalive())
+    if isinstance(msg, SessionOutput):
+        return pb.AgentMessage(
+            session_output=pb.SessionOutput(
+                request_id=msg.request_id,
+                stream=msg.stream,
+                data=msg.data,
+                ack=msg.ack,
+                exited=msg.exited,
+                exit_code=msg.exit_code,
+                error=msg.error,
+            )
+        )
     if isinstance(msg, StepStart | StepOutput | StepEnd | StepCancel):
         return _step_to_pb(msg)
     return pb.AgentMessage(
@@ -112,6 +127,23 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
         )
     if kind == "pong":
         return Pong(msg.pong.time, msg.pong.telemetry_period)
+    if kind == "session_open":
+        o = msg.session_open
+        return SessionOpen(
+            o.request_id,
+            o.job_id,
+            o.attempt,
+            o.kind,
+            tuple(o.command),
+            o.tty,
+            o.rows,
+            o.cols,
+            o.port,
+            o.window,
+        )
+    if kind == "session_input":
+        i = msg.session_input
+        return SessionInput(i.request_id, i.data, i.eof, i.rows, i.cols, i.ack, i.close)
     if kind in ("step_launch", "step_output", "step_end", "step_cancel"):
         return _step_order(msg)
     r = msg.log_request

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from rota.messages import AgentEvent, KillOrder, LaunchOrder, RunningAttempt
+from rota.agent.runtime.sessions import SessionHandle
+from rota.messages import AgentEvent, KillOrder, LaunchOrder, RunningAttempt, SessionOpen
 
 ReportFn = Callable[[AgentEvent], None]
 
@@ -70,6 +71,10 @@ class ContainerRuntime(Protocol):
 
     def container_info(self, container_id: str) -> tuple[int, str] | None:
         """(host pid of the container's init process, job display id); None when gone."""
+
+    def open_session(self, request: SessionOpen) -> SessionHandle:
+        """Open an interactive session in the running attempt's container (may wait on the
+        engine); ``sessions.SessionError`` saying why not."""
 
     def health(self) -> EngineHealth:
         """Whether the engine answers now (a short timeout)."""

@@ -41,6 +41,7 @@ from rota.agent.runtime.engine_args import (
 from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.output import OutputSaver
 from rota.agent.runtime.policy import ContainerPolicy
+from rota.agent.runtime.sessions import SessionHandle, SessionOpen, open_session
 from rota.agent.runtime.signals import Warner, warning_time
 from rota.agent.steps.node import NodeSteps
 from rota.agent.steps.tasks import Target
@@ -170,6 +171,13 @@ class DockerRuntime:
 
     def log_path(self, job_id: int, attempt: int) -> Path:
         return self.output.log_path(job_id, attempt)
+
+    def open_session(self, request: SessionOpen) -> SessionHandle:
+        """An interactive session in the running attempt's container (``sessions``)."""
+        att = self._table.get(request.job_id, request.attempt)
+        running = att is not None and att.phase is Phase.RUNNING
+        container_id = att.container_id if att is not None and running else ""
+        return open_session(self._client.api, container_id, request, self.node)
 
     # ------------------------------------------------------------------ adopt
 

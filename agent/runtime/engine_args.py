@@ -78,6 +78,9 @@ def create_args(
         kwargs["shm_size"] = spec.shm_size
     if workdir or spec.workdir:
         kwargs["working_dir"] = workdir or spec.workdir
+    if spec.interactive:  # grun: stdin kept open for the session to attach to
+        kwargs["stdin_open"] = True
+        kwargs["tty"] = spec.tty
     if mounts:
         kwargs["mounts"] = [
             Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
@@ -98,7 +101,9 @@ def create_args(
             LABEL_SIGNAL: spec.signal,
         },
         init=True,
-        detach=True,
+        # docker-py sets StdinOnce exactly when a container with open stdin is not detached:
+        # a piped session's input then ends when its client closes it (a terminal's never)
+        detach=not (spec.interactive and not spec.tty),
         **kwargs,
     )
 

@@ -75,7 +75,9 @@ def bearer_token(metadata: Any) -> str:
 def target_of(request: Any) -> str:
     """What a request names, for the audit log (ids, node, user name, ...; never a job's
     environment)."""
-    parts = []
+    parts: list[str] = []
+    if request is None:  # a bidirectional call: its target is in the audit entries it makes
+        return ""
     for name in _TARGET_FIELDS:
         if name in getattr(type(request), "DESCRIPTOR", None).fields_by_name:  # type: ignore[union-attr]
             value = getattr(request, name)
@@ -97,9 +99,14 @@ class AuthInterceptor(HandlerInterceptor):
     def wraps(self, method: str, handler: grpc.RpcMethodHandler) -> bool:
         if method == AGENT_STREAM or method.startswith(OPEN_PREFIXES):
             return False
-        if handler.request_streaming:
+        if handler.request_streaming and handler.stream_stream is None:
             raise TypeError(f"{method}: client-streaming calls other than the agent stream")
         return True
+
+    def wraps_bidi(self, method: str) -> bool:
+        """Every bidirectional call but the agent stream carries a user token (interactive
+        sessions)."""
+        return method != AGENT_STREAM and not method.startswith(OPEN_PREFIXES)
 
     async def prepare(self, details: grpc.HandlerCallDetails) -> Principal | None:
         """The caller's principal; None without a current token."""

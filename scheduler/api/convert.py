@@ -22,6 +22,9 @@ from rota.messages import (
     LaunchOrder,
     LogData,
     Pong,
+    SessionInput,
+    SessionOpen,
+    SessionOutput,
     StepCancel,
     StepEnd,
     StepLaunch,
@@ -209,6 +212,12 @@ def log_data_from_pb(msg: pb.LogData) -> LogData:
     return LogData(msg.request_id, msg.data, msg.eof, msg.error)
 
 
+def session_output_from_pb(msg: pb.SessionOutput) -> SessionOutput:
+    return SessionOutput(
+        msg.request_id, msg.stream, msg.data, msg.ack, msg.exited, msg.exit_code, msg.error
+    )
+
+
 def step_start_from_pb(msg: pb.StepStart) -> StepStart:
     lay = msg.layout
     return StepStart(
@@ -277,6 +286,33 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
 
 
 def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
+    if isinstance(order, SessionInput):  # the most frequent order of an interactive session
+        return pb.SchedulerMessage(
+            session_input=pb.SessionInput(
+                request_id=order.request_id,
+                data=order.data,
+                eof=order.eof,
+                rows=order.rows,
+                cols=order.cols,
+                ack=order.ack,
+                close=order.close,
+            )
+        )
+    if isinstance(order, SessionOpen):
+        return pb.SchedulerMessage(
+            session_open=pb.SessionOpen(
+                request_id=order.request_id,
+                job_id=order.job_id,
+                attempt=order.attempt,
+                kind=order.kind,
+                command=list(order.command),
+                tty=order.tty,
+                rows=order.rows,
+                cols=order.cols,
+                port=order.port,
+                window=order.window,
+            )
+        )
     if isinstance(order, LaunchOrder):
         return pb.SchedulerMessage(
             launch=pb.LaunchOrder(

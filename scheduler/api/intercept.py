@@ -4,7 +4,9 @@ metrics).
 A subclass says which calls it wraps (``wraps``), what it learns once per call before the
 handler runs (``prepare``, e.g. the caller's principal), and what it does before (``enter``:
 may abort) and after (``leave``: told the exception the call ended with, if any) each unary or
-server-streaming call. Client-streaming calls (the agent stream) are never wrapped.
+server-streaming call, and around bidirectional calls a subclass opts into (``wraps_bidi``:
+``enter`` and ``leave`` then get no request). Other client-streaming calls (the agent stream)
+are never wrapped.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
     def wraps(self, method: str, handler: grpc.RpcMethodHandler) -> bool:
         """Whether to wrap ``method`` (default: yes; client-streaming calls never are)."""
         return True
+
+    def wraps_bidi(self, method: str) -> bool:
+        """Whether to wrap the bidirectional call ``method`` (default: no)."""
+        return False
 
     async def prepare(self, details: grpc.HandlerCallDetails) -> Any:
         """What ``enter`` and ``leave`` get for every call of this RPC (default None)."""
@@ -50,6 +56,17 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
+        if handler is not None and handler.stream_stream is not None and self.wraps_bidi(method):
+            return grpc.stream_stream_rpc_method_handler(
+                self._stream(
+                    handler.stream_stream,
+                    await self.prepare(handler_call_details),
+                    method,
+                    bidi=True,
+                ),
+                handler.request_deserializer,
+                handler.response_serializer,
+            )
         if handler is None or not self.wraps(method, handler) or handler.request_streaming:
             return handler
         prepared = await self.prepare(handler_call_details)
@@ -84,10 +101,15 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
         return unary
 
     def _stream(
-        self, inner: Callable[..., AsyncIterator[Any]], prepared: Any, method: str
+        self,
+        inner: Callable[..., AsyncIterator[Any]],
+        prepared: Any,
+        method: str,
+        bidi: bool = False,
     ) -> Callable[..., AsyncIterator[Any]]:
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            entered = await self.enter(prepared, method, request, context)
+            shown = None if bidi else request  # a bidirectional call's requests are its own
+            entered = await self.enter(prepared, method, shown, context)
             failed: BaseException | None = None
             try:
                 async for item in inner(request, context):
@@ -96,6 +118,6 @@ class HandlerInterceptor(grpc.aio.ServerInterceptor):
                 failed = exc
                 raise
             finally:
-                await self.leave(entered, method, request, context, failed)
+                await self.leave(entered, method, shown, context, failed)
 
         return stream

@@ -20,6 +20,7 @@ from rota.scheduler.api.admin import AdminServicer
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import streaming, unary
 from rota.scheduler.api.gpus import GpuServicer
+from rota.scheduler.api.interactive import InteractiveServicer
 from rota.scheduler.api.partitions import PartitionServicer
 from rota.scheduler.api.peers import node_certificate_problem
 from rota.scheduler.api.reservations import ReservationServicer, add_bookings
@@ -205,6 +206,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             "log_data": lambda m: engine.agents.agent_log_data(
                 session, convert.log_data_from_pb(m.log_data)
             ),
+            "session_output": lambda m: engine.agents.agent_session_output(
+                session, convert.session_output_from_pb(m.session_output)
+            ),
             "step_start": lambda m: engine.agents.agent_step_start(
                 session, convert.step_start_from_pb(m.step_start)
             ),
@@ -241,3 +245,4 @@ def add_servicers(server: grpc.aio.Server, engine: Engine) -> None:
     pb_grpc.add_UserServiceServicer_to_server(UserServicer(engine), server)
     pb_grpc.add_PartitionServiceServicer_to_server(PartitionServicer(engine), server)
     pb_grpc.add_AccountingServiceServicer_to_server(AccountingServicer(engine), server)
+    pb_grpc.add_InteractiveServiceServicer_to_server(InteractiveServicer(engine), server)

@@ -72,6 +72,24 @@ def may_read_logs(principal: Principal, job: JobRecord) -> str:
     return f"job {job.display_id} belongs to {job.user}; only its owner or an admin may read its output"
 
 
+SESSION_ACTIONS = {
+    "attach": "attach to",  # grun's session (the job's own process)
+    "exec": "open a shell or run a command in",  # gattach
+    "forward": "forward a port of",  # rota forward, rota proxy
+}
+
+
+def may_enter(principal: Principal, job: JobRecord, kind: str) -> str:
+    """An interactive session in ``job``'s container (``kind`` of ``SESSION_ACTIONS``): its
+    owner or an admin only, as SLURM lets only a job's user (or root) srun into it."""
+    if owns(principal, job):
+        return ""
+    return (
+        f"job {job.display_id} belongs to {job.user}; only its owner or an admin may "
+        f"{SESSION_ACTIONS[kind]} it"
+    )
+
+
 def may_administer(principal: Principal, what: str) -> str:
     """Nodes, GPUs, partitions, users, tokens and the audit log: admins only."""
     if principal.admin:
@@ -228,6 +246,9 @@ ACTIONS: dict[str, Callable[[Principal, Any], str]] = {
     "job.release": _on_job("release"),
     "job.requeue": _on_job("requeue"),
     "job.read_logs": may_read_logs,
+    "job.attach": lambda principal, job: may_enter(principal, job, "attach"),
+    "job.exec": lambda principal, job: may_enter(principal, job, "exec"),
+    "job.forward": lambda principal, job: may_enter(principal, job, "forward"),
     "reservation.change": lambda principal, r: may_change_reservation(
         principal, r.name, r.created_by
     ),

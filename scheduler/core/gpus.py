@@ -335,6 +335,13 @@ class GpuHealth:
             self.model.bump()
         return orders
 
+    def last_active(self, job: JobRecord, now: float) -> float | None:
+        """When ``job``'s GPUs were last seen busy (its start if never), on fresh telemetry of
+        real GPUs; None when that telemetry is missing (no sign of idleness)."""
+        if not self._observed(job, now):
+            return None
+        return max(job.start_time or now, self._active_at.get(job.id, 0.0))
+
     def _observed(self, job: JobRecord, now: float) -> bool:
         """True when every node of the job sent fresh telemetry of real GPUs."""
         stale_after = 3 * self.config.heartbeat_interval

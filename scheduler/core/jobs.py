@@ -16,6 +16,7 @@ from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core import authz
 from rota.scheduler.core.errors import NotFound, UserError
+from rota.scheduler.core.interactive_limits import interactive_refusal
 from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
 from rota.scheduler.core.lookup import CancelResult, JobLookup, parse_display_id
 from rota.scheduler.core.model import ClusterModel
@@ -140,6 +141,15 @@ class JobService:
         tasks = [task_ids(i.spec) for i in new_items]
         counts = [1 if t is None else len(t) for t in tasks]
         self._check_pending_limits(new_items, bases, counts)
+        refused = interactive_refusal(
+            [a.spec for a in admitted],
+            user,
+            self.model.jobs.values(),
+            self.config.interactive_max_sessions,
+            self.config.interactive_max_gpus,
+        )
+        if refused:
+            raise UserError(refused)
         return Admission(items, user, known, new_items, bases, tasks)
 
     def adopt(self, jobs: Sequence[JobRecord], build_views: bool = False) -> None:

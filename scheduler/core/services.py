@@ -25,6 +25,7 @@ from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.partitions import PartitionService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
+from rota.scheduler.core.sessions import SessionService
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.unused_notice import UnusedNotice
 from rota.scheduler.core.usage import HISTORY_HALF_LIVES, UsageBook
@@ -60,6 +61,7 @@ class Services:
     mail: MailService  # job mail (sbatch --mail-type) and no-show mail, queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
+    sessions: SessionService  # interactive sessions: their jobs, who entered them
     web_sessions: WebSessionRepository  # dashboard logins: the web layer's, off the core thread
     job_steps: JobSteps  # srun steps: checked, numbered and recorded
 
@@ -158,6 +160,7 @@ def build_services(
         mail=mail,
         policy=policy,
         liveness=liveness,
+        sessions=SessionService(model, lookup, lifecycle, users, gpus, config, clock),
         web_sessions=store.web_sessions,
         job_steps=JobSteps(model, lifecycle, store.jobs.events),
     )

@@ -66,6 +66,7 @@ class CoreSteps:
         """Housekeeping: lost nodes and idle jobs, accounting, reservations, tokens, audit."""
         services = self.services
         orders = services.agents.lost_nodes() + services.gpus.idle_jobs()
+        orders += services.sessions.reclaim()
         services.accounting.tick()
         now = services.reservations.clock()
         services.reservations.advance(now)

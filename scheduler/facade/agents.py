@@ -9,6 +9,7 @@ from rota.messages import (
     Hello,
     LogData,
     Pong,
+    SessionOutput,
     StepCancel,
     StepEnd,
     StepOutput,
@@ -22,6 +23,7 @@ from rota.scheduler.core.steps import Beat, CoreSteps, ReceivedBeat, ReceivedEve
 from rota.scheduler.core_thread import Executor
 from rota.scheduler.intake import EventIntake, TelemetryIntake
 from rota.scheduler.pass_loop import PassLoop
+from rota.scheduler.session_relay import SessionRelay
 from rota.scheduler.step_relay import StepRelay
 
 
@@ -40,6 +42,7 @@ class AgentsFacade:
         telemetry: TelemetryIntake,
         events: EventIntake,
         step_relay: StepRelay,
+        sessions: SessionRelay,
     ) -> None:
         self.services = services
         self.core = core
@@ -49,6 +52,7 @@ class AgentsFacade:
         self.passes = passes
         self.telemetry = telemetry
         self.events = events
+        self.sessions = sessions
         self.step_relay = step_relay
 
     async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
@@ -93,6 +97,12 @@ class AgentsFacade:
         (output for a request made of another node is refused and recorded)."""
         self.services.liveness.stamp(session.node, session.id)
         self.logs.deliver(session, data)
+
+    def agent_session_output(self, session: AgentSession, out: SessionOutput) -> None:
+        """Stamp liveness and hand an interactive session's output to its client (output for
+        a session opened on another node is refused and recorded)."""
+        self.services.liveness.stamp(session.node, session.id)
+        self.sessions.deliver(session, out)
 
     def agent_step_start(self, session: AgentSession, start: StepStart) -> None:
         """Stamp liveness and start the srun step the node asks for (``StepRelay``)."""

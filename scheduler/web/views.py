@@ -74,6 +74,7 @@ def job_json(job: JobRecord) -> Json:
             command=job.spec.command,
             partition=job.partition,
             partitions=job.spec.partition,
+            interactive=job.spec.interactive,
         )
     )
 

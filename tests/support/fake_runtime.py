@@ -13,7 +13,15 @@ from pathlib import Path
 
 from rota.agent.runtime.attempts import Attempt, AttemptTable, Phase
 from rota.agent.runtime.base import EngineHealth, ReportFn
-from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
+from rota.agent.runtime.sessions import SessionError, SessionHandle
+from rota.messages import (
+    AgentEvent,
+    EventKind,
+    KillOrder,
+    LaunchOrder,
+    RunningAttempt,
+    SessionOpen,
+)
 
 
 class FakeRuntime:
@@ -103,6 +111,9 @@ class FakeRuntime:
 
     def container_info(self, container_id: str) -> tuple[int, str] | None:
         return None
+
+    def open_session(self, request: SessionOpen) -> SessionHandle:
+        raise SessionError("the fake runtime has no containers to open sessions in")
 
     def health(self) -> EngineHealth:
         return self.engine

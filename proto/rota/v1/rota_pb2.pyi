@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "checkpointable", "signal", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "checkpointable", "signal", "interactive", "tty", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +135,8 @@ class JobSpec(_message.Message):
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINTABLE_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    INTERACTIVE_FIELD_NUMBER: _ClassVar[int]
+    TTY_FIELD_NUMBER: _ClassVar[int]
     NODELIST_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_FIELD_NUMBER: _ClassVar[int]
     MAIL_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -175,6 +177,8 @@ class JobSpec(_message.Message):
     partition: str
     checkpointable: bool
     signal: str
+    interactive: bool
+    tty: bool
     nodelist: str
     exclude: str
     mail_type: _containers.RepeatedScalarFieldContainer[str]
@@ -182,7 +186,7 @@ class JobSpec(_message.Message):
     ntasks: int
     ntasks_per_node: int
     gpus_per_task: int
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., checkpointable: _Optional[bool] = ..., signal: _Optional[str] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., checkpointable: _Optional[bool] = ..., signal: _Optional[str] = ..., interactive: _Optional[bool] = ..., tty: _Optional[bool] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
@@ -929,12 +933,13 @@ class LogData(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "step_start", "step_output", "step_end", "step_cancel")
+    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output", "step_start", "step_output", "step_end", "step_cancel")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     JOB_EVENT_FIELD_NUMBER: _ClassVar[int]
     LOG_DATA_FIELD_NUMBER: _ClassVar[int]
     KEEPALIVE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     STEP_START_FIELD_NUMBER: _ClassVar[int]
     STEP_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     STEP_END_FIELD_NUMBER: _ClassVar[int]
@@ -944,11 +949,12 @@ class AgentMessage(_message.Message):
     job_event: AgentJobEvent
     log_data: LogData
     keepalive: Keepalive
+    session_output: SessionOutput
     step_start: StepStart
     step_output: StepOutput
     step_end: StepEnd
     step_cancel: StepCancel
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
 
 class Keepalive(_message.Message):
     __slots__ = ()
@@ -1048,13 +1054,15 @@ class EventAck(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class SchedulerMessage(_message.Message):
-    __slots__ = ("welcome", "launch", "kill", "log_request", "ack", "pong", "step_launch", "step_output", "step_end", "step_cancel")
+    __slots__ = ("welcome", "launch", "kill", "log_request", "ack", "pong", "session_open", "session_input", "step_launch", "step_output", "step_end", "step_cancel")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     LAUNCH_FIELD_NUMBER: _ClassVar[int]
     KILL_FIELD_NUMBER: _ClassVar[int]
     LOG_REQUEST_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
     PONG_FIELD_NUMBER: _ClassVar[int]
+    SESSION_OPEN_FIELD_NUMBER: _ClassVar[int]
+    SESSION_INPUT_FIELD_NUMBER: _ClassVar[int]
     STEP_LAUNCH_FIELD_NUMBER: _ClassVar[int]
     STEP_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     STEP_END_FIELD_NUMBER: _ClassVar[int]
@@ -1065,11 +1073,13 @@ class SchedulerMessage(_message.Message):
     log_request: LogRequest
     ack: EventAck
     pong: Pong
+    session_open: SessionOpen
+    session_input: SessionInput
     step_launch: StepLaunch
     step_output: StepOutput
     step_end: StepEnd
     step_cancel: StepCancel
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., step_launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_input: _Optional[_Union[SessionInput, _Mapping]] = ..., step_launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
 
 class Pong(_message.Message):
     __slots__ = ("time", "telemetry_period")
@@ -1184,6 +1194,66 @@ class StepCancel(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class SessionOpen(_message.Message):
+    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    TTY_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    job_id: int
+    attempt: int
+    kind: str
+    command: _containers.RepeatedScalarFieldContainer[str]
+    tty: bool
+    rows: int
+    cols: int
+    port: int
+    window: int
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ...) -> None: ...
+
+class SessionInput(_message.Message):
+    __slots__ = ("request_id", "data", "eof", "rows", "cols", "ack", "close")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    EOF_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    data: bytes
+    eof: bool
+    rows: int
+    cols: int
+    ack: int
+    close: bool
+    def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., ack: _Optional[int] = ..., close: _Optional[bool] = ...) -> None: ...
+
+class SessionOutput(_message.Message):
+    __slots__ = ("request_id", "stream", "data", "ack", "exited", "exit_code", "error")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    EXITED_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    stream: int
+    data: bytes
+    ack: int
+    exited: bool
+    exit_code: int
+    error: str
+    def __init__(self, request_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., ack: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
 
 class User(_message.Message):
     __slots__ = ("name", "admin", "accounts", "default_account", "uid", "gid", "revoked", "created")
@@ -1506,3 +1576,49 @@ class SummaryResponse(_message.Message):
     start: float
     end: float
     def __init__(self, users: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ..., accounts: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ..., start: _Optional[float] = ..., end: _Optional[float] = ...) -> None: ...
+
+class InteractRequest(_message.Message):
+    __slots__ = ("job_id", "kind", "command", "tty", "rows", "cols", "port", "node", "data", "eof")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    TTY_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    EOF_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    kind: str
+    command: _containers.RepeatedScalarFieldContainer[str]
+    tty: bool
+    rows: int
+    cols: int
+    port: int
+    node: str
+    data: bytes
+    eof: bool
+    def __init__(self, job_id: _Optional[str] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., node: _Optional[str] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ...) -> None: ...
+
+class InteractReply(_message.Message):
+    __slots__ = ("state", "reason", "estimated_start", "started", "stream", "data", "exited", "exit_code", "error")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    EXITED_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    reason: str
+    estimated_start: float
+    started: bool
+    stream: int
+    data: bytes
+    exited: bool
+    exit_code: int
+    error: str
+    def __init__(self, state: _Optional[str] = ..., reason: _Optional[str] = ..., estimated_start: _Optional[float] = ..., started: _Optional[bool] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...

@@ -1752,3 +1752,75 @@ class AccountingService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class InteractiveServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Interact = channel.stream_stream(
+                '/rota.v1.InteractiveService/Interact',
+                request_serializer=rota_dot_v1_dot_rota__pb2.InteractRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.InteractReply.FromString,
+                _registered_method=True)
+
+
+class InteractiveServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def Interact(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_InteractiveServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Interact': grpc.stream_stream_rpc_method_handler(
+                    servicer.Interact,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.InteractRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.InteractReply.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'rota.v1.InteractiveService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('rota.v1.InteractiveService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class InteractiveService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def Interact(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/rota.v1.InteractiveService/Interact',
+            rota_dot_v1_dot_rota__pb2.InteractRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.InteractReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

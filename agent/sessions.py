@@ -1,0 +1,198 @@
+"""The agent's side of interactive sessions: bytes between a session's socket to the engine
+and the scheduler's stream, flow-controlled both ways.
+
+Output: at most ``window`` bytes sent and not yet acknowledged by the scheduler (it
+acknowledges what its client took), so a slow client slows the process down instead of
+filling anyone's memory. Input: each chunk written is acknowledged (``SessionOutput.ack``), and
+the scheduler keeps at most its window of input in flight. Each session has a reader and a
+writer thread; nothing here blocks the link's thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import socket
+import struct
+import threading
+from collections.abc import Callable
+
+from rota.agent.runtime.sessions import SessionError, SessionHandle
+from rota.messages import SessionInput, SessionOpen, SessionOutput
+
+log = logging.getLogger("rota.agent")
+
+CHUNK = 256 * 1024  # bytes of output per message
+DEFAULT_WINDOW = 4 << 20
+
+
+class Sessions:
+    """Open sessions by request id. ``open_handle`` opens one in the engine (may block);
+    ``send`` queues a message for the scheduler."""
+
+    def __init__(
+        self,
+        open_handle: Callable[[SessionOpen], SessionHandle],
+        send: Callable[[SessionOutput], None],
+    ) -> None:
+        self._open_handle = open_handle
+        self._send = send
+        self._sessions: dict[int, _Session] = {}
+        self._lock = threading.Lock()
+
+    def order(self, order: SessionOpen | SessionInput) -> None:
+        """Open a session, or hand it input, a resize, an acknowledgement or its close."""
+        if isinstance(order, SessionOpen):
+            session = _Session(order, self._open_handle, self._send, self._forget)
+            with self._lock:
+                self._sessions[order.request_id] = session
+            threading.Thread(target=session.run, name="session", daemon=True).start()
+            return
+        with self._lock:
+            found = self._sessions.get(order.request_id)
+        if found is not None:
+            found.take(order)
+
+    def close_all(self) -> None:
+        """The scheduler's stream ended: its sessions' clients are gone."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+        for session in sessions:
+            session.take(SessionInput(session.request.request_id, close=True))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def _forget(self, request_id: int) -> None:
+        with self._lock:
+            self._sessions.pop(request_id, None)
+
+
+class _Session:
+    def __init__(
+        self,
+        request: SessionOpen,
+        open_handle: Callable[[SessionOpen], SessionHandle],
+        send: Callable[[SessionOutput], None],
+        forget: Callable[[int], None],
+    ) -> None:
+        self.request = request
+        self._open_handle = open_handle
+        self._send = send
+        self._forget = forget
+        self._window = request.window or DEFAULT_WINDOW
+        self._unacked = 0
+        self._credit = threading.Condition()
+        self._closed = False
+        self._inputs: queue.Queue[SessionInput] = queue.Queue()
+        self._handle: SessionHandle | None = None
+
+    def take(self, order: SessionInput) -> None:
+        if order.ack:
+            with self._credit:
+                self._unacked -= order.ack
+                self._credit.notify_all()
+        if order.close:
+            with self._credit:
+                self._closed = True
+                self._credit.notify_all()
+            handle = self._handle
+            if handle is not None:  # also frees a writer blocked on a process not reading
+                with contextlib.suppress(OSError):
+                    handle.sock.shutdown(socket.SHUT_RDWR)
+        if order.data or order.eof or order.rows or order.close:
+            self._inputs.put(order)
+
+    def run(self) -> None:
+        """Open the session, pump its output until it ends, then say how it ended."""
+        rid = self.request.request_id
+        try:
+            try:
+                handle = self._handle = self._open_handle(self.request)
+            except SessionError as exc:
+                self._send(SessionOutput(rid, error=str(exc)))
+                return
+            if self.request.rows and self.request.cols:
+                handle.resize(self.request.rows, self.request.cols)
+            threading.Thread(target=self._write, args=(handle,), daemon=True).start()
+            self._read(handle)
+            if self._closed:
+                return  # the client went away: nobody to tell
+            code = handle.exit_code()
+            if code is None:
+                self._send(SessionOutput(rid, error="the engine did not say how it ended"))
+            else:
+                self._send(SessionOutput(rid, exited=True, exit_code=code))
+        except Exception:
+            log.exception("interactive session %d of job %d failed", rid, self.request.job_id)
+            self._send(SessionOutput(rid, error="the session broke on the node"))
+        finally:
+            self._forget(rid)
+            self._inputs.put(SessionInput(rid, close=True))  # ends the writer
+
+    def _read(self, handle: SessionHandle) -> None:
+        frames = _Frames() if handle.multiplexed else None
+        while True:
+            try:
+                data = handle.sock.recv(CHUNK)
+            except OSError:
+                return
+            if not data:
+                return
+            parts = frames.feed(data) if frames is not None else [(1, data)]
+            for stream, payload in parts:
+                if not self._output(stream, payload):
+                    return
+
+    def _output(self, stream: int, payload: bytes) -> bool:
+        """Send ``payload`` once the window allows; False when the client went away."""
+        for start in range(0, len(payload), CHUNK):
+            piece = payload[start : start + CHUNK]
+            with self._credit:
+                while self._unacked + len(piece) > self._window and not self._closed:
+                    self._credit.wait(1.0)
+                if self._closed:
+                    return False
+                self._unacked += len(piece)
+            self._send(SessionOutput(self.request.request_id, stream=stream, data=piece))
+        return True
+
+    def _write(self, handle: SessionHandle) -> None:
+        rid = self.request.request_id
+        while True:
+            order = self._inputs.get()
+            try:
+                if order.close:
+                    handle.sock.shutdown(socket.SHUT_RDWR)
+                    handle.sock.close()
+                    return
+                if order.rows and order.cols:
+                    handle.resize(order.rows, order.cols)
+                if order.data:
+                    handle.sock.sendall(order.data)
+                    self._send(SessionOutput(rid, ack=len(order.data)))
+                if order.eof:
+                    handle.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                if order.close:
+                    return
+
+
+class _Frames:
+    """Docker's multiplexed stream: 8-byte headers (stream, size) before each payload."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        self._buf += data
+        out = []
+        while len(self._buf) >= 8:
+            stream, size = struct.unpack(">BxxxL", self._buf[:8])
+            if len(self._buf) < 8 + size:
+                break
+            out.append((2 if stream == 2 else 1, self._buf[8 : 8 + size]))
+            self._buf = self._buf[8 + size :]
+        return out

@@ -1,0 +1,141 @@
+"""grun: an interactive session on allocated GPUs, like SLURM's ``srun --pty`` / ``salloc``.
+
+It submits a job marked interactive (listed by gqueue and gacct like any other, subject to
+limits, fair share and reservations), waits for it showing why it is pending, then connects
+the terminal to its process through the scheduler: a real terminal with ``--pty`` (the
+default when no command is given and stdin is a terminal), plain pipes otherwise. Its exit
+code is the command's. Ctrl-C while pending cancels the job; without a terminal, Ctrl-C
+cancels the running job too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+SHELL = ["/bin/sh"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="grun",
+        description="Run an interactive session (a shell or CMD) on allocated GPUs.",
+    )
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="CMD", help="default: a shell")
+    p.add_argument("--gpus", "-G", type=int, default=0, help="GPUs (default 0)")
+    p.add_argument("--gpu-type", default="", help="GPU model, e.g. A100")
+    p.add_argument("--time", "-t", default="", help="time limit (2h, 90m, 1-00:00:00)")
+    p.add_argument("--image", default="", help="container image (default: ROTA_DEFAULT_IMAGE)")
+    p.add_argument("--reservation", default="", help="run in this reservation")
+    p.add_argument("--partition", "-p", default="", help="partition(s), a or a,b")
+    p.add_argument("--account", "-A", default="", help="account to charge")
+    p.add_argument("--cpus", "-c", type=float, default=0, help="CPUs (default: no limit)")
+    p.add_argument("--mem", default="", help="memory, e.g. 16Gi (default: no limit)")
+    p.add_argument("--job-name", "-J", default="", help="job name (default: interactive)")
+    p.add_argument(
+        "--jupyter",
+        action="store_true",
+        help="start JupyterLab (the image must have it), forward its port, print its URL",
+    )
+    p.add_argument("--port", type=int, default=0, help="--jupyter: local port (default: free)")
+    pty = p.add_mutually_exclusive_group()
+    pty.add_argument("--pty", action="store_true", default=None, help="give CMD a terminal")
+    pty.add_argument("--no-pty", dest="pty", action="store_false", help="plain pipes")
+    p.add_argument("--scheduler", help="scheduler address HOST:PORT")
+    p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from rota.cli.errors import run_main
+
+    return run_main(lambda: _grun(args))
+
+
+def job_fields(args: argparse.Namespace, image: str) -> dict[str, Any]:
+    """The job file's fields grun's options give."""
+    resources: dict[str, Any] = {"gpus": args.gpus}
+    for key, value in (("gpu_type", args.gpu_type), ("cpus", args.cpus), ("memory", args.mem)):
+        if value:
+            resources[key] = value
+    job: dict[str, Any] = {
+        "name": args.job_name or "interactive",
+        "image": image,
+        "command": args.command or SHELL,
+        "resources": resources,
+    }
+    for key, value in (
+        ("time_limit", args.time),
+        ("reservation", args.reservation),
+        ("partition", args.partition),
+        ("account", args.account),
+    ):
+        if value:
+            job[key] = value
+    return job
+
+
+def _grun(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from rota.cli.client import connect, current_user
+    from rota.cli.errors import CliError
+    from rota.cli.session import run_session, say
+    from rota.cli.userconfig import ConfigError, default_image
+    from rota.jobspec import SpecError, parse_job_file
+
+    if args.command[:1] == ["--"]:
+        args.command = args.command[1:]
+    try:
+        image = args.image or default_image()
+    except ConfigError as exc:
+        raise CliError(str(exc), 2) from None
+    if not image:
+        raise CliError("--image is required (or set ROTA_DEFAULT_IMAGE)", 2)
+    use_tty = args.pty if args.pty is not None else not args.command and sys.stdin.isatty()
+    try:
+        spec = parse_job_file(job_fields(args, image))
+    except SpecError as exc:
+        raise CliError(str(exc), 2) from None
+    if args.jupyter:
+        from rota.cli.jupyter import jupyter_command, run_jupyter
+
+        token, command = jupyter_command()
+        spec = dataclasses.replace(spec, command=command, name=args.job_name or "jupyter")
+        spec = dataclasses.replace(spec, interactive=True)
+        with connect(args.scheduler, args.ca) as client:
+            return run_jupyter(client, spec, token, args.port)
+    spec = dataclasses.replace(spec, interactive=True, tty=use_tty)
+    with connect(args.scheduler, args.ca) as client:
+        reply = client.submit([("grun", spec)], current_user())
+        job_id = reply.jobs[0].job_ids[0]
+        waited: list[str] = []
+
+        def on_wait(status: Any) -> None:
+            if status.state == "PENDING" and (status.reason or not waited):
+                why = f" ({status.reason})" if status.reason else ""
+                say("grun", f"job {job_id} queued and waiting for resources{why}")
+                waited.append(status.reason)
+
+        started: list[bool] = []
+
+        def on_start() -> None:
+            started.append(True)
+            if waited:
+                say("grun", f"job {job_id} has been allocated resources")
+
+        try:
+            return run_session(
+                client, {"job_id": job_id, "kind": "attach"}, use_tty, on_wait, on_start
+            )
+        except KeyboardInterrupt:
+            client.cancel_jobs([job_id], current_user())
+            state = "running" if started else "pending"
+            say("grun", f"cancelled {state} job {job_id}")
+            return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

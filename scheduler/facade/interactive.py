@@ -1,0 +1,181 @@
+"""InteractiveService: grun's, gattach's and rota forward's sessions, opened once the job
+runs and relayed through the agent that runs it (``SessionRelay``).
+
+A session first waits for its job (``Waiting`` as its state or pending reason changes), then
+opens on the job's node (``Started``) and relays both ways. A grun session whose job already
+ended (its command was quick) gets the job's output and exit code instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
+
+from rota.inputs import SpecError, check_job_ids, check_node_name, check_number, check_text
+from rota.messages import SESSION_KINDS, SessionInput, SessionOpen, SessionOutput
+from rota.scheduler.agent_hub import LogRelay
+from rota.scheduler.cluster.model import JobRecord
+from rota.scheduler.cluster.users import Principal
+from rota.scheduler.core.errors import NotFound
+from rota.scheduler.core.services import Services
+from rota.scheduler.core_thread import Executor
+from rota.scheduler.session_relay import SessionRelay
+from rota.states import JobState
+
+POLL = 0.1  # seconds between looks at a job a session waits for, at first
+MAX_POLL = 1.0  # ... growing to this for a job that waits long
+ENDING = 30.0  # seconds a grun session whose process ended waits for its job's end
+MAX_WORDS = 1024  # words of a gattach command
+MAX_TERMINAL = 10_000  # rows or columns
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOpen:
+    """What a client opens: a ``kind`` session (``SESSION_KINDS``) in job ``job_id``."""
+
+    job_id: str
+    kind: str
+    command: tuple[str, ...] = ()
+    tty: bool = False
+    rows: int = 0
+    cols: int = 0
+    port: int = 0
+    node: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """The job a session waits for: its state, pending reason and estimated start."""
+
+    state: str
+    reason: str
+    estimated_start: float
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The session is open on ``node``."""
+
+    node: str
+
+
+SessionEvent = Waiting | Started | SessionOutput
+
+
+def check_open(request: ClientOpen) -> None:
+    """SpecError naming the first field a session's opening gets wrong."""
+    check_job_ids("job_id", [request.job_id], 1)
+    if request.kind not in SESSION_KINDS:
+        raise SpecError("kind", f"{request.kind[:40]!r} is not one of {', '.join(SESSION_KINDS)}")
+    if len(request.command) > MAX_WORDS:
+        raise SpecError("command", f"{len(request.command)} words; at most {MAX_WORDS}")
+    for i, word in enumerate(request.command):
+        check_text(f"command[{i}]", word, multiline=True)
+    check_number("rows", request.rows, 0, MAX_TERMINAL)
+    check_number("cols", request.cols, 0, MAX_TERMINAL)
+    if request.kind == "forward":
+        check_number("port", request.port, 1, 65535)
+    if request.node:
+        check_node_name("node", request.node)
+
+
+class InteractiveFacade:
+    """Sessions as a principal may open them (``authz``: the job's owner or an admin)."""
+
+    def __init__(
+        self, services: Services, core: Executor, relay: SessionRelay, logs: LogRelay
+    ) -> None:
+        self.services = services
+        self.core = core
+        self.relay = relay
+        self.logs = logs
+
+    async def interact(
+        self,
+        request: ClientOpen,
+        inputs: AsyncIterator[SessionInput],
+        who: Principal,
+        peer: str = "",
+    ) -> AsyncGenerator[SessionEvent, None]:
+        """Wait for the job, open the session and relay it (see the module doc). SpecError,
+        NotFound, AccessDenied or UserError before anything is yielded."""
+        check_open(request)
+        sessions = self.services.sessions
+        job = await self.core.call(sessions.target, request.job_id, who, request.kind)
+        shown: Waiting | None = None
+        poll = POLL
+        while job.state in (JobState.PENDING, JobState.CONFIGURING):
+            waiting = Waiting(job.state.value, job.reason, job.estimated_start or 0.0)
+            if waiting != shown:
+                shown = waiting
+                yield waiting
+            await asyncio.sleep(poll)
+            poll = min(poll * 1.2, MAX_POLL)
+            job = await self.core.call(sessions.current, job)
+        if job.state is not JobState.RUNNING:
+            async for event in self._ended(request, job):
+                yield event
+            return
+        node = request.node or job.node_names[0]
+        if node not in job.node_names:
+            raise SpecError("node", f"job {job.display_id} runs on {', '.join(job.node_names)}")
+        if request.kind != "attach":
+            await self.core.call(sessions.entered, job, who, request.kind, node, peer)
+        opening = SessionOpen(
+            0,
+            job.id,
+            job.attempt,
+            request.kind,
+            request.command,
+            request.tty,
+            request.rows,
+            request.cols,
+            request.port,
+        )
+        yield Started(node)
+        await self.core.call(sessions.attached, job.id)  # not idle while a client is attached
+        try:
+            async for out in self.relay.run(node, opening, inputs):
+                if out.error and request.kind == "attach":
+                    job = await self._end_of(job)
+                    if job.state.terminal:  # ended before the session opened: as if it had
+                        async for event in self._ended(request, job):
+                            yield event
+                        return
+                yield out
+        finally:
+            await self.core.call(sessions.detached, job.id)
+
+    async def _end_of(self, job: JobRecord) -> JobRecord:
+        """The job once it ended (its node reports it soon after the process ends), or as it
+        is after ``ENDING`` seconds."""
+        for _ in range(int(ENDING / POLL)):
+            job = await self.core.call(self.services.sessions.current, job)
+            if job.state.terminal:
+                break
+            await asyncio.sleep(POLL)
+        return job
+
+    async def _ended(
+        self, request: ClientOpen, job: JobRecord
+    ) -> AsyncGenerator[SessionOutput, None]:
+        """A grun session whose job already ended: its output, then its exit code. Any other
+        session: why it cannot open."""
+        if request.kind != "attach" or not job.state.terminal:
+            yield SessionOutput(0, error=f"job {job.display_id} is {job.state.value}, not running")
+            return
+        if job.node_names and job.start_time:
+            node = job.node_names[0]
+            try:
+                async for data in self.logs.stream(
+                    job.display_id, job.id, node, job.attempt, False
+                ):
+                    yield SessionOutput(0, data=data)
+            except NotFound as exc:  # output kept on a node that went away: say so, go on
+                yield SessionOutput(0, stream=2, data=f"{exc}\n".encode())
+        if job.exit_code is None:
+            why = job.reason or "it did not run to its end"
+            yield SessionOutput(0, error=f"job {job.display_id} ended {job.state.value}: {why}")
+        else:
+            yield SessionOutput(0, exited=True, exit_code=job.exit_code)

@@ -1,0 +1,75 @@
+"""Issue 25 end to end: grun's sessions through real scheduler and agent processes and real
+containers, driven through a pseudo-terminal and through pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.cluster import TEST_IMAGE, Cluster
+from tests.terminal import Terminal
+
+
+def grun(cluster: Cluster, *args: str) -> list[str]:
+    return ["-m", "rota.cli.grun", "--image", TEST_IMAGE, *args]
+
+
+def interrupt(term: Terminal) -> None:
+    """Ctrl-C until the shell prompts again: a key pressed before the shell made the sleep
+    the terminal's foreground reaches the shell, which ignores it (as at any terminal)."""
+    for _ in range(30):
+        term.send(b"\x03")
+        try:
+            term.expect(b"$ ", timeout=2)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"Ctrl-C did not interrupt the sleep; saw {term.seen!r}")
+
+
+def test_grun_pty_shell_prompt_resize_ctrl_c_and_exit_code(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    term = Terminal(grun(cluster, "--gpus", "1", "--pty", "sh"), cluster.env, rows=24, cols=80)
+    try:
+        term.expect(b"$ ")  # the shell's prompt, from inside the job's container
+        jobs = [j for j in cluster.jobs() if j["state"] == "RUNNING"]
+        assert [j["interactive"] for j in jobs] == [True]
+        assert jobs[0]["gpus"] == 1
+        term.send(b"stty size\r")
+        term.expect(b"24 80")
+        term.resize(40, 132)
+        term.send(b"stty size\r")
+        term.expect(b"40 132")
+        term.send(b"sleep 1000\r")
+        term.expect(b"sleep 1000")
+        interrupt(term)  # Ctrl-C: SIGINT to the sleep in the container, not to grun
+        term.send(b"echo after-$((6*7))\r")
+        term.expect(b"after-42")
+        term.send(b"exit 3\r")
+        assert term.wait() == 3
+    finally:
+        term.close()
+    job = cluster.wait_state(jobs[0]["id"], "FAILED")
+    assert job["exit_code"] == 3
+
+
+def test_grun_pipes_stdin_stdout_stderr_and_exit_code(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    data = os.urandom(3 * 2**20)
+    result = subprocess.run(
+        [sys.executable, *grun(cluster, "sh", "-c", "cat; echo done >&2; exit 5")],
+        input=data,
+        capture_output=True,
+        env=cluster.env,
+        timeout=120,
+    )
+    assert result.stderr.decode().endswith("done\n"), result.stderr
+    assert result.returncode == 5
+    assert result.stdout == data
+    (job,) = json.loads(cluster.cli("gqueue", "-t", "all", "--json", check=True).stdout)
+    assert job["interactive"] is True
+    assert cluster.wait_state(job["id"], "FAILED")["exit_code"] == 5

@@ -1,0 +1,76 @@
+"""The session relay's bounds (issue 25): output beyond the window a node may send
+unacknowledged ends the session instead of filling the scheduler's memory, the client's input
+is read only while the node has room for it, each chunk the client took is acknowledged, and
+output from another node is refused and recorded. The hub and relay as the daemon builds
+them, on an event loop, with the node's stream as its outbox."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from rota.messages import SessionInput, SessionOpen, SessionOutput
+from rota.scheduler.agent_hub import AgentHub
+from rota.scheduler.cluster.users import AuditEntry
+from rota.scheduler.session_relay import SessionRelay
+
+WINDOW = 1000
+
+
+async def drained(queue: asyncio.Queue[object]) -> list[object]:
+    await asyncio.sleep(0)  # let the relay's tasks run
+    items = []
+    while not queue.empty():
+        items.append(queue.get_nowait())
+    return items
+
+
+def test_windows_bound_both_directions_and_foreign_output_is_refused() -> None:
+    async def main() -> None:
+        refusals: list[AuditEntry] = []
+
+        async def record(entry: AuditEntry) -> None:
+            refusals.append(entry)
+
+        hub = AgentHub(record)
+        node, other = hub.new_session("n1"), hub.new_session("n2")
+        hub.attach(node)
+        hub.attach(other)
+        relay = SessionRelay(hub, window=WINDOW)
+        typed: asyncio.Queue[SessionInput | None] = asyncio.Queue()
+
+        async def inputs() -> AsyncIterator[SessionInput]:
+            while (item := await typed.get()) is not None:
+                yield item
+
+        session = relay.run("n1", SessionOpen(0, 7, 1, "exec"), inputs())
+        first = asyncio.ensure_future(anext(session))
+        (opened,) = await drained(node.outbox)  # type: ignore[arg-type]
+        assert isinstance(opened, SessionOpen) and opened.window == WINDOW
+        rid = opened.request_id
+
+        for _ in range(3):  # 1,800 bytes of input: the node has room for 1,000 in flight
+            typed.put_nowait(SessionInput(0, b"x" * 600))
+        sent = await drained(node.outbox)  # type: ignore[arg-type]
+        assert [len(s.data) for s in sent] == [600, 600]  # type: ignore[attr-defined]
+        relay.deliver(node, SessionOutput(rid, ack=600))  # the node wrote 600 bytes
+        relay.deliver(node, SessionOutput(rid, data=b"o" * 400))
+        assert (await first).data == b"o" * 400
+        following = asyncio.ensure_future(anext(session))  # the client asks for more
+        out = await drained(node.outbox)  # type: ignore[arg-type]
+        assert SessionInput(rid, ack=400) in out  # it took the 400 bytes: acknowledged
+        assert [len(s.data) for s in out if s.data] == [600]  # type: ignore[attr-defined]
+
+        relay.deliver(other, SessionOutput(rid, data=b"forged"))  # n2 answers n1's session
+        await hub.drain()
+        assert [r.user for r in refusals] == ["node:n2"]
+        assert "n2 sent output for a request made of node n1" in refusals[0].detail
+        for _ in range(5):  # a client that reads nothing: 2,000 bytes queue, then the limit
+            relay.deliver(node, SessionOutput(rid, data=b"p" * 500))
+        got = [await following] + [await anext(session) for _ in range(4)]
+        assert [o.data for o in got[:4]] == [b"p" * 500] * 4
+        assert "more than the session window" in got[4].error
+        await session.aclose()
+        assert len(relay) == 0  # the session is closed
+
+    asyncio.run(asyncio.wait_for(main(), 10))
