@@ -11,6 +11,7 @@ cancels the running job too.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -109,7 +110,7 @@ def _grun(args: argparse.Namespace) -> int:
             return run_jupyter(client, spec, token, args.port)
     spec = dataclasses.replace(spec, interactive=True, tty=use_tty)
     with connect(args.scheduler, args.ca) as client:
-        reply = client.submit([("grun", spec)], current_user())
+        reply = client.submit([(os.urandom(16).hex(), "grun", spec)], current_user())
         job_id = reply.jobs[0].job_ids[0]
         waited: list[str] = []
 
