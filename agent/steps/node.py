@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import logging
 import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -53,6 +54,7 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_SRUNS = 64  # sruns of one attempt waiting at once
 START_WAIT = 300.0  # seconds a step waits for its job's container to start on this node
 REPORT_WAIT = 5.0  # seconds sruns have to report their steps cancelled at the time limit
+LISTEN_TICK = 0.2  # seconds between the listener's looks at whether its attempt ended
 Key = tuple[int, int]  # (job id, attempt)
 
 
@@ -164,9 +166,7 @@ class NodeSteps:
         if held is None:
             return
         with self._lock:
-            held.stopping = True
-            if held.ctl >= 0:
-                os.write(held.ctl, b"\n")  # wakes the listener, which closes it
+            held.stopping = True  # the listener sees it within LISTEN_TICK and closes ctl
         for srun in sruns:
             srun.finish(1)
         held.spool.remove()
@@ -239,10 +239,16 @@ class NodeSteps:
     # ------------------------------------------------------------ sruns
 
     def _listen(self, key: Key, held: Held) -> None:
-        """Read ``ctl`` until the attempt ends; each line starts or cancels an srun."""
+        """Read ``ctl`` until the attempt ends; each line starts or cancels an srun. Nothing
+        ever writes to ``ctl`` but the job (which may keep it full): the end of the attempt is
+        noticed by polling ``held.stopping``."""
         pending = b""
+        poller = select.poll()
+        poller.register(held.ctl, select.POLLIN)
         try:
             while not held.stopping:
+                if not poller.poll(LISTEN_TICK * 1000):
+                    continue
                 data = os.read(held.ctl, 4096)
                 if not data:
                     return
@@ -250,6 +256,8 @@ class NodeSteps:
                 *lines, pending = pending.split(b"\n")
                 pending = pending[-256:]
                 for line in lines:
+                    if held.stopping:
+                        return
                     self._request(key, held, line.decode("ascii", "replace").strip())
         except OSError as exc:
             log.warning("job %d: step spool closed: %s", key[0], exc)
