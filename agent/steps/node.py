@@ -22,7 +22,7 @@ import select
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from rota.agent.steps.spool import (
     JobSpool,
     SpoolError,
 )
-from rota.agent.steps.srun import Srun
+from rota.agent.steps.srun import OutputBudget, Srun
 from rota.agent.steps.tasks import StepTasks, Target
 from rota.messages import (
     AgentMessage,
@@ -63,6 +63,7 @@ class Held:
     """An attempt's spool and what uses it."""
 
     spool: JobSpool
+    budget: OutputBudget = field(default_factory=OutputBudget)  # its sruns' queued output
     target: Target | None = None
     ctl: int = -1
     stopping: bool = False
@@ -285,7 +286,9 @@ class NodeSteps:
             os.close(out)
             return
         request_id = next(self._ids)
-        srun = Srun(key, spool, name, out, err, lambda _: self._forget(request_id))
+        srun = Srun(
+            key, spool, name, out, err, lambda _: self._forget(request_id), held.budget
+        )
         try:
             request = spool.read(name)
             with self._lock:
