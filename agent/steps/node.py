@@ -51,7 +51,7 @@ from rota.messages import (
 
 log = logging.getLogger("rota.agent")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-MAX_SRUNS = 64  # sruns of one attempt waiting at once
+MAX_SRUNS = 64  # sruns of one attempt served at once (the rest wait for a slot)
 START_WAIT = 300.0  # seconds a step waits for its job's container to start on this node
 REPORT_WAIT = 5.0  # seconds sruns have to report their steps cancelled at the time limit
 LISTEN_TICK = 0.2  # seconds between the listener's looks at whether its attempt ended
@@ -272,7 +272,7 @@ class NodeSteps:
         if verb == "cancel":
             self._cancel(key, name)
             return
-        if verb != "start" or held.stopping:
+        if verb != "start" or not self._slot(key, held):
             return
         spool = held.spool
         try:
@@ -289,12 +289,10 @@ class NodeSteps:
         srun = Srun(
             key, spool, name, out, err, lambda _: self._forget(request_id), held.budget
         )
+        with self._lock:
+            self._sruns[request_id] = srun  # holds a slot until its exit code is handed over
         try:
             request = spool.read(name)
-            with self._lock:
-                if sum(1 for s in self._sruns.values() if s.key == key) >= MAX_SRUNS:
-                    raise SpoolError(f"at most {MAX_SRUNS} steps of a job may run at once")
-                self._sruns[request_id] = srun
         except SpoolError as exc:
             srun.write(f"srun: error: {exc}\n".encode(), stderr=True)
             srun.finish(1)
@@ -310,6 +308,17 @@ class NodeSteps:
                 request.cwd,
             )
         )
+
+    def _slot(self, key: Key, held: Held) -> bool:
+        """Wait while the attempt has ``MAX_SRUNS`` sruns (each a thread of the agent's, until
+        it handed over its exit code): a job's sruns beyond them wait for their turn. False
+        when the attempt ended meanwhile."""
+        while not held.stopping:
+            with self._lock:
+                if sum(1 for s in self._sruns.values() if s.key == key) < MAX_SRUNS:
+                    return True
+            time.sleep(LISTEN_TICK)
+        return False
 
     def _forget(self, request_id: int) -> None:
         """An srun was handed its exit code."""
