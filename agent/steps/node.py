@@ -286,9 +286,7 @@ class NodeSteps:
             os.close(out)
             return
         request_id = next(self._ids)
-        srun = Srun(
-            key, spool, name, out, err, lambda _: self._forget(request_id), held.budget
-        )
+        srun = Srun(key, spool, name, out, err, lambda _: self._forget(request_id), held.budget)
         with self._lock:
             self._sruns[request_id] = srun  # holds a slot until its exit code is handed over
         try:
