@@ -1,0 +1,91 @@
+"""Issue 25 item 4 in a real browser (headless chromium) against a real scheduler, agent and
+Docker container: the job's owner opens its terminal on the job's page and runs a command in
+it, and opens the job's web port (busybox httpd inside the job) under the HTTP port; another
+user is refused both (403); every entry is recorded in the job's events and the audit log."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.browser import wait_text, wait_until
+from tests.cluster import Cluster, free_port
+from tests.test_e2e_attach_forward import start_servers
+from tests.test_e2e_web import log_in
+
+
+def cookie_of(port: int, token: str) -> str:
+    """A login's session cookie (``name=value``)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    body = json.dumps({"token": token})
+    conn.request("POST", "/api/v1/login", body, {"Content-Type": "application/json"})
+    answer = conn.getresponse()
+    answer.read()
+    assert answer.status == 200
+    return answer.getheader("Set-Cookie", "").split(";")[0]
+
+
+def status_of(port: int, path: str, headers: dict[str, str]) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", path, headers=headers)
+    answer = conn.getresponse()
+    answer.read()
+    return answer.status
+
+
+def test_owner_uses_terminal_and_web_port_other_user_refused(
+    cluster: Cluster, browser: WebDriver
+) -> None:
+    port = free_port()
+    cluster.start_scheduler(
+        "--open-registration",
+        "--allowed-mount",
+        str(cluster.root),
+        "--http-listen",
+        f"127.0.0.1:{port}",
+    )
+    cluster.start_agent("n1", gpus=1)
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
+    job_id = start_servers(cluster, {"ROTA_TOKEN": alice})
+    base = f"http://127.0.0.1:{port}"
+
+    log_in(browser, base, alice)
+    browser.get(f"{base}/#job/{job_id}")
+    wait_until(browser, "#terminal-open").click()
+    wait_text(browser, "#terminal-state", "on n1")
+    wait_until(browser, "#terminal .xterm-rows")
+    keys = browser.find_element(By.CSS_SELECTOR, "#terminal .xterm-helper-textarea")
+    keys.send_keys("echo hello-$((6*7))\n")
+    wait_text(browser, "#terminal .xterm-rows", "hello-42")
+
+    browser.get(f"{base}/jobs/{job_id}/port/8080/index.html")
+    wait_text(browser, "body", "hello from inside the job")
+    browser.get(f"{base}/jobs/{job_id}/port/8080")  # the slash is added
+    wait_text(browser, "body", "hello from inside the job")
+
+    theirs = {"Cookie": cookie_of(port, bob), "Origin": base, "Host": f"127.0.0.1:{port}"}
+    assert status_of(port, f"/jobs/{job_id}/port/8080/index.html", theirs) == 403
+    handshake = {
+        **theirs,
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+    }
+    assert status_of(port, f"/api/v1/jobs/{job_id}/terminal", handshake) == 403
+    mine = {"Cookie": cookie_of(port, alice), "Host": f"127.0.0.1:{port}"}
+    foreign = {**handshake, **mine, "Origin": "http://evil.example"}
+    assert status_of(port, f"/api/v1/jobs/{job_id}/terminal", foreign) == 403
+    assert status_of(port, f"/jobs/{job_id}/port/8080/", {}) == 401
+
+    shown = cluster.cli("gcontrol", "show", "job", job_id, check=True).stdout
+    assert "gattach by alice on n1" in shown and "port forward by alice on n1" in shown
+    audit = cluster.cli("gadmin", "audit", check=True).stdout
+    assert "Interact/exec" in audit and "Interact/forward" in audit
+    refused = [line for line in audit.splitlines() if "bob" in line]
+    assert len(refused) >= 2 and "PERMISSION_DENIED" in " ".join(refused)
