@@ -41,8 +41,7 @@ class WebPorts:
     def routes(self, api: Api) -> list[Route]:
         base = "/jobs/{id}/port/{port}"
         return [api.route("GET", base, self.slash)] + [
-            api.route(method, base + "/{rest*}", self.proxy, same_origin=True)
-            for method in METHODS
+            api.route(method, base + "/{rest*}", self.proxy, same_origin=True) for method in METHODS
         ]
 
     async def slash(self, request: Request, caller: Caller) -> Response:
@@ -134,9 +133,9 @@ class _Exchange:
         gone = asyncio.create_task(self.gone.wait())
         try:
             await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
-            if relay.done() and not relay.cancelled() and relay.exception() is None:
-                if not relay.result():
-                    writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            answered = relay.done() and not relay.cancelled() and relay.exception() is None
+            if answered and not relay.result():
+                writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
         finally:
             self.gone.set()
             for task in (relay, gone):

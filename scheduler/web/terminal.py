@@ -123,9 +123,7 @@ class _Session:
             await events.aclose()
             socket.close(1000)
 
-    async def _relay(
-        self, first: SessionEvent, events: AsyncGenerator[SessionEvent, None]
-    ) -> None:
+    async def _relay(self, first: SessionEvent, events: AsyncGenerator[SessionEvent, None]) -> None:
         assert self.socket is not None
         event: SessionEvent | None = first
         while event is not None:

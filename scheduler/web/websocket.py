@@ -77,7 +77,7 @@ class WebSocket:
             elif opcode == CLOSE:
                 self.close(1000)
                 raise Closed("closed by the peer")
-            elif opcode in (TEXT, BINARY) and not kind or opcode == 0 and kind:
+            elif (opcode in (TEXT, BINARY) and not kind) or (opcode == 0 and kind):
                 kind = kind or opcode
                 size += len(payload)
                 if size > self.max_message:
