@@ -12,6 +12,7 @@ import os
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser import wait_text, wait_until
 from tests.cluster import Cluster, free_port
@@ -62,6 +63,13 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
     keys = browser.find_element(By.CSS_SELECTOR, "#terminal .xterm-helper-textarea")
     keys.send_keys("echo hello-$((6*7))\n")
     wait_text(browser, "#terminal .xterm-rows", "hello-42")
+    before = wait_until(browser, "#terminal").get_attribute("data-size")
+    browser.set_window_size(900, 700)  # the terminal follows the window, and so does the shell
+    box = wait_until(browser, "#terminal")
+    WebDriverWait(browser, 30).until(lambda _: box.get_attribute("data-size") != before)
+    rows, cols = str(box.get_attribute("data-size")).split("x")
+    keys.send_keys("stty size\n")
+    wait_text(browser, "#terminal .xterm-rows", f"{rows} {cols}")
 
     browser.get(f"{base}/jobs/{job_id}/port/8080/index.html")
     wait_text(browser, "body", "hello from inside the job")

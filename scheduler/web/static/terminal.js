@@ -72,7 +72,11 @@ function openTerminal(id) {
     state.textContent = "(could not connect: only the job's owner or an admin may open it while it runs)";
   };
   term.onData((text) => socket.readyState === WebSocket.OPEN && socket.send(encoder.encode(text)));
-  term.onResize(({ cols: c, rows: r }) => socket.readyState === WebSocket.OPEN && socket.send(JSON.stringify({ rows: r, cols: c })));
+  box.dataset.size = `${rows}x${cols}`;
+  term.onResize(({ cols: c, rows: r }) => {
+    box.dataset.size = `${r}x${c}`;
+    if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ rows: r, cols: c }));
+  });
   window.onresize = () => {
     if (open.term !== term) return;
     const size = fit(box);
