@@ -1,7 +1,9 @@
 """Issue 25 item 4 in a real browser (headless chromium) against a real scheduler, agent and
 Docker container: the job's owner opens its terminal on the job's page and runs a command in
 it, and opens the job's web port (busybox httpd inside the job) under the HTTP port; another
-user is refused both (403); every entry is recorded in the job's events and the audit log."""
+user is refused both (403); every entry is recorded in the job's events and the audit log. A
+session started from the queue page's form opens its own terminal once it runs, and exiting
+its shell ends the job with the shell's exit code."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser import wait_text, wait_until
-from tests.cluster import Cluster, free_port
+from tests.cluster import TEST_IMAGE, Cluster, free_port
 from tests.test_e2e_attach_forward import start_servers
 from tests.test_e2e_web import log_in
 
@@ -39,9 +41,8 @@ def status_of(port: int, path: str, headers: dict[str, str]) -> int:
     return answer.status
 
 
-def test_owner_uses_terminal_and_web_port_other_user_refused(
-    cluster: Cluster, browser: WebDriver
-) -> None:
+def start(cluster: Cluster) -> int:
+    """A scheduler with the dashboard and one agent (one GPU); the HTTP port."""
     port = free_port()
     cluster.start_scheduler(
         "--open-registration",
@@ -51,6 +52,13 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
         f"127.0.0.1:{port}",
     )
     cluster.start_agent("n1", gpus=1)
+    return port
+
+
+def test_owner_uses_terminal_and_web_port_other_user_refused(
+    cluster: Cluster, browser: WebDriver
+) -> None:
+    port = start(cluster)
     alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
     job_id = start_servers(cluster, {"ROTA_TOKEN": alice})
     base = f"http://127.0.0.1:{port}"
@@ -97,3 +105,24 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
     assert "Interact/exec" in audit and "Interact/forward" in audit
     refused = [line for line in audit.splitlines() if "bob" in line]
     assert len(refused) >= 2 and "PERMISSION_DENIED" in " ".join(refused)
+
+
+def test_session_started_from_the_page_opens_its_terminal(
+    cluster: Cluster, browser: WebDriver
+) -> None:
+    port = start(cluster)
+    alice = cluster.add_user("alice")
+    log_in(browser, f"http://127.0.0.1:{port}", alice)
+    browser.get(f"http://127.0.0.1:{port}/#queue")
+    wait_until(browser, "#launch summary").click()
+    wait_until(browser, "#launch-image").send_keys(TEST_IMAGE)
+    wait_until(browser, "#launch-time").send_keys("30m")
+    browser.find_element(By.ID, "launch-submit").click()
+    wait_text(browser, "#terminal-state", "on n1", timeout=90)  # opened by itself
+    keys = browser.find_element(By.CSS_SELECTOR, "#terminal .xterm-helper-textarea")
+    keys.send_keys("echo hello-$((6*7))\n")
+    wait_text(browser, "#terminal .xterm-rows", "hello-42")
+    keys.send_keys("exit 3\n")
+    wait_text(browser, "#terminal-state", "exit code 3")
+    job_id = browser.find_element(By.ID, "job-id").text
+    cluster.wait_state(job_id, "FAILED")  # the session's own shell ended, with its code

@@ -1,8 +1,9 @@
 """The job page's terminal: ``GET /api/v1/jobs/{id}/terminal?rows=R&cols=C`` opens a WebSocket
-carrying a shell in the running job's container, as ``gattach JOB`` opens one.
+carrying a shell in the running job's container, as ``gattach JOB`` opens one; with
+``attach=1``, the job's own process instead (an interactive session's shell, as grun does).
 
-It is the engine's interactive session of kind ``exec`` (``/bin/sh`` with a terminal), so the
-same rights apply (``authz``: the job's owner or an admin; a refusal is 403 before the socket
+It is the engine's interactive session of kind ``exec`` (``/bin/sh`` with a terminal; or
+``attach``), so the same rights apply (``authz``: the job's owner or an admin; a refusal is 403 before the socket
 opens, and is audited) and it is recorded the same way (``gattach by USER on NODE`` in the
 job's events, ``Interact/exec`` in the audit log). The login cookie authenticates it and the
 browser's ``Origin`` must be this server's own.
@@ -36,7 +37,7 @@ from rota.scheduler.web.websocket import (
     handshake_refusal,
 )
 
-SHELL = ("/bin/sh",)
+SHELL: tuple[str, ...] = ("/bin/sh",)
 
 
 class Terminal:
@@ -56,7 +57,9 @@ class Terminal:
             raise ApiError(400, refusal)
         rows = query_int(request.query, "rows", 24, 1, MAX_TERMINAL)
         cols = query_int(request.query, "cols", 80, 1, MAX_TERMINAL)
-        opening = ClientOpen(request.params["id"], "exec", SHELL, True, rows, cols)
+        attach = request.query.get("attach", "") in ("1", "true")
+        kind, command = ("attach", ()) if attach else ("exec", SHELL)
+        opening = ClientOpen(request.params["id"], kind, command, True, rows, cols)
         session = _Session()
         events = self.engine.interactive.interact(
             opening, session.inputs(), caller.who, request.peer

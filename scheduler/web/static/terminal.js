@@ -6,6 +6,12 @@ import { Terminal } from "./vendor/xterm.mjs";
 import { $ } from "./dom.js";
 
 const open = { id: "", term: null, socket: null }; // the terminal on screen, if any
+const pending = { id: "" }; // a session started from the page: its terminal opens once it runs
+
+/** Open job ``id``'s terminal by itself the first time its page shows it running. */
+export function openWhenRunning(id) {
+  pending.id = id;
+}
 
 /** Show the terminal's controls on ``job``'s page when ``may`` (owner or admin) and it runs. */
 export function showInteractive(job, may) {
@@ -13,7 +19,7 @@ export function showInteractive(job, may) {
   const running = may && job.state === "RUNNING";
   $("#job-interactive").hidden = !running && !open.term;
   $("#terminal-open").hidden = !running || Boolean(open.term);
-  $("#terminal-open").onclick = () => openTerminal(job.id);
+  $("#terminal-open").onclick = () => openTerminal(job);
   $("#terminal-close").hidden = !open.term;
   $("#terminal-close").onclick = closeTerminal;
   const port = $("#web-port");
@@ -23,6 +29,10 @@ export function showInteractive(job, may) {
     link.hidden = !(Number.isInteger(n) && n >= 1 && n <= 65535);
     link.href = `/jobs/${encodeURIComponent(job.id)}/port/${n}/`;
   };
+  if (running && pending.id === job.id && !open.term) {
+    pending.id = "";
+    openTerminal(job);
+  }
 }
 
 /** The rows and columns of characters that fit the terminal's box. */
@@ -39,7 +49,10 @@ function fit(box) {
   return { cols, rows };
 }
 
-function openTerminal(id) {
+/** A terminal on ``job``: its own shell for an interactive session (as grun), else a new one
+ * in its container (as gattach). */
+function openTerminal(job) {
+  const id = job.id;
   const box = $("#terminal");
   const state = $("#terminal-state");
   box.hidden = false;
@@ -48,7 +61,7 @@ function openTerminal(id) {
   const term = new Terminal({ cols, rows, fontFamily: "monospace", fontSize: 15, convertEol: false });
   term.open(box);
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const url = `${scheme}://${location.host}/api/v1/jobs/${encodeURIComponent(id)}/terminal?rows=${rows}&cols=${cols}`;
+  const url = `${scheme}://${location.host}/api/v1/jobs/${encodeURIComponent(id)}/terminal?rows=${rows}&cols=${cols}${job.interactive ? "&attach=1" : ""}`;
   const socket = new WebSocket(url);
   socket.binaryType = "arraybuffer";
   Object.assign(open, { id, term, socket });
