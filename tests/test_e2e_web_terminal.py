@@ -11,6 +11,7 @@ import base64
 import http.client
 import json
 import os
+import socket
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -98,6 +99,25 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
     foreign = {**handshake, **mine, "Origin": "http://evil.example"}
     assert status_of(port, f"/api/v1/jobs/{job_id}/terminal", foreign) == 403
     assert status_of(port, f"/jobs/{job_id}/port/8080/", {}) == 401
+
+    # an upgraded connection passes through both ways (nc -e cat on 7000 echoes), and the
+    # app never sees the dashboard's cookie
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(
+            (
+                f"GET /jobs/{job_id}/port/7000/ws?x=1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Cookie: {mine['Cookie']}; theme=dark\r\nUpgrade: websocket\r\n"
+                "Connection: Upgrade\r\n\r\n"
+            ).encode()
+        )
+        echoed = b""
+        while not echoed.endswith(b"\r\n\r\n"):
+            echoed += conn.recv(4096)
+        assert echoed.startswith(b"GET /ws?x=1 HTTP/1.1\r\n")
+        assert b"upgrade: websocket" in echoed and b"cookie: theme=dark" in echoed
+        assert b"rota_session" not in echoed
+        conn.sendall(b"both ways")
+        assert conn.recv(4096) == b"both ways"
 
     shown = cluster.cli("gcontrol", "show", "job", job_id, check=True).stdout
     assert "gattach by alice on n1" in shown and "port forward by alice on n1" in shown
