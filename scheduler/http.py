@@ -2,7 +2,8 @@
 one request and one response per connection, optional TLS.
 
 A connection has ``head_timeout`` seconds for its TLS handshake and whole request; at most
-``max_connections`` are open at once, and a new one beyond that evicts the connection that has
+``max_connections`` are open at once (at most half of them taken over: a WebSocket, a proxied
+port; one more is answered 503), and a new one beyond that evicts the connection that has
 been sending its request the longest (a slowloris holds no slot a quick client needs), or is
 closed at once when every slot is answering.
 
@@ -126,6 +127,7 @@ class HttpServer:
         self._tls: ssl.SSLContext | None = None
         self._open: set[asyncio.StreamWriter] = set()
         self._reading: dict[asyncio.StreamWriter, None] = {}  # oldest first
+        self._taken = 0  # connections a takeover holds now
 
     async def start(self, address: str, tls: ssl.SSLContext | None = None) -> int:
         """Listen on ``HOST:PORT`` (TLS with ``tls``); return the bound port (OSError when it
@@ -197,14 +199,18 @@ class HttpServer:
         except (ConnectionError, ssl.SSLError):
             writer.close()
             return
-        if response.takeover is not None:
+        if response.takeover is not None and self._taken < self.max_connections // 2:
+            self._taken += 1
             try:
                 await response.takeover(reader, writer)
             except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError):
                 pass
             finally:
+                self._taken -= 1
                 writer.close()
             return
+        if response.takeover is not None:
+            response = Response(503, b"too many open terminals and proxied connections\n")
         headers = "".join(f"{k}: {v}\r\n" for k, v in response.headers)
         try:
             writer.write(

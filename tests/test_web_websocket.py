@@ -1,6 +1,7 @@
 """The HTTP port's WebSocket server side (RFC 6455) over a real loopback connection: the
-handshake's accept key, fragmented messages reassembled, pings answered, and a frame a client
-may not send (unmasked, or over the message bound) closing the socket with its code."""
+handshake's accept key, fragmented messages reassembled, pings answered, a frame a client may
+not send (unmasked, or over the message bound) closing the socket with its code, and at most
+half the port's connections held by sockets."""
 
 from __future__ import annotations
 
@@ -69,18 +70,19 @@ async def opened(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
     return reader, writer
 
 
+async def handler(request: Request) -> Response:
+    refusal = handshake_refusal(request)
+    if refusal:
+        return Response(400, refusal.encode())
+
+    async def takeover(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(accept_head(request))
+        await echo(reader, writer)
+
+    return Response(101, b"", takeover=takeover)
+
+
 def test_websocket_echoes_fragments_answers_pings_and_closes_on_bad_frames() -> None:
-    async def handler(request: Request) -> Response:
-        refusal = handshake_refusal(request)
-        if refusal:
-            return Response(400, refusal.encode())
-
-        async def takeover(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.write(accept_head(request))
-            await echo(reader, writer)
-
-        return Response(101, b"", takeover=takeover)
-
     async def run() -> None:
         server = HttpServer([Route("GET", "/ws", handler)])
         port = await server.start("127.0.0.1:0")
@@ -123,3 +125,34 @@ def test_handshake_refusals_name_the_header() -> None:
         Request("GET", "/", headers={**good, "sec-websocket-key": "short"})
     )
     assert "GET" in handshake_refusal(Request("POST", "/", headers=good))
+
+
+def test_sockets_hold_at_most_half_the_connections() -> None:
+    async def run() -> None:
+        server = HttpServer([Route("GET", "/ws", handler)], max_connections=4)
+        port = await server.start("127.0.0.1:0")
+        try:
+            held = [await opened(port) for _ in range(2)]
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                (
+                    "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                    f"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                    f"Sec-WebSocket-Key: {KEY}\r\n\r\n"
+                ).encode()
+            )
+            assert (await reader.read()).startswith(b"HTTP/1.1 503 ")
+            held[0][1].close()  # one goes away: its slot is free again
+            await held[0][1].wait_closed()
+            for _ in range(100):
+                try:
+                    await opened(port)
+                    break
+                except (AssertionError, asyncio.IncompleteReadError):
+                    await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("the freed slot was not given again")
+        finally:
+            await server.stop()
+
+    asyncio.run(run())
