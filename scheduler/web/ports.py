@@ -26,8 +26,10 @@ from rota.scheduler.web.api import Api, ApiError, Caller
 from rota.scheduler.web.sessions import COOKIE
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade"}
-HOP_BY_HOP |= {"transfer-encoding", "proxy-authorization", "content-length"}
+HOP_BY_HOP = frozenset(
+    "connection keep-alive proxy-connection te trailer upgrade transfer-encoding "
+    "proxy-authorization content-length".split()
+)
 MAX_HEAD = 64 * 1024  # bytes of the app's answer's head that are looked at
 CHUNK = 64 * 1024  # bytes read from the browser at once (an upgraded connection)
 
