@@ -27,8 +27,17 @@ from rota.scheduler.web.sessions import COOKIE
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 HOP_BY_HOP = frozenset(
-    "connection keep-alive proxy-connection te trailer upgrade transfer-encoding "
-    "proxy-authorization content-length".split()
+    [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+        "transfer-encoding",
+        "proxy-authorization",
+        "content-length",
+    ]
 )
 MAX_HEAD = 64 * 1024  # bytes of the app's answer's head that are looked at
 CHUNK = 64 * 1024  # bytes read from the browser at once (an upgraded connection)
