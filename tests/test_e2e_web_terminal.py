@@ -22,6 +22,8 @@ from tests.cluster import TEST_IMAGE, Cluster, free_port
 from tests.test_e2e_attach_forward import start_servers
 from tests.test_e2e_web import log_in
 
+JSON = "application/json"
+
 
 def cookie_of(port: int, token: str) -> str:
     """A login's session cookie (``name=value``)."""
@@ -32,6 +34,22 @@ def cookie_of(port: int, token: str) -> str:
     answer.read()
     assert answer.status == 200
     return answer.getheader("Set-Cookie", "").split(";")[0]
+
+
+def start_session(port: int, token: str, body: dict[str, object]) -> tuple[int, str]:
+    """POST /api/v1/interactive as ``token``'s browser login: the status and the answer."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("POST", "/api/v1/login", json.dumps({"token": token}), {"Content-Type": JSON})
+    login = conn.getresponse()
+    csrf = json.loads(login.read())["csrf"]
+    headers = {
+        "Cookie": str(login.getheader("Set-Cookie")).split(";")[0],
+        "X-CSRF-Token": csrf,
+        "Content-Type": JSON,
+    }
+    conn.request("POST", "/api/v1/interactive", json.dumps(body), headers)
+    answer = conn.getresponse()
+    return answer.status, answer.read().decode()
 
 
 def status_of(port: int, path: str, headers: dict[str, str]) -> int:
@@ -146,3 +164,6 @@ def test_session_started_from_the_page_opens_its_terminal(
     wait_text(browser, "#terminal-state", "exit code 3")
     job_id = browser.find_element(By.ID, "job-id").text
     cluster.wait_state(job_id, "FAILED")  # the session's own shell ended, with its code
+    for body, field in (({"gpus": 1}, "image"), ({"image": TEST_IMAGE, "gpus": "two"}, "gpus")):
+        refused = start_session(port, alice, body)
+        assert refused[0] == 400 and field in refused[1], refused
