@@ -103,6 +103,15 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
     browser.get(f"{base}/jobs/{job_id}/port/8080")  # the slash is added
     wait_text(browser, "body", "hello from inside the job")
 
+    # the whole path, for an app told its base (Jupyter's --ServerApp.base_url)
+    under = cluster.root / "www" / "jobs" / job_id / "app" / "8080"
+    under.mkdir(mode=0o755, parents=True)
+    for folder in (under, *under.parents[:3]):
+        folder.chmod(0o755)
+    (under / "index.html").write_text("the app's own base\n")
+    browser.get(f"{base}/jobs/{job_id}/app/8080/index.html")
+    wait_text(browser, "body", "the app's own base")
+
     theirs = {"Cookie": cookie_of(port, bob), "Origin": base, "Host": f"127.0.0.1:{port}"}
     assert status_of(port, f"/jobs/{job_id}/port/8080/index.html", theirs) == 403
     handshake = {

@@ -1,6 +1,7 @@
 """A job's web port on the HTTP port: ``/jobs/{id}/port/{port}/PATH?QUERY`` is answered by
 whatever listens on TCP ``port`` inside the running job's container (Jupyter, TensorBoard, an
-httpd), asked for ``/PATH?QUERY``.
+httpd), asked for ``/PATH?QUERY``; ``/jobs/{id}/app/{port}/PATH?QUERY`` is asked for that
+whole path, for an app told it as its base (Jupyter's ``--ServerApp.base_url``).
 
 Each request is the engine's interactive session of kind ``forward``, as ``rota forward`` opens
 one per connection: the same rights (``authz``: the job's owner or an admin; 403 otherwise, and
@@ -26,6 +27,7 @@ from rota.scheduler.web.api import Api, ApiError, Caller
 from rota.scheduler.web.sessions import COOKIE
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+WAYS = ("port", "app")  # the app is asked for the path under the prefix / the whole path
 HOP_BY_HOP = frozenset(
     [
         "connection",
@@ -50,10 +52,15 @@ class WebPorts:
         self.engine = engine
 
     def routes(self, api: Api) -> list[Route]:
-        base = "/jobs/{id}/port/{port}"
-        return [api.route("GET", base, self.slash)] + [
-            api.route(method, base + "/{rest*}", self.proxy, same_origin=True) for method in METHODS
-        ]
+        routes = []
+        for way in WAYS:
+            base = f"/jobs/{{id}}/{way}/{{port}}"
+            routes.append(api.route("GET", base, self.slash))
+            routes += [
+                api.route(method, base + "/{rest*}", self.proxy, same_origin=True)
+                for method in METHODS
+            ]
+        return routes
 
     async def slash(self, request: Request, caller: Caller) -> Response:
         """The port's root with its slash, so relative links resolve under it."""
@@ -65,8 +72,8 @@ class WebPorts:
         text = request.params["port"]
         if not text.isdigit() or not 1 <= int(text) <= 65535:
             raise ApiError(400, f"port: {text[:20]!r} is not a TCP port (1-65535)")
-        prefix = f"/jobs/{request.params['id']}/port/{text}"
-        exchange = _Exchange(_head(request, prefix, bearer=caller.session is None))
+        whole = request.path.split("/")[3] == "app"
+        exchange = _Exchange(_head(request, whole, bearer=caller.session is None))
         opening = ClientOpen(request.params["id"], "forward", port=int(text))
         events = self.engine.interactive.interact(
             opening, exchange.inputs(), caller.who, request.peer
@@ -88,10 +95,11 @@ class WebPorts:
         return Response(200, b"", takeover=takeover)
 
 
-def _head(request: Request, prefix: str, bearer: bool) -> bytes:
-    """The request as the app gets it: its path under the port, its own headers (not the
+def _head(request: Request, whole: bool, bearer: bool) -> bytes:
+    """The request as the app gets it: its path under ``/jobs/ID/port/PORT`` (``whole``: its
+    whole path), its own headers (not the
     dashboard's cookie, nor a bearer token that logged the caller in) and its body."""
-    target = request.target[len(prefix) :] or "/"
+    target = request.target if whole else "/" + "/".join(request.target.split("/")[5:])
     upgrade = "websocket" in request.headers.get("upgrade", "").lower()
     lines = [f"{request.method} {target} HTTP/1.1"]
     for name, value in request.headers.items():
