@@ -263,7 +263,11 @@ def _print_efficiency(jobs: Sequence[Any], args: argparse.Namespace) -> int:
     for job in jobs:
         row = job_row(job)
         flags = efficiency_flags(
-            row["gpu_utilization"], row["gpu_memory_peak"], row["gpu_memory_total"], args.idle_below
+            row["gpu_utilization"],
+            row["gpu_memory_peak"],
+            row["gpu_memory_total"],
+            args.idle_below,
+            job.reason,
         )
         if flags:
             rows.append({**row, "flags": flags})
