@@ -1,6 +1,7 @@
 """Issue 25 item 5: idle grun sessions reclaimed. The fake NVML library (in a real agent)
 reports 0 % utilisation; with short idle settings the session is left alone while its client
-is attached, then, once the client is gone, warned and ended TIMEOUT with reason Idle."""
+is attached, then, once the client is gone, warned (the next terminal opened in it shows the
+warning) and ended TIMEOUT with reason Idle."""
 
 from __future__ import annotations
 
@@ -38,5 +39,7 @@ def test_idle_session_is_kept_while_attached_then_warned_and_ended(gc: GpuCluste
         term.close()  # the client goes away; the session's shell runs on
     wait_for(lambda: "WARN: idle session" in gc.queue_line(job["id"]), 30, what="idle warning")
     assert any("idle session" in e["reason"] for e in gc.events(job["id"]))
+    entered = gc.c.cli("gattach", job["id"], "true", check=True)  # the terminal is told
+    assert "rota: this session was warned: idle session: no client attached" in entered.stderr
     ended = gc.c.wait_state(job["id"], "TIMEOUT", timeout=60)
     assert ended["reason"] == "Idle"

@@ -28,6 +28,7 @@ from rota.scheduler.core.users import UsersService
 from rota.states import JobState
 
 IDLE = "Idle"  # the reason of a session ended by idle reclamation (state TIMEOUT)
+IDLE_WARNING = "idle session: "  # how an idle warning starts (shown again on the next attach)
 
 
 class SessionService:
@@ -149,7 +150,7 @@ class SessionService:
             elif lead and idle >= limit - lead and self._warned.get(job.id) != since:
                 warned[job.id] = since
                 text = (
-                    f"idle session: no client attached and GPUs at 0% for "
+                    f"{IDLE_WARNING}no client attached and GPUs at 0% for "
                     f"{human_duration(idle)}; it ends (Idle) after {human_duration(limit)} "
                     f"idle unless attached or used"
                 )
