@@ -315,8 +315,7 @@ class GpuHealth:
             idle = now - since
             job = dataclasses.replace(job)  # committed, then swapped in
             requeue = (
-                self.config.idle_gpu_action == "requeue"
-                and job.attempt <= self.config.max_requeue
+                self.config.idle_gpu_action == "requeue" and job.attempt <= self.config.max_requeue
             )
             if cancel_after and idle >= cancel_after:
                 verb = "requeued" if requeue else "cancelled"
