@@ -1,6 +1,6 @@
 """gacct: finished jobs with GPU-hours and NVML figures (like ``sacct``); ``--summary`` totals
 per user and account; ``--efficiency`` jobs whose GPUs stayed mostly idle or nearly ran out of
-memory."""
+memory, or that an idle rule ended."""
 
 from __future__ import annotations
 
