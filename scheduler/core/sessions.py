@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from rota.jobmail import IDLE_WARNINGS
 from rota.scheduler.cluster.gpus import human_duration
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.users import AuditEntry, Principal
@@ -28,7 +29,7 @@ from rota.scheduler.core.users import UsersService
 from rota.states import JobState
 
 IDLE = "Idle"  # the reason of a session ended by idle reclamation (state TIMEOUT)
-IDLE_WARNING = "idle session: "  # how an idle warning starts (shown again on the next attach)
+IDLE_WARNING = IDLE_WARNINGS[0]  # how an idle warning starts (shown again on the next attach)
 
 
 class SessionService:
