@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpus", "-c", type=float, default=0, help="CPUs (default: no limit)")
     p.add_argument("--mem", default="", help="memory, e.g. 16Gi (default: no limit)")
     p.add_argument("--job-name", "-J", default="", help="job name (default: interactive)")
+    p.add_argument("--mail-type", default="", help="mail, as sbatch's (END: also idle warnings)")
+    p.add_argument("--mail-user", default="", help="mail to this address (default: you)")
     p.add_argument(
         "--jupyter",
         action="store_true",
@@ -72,6 +74,8 @@ def job_fields(args: argparse.Namespace, image: str) -> dict[str, Any]:
         ("reservation", args.reservation),
         ("partition", args.partition),
         ("account", args.account),
+        ("mail_type", args.mail_type),
+        ("mail_user", args.mail_user),
     ):
         if value:
             job[key] = value
