@@ -77,6 +77,14 @@ class ReservationSettings(Settings):
     unused_after: Seconds = 1800.0
 
 
+class SessionQosSettings(Settings):
+    """A QoS class's own rules for grun sessions (``interactive_qos``); None: the next rule."""
+
+    interactive_max_time: Seconds | None = None
+    interactive_idle_after: Seconds | None = None
+    interactive_idle_warning: Seconds | None = None
+
+
 class SchedulerConfig(Settings):
     """Everything the daemon reads at start-up. Durations are seconds, sizes bytes."""
 
@@ -113,6 +121,8 @@ class SchedulerConfig(Settings):
     interactive_idle_after: Seconds = 7200.0  # no client and GPUs at 0 % this long: ended
     interactive_idle_warning: Seconds = 900.0  # warned this long before; 0 = no warning
     interactive_max_time: Seconds = 12 * 3600.0  # a session's longest time limit; 0 = none
+    # per QoS class, after the partition's and before the three above (docs/interactive.md)
+    interactive_qos: dict[str, SessionQosSettings] = Field(default_factory=dict)
     # policy (docs/policy.md "Configuration")
     weights: WeightSettings = WeightSettings()  # merged over the defaults
     limits: LimitSettings = LimitSettings()

@@ -47,10 +47,11 @@ def test_sessions_longer_than_the_maximum_are_refused_naming_the_setting(tmp_pat
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
-def test_idle_window_comes_from_the_first_partition_that_sets_it() -> None:
+def test_idle_window_comes_from_the_first_partition_that_sets_it_then_the_qos() -> None:
     config = SchedulerConfig(
         interactive_idle_after=2 * HOUR,
         interactive_idle_warning=900,
+        interactive_qos={"long": {"interactive_idle_after": 8 * HOUR, "interactive_max_time": 0}},
         partitions={
             "debug": {"nodes": ["a"], "default": True, "interactive_idle_after": 1800},
             "lab": {"nodes": ["b"], "interactive_idle_warning": 60},
@@ -68,3 +69,10 @@ def test_idle_window_comes_from_the_first_partition_that_sets_it() -> None:
         60,
     )
     assert book.rules("").max_time == 12 * HOUR, "a lab's default: 12 hours"
+    long = book.rules("plain", "long")
+    assert (long.idle_after, long.idle_after_from) == (
+        8 * HOUR,
+        "interactive_qos 'long' interactive_idle_after",
+    )
+    assert long.max_time == 0, "no maximum for this QoS"
+    assert book.rules("debug", "long").idle_after == 1800, "the partition's comes first"

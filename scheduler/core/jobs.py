@@ -199,7 +199,7 @@ class JobService:
         spec = admitted.spec
         if not spec.interactive:
             return admitted
-        rules = self.session_rules.rules(spec.partition)
+        rules = self.session_rules.rules(spec.partition, spec.qos)
         if not rules.max_time:
             return admitted
         if spec.time_limit > rules.max_time:

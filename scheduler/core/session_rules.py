@@ -1,13 +1,14 @@
-"""The rules of one grun session: its longest time limit and its idle window, from the first
-of its partitions that sets them (``partitions: {P: {interactive_max_time, ...}}``), else the
-scheduler settings of the same names (docs/interactive.md)."""
+"""The rules of one grun session: its longest time limit and its idle window, each from the
+first of its partitions that sets it (``partitions: {P: {interactive_max_time, ...}}``), else
+its QoS class's (``interactive_qos: {Q: {...}}``), else the scheduler settings of the same
+names (docs/interactive.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rota.scheduler.config import SchedulerConfig
+from rota.scheduler.config import SchedulerConfig, SessionQosSettings
 from rota.scheduler.partition_settings import PartitionSettings
 
 FIELDS = ("interactive_max_time", "interactive_idle_after", "interactive_idle_warning")
@@ -33,17 +34,22 @@ class SessionRuleBook:
         self.config = config
         self.partitions = partitions  # a partition's settings; None: implicit or unknown
 
-    def rules(self, partition: str) -> SessionRules:
-        """The rules of a session in ``partition`` (comma-separated names; "" the default)."""
+    def rules(self, partition: str, qos: str = "") -> SessionRules:
+        """The rules of a session in ``partition`` (comma-separated names; "" the default)
+        of QoS class ``qos``."""
         found: dict[str, tuple[float, str]] = {}
-        for name in filter(None, partition.split(",")):
-            settings = self.partitions(name)
+        sources: list[tuple[str, PartitionSettings | SessionQosSettings | None]] = [
+            (f"partition {name!r}", self.partitions(name))
+            for name in filter(None, partition.split(","))
+        ]
+        sources.append((f"interactive_qos {qos!r}", self.config.interactive_qos.get(qos)))
+        for where, settings in sources:
             if settings is None:
                 continue
             for field in FIELDS:
                 value = getattr(settings, field)
                 if value is not None and field not in found:
-                    found[field] = (value, f"partition {name!r} {field}")
+                    found[field] = (value, f"{where} {field}")
         for field in FIELDS:
             found.setdefault(field, (getattr(self.config, field), field))
         return SessionRules(

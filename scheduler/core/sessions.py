@@ -128,7 +128,7 @@ class SessionService:
                 continue
             if self._clients.get(job.id):
                 continue
-            rules = self.rules.rules(job.spec.partition)
+            rules = self.rules.rules(job.spec.partition, job.spec.qos)
             limit, lead = rules.idle_after, rules.idle_warning
             if not limit:
                 continue
