@@ -20,7 +20,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--help", action="help", help="show this help and exit")
     p.add_argument("-t", "--states", help="'all', or states/codes separated by commas (PD,R,CD...)")
     p.add_argument(
-        "-j", "--jobs", help="job ids separated by commas (123 lists all tasks of array 123)"
+        "-j",
+        "--jobs",
+        help="job ids separated by commas (123 lists all tasks of array 123; 12.0 a step)",
+    )
+    p.add_argument(
+        "-s",
+        "--steps",
+        action="store_true",
+        help="list running srun steps: STEPID NAME PARTITION USER TIME NODELIST",
     )
     p.add_argument("-u", "--user", help="only this user's jobs (commas for several)")
     p.add_argument("--me", action="store_true", help="only my jobs (the user of my token)")
@@ -66,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         from rota.cli.gqueue_explain import explain
 
         return run_main(lambda: explain(args.explain, args.scheduler, args.json, args.ca))
+    if args.steps or (args.jobs and "." in args.jobs):
+        from rota.cli.gqueue_steps import show_steps
+
+        return run_main(lambda: show_steps(args))
     return run_main(lambda: _show(args))
 
 
