@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from rota.cli.gqueue_format import Field
@@ -205,6 +205,13 @@ def _print_jobs(
         print(f"{summary(jobs)} (showing {len(shown)} of {len(rows)} rows; --limit)")
     elif len(rows) > SUMMARY_OVER:
         print(summary(jobs))
+
+
+def console() -> NoReturn:
+    """The ``gqueue`` console script: ``main``, ending without the interpreter's teardown."""
+    from rota.cli.errors import exit_without_teardown
+
+    exit_without_teardown(main)
 
 
 if __name__ == "__main__":

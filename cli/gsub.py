@@ -13,7 +13,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rota.cli.gsub_argv import Sources, split_argv
 
@@ -343,6 +343,13 @@ def _send(args: argparse.Namespace, items: list[tuple[str, str, JobSpec]]) -> li
         {"job_ids": list(j.job_ids), "reason": j.reason, "warnings": list(j.warnings)}
         for j in response.jobs
     ]
+
+
+def console() -> NoReturn:
+    """The ``gsub`` console script: ``main``, ending without the interpreter's teardown."""
+    from rota.cli.errors import exit_without_teardown
+
+    exit_without_teardown(main)
 
 
 if __name__ == "__main__":
