@@ -16,7 +16,14 @@ SUMMARY_OVER = 50  # more rows than this end with a summary line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gqueue", description="Show rota jobs.", add_help=False)
+    from rota.cli.style import help_formatter
+
+    p = argparse.ArgumentParser(
+        prog="gqueue",
+        description="Show rota jobs.",
+        add_help=False,
+        formatter_class=help_formatter,
+    )
     p.add_argument("--help", action="help", help="show this help and exit")
     p.add_argument("-t", "--states", help="'all', or states/codes separated by commas (PD,R,CD...)")
     p.add_argument(

@@ -23,8 +23,11 @@ if TYPE_CHECKING:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rota.cli.style import help_formatter
+
     p = argparse.ArgumentParser(
         prog="gsub",
+        formatter_class=help_formatter,
         usage="gsub [OPTIONS] [SBATCH OPTIONS] (JOB.yaml... | SCRIPT [ARGS...] | --wrap CMD)",
         description="Submit rota job files (YAML) or #SBATCH batch scripts. Any sbatch option "
         "may come before a script (it wins over the script's #SBATCH lines); words after the "
