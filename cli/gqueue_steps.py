@@ -39,13 +39,13 @@ def show_steps(args: argparse.Namespace) -> int:
     now = time.time()
     rows = []
     for step in steps:
-        job = by_id.get(step["job_id"], {})
+        owner = by_id.get(step["job_id"], {})
         rows.append(
             [
                 step["id"],
                 step["name"],
-                job.get("partition") or PARTITION,
-                job.get("user", ""),
+                owner.get("partition") or PARTITION,
+                owner.get("user", ""),
                 elapsed(step["start_time"], 0, now),
                 step["nodelist"],
             ]
