@@ -66,3 +66,11 @@ def test_gqueue_lists_a_running_step_over_http_and_grpc(cluster: Cluster) -> Non
     cluster.cli("gcancel", job_id, check=True)
     cluster.wait_state(job_id, "CANCELLED", timeout=60)
     assert steps(GRPC, "-s") == []
+    # sacct's lines for it: the job, its batch script (run once, on its node) and the step
+    listed = json.loads(cluster.cli("gacct", "-j", job_id, "--json", check=True).stdout)
+    assert [r["id"] for r in listed] == [job_id, f"{job_id}.batch", f"{job_id}.0"]
+    batch = json.loads(cluster.cli("gacct", "-j", f"{job_id}.batch", "--json", check=True).stdout)
+    assert [(b["id"], b["name"], b["state"], b["nodes"]) for b in batch] == [
+        (f"{job_id}.batch", "batch", "CANCELLED", [node])
+    ]
+    assert batch[0]["exit_code"] == listed[0]["exit_code"]

@@ -153,6 +153,26 @@ def step_rows(job: JobRecord, events: Sequence[JobEvent]) -> list[StepRow]:
     return [rows[k] for k in sorted(rows)]
 
 
+def batch_row(job: JobRecord) -> StepRow | None:
+    """The ``12.batch`` line of a batch script's job that started (run once, on its first
+    node; its state, exit code and times are the job's), None for a job file's job."""
+    if not job.spec.slurm_env or job.start_time is None:
+        return None
+    nodes = tuple(job.node_names[:1])
+    return StepRow(
+        job,
+        -1,
+        "batch",
+        nodes,
+        1,
+        state=job.state,
+        exit_code=job.exit_code,
+        start=job.start_time,
+        end=job.end_time or 0.0,
+        batch=True,
+    )
+
+
 def expand_or_keep(nodes: str) -> list[str]:
     try:
         return expand(nodes)
