@@ -217,6 +217,22 @@ class Client:
                 return jobs
             request.page_token = page.next_page_token
 
+    def list_steps(
+        self, ids: list[str], users: list[str], accounts: list[str]
+    ) -> tuple[list[Any], list[Any]]:
+        """The pending and active jobs (``rota.v1.Job``) matching the filters, and their
+        running srun steps (``rota.v1.RunningStep``)."""
+        request = pb.ListJobsRequest(ids=ids, users=users, accounts=accounts, with_steps=True)
+        jobs: list[Any] = []
+        steps: list[Any] = []
+        while True:
+            page = self.call(self.jobs.ListJobs, request)
+            jobs += page.jobs
+            steps += page.steps
+            if not page.next_page_token:
+                return jobs, steps
+            request.page_token = page.next_page_token
+
     def get_job(self, job_id: str) -> Any:
         """One job with its event history (``rota.v1.Job``)."""
         return self.call(self.jobs.GetJob, pb.GetJobRequest(id=job_id))

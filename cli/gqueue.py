@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from rota.cli.gqueue_format import Field
@@ -16,11 +16,26 @@ SUMMARY_OVER = 50  # more rows than this end with a summary line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gqueue", description="Show rota jobs.", add_help=False)
+    from rota.cli.style import help_formatter
+
+    p = argparse.ArgumentParser(
+        prog="gqueue",
+        description="Show rota jobs.",
+        add_help=False,
+        formatter_class=help_formatter,
+    )
     p.add_argument("--help", action="help", help="show this help and exit")
     p.add_argument("-t", "--states", help="'all', or states/codes separated by commas (PD,R,CD...)")
     p.add_argument(
-        "-j", "--jobs", help="job ids separated by commas (123 lists all tasks of array 123)"
+        "-j",
+        "--jobs",
+        help="job ids separated by commas (123 lists all tasks of array 123; 12.0 a step)",
+    )
+    p.add_argument(
+        "-s",
+        "--steps",
+        action="store_true",
+        help="list running srun steps: STEPID NAME PARTITION USER TIME NODELIST",
     )
     p.add_argument("-u", "--user", help="only this user's jobs (commas for several)")
     p.add_argument("--me", action="store_true", help="only my jobs (the user of my token)")
@@ -66,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         from rota.cli.gqueue_explain import explain
 
         return run_main(lambda: explain(args.explain, args.scheduler, args.json, args.ca))
+    if args.steps or (args.jobs and "." in args.jobs):
+        from rota.cli.gqueue_steps import show_steps
+
+        return run_main(lambda: show_steps(args))
     return run_main(lambda: _show(args))
 
 
@@ -193,6 +212,13 @@ def _print_jobs(
         print(f"{summary(jobs)} (showing {len(shown)} of {len(rows)} rows; --limit)")
     elif len(rows) > SUMMARY_OVER:
         print(summary(jobs))
+
+
+def console() -> NoReturn:
+    """The ``gqueue`` console script: ``main``, ending without the interpreter's teardown."""
+    from rota.cli.errors import exit_without_teardown
+
+    exit_without_teardown(main)
 
 
 if __name__ == "__main__":

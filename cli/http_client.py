@@ -60,13 +60,31 @@ class HttpClient:
     ) -> list[dict[str, Any]] | None:
         """``ListJobs``, every page: the ``gqueue --json`` objects (``with_priority``: with
         ``priority``), or None (ask gRPC)."""
+        flags = {"all_states": all_states, "with_priority": with_priority}
+        return _objects(self._list(ids, users, accounts, states, flags), "id")
+
+    def steps(
+        self, ids: list[str], users: list[str], accounts: list[str]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """The pending and active jobs (``gqueue --json`` objects) with their running srun
+        steps (``gqueue -s --json`` objects), or None (ask gRPC)."""
+        reply = self._list(ids, users, accounts, [], {"with_steps": True})
+        jobs, steps = _objects(reply, "id"), _objects(reply, "id", "steps")
+        return None if jobs is None or steps is None else (jobs, steps)
+
+    def _list(
+        self,
+        ids: list[str],
+        users: list[str],
+        accounts: list[str],
+        states: list[str],
+        flags: dict[str, bool],
+    ) -> Any:
         filters = {"ids": ids, "users": users, "accounts": accounts, "states": states}
         query = {name: ",".join(values) for name, values in filters.items() if values}
-        for name, flag in (("all_states", all_states), ("with_priority", with_priority)):
-            if flag:
-                query[name] = "1"
+        query.update((name, "1") for name, flag in flags.items() if flag)
         path = "/api/v1/queue" + (f"?{urlencode(query, quote_via=quote)}" if query else "")
-        return _objects(self._call("GET", path), "id")
+        return self._call("GET", path)
 
     def whoami(self) -> str | None:
         """The user of the token, or None (ask gRPC)."""
@@ -151,10 +169,10 @@ class HttpClient:
             raise
 
 
-def _objects(reply: Any, key: str) -> list[dict[str, Any]] | None:
-    """The ``jobs`` of an answer, each an object with ``key``; None for any other answer (an
-    older or another server: gRPC is asked, with the same request ids)."""
-    jobs = reply.get("jobs") if isinstance(reply, dict) else None
+def _objects(reply: Any, key: str, field: str = "jobs") -> list[dict[str, Any]] | None:
+    """The ``field`` list of an answer, each an object with ``key``; None for any other answer
+    (an older or another server: gRPC is asked, with the same request ids)."""
+    jobs = reply.get(field) if isinstance(reply, dict) else None
     if not isinstance(jobs, list) or not all(isinstance(j, dict) and key in j for j in jobs):
         return None
     return jobs

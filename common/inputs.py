@@ -93,7 +93,7 @@ def check_number(field: str, value: float, low: float, high: float) -> None:
 
 def check_job_ids(field: str, ids: Sequence[str], max_ids: int, steps: bool = False) -> None:
     """At most ``max_ids`` ids, each like ``123`` or ``123_4`` (with ``steps``, also a job
-    step like ``123.0`` or ``123_4.0``)."""
+    step like ``123.0`` or ``123_4.0``, or a batch script's line ``123.batch``)."""
     if len(ids) > max_ids:
         raise SpecError(field, f"{len(ids)} ids given; at most {max_ids} per request")
     for i, job_id in enumerate(ids):
@@ -102,13 +102,11 @@ def check_job_ids(field: str, ids: Sequence[str], max_ids: int, steps: bool = Fa
             steps
             and dot
             and is_job_id(head)
-            and step.isascii()
-            and step.isdigit()
-            and len(step) < 10
+            and (step == "batch" or (step.isascii() and step.isdigit() and len(step) < 10))
         ):
             continue
         if not is_job_id(job_id):
-            like = "123, 123_4 or a step 123.0" if steps else "123 or 123_4"
+            like = "123, 123_4 or a step 123.0, 123.batch" if steps else "123 or 123_4"
             raise SpecError(f"{field}[{i}]", f"{job_id[:40]!r} is not a job id like {like}")
 
 

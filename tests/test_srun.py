@@ -146,10 +146,11 @@ def test_a_two_node_script_runs_once_and_srun_fans_out(cluster: Cluster) -> None
     assert steps[-1] == (
         f"step {job_id}.3 ended FAILED: exit code 7 ({second}: task 1: Exited with exit code 7)"
     )
-    # gacct: the job and its steps (sacct -j 12), or one step (sacct -j 12.0)
+    # gacct: the job, its batch script and its steps (sacct -j 12), or one step (-j 12.0)
     rows = json.loads(cluster.cli("gacct", "-j", job_id, "--json", check=True).stdout)
     assert [(r["id"], r["state"], r["exit_code"]) for r in rows] == [
         (job_id, "COMPLETED", 0),
+        (f"{job_id}.batch", "COMPLETED", 0),
         (f"{job_id}.0", "COMPLETED", 0),
         (f"{job_id}.1", "COMPLETED", 0),
         (f"{job_id}.2", "COMPLETED", 0),

@@ -25,8 +25,9 @@ def query_from_pb(request: pb.AccountingFilter) -> AccountingQuery:
     whole = tuple(i.strip() for i in request.ids if "." not in i)
     steps = tuple(i.strip() for i in request.ids if "." in i)
     for step in steps:
-        if not step.rpartition(".")[2].isdigit():
-            raise UserError(f"ids: {step!r} is not a step id (123.0 or 123_4.0)")
+        tail = step.rpartition(".")[2]
+        if not (tail.isdigit() or tail == "batch"):
+            raise UserError(f"ids: {step!r} is not a step id (123.0, 123_4.0 or 123.batch)")
     try:
         ids, tasks = parse_display_ids([*whole, *(s.rpartition(".")[0] for s in steps)])
     except ValueError as exc:

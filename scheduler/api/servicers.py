@@ -79,10 +79,22 @@ class JobServicer(pb_grpc.JobServiceServicer):
             page_size=request.page_size,
             page_token=request.page_token,
             with_priority=request.with_priority,
+            with_steps=request.with_steps,
         )
         page = await self.engine.jobs.list_jobs(listing, caller())
         jobs = await asyncio.to_thread(convert.jobs_to_pb, page.jobs)  # the loop keeps serving
-        return pb.ListJobsResponse(jobs=jobs, next_page_token=page.next_page_token)
+        steps = [
+            pb.RunningStep(
+                id=s.id,
+                job_id=s.id.rpartition(".")[0],
+                name=s.name,
+                nodelist=s.nodelist,
+                ntasks=s.ntasks,
+                start_time=s.start,
+            )
+            for s in page.steps
+        ]
+        return pb.ListJobsResponse(jobs=jobs, next_page_token=page.next_page_token, steps=steps)
 
     @unary
     async def CancelJobs(

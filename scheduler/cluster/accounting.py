@@ -75,7 +75,8 @@ class FinishedJob:
 
 @dataclass(frozen=True, slots=True)
 class StepRow:
-    """One srun step of a finished job in ``gacct``: ``12.0``, from the job's events."""
+    """One srun step of a finished job in ``gacct``: ``12.0``, from the job's events; or its
+    batch script, ``12.batch``, as sacct lists it."""
 
     job: JobRecord
     step: int
@@ -86,10 +87,11 @@ class StepRow:
     exit_code: int | None = None
     start: float = 0.0
     end: float = 0.0
+    batch: bool = False  # the batch script's own line, ``12.batch`` (``step`` unused)
 
     @property
     def display_id(self) -> str:
-        return f"{self.job.display_id}.{self.step}"
+        return f"{self.job.display_id}.{'batch' if self.batch else self.step}"
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from rota.scheduler.cluster.accounting import (
 )
 from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core.job_steps import step_rows
+from rota.scheduler.core.job_steps import batch_row, step_rows
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.store.protocols import ReservationRepository, UsageRepository
 from rota.states import JobState
@@ -121,8 +121,8 @@ class AccountingService:
         return self.store.finished(query)
 
     def listing(self, query: AccountingQuery) -> list[FinishedJob | StepRow]:
-        """``finished``, each job asked for by id followed by its steps (a step asked for by
-        id, ``12.0``, without its job)."""
+        """``finished``, each job asked for by id followed by its batch script's line
+        (``12.batch``) and its steps (a step asked for by id, ``12.0``, without its job)."""
         rows = self.finished(query)
         if not (query.whole or query.steps):
             return list(rows)
@@ -133,7 +133,8 @@ class AccountingService:
             if whole:
                 out.append(row)
             if whole or any(s.startswith(f"{display}.") for s in query.steps):
-                steps = step_rows(row.job, self.history(row.job.id))
+                batch = batch_row(row.job)
+                steps = [*([batch] if batch else []), *step_rows(row.job, self.history(row.job.id))]
                 out += [r for r in steps if whole or r.display_id in query.steps]
         return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from rota.hostlist import compress, expand
@@ -29,6 +29,20 @@ MAX_CWD = 4096
 STEP_EVENT = re.compile(r"^step ([\d_]+)\.(\d+) ")  # "step 12.3 started ..." (display id . step)
 _STARTED = re.compile(r"^step [\d_]+\.(\d+) started: (\d+) task\(s\) on (\S+): (.*)$", re.S)
 _ENDED = re.compile(r"^step [\d_]+\.(\d+) ended ([A-Z_]+): exit code (-?\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class RunningStep:
+    """A step in progress, as ``gqueue -s`` shows it: ``id`` is ``JOBID.STEP`` (``12.0``,
+    ``12_3.1``), ``name`` its command's program name."""
+
+    job_id: int
+    attempt: int
+    id: str
+    name: str
+    nodelist: str
+    ntasks: int
+    start: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +70,7 @@ class JobSteps:
         self.lifecycle = lifecycle
         self.history = history
         self._next: dict[int, int] = {}
+        self._running: dict[str, RunningStep] = {}  # by step id, from begin to end
 
     def begin(self, node: str, start: StepStart) -> StepBegun:
         """Accept the step ``node`` asks for; AccessDenied when the node does not run the
@@ -81,10 +96,16 @@ class JobSteps:
             f"{command[:200]}"
         )
         self.model.commit([], [self.lifecycle.note(job, HistoryKind.INFO, text)])
+        name = start.argv[0].rsplit("/", 1)[-1][:64]
+        step_id = f"{job.display_id}.{step}"
+        self._running[step_id] = RunningStep(
+            job.id, job.attempt, step_id, name, nodes, tasks.ntasks, self.lifecycle.clock()
+        )
         return StepBegun(job.id, job.display_id, job.attempt, step, tasks)
 
     def end(self, begun: StepBegun, state: JobState, exit_code: int, why: str) -> None:
         """Record how the step ended (its job may have ended already)."""
+        self._running.pop(f"{begun.display_id}.{begun.step}", None)
         text = f"step {begun.display_id}.{begun.step} ended {state.value}: exit code {exit_code}"
         running = JobState.RUNNING.value  # the state the step ran in
         ev = JobEvent(
@@ -97,6 +118,18 @@ class JobSteps:
             HistoryKind.INFO,
         )
         self.model.commit([], [ev])
+
+    def running(self, job_ids: Collection[int]) -> list[RunningStep]:
+        """The steps in progress of these jobs, by job and number (a step whose job attempt
+        no longer runs is forgotten: its relay may have ended without ``end``)."""
+        live = (JobState.CONFIGURING, JobState.RUNNING)
+        for key, step in list(self._running.items()):
+            job = self.model.jobs.get(step.job_id)
+            if job is None or job.state not in live or job.attempt != step.attempt:
+                del self._running[key]
+        wanted = set(job_ids)
+        found = [s for s in self._running.values() if s.job_id in wanted]
+        return sorted(found, key=lambda s: (s.job_id, int(s.id.rpartition(".")[2])))
 
 
 def step_rows(job: JobRecord, events: Sequence[JobEvent]) -> list[StepRow]:
@@ -118,6 +151,26 @@ def step_rows(job: JobRecord, events: Sequence[JobEvent]) -> list[StepRow]:
             state = JobState(m.group(2)) if m.group(2) in JobState.__members__ else JobState.FAILED
             rows[step] = replace(rows[step], state=state, exit_code=int(m.group(3)), end=ev.time)
     return [rows[k] for k in sorted(rows)]
+
+
+def batch_row(job: JobRecord) -> StepRow | None:
+    """The ``12.batch`` line of a batch script's job that started (run once, on its first
+    node; its state, exit code and times are the job's), None for a job file's job."""
+    if not job.spec.slurm_env or job.start_time is None:
+        return None
+    nodes = tuple(job.node_names[:1])
+    return StepRow(
+        job,
+        -1,
+        "batch",
+        nodes,
+        1,
+        state=job.state,
+        exit_code=job.exit_code,
+        start=job.start_time,
+        end=job.end_time or 0.0,
+        batch=True,
+    )
 
 
 def expand_or_keep(nodes: str) -> list[str]:

@@ -18,6 +18,7 @@ from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core import authz
 from rota.scheduler.core.errors import NotFound, UserError
 from rota.scheduler.core.interactive_limits import interactive_refusal
+from rota.scheduler.core.job_steps import RunningStep
 from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
 from rota.scheduler.core.lookup import CancelResult, JobLookup, parse_display_id
 from rota.scheduler.core.model import ClusterModel
@@ -60,12 +61,14 @@ class JobListing:
     page_token: str = ""  # from the previous page's ``next_page_token``
     private_to: str = ""  # a user: other users' ended jobs are left out (as gacct does)
     with_priority: bool = False  # pending jobs carry their multifactor priority (squeue %p)
+    with_steps: bool = False  # the page carries its jobs' running srun steps (gqueue -s)
 
 
 @dataclass(frozen=True, slots=True)
 class JobPage:
     jobs: list[JobRecord]
     next_page_token: str  # "" on the last page
+    steps: Sequence[RunningStep] = ()  # with ``with_steps``: the running steps of ``jobs``
 
 
 class JobService:

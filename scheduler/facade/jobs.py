@@ -79,13 +79,16 @@ class JobsFacade:
         return results
 
     async def list_jobs(self, listing: JobListing, who: Principal) -> JobPage:
-        """A page of jobs. For non-admins, other users' jobs only while pending or active,
+        """A page of jobs (``with_steps``: with their running steps). For non-admins, other users' jobs only while pending or active,
         and without their private parts (``authz.private_view``). Every job's command is cut
         to ``LISTED_COMMAND`` characters (``GetJob`` has it whole), so one user's long scripts
         cannot make a page too large to send to anyone."""
         if not who.admin:
             listing = replace(listing, private_to=who.user)
         page = await self.core.call(self.services.jobs.list_page, listing)
+        if listing.with_steps:  # only the steps of jobs this caller sees listed
+            ids = [j.id for j in page.jobs]
+            page = replace(page, steps=await self.core.call(self.services.job_steps.running, ids))
         return replace(page, jobs=[_listed(authz.private_view(who, j)) for j in page.jobs])
 
     async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:

@@ -6,8 +6,9 @@ it (docs/web.md, "Routes for the commands"):
   answer ``{"jobs": [{"client_request_id", "job_ids", "duplicate", "reason", "warnings"}]}``.
 - ``GET /api/v1/queue``: ``ListJobs``, every page. Query ``ids``, ``users``, ``accounts`` and
   ``states`` (comma-separated; states by name or code), ``all_states=1`` and
-  ``with_priority=1``; the answer ``{"jobs": [...]}``, the objects of ``gqueue --json`` (with
-  ``priority`` when asked, as gqueue adds it for ``%p``/``%Q``).
+  ``with_priority=1``, ``with_steps=1``; the answer ``{"jobs": [...]}``, the objects of
+  ``gqueue --json`` (with ``priority`` when asked, as gqueue adds it for ``%p``/``%Q``), and
+  with ``with_steps`` ``"steps": [...]``, the listed jobs' running srun steps (``gqueue -s``).
 
 Both call the same engine methods as the servicers with the caller of the bearer token (the
 ``Api``'s guard, ``as_rpc``), so the same checks, permissions and refusals apply: a refused
@@ -23,6 +24,7 @@ from typing import Any
 
 from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.core.errors import UserError
+from rota.scheduler.core.job_steps import RunningStep
 from rota.scheduler.core.jobs import JobListing, SubmitItem
 from rota.scheduler.core.mail import submission_warnings
 from rota.scheduler.engine import Engine
@@ -76,16 +78,21 @@ class CommandRoutes:
             users=_list(query, "users"),
             accounts=_list(query, "accounts"),
             with_priority=query.get("with_priority", "") in ("1", "true"),
+            with_steps=query.get("with_steps", "") in ("1", "true"),
         )
         page = await self.engine.jobs.list_jobs(listing, caller.who)
-        jobs = list(page.jobs)
+        jobs, steps = list(page.jobs), list(page.steps)
         while page.next_page_token:
             listing = dataclasses.replace(listing, page_token=page.next_page_token)
             page = await self.engine.jobs.list_jobs(listing, caller.who)
             jobs.extend(page.jobs)
+            steps.extend(page.steps)
 
         def encode() -> bytes:
-            return views.encode({"jobs": [_listed(j, listing.with_priority) for j in jobs]})
+            shown: dict[str, Any] = {"jobs": [_listed(j, listing.with_priority) for j in jobs]}
+            if listing.with_steps:
+                shown["steps"] = [_step(s) for s in steps]
+            return views.encode(shown)
 
         # a long queue is encoded off the loop, as the servicer converts its pages
         body = encode() if len(jobs) <= INLINE_JOBS else await asyncio.to_thread(encode)
@@ -98,6 +105,19 @@ def _listed(job: JobRecord, with_priority: bool) -> dict[str, Any]:
     if with_priority:
         shown["priority"] = (job.priority or 0.0) if job.state is JobState.PENDING else None
     return shown
+
+
+def _step(step: RunningStep) -> dict[str, Any]:
+    """A running step as ``gqueue -s --json`` prints it."""
+    job_id = step.id.rpartition(".")[0]
+    return {
+        "id": step.id,
+        "job_id": job_id,
+        "name": step.name,
+        "nodelist": step.nodelist,
+        "ntasks": step.ntasks,
+        "start_time": step.start,
+    }
 
 
 def _object(body: bytes) -> dict[str, Any]:

@@ -326,7 +326,7 @@ class GetJobRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token", "with_priority")
+    __slots__ = ("states", "all_states", "ids", "users", "accounts", "page_size", "page_token", "with_priority", "with_steps")
     STATES_FIELD_NUMBER: _ClassVar[int]
     ALL_STATES_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
@@ -335,6 +335,7 @@ class ListJobsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     WITH_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    WITH_STEPS_FIELD_NUMBER: _ClassVar[int]
     states: _containers.RepeatedScalarFieldContainer[JobState]
     all_states: bool
     ids: _containers.RepeatedScalarFieldContainer[str]
@@ -343,15 +344,34 @@ class ListJobsRequest(_message.Message):
     page_size: int
     page_token: str
     with_priority: bool
-    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_priority: _Optional[bool] = ...) -> None: ...
+    with_steps: bool
+    def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., all_states: _Optional[bool] = ..., ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_priority: _Optional[bool] = ..., with_steps: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
-    __slots__ = ("jobs", "next_page_token")
+    __slots__ = ("jobs", "next_page_token", "steps")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[Job]
     next_page_token: str
-    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    steps: _containers.RepeatedCompositeFieldContainer[RunningStep]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[RunningStep, _Mapping]]] = ...) -> None: ...
+
+class RunningStep(_message.Message):
+    __slots__ = ("id", "job_id", "name", "nodelist", "ntasks", "start_time")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    NTASKS_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    job_id: str
+    name: str
+    nodelist: str
+    ntasks: int
+    start_time: float
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., name: _Optional[str] = ..., nodelist: _Optional[str] = ..., ntasks: _Optional[int] = ..., start_time: _Optional[float] = ...) -> None: ...
 
 class CancelJobsRequest(_message.Message):
     __slots__ = ("ids", "user", "reason")
