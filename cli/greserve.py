@@ -308,7 +308,7 @@ def _export(args: argparse.Namespace, client: Any) -> None:
 def _import(args: argparse.Namespace) -> int:
     """Check every row of the sheet, then create all of them, or none when a row is bad
     (unless --skip-bad); the report names each row by its line."""
-    from rota.cli.bookings import read_sheet
+    from rota.bookingsheet import read_sheet
     from rota.cli.client import connect
     from rota.cli.errors import CliError
 

@@ -8,7 +8,8 @@ timeline and the heat map, and a user's booking there is refused with the reason
 an account books for the account, moves the booking's end by dragging its edge, finds it in
 their read-only calendar feed, and another member sees it as the group's; a half-filled booking
 form survives a reload; an admin's DAILY booking from the page is in ``greserve list``; on a
-phone's 390 px the views fit and two taps select a booking's GPUs and time."""
+phone's 390 px the views fit and two taps select a booking's GPUs and time; the bookings' CSV
+the page offers is ``greserve export --csv``'s and ``greserve import`` books it again."""
 
 from __future__ import annotations
 
@@ -319,6 +320,20 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
     assert wait_until(browser, "#book-gpus").get_attribute("value") == f"{n1}:1,2"
     assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
     screenshot(browser, tmp_path, "phone-timeline")
+
+    # the bookings view's CSV is greserve export --csv's, and greserve import books it again
+    link = wait_until(browser, "#resv-csv")
+    sheet = browser.execute_async_script(
+        "fetch(arguments[0]).then(r => r.text()).then(arguments[1])", link.get_attribute("href")
+    )
+    assert sheet == cluster.cli("greserve", "export", "--csv", check=True).stdout
+    before = cluster.cli("greserve", "list", check=True).stdout
+    assert "physics-run" in sheet and "standup-gpus" in sheet, sheet
+    cluster.cli("greserve", "delete", "physics-run", check=True)
+    cluster.cli("greserve", "delete", "standup-gpus", check=True)
+    (tmp_path / "bookings.csv").write_text(sheet)
+    cluster.cli("greserve", "import", str(tmp_path / "bookings.csv"), check=True)
+    assert cluster.cli("greserve", "list", check=True).stdout == before
 
 
 def drag_edge(drv: WebDriver, bar: str) -> None:
