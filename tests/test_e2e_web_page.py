@@ -307,6 +307,7 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
         ("overview", "#nodes-table tbody tr"),
         ("queue", "#queue-table"),
         ("gpus", ".gpu-cell"),
+        ("accounting", "#acct-efficiency"),
     ):
         browser.get(f"{base}/#{view}")
         wait_until(browser, shown)
