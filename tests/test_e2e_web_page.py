@@ -2,8 +2,9 @@
 scheduler and two agents: the timeline's midnight lines fall on the browser's local midnights
 (Los Angeles, Kolkata; also in a week with a DST change); a running job's bar names its user,
 in the group's colour for a member of its account; its owner cancels it from its page, whose
-output grows while a selection in it stays; a scheduler that went away leaves the data on screen
-with "disconnected — retrying — last updated hh:mm". A drained node's GPUs are grey on the
+output grows while a selection in it stays; a scheduler killed -9 leaves the data on screen
+with "disconnected — retrying — last updated hh:mm", and once it is back the page goes on, its
+login kept through a reload. A drained node's GPUs are grey on the
 timeline and the heat map, and a user's booking there is refused with the reason; a member of
 an account books for the account, moves the booking's end by dragging its edge, finds it in
 their read-only calendar feed, and another member sees it as the group's; a half-filled booking
@@ -30,6 +31,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser import screenshot, wait_text, wait_until
 from tests.cluster import TEST_IMAGE, Cluster, free_port
+from tests.faults_support import restart_scheduler
 from tests.test_e2e_web import log_in, log_out
 
 SLEEPER = f"""
@@ -195,6 +197,15 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     line = wait_text(browser, "#conn", "disconnected — retrying — last updated")
     assert browser.find_element(By.ID, "job-fields").is_displayed(), line
     assert "CANCELLED" in browser.find_element(By.ID, "job-fields").text, "the data is kept"
+
+    # the scheduler was killed -9: back on the same port, the page goes on, still logged in
+    restart_scheduler(cluster, "--open-registration", "--http-listen", base.split("//")[1])
+    WebDriverWait(browser, 45).until(
+        lambda d: not d.find_element(By.ID, "conn").is_displayed(), "the page reconnected"
+    )
+    browser.refresh()
+    assert wait_text(browser, "#user-name", "ann")
+    assert not browser.find_element(By.ID, "login-token").is_displayed(), "not logged out"
 
 
 def test_drained_grey_account_booking_and_daily_from_the_page(
