@@ -162,6 +162,27 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     bar = f'#timeline .tl-bar.job[data-job="{job_id}"]'
     assert f"ann · {job_id}" in wait_text(browser, bar, "ann")
     assert "group" in (browser.find_element(By.CSS_SELECTOR, bar).get_attribute("class") or "")
+    # an idle page asks for what changed since its last answer only (the bytes that saves at
+    # 500 nodes: tests/test_web_idle_bytes.py); a hidden tab stops asking
+    browser.execute_script("performance.clearResourceTimings()")
+    polls = """return performance.getEntriesByType('resource').map(e => e.name)
+      .filter(n => n.includes('/api/v1/'))"""
+    asked = WebDriverWait(browser, 30).until(
+        lambda d: len(d.execute_script(polls)) >= 6 and d.execute_script(polls)
+    )
+    assert all("since=" in n and not n.endswith("since=0") for n in asked), asked
+    browser.execute_script(
+        """Object.defineProperty(document, 'hidden', {get: () => true, configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));"""
+    )
+    time.sleep(1.5)  # a poll under way when the tab was hidden may still end
+    hidden_at = len(browser.execute_script(polls))
+    time.sleep(5)  # two poll periods
+    assert len(browser.execute_script(polls)) == hidden_at, "a hidden tab does not poll"
+    browser.execute_script(
+        """Object.defineProperty(document, 'hidden', {get: () => false, configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));"""
+    )
     for _ in range(5):  # a tap on the bar pins its card (a refresh may replace the bar first)
         try:
             browser.find_element(By.CSS_SELECTOR, bar).click()

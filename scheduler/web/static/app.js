@@ -185,7 +185,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   timelineControls();
   window.addEventListener("hashchange", route);
   document.addEventListener("visibilitychange", () => {
-    if (!document.hidden) route();
+    if (document.hidden) clearTimeout(run.timer); // no poll is left waiting in a hidden tab
+    else route();
   });
   for (;;) {
     try {
