@@ -1,6 +1,7 @@
 """The dashboard page as a lab uses it, in a real browser (headless chromium) against a real
 scheduler and two agents: the timeline's midnight lines fall on the browser's local midnights
-(Los Angeles, Kolkata; also in a week with a DST change); a running job's bar names its user,
+(Los Angeles, Kolkata; also in a week with a DST change); an array's tasks are one row of the
+queue, which unfolds and folds again; a running job's bar names its user,
 in the group's colour for a member of its account; its owner cancels it from its page, whose
 output grows while a selection in it stays; a scheduler killed -9 leaves the data on screen
 with "disconnected — retrying — last updated hh:mm", and once it is back the page goes on, its
@@ -137,6 +138,10 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     assert job.returncode == 0, job.stderr
     job_id = job.stdout.strip()
     cluster.wait_state(job_id, "RUNNING", timeout=90)
+    sweep = SLEEPER.replace("gpus: 2", "gpus: 4") + "array: 0-2\n"
+    array = as_user(cluster, ann, "gsub", "--parsable", str(cluster.write_job("a.yaml", sweep)))
+    assert array.returncode == 0, array.stderr
+    array_id = array.stdout.strip().split("_")[0]
 
     for zone in ("America/Los_Angeles", "Asia/Kolkata"):
         set_zone(browser, zone)
@@ -158,6 +163,13 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
         log_out(browser)
 
     log_in(browser, base, bob)
+    browser.get(base + "/#queue")  # an array's tasks are one row, unfolded and folded again
+    folded = f'#queue-table tr[data-array="{array_id}"]'
+    assert f"{array_id}_[0-2]" in wait_text(browser, folded, "3 tasks")
+    wait_until(browser, folded + " .unfold").click()
+    wait_until(browser, f'#queue-table tr[data-job="{array_id}_2"]')
+    wait_until(browser, f'#queue-table tr[data-job="{array_id}_0"] .fold').click()
+    wait_until(browser, folded)
     browser.get(base + "/#timeline")
     bar = f'#timeline .tl-bar.job[data-job="{job_id}"]'
     assert f"ann · {job_id}" in wait_text(browser, bar, "ann")
