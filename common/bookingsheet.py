@@ -45,7 +45,7 @@ def read_sheet(text: str, now: datetime) -> list[SheetRow]:
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise ValueError(
-            f"header: missing column(s) {', '.join(missing)}; expected {','.join(COLUMNS)}[,name]"
+            f"header: missing column(s) {', '.join(missing)}; expected {','.join(COLUMNS)}[,name,...]"
         )
     rows: list[SheetRow] = []
     names: set[str] = set()
