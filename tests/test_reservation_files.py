@@ -84,3 +84,17 @@ def test_the_sheet_keeps_exact_gpus_and_the_unused_rule() -> None:
     assert b.error == "indices: '0 x' is not GPU indices such as '0 3'"
     assert c.error == "gpus: 2, but indices names 1 GPU(s)"
     assert d.error == "unused: 'never' is not lend or release"
+
+
+def test_a_request_with_gpu_indices_books_exactly_those_of_its_one_node() -> None:
+    from rota.scheduler.api.reservations import request_from_pb
+    from rota.scheduler.core.errors import UserError
+
+    one = pb.CreateReservationRequest(name="a", nodes=["gpu01"], gpu_indices=[3, 1], gpus=2)
+    request = request_from_pb(one)
+    assert request.gpu_ids == {"gpu01": (1, 3)} and request.nodes == ()
+    two = pb.CreateReservationRequest(name="b", nodes=["gpu01", "gpu02"], gpu_indices=[0])
+    with pytest.raises(UserError, match="gpu_indices: name exactly one node"):
+        request_from_pb(two)
+    with pytest.raises(UserError, match="gpus: 3, but gpu_indices names 1 GPU"):
+        request_from_pb(pb.CreateReservationRequest(name="c", nodes=["n"], gpu_indices=[0], gpus=3))
