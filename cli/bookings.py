@@ -1,33 +1,40 @@
-"""Reservations as files: the iCalendar export, the CSV booking sheet of listed reservations
-(written by ``rota.bookingsheet``, which ``greserve import`` reads) and ``--json``'s objects.
+"""Listed reservations (``rota.v1.Reservation``) as files: the CSV booking sheet
+(``rota.bookingsheet``, which ``greserve import`` reads), the iCalendar file
+(``rota.bookingcalendar``), and ``--json``'s objects.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from rota.bookingsheet import SheetBooking, iso_time, write_sheet
+from rota.bookingcalendar import write_ics
+from rota.bookingsheet import Booking, iso_time, write_sheet
 
-PERIODS = {"DAILY": "DAILY", "WEEKLY": "WEEKLY"}
+
+def booking(r: Any) -> Booking:
+    """What the booking files keep of ``r`` (a ``rota.v1.Reservation``)."""
+    return Booking(
+        name=r.name,
+        start=r.start,
+        end=r.end,
+        gpus={g.node: list(g.indices) for g in r.gpus},
+        users=list(r.users),
+        accounts=list(r.accounts),
+        flags=list(r.flags),
+        lend=r.lend,
+        unused=r.unused or "lend",
+        created_at=r.created_at,
+    )
 
 
 def to_csv(reservations: list[Any]) -> str:
-    """The booking sheet (``rota.bookingsheet``) of ``reservations`` (``rota.v1.Reservation``)."""
-    return write_sheet(
-        SheetBooking(
-            name=r.name,
-            start=r.start,
-            end=r.end,
-            gpus={g.node: list(g.indices) for g in r.gpus},
-            users=list(r.users),
-            accounts=list(r.accounts),
-            flags=list(r.flags),
-            lend=r.lend,
-            unused=r.unused or "lend",
-        )
-        for r in reservations
-    )
+    """The booking sheet (``rota.bookingsheet``) of ``reservations``."""
+    return write_sheet(map(booking, reservations))
+
+
+def to_ics(reservations: list[Any], host: str) -> bytes:
+    """The iCalendar file (``rota.bookingcalendar``) of ``reservations``."""
+    return write_ics(map(booking, reservations), host)
 
 
 def reservation_json(r: Any) -> dict[str, Any]:
@@ -41,29 +48,3 @@ def reservation_json(r: Any) -> dict[str, Any]:
         value = getattr(r, key)
         data[key] = iso_time(value) if value else None
     return data
-
-
-def to_ics(reservations: list[Any], host: str) -> bytes:
-    """An iCalendar file with one event per reservation (``rota.v1.Reservation``); DAILY and
-    WEEKLY ones recur."""
-    from icalendar import Calendar, Event
-
-    cal = Calendar()
-    cal.add("prodid", "-//rota//greserve//EN")
-    cal.add("version", "2.0")
-    for r in reservations:
-        gpus = " ".join(f"{g.node}:{','.join(str(i) for i in g.indices)}" for g in r.gpus)
-        who = ", ".join([*r.users, *(f"account {a}" for a in r.accounts)])
-        event = Event()
-        event.add("uid", f"{r.name}@{host}")
-        event.add("summary", f"{r.name}: {sum(len(g.indices) for g in r.gpus)} GPU(s) for {who}")
-        event.add("dtstart", datetime.fromtimestamp(r.start, UTC))
-        event.add("dtend", datetime.fromtimestamp(r.end, UTC))
-        event.add("dtstamp", datetime.fromtimestamp(r.created_at or r.start, UTC))
-        event.add("description", f"GPUs {gpus}; flags {','.join(r.flags) or '-'}")
-        event.add("location", ", ".join(sorted({g.node for g in r.gpus})))
-        freq = next((PERIODS[f] for f in r.flags if f in PERIODS), "")
-        if freq:
-            event.add("rrule", {"freq": freq})
-        cal.add_component(event)
-    return cal.to_ical()

@@ -131,8 +131,9 @@ def _indices(text: str, gpus: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class SheetBooking:
-    """What the sheet keeps of a booking: ``gpus`` maps each node to its GPU indices."""
+class Booking:
+    """What the booking files (this sheet, ``rota.bookingcalendar``'s iCalendar) keep of a
+    booking: ``gpus`` maps each node to its GPU indices; times are Unix seconds."""
 
     name: str
     start: float
@@ -143,9 +144,10 @@ class SheetBooking:
     flags: Sequence[str] = ()
     lend: bool = True
     unused: str = "lend"
+    created_at: float = 0.0
 
 
-def write_sheet(bookings: Iterable[SheetBooking]) -> str:
+def write_sheet(bookings: Iterable[Booking]) -> str:
     """The booking sheet of ``bookings``, as ``read_sheet`` reads it: one row per node (in
     node order), named after the booking (``NAME.NODE`` when it spans several nodes, since each row is a booking
     of its own); times ISO 8601 UTC."""

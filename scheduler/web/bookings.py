@@ -15,8 +15,8 @@ import json
 import time
 from typing import Any
 
-from rota.bookingsheet import SheetBooking, write_sheet
-from rota.scheduler.cluster.reservation import LEND
+from rota.bookingsheet import Booking, write_sheet
+from rota.scheduler.cluster.reservation import LEND, Reservation
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.reservations import ReservationRequest
@@ -75,12 +75,7 @@ class Bookings:
         """Every open and upcoming booking as the CSV sheet ``greserve import`` reads back,
         the file ``greserve export --csv`` writes (the same listing and writer)."""
         listed = await self.engine.reservations.list_reservations()
-        text = write_sheet(
-            SheetBooking(
-                r.name, r.start, r.end, r.gpus, r.users, r.accounts, r.flags, r.lend, r.unused
-            )
-            for r, _running in listed
-        )
+        text = write_sheet(booking_record(r) for r, _running in listed)
         saved = (("Content-Disposition", 'attachment; filename="bookings.csv"'),)
         return Response(200, text.encode(), CSV, API_HEADERS + saved)
 
@@ -126,6 +121,13 @@ class Bookings:
         """Cancel a booking: its maker or an admin (403 otherwise), none of its jobs running."""
         await self.engine.reservations.delete_reservation(request.params["name"], caller.who)
         return reply({})
+
+
+def booking_record(r: Reservation) -> Booking:
+    """What the booking files (CSV sheet, iCalendar) keep of ``r``."""
+    return Booking(
+        r.name, r.start, r.end, r.gpus, r.users, r.accounts, r.flags, r.lend, r.unused, r.created_at
+    )
 
 
 def booking_request(body: dict[str, Any], who: Principal) -> ReservationRequest:
