@@ -1,7 +1,7 @@
 """The dashboard page as a lab uses it, in a real browser (headless chromium) against a real
 scheduler and two agents: the timeline's midnight lines fall on the browser's local midnights
 (Los Angeles, Kolkata; also in a week with a DST change); an array's tasks are one row of the
-queue, which unfolds and folds again; a running job's bar names its user,
+queue, which unfolds and folds again, and "mine" hides it from another user; a running job's bar names its user,
 in the group's colour for a member of its account; its owner cancels it from its page, whose
 output grows while a selection in it stays; a scheduler killed -9 leaves the data on screen
 with "disconnected — retrying — last updated hh:mm", and once it is back the page goes on, its
@@ -169,6 +169,10 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     wait_until(browser, folded + " .unfold").click()
     wait_until(browser, f'#queue-table tr[data-job="{array_id}_2"]')
     wait_until(browser, f'#queue-table tr[data-job="{array_id}_0"] .fold').click()
+    wait_until(browser, folded)
+    browser.find_element(By.ID, "f-mine").click()  # "mine": bob has no jobs
+    WebDriverWait(browser, 10).until(lambda d: not d.find_elements(By.CSS_SELECTOR, folded))
+    browser.find_element(By.ID, "f-mine").click()
     wait_until(browser, folded)
     browser.get(base + "/#timeline")
     bar = f'#timeline .tl-bar.job[data-job="{job_id}"]'
