@@ -1,17 +1,18 @@
 """The dashboard page as a lab uses it, in a real browser (headless chromium) against a real
 scheduler and two agents: the timeline's midnight lines fall on the browser's local midnights
 (Los Angeles, Kolkata; also in a week with a DST change); an array's tasks are one row of the
-queue, which unfolds and folds again, and "mine" hides it from another user; a running job's bar names its user,
-in the group's colour for a member of its account; its owner cancels it from its page, whose
+queue, which unfolds and folds again, and "mine" hides it from another user; a running job's
+bar names its user, in the group's colour for a member of its account; an idle page asks only
+for changes and a hidden tab stops polling; the job's owner cancels it from its page, whose
 output grows while a selection in it stays; a scheduler killed -9 leaves the data on screen
 with "disconnected — retrying — last updated hh:mm", and once it is back the page goes on, its
-login kept through a reload. A drained node's GPUs are grey on the
-timeline and the heat map, and a user's booking there is refused with the reason; a member of
-an account books for the account, moves the booking's end by dragging its edge, finds it in
-their read-only calendar feed, and another member sees it as the group's; a half-filled booking
-form survives a reload; an admin's DAILY booking from the page is in ``greserve list``; on a
-phone's 390 px the views fit and two taps select a booking's GPUs and time; the bookings' CSV
-the page offers is ``greserve export --csv``'s and ``greserve import`` books it again."""
+login kept through a reload. A drained node's GPUs are grey on the timeline and the heat map,
+and a user's booking there is refused with the reason; a member of an account books for the
+account, moves the booking's end by dragging its edge, finds it in their read-only calendar
+feed, and another member sees it as the group's; a half-filled booking form survives a reload;
+an admin's DAILY booking from the page is in ``greserve list``; on a phone's 390 px the views
+fit and two taps select a booking's GPUs and time; the bookings' CSV the page offers is
+``greserve export --csv``'s and ``greserve import`` books it again."""
 
 from __future__ import annotations
 
