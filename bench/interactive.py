@@ -78,9 +78,12 @@ def echo_times(cluster: Cluster, image: str, keys: int = 200) -> list[float]:
 
 def download(url: str) -> float:
     start = time.perf_counter()
+    got = 0
     with urllib.request.urlopen(url, timeout=120) as reply:
-        while reply.read(1 << 20):
-            pass
+        while chunk := reply.read(1 << 20):
+            got += len(chunk)
+    if got != SIZE:
+        raise RuntimeError(f"{url}: {got} bytes of {SIZE}")
     return SIZE / (time.perf_counter() - start) / 2**20
 
 

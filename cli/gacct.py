@@ -1,6 +1,6 @@
 """gacct: finished jobs with GPU-hours and NVML figures (like ``sacct``); ``--summary`` totals
 per user and account; ``--efficiency`` jobs whose GPUs stayed mostly idle or nearly ran out of
-memory."""
+memory, or that an idle rule ended."""
 
 from __future__ import annotations
 
@@ -263,7 +263,11 @@ def _print_efficiency(jobs: Sequence[Any], args: argparse.Namespace) -> int:
     for job in jobs:
         row = job_row(job)
         flags = efficiency_flags(
-            row["gpu_utilization"], row["gpu_memory_peak"], row["gpu_memory_total"], args.idle_below
+            row["gpu_utilization"],
+            row["gpu_memory_peak"],
+            row["gpu_memory_total"],
+            args.idle_below,
+            job.reason,
         )
         if flags:
             rows.append({**row, "flags": flags})

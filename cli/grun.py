@@ -31,9 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reservation", default="", help="run in this reservation")
     p.add_argument("--partition", "-p", default="", help="partition(s), a or a,b")
     p.add_argument("--account", "-A", default="", help="account to charge")
+    p.add_argument("--qos", "-q", default="", help="QoS class")
     p.add_argument("--cpus", "-c", type=float, default=0, help="CPUs (default: no limit)")
     p.add_argument("--mem", default="", help="memory, e.g. 16Gi (default: no limit)")
     p.add_argument("--job-name", "-J", default="", help="job name (default: interactive)")
+    p.add_argument("--mail-type", default="", help="mail, as sbatch's (END: also idle warnings)")
+    p.add_argument("--mail-user", default="", help="mail to this address (default: you)")
     p.add_argument(
         "--jupyter",
         action="store_true",
@@ -72,6 +75,9 @@ def job_fields(args: argparse.Namespace, image: str) -> dict[str, Any]:
         ("reservation", args.reservation),
         ("partition", args.partition),
         ("account", args.account),
+        ("qos", args.qos),
+        ("mail_type", args.mail_type),
+        ("mail_user", args.mail_user),
     ):
         if value:
             job[key] = value

@@ -41,7 +41,9 @@ def run_jupyter(client: Client, spec: JobSpec, token: str, local_port: int) -> i
     from rota.cli.client import current_user, state_of
     from rota.cli.forward import serve_connections
 
-    job_id = client.submit([(os.urandom(16).hex(), "grun", spec)], current_user()).jobs[0].job_ids[0]
+    job_id = (
+        client.submit([(os.urandom(16).hex(), "grun", spec)], current_user()).jobs[0].job_ids[0]
+    )
     try:
         shown = ""
         while (state := state_of(job := client.get_job(job_id)).value) != "RUNNING":

@@ -3,7 +3,8 @@ share (pure; no I/O).
 
 Every type sbatch knows is accepted; rota sends ``BEGIN`` (the job started running), ``END``
 (it ended) and ``FAIL`` (it ended FAILED, OUT_OF_MEMORY, NODE_FAIL or TIMEOUT: one mail, the
-failure, when both are asked), and ``ALL`` means those three. One mail per kind and attempt;
+failure, when both are asked), and ``ALL`` means those three; a job asking for END, FAIL or ALL
+also gets ``IDLE``, an idle rule's warning (docs/gpus.md, docs/interactive.md). One mail per kind and attempt;
 an array is mailed as a whole (its first start, its last end) unless ``ARRAY_TASKS`` asks
 for every task's, as sbatch's.
 """
@@ -31,6 +32,8 @@ MAIL_TYPES = (
     "ARRAY_TASKS",
 )
 SENT = ("BEGIN", "END", "FAIL")  # the kinds rota sends
+IDLE = "IDLE"  # an idle rule's warning, mailed once per attempt to a job that asked for END mail
+IDLE_WARNINGS = ("idle session: ", "GPUs idle ")  # how those warnings start (grun, batch)
 FAILED = frozenset({JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.TIMEOUT})
 MAX_ADDRESS = 254
 _ADDRESS = re.compile(r"^[^\s@<>,;\"']+(@[A-Za-z0-9.-]+)?$")
@@ -70,6 +73,14 @@ def mail_user_problem(user: str, domains: tuple[str, ...] | None = None) -> str:
         f"{user!r}: mail goes to user names and {where} only "
         "(scheduler settings mail_allowed_domains, mail_domain)"
     )
+
+
+def idle_mail(types: Iterable[str], warning: str) -> str | None:
+    """``IDLE`` when a job with ``mail_type`` ``types`` (END, FAIL or ALL: the end it warns
+    of) gets the warning ``warning`` (an idle rule's), else None."""
+    if not set(types) & {"END", "FAIL", "ALL"} or not warning.startswith(IDLE_WARNINGS):
+        return None
+    return IDLE
 
 
 def mail_kind(types: Iterable[str], old_state: str, new_state: str) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from sqlalchemy.engine import make_url
@@ -77,6 +77,14 @@ class ReservationSettings(Settings):
     unused_after: Seconds = 1800.0
 
 
+class SessionQosSettings(Settings):
+    """A QoS class's own rules for grun sessions (``interactive_qos``); None: the next rule."""
+
+    interactive_max_time: Seconds | None = None
+    interactive_idle_after: Seconds | None = None
+    interactive_idle_warning: Seconds | None = None
+
+
 class SchedulerConfig(Settings):
     """Everything the daemon reads at start-up. Durations are seconds, sizes bytes."""
 
@@ -106,11 +114,15 @@ class SchedulerConfig(Settings):
     gpu_dirty_grace: Seconds = 60.0  # held this long after its job ended: dirty
     idle_gpu_warn_after: Seconds = 1800.0  # a job's GPUs all at 0 % this long: warning; 0 = off
     idle_gpu_cancel_after: Seconds = 0.0  # ... this long: the job is cancelled; 0 = never
+    idle_gpu_action: Literal["cancel", "requeue"] = "cancel"  # what idle_gpu_cancel_after does
     # interactive sessions (docs/interactive.md)
     interactive_max_sessions: Count = 2  # live grun sessions per user; 0 = no limit
     interactive_max_gpus: Count = 4  # GPUs in one user's live grun sessions; 0 = no limit
     interactive_idle_after: Seconds = 7200.0  # no client and GPUs at 0 % this long: ended
     interactive_idle_warning: Seconds = 900.0  # warned this long before; 0 = no warning
+    interactive_max_time: Seconds = 12 * 3600.0  # a session's longest time limit; 0 = none
+    # per QoS class, after the partition's and before the three above (docs/interactive.md)
+    interactive_qos: dict[str, SessionQosSettings] = Field(default_factory=dict)
     # policy (docs/policy.md "Configuration")
     weights: WeightSettings = WeightSettings()  # merged over the defaults
     limits: LimitSettings = LimitSettings()

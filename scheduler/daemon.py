@@ -178,7 +178,7 @@ async def _lead(config: SchedulerConfig, url: str, stop: asyncio.Event) -> Leade
         engine.dispose()
     lease = Lease(url, config.ha_advertise or config.listen, config.ha_lease)
     leadership = Leadership(lease, _deposed)
-    if await leadership.acquire(lambda server: _bind(server, config), stop):
+    if await leadership.acquire(lambda server: _bind(server, config), stop, server_options(config)):
         return leadership
     await leadership.stop()
     return None

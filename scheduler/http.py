@@ -2,13 +2,16 @@
 one request and one response per connection, optional TLS.
 
 A connection has ``head_timeout`` seconds for its TLS handshake and whole request; at most
-``max_connections`` are open at once, and a new one beyond that evicts the connection that has
+``max_connections`` are open at once (at most half of them taken over: a WebSocket, a proxied
+port; one more is answered 503), and a new one beyond that evicts the connection that has
 been sending its request the longest (a slowloris holds no slot a quick client needs), or is
 closed at once when every slot is answering.
 
 ``/metrics``, the dashboard's files and its JSON API (``rota.scheduler.web``) are its routes.
 A handler gets the parsed ``Request`` and returns a ``Response``; an exception it raises is
-logged and answered 500, so one bad handler never takes the port down.
+logged and answered 500, so one bad handler never takes the port down. A response with a
+``takeover`` hands the connection to it instead (a WebSocket, a proxied request): it writes
+everything itself, and the connection closes when it returns.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ STREAM_LIMIT = 64 * 1024  # bytes a read may buffer (asyncio.start_server's defa
 @dataclass(frozen=True, slots=True)
 class Request:
     """One parsed request. Header names are lower case; ``params`` holds the path's
-    ``{name}`` segments of the route that matched; ``peer`` is the client's address as gRPC
+    ``{name}`` segments of the route that matched; ``target`` is the request line's target as
+    sent (path and query, not decoded); ``peer`` is the client's address as gRPC
     writes one (``ipv4:127.0.0.1:5000``), for the audit log."""
 
     method: str
@@ -44,6 +48,7 @@ class Request:
     body: bytes = b""
     params: dict[str, str] = field(default_factory=dict)
     peer: str = ""
+    target: str = ""
 
     def cookie(self, name: str) -> str:
         """The value of cookie ``name`` ("" when absent or unparsable)."""
@@ -62,15 +67,17 @@ class Response:
     body: bytes
     content_type: str = "text/plain; charset=utf-8"
     headers: tuple[tuple[str, str], ...] = ()
+    takeover: Takeover | None = None
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+Takeover = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """``method`` and ``pattern`` (``/api/v1/jobs/{id}``: a ``{name}`` matches one segment)
-    to ``handler``. A GET route answers HEAD too."""
+    """``method`` and ``pattern`` (``/api/v1/jobs/{id}``: a ``{name}`` matches one segment,
+    a final ``{name*}`` the rest of the path) to ``handler``. A GET route answers HEAD too."""
 
     method: str
     pattern: str
@@ -82,10 +89,12 @@ class Route:
 
 
 def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(pattern)))
+    escaped = re.sub(r"\\\{(\w+)\\\*\\\}$", r"(?P<\1>.*)", re.escape(pattern))
+    return re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", escaped))
 
 
 _REASONS = {
+    101: "Switching Protocols",
     200: "OK",
     201: "Created",
     204: "No Content",
@@ -118,6 +127,7 @@ class HttpServer:
         self._tls: ssl.SSLContext | None = None
         self._open: set[asyncio.StreamWriter] = set()
         self._reading: dict[asyncio.StreamWriter, None] = {}  # oldest first
+        self._taken = 0  # connections a takeover holds now
 
     async def start(self, address: str, tls: ssl.SSLContext | None = None) -> int:
         """Listen on ``HOST:PORT`` (TLS with ``tls``); return the bound port (OSError when it
@@ -189,6 +199,18 @@ class HttpServer:
         except (ConnectionError, ssl.SSLError):
             writer.close()
             return
+        if response.takeover is not None and self._taken < self.max_connections // 2:
+            self._taken += 1
+            try:
+                await response.takeover(reader, writer)
+            except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                self._taken -= 1
+                writer.close()
+            return
+        if response.takeover is not None:
+            response = Response(503, b"too many open terminals and proxied connections\n")
         headers = "".join(f"{k}: {v}\r\n" for k, v in response.headers)
         try:
             writer.write(
@@ -269,4 +291,6 @@ async def _read(reader: asyncio.StreamReader, peer: str) -> Request | Response:
         return Response(413, f"request body over {MAX_BODY} bytes\n".encode())
     body = await reader.readexactly(length) if length else b""
     path, _, query = parts[1].partition("?")
-    return Request(parts[0], path, dict(parse_qsl(query)), headers, body, peer=peer)
+    return Request(
+        parts[0], path, dict(parse_qsl(query)), headers, body, peer=peer, target=parts[1]
+    )

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -38,12 +38,18 @@ class Leadership:
         self._leader = ""  # the leader's address, as a standby last read it
         self._renewing: asyncio.Task[None] | None = None
 
-    async def acquire(self, bind: Callable[[grpc.aio.Server], int], stop: asyncio.Event) -> bool:
-        """Lead, standing by meanwhile on a server ``bind`` adds the port to; False when
-        ``stop`` was set first."""
+    async def acquire(
+        self,
+        bind: Callable[[grpc.aio.Server], int],
+        stop: asyncio.Event,
+        options: Sequence[tuple[str, int]] = (),
+    ) -> bool:
+        """Lead, standing by meanwhile on a server made with ``options`` (the leader's caps
+        against connection floods) that ``bind`` adds the port to; False when ``stop`` was set
+        first."""
         if await asyncio.to_thread(self._take):
             return True
-        server = grpc.aio.server()
+        server = grpc.aio.server(options=list(options))
         await add_standard_services(server)  # every service NOT_SERVING
         server.add_generic_rpc_handlers([_Refusal(lambda: self._leader)])
         bind(server)

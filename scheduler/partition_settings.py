@@ -1,7 +1,8 @@
 """The ``partitions:`` map of the scheduler settings (docs/admin.md "Partitions").
 
 ``partitions: {NAME: {nodes, labels, default, default_time, max_time, default_gpus,
-max_gpus_per_job, allow_users, allow_accounts, priority_tier, min_runtime}}``; names as job names; exactly
+max_gpus_per_job, allow_users, allow_accounts, priority_tier, min_runtime,
+interactive_max_time, interactive_idle_after, interactive_idle_warning}}``; names as job names; exactly
 one ``default: true`` when two or more are set (a single partition is the default by itself);
 none set: one implicit partition ``default`` holding every node.
 """
@@ -31,6 +32,10 @@ class PartitionSettings(Settings):
     allow_accounts: Names = ()
     priority_tier: Count = 0
     min_runtime: Seconds | None = None  # before attained service may preempt; None: global
+    # grun sessions here (docs/interactive.md); None: the scheduler setting of the same name
+    interactive_max_time: Seconds | None = None
+    interactive_idle_after: Seconds | None = None
+    interactive_idle_warning: Seconds | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> PartitionSettings:

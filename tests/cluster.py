@@ -165,7 +165,7 @@ class Cluster:
             f"sqlite:///{self.root / 'sched.db'}",
         ]
         args += list(extra or self.scheduler_args or ["--open-registration"])
-        if "--http-listen" not in args:  # a free port, never a running cluster's 9718
+        if not {"--http-listen", "--config"} & set(args):  # free, never a running cluster's 9718
             args += ["--http-listen", f"127.0.0.1:{free_port()}"]
         proc = self.spawn("scheduler", args)
         wait_for(

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from tests.cluster import TEST_IMAGE, Cluster, wait_for
+from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 from tests.nvml_fake import fake_gpu, fake_nvml_env, write_fake_config
 from tests.support.tokens import channel as token_channel
 
@@ -55,7 +55,7 @@ class GpuCluster:
         **rules: Any,
     ) -> GpuCluster:
         """Scheduler with ``FAST_RULES`` (``rules`` override them), then agent n1 on ``gpus``."""
-        settings = {**FAST_RULES, **rules}
+        settings = {"http_listen": f"127.0.0.1:{free_port()}", **FAST_RULES, **rules}
         path = self.c.root / "scheduler.yaml"
         path.write_text(yaml.safe_dump({"scheduler": settings}))
         self.c.scheduler_args = ["--open-registration", "--config", str(path)]

@@ -1,6 +1,7 @@
 """Issue 25 item 5: idle grun sessions reclaimed. The fake NVML library (in a real agent)
 reports 0 % utilisation; with short idle settings the session is left alone while its client
-is attached, then, once the client is gone, warned and ended TIMEOUT with reason Idle."""
+is attached, then, once the client is gone, warned (the next terminal opened in it shows the
+warning, and so does the owner by mail) and ended TIMEOUT with reason Idle."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.cluster import TEST_IMAGE, Cluster
 from tests.gpu_e2e import GpuCluster, gpus, wait_for
+from tests.support.smtp import SmtpRelay
 from tests.terminal import Terminal
 
 IDLE_AFTER = 6.0
@@ -22,8 +24,20 @@ def gc(cluster: Cluster, fake_nvml_lib: Path) -> GpuCluster:
 
 
 def test_idle_session_is_kept_while_attached_then_warned_and_ended(gc: GpuCluster) -> None:
-    gc.start(gpus(1), interactive_idle_after=IDLE_AFTER, interactive_idle_warning=4.0)
-    argv = ["-m", "rota.cli.grun", "--image", TEST_IMAGE, "--gpus", "1", "--pty", "sh"]
+    with SmtpRelay() as relay:
+        _kept_then_warned_and_ended(gc, relay)
+
+
+def _kept_then_warned_and_ended(gc: GpuCluster, relay: SmtpRelay) -> None:
+    gc.start(
+        gpus(1),
+        interactive_idle_after=IDLE_AFTER,
+        interactive_idle_warning=4.0,
+        mail_relay=relay.address,
+        mail_domain="lab.example",
+    )
+    argv = ["-m", "rota.cli.grun", "--image", TEST_IMAGE, "--gpus", "1", "--mail-type", "END"]
+    argv += ["--pty", "sh"]
     term = Terminal(argv, gc.c.env)
     try:
         term.expect(b"$ ")
@@ -38,5 +52,10 @@ def test_idle_session_is_kept_while_attached_then_warned_and_ended(gc: GpuCluste
         term.close()  # the client goes away; the session's shell runs on
     wait_for(lambda: "WARN: idle session" in gc.queue_line(job["id"]), 30, what="idle warning")
     assert any("idle session" in e["reason"] for e in gc.events(job["id"]))
+    entered = gc.c.cli("gattach", job["id"], "true", check=True)  # the terminal is told
+    wait_for(lambda: relay.mails(), 20, what="the idle warning by mail")
+    subject = str(relay.mails()[0][2]["Subject"]).strip()
+    assert subject.startswith(f"rota Job_id={job['id']} Name=interactive Idle"), subject
+    assert "rota: this session was warned: idle session: no client attached" in entered.stderr
     ended = gc.c.wait_state(job["id"], "TIMEOUT", timeout=60)
     assert ended["reason"] == "Idle"

@@ -59,7 +59,7 @@ def test_grun_pty_shell_prompt_resize_ctrl_c_and_exit_code(cluster: Cluster) -> 
 def test_grun_pipes_stdin_stdout_stderr_and_exit_code(cluster: Cluster) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=1)
-    data = os.urandom(3 * 2**20)
+    data = os.urandom(10 * 2**20)  # issue 25: piping mode round-trips 10 MB
     result = subprocess.run(
         [sys.executable, *grun(cluster, "sh", "-c", "cat; echo done >&2; exit 5")],
         input=data,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -361,3 +362,33 @@ def test_a_take_over_goes_on_when_the_old_leaders_sessions_cannot_be_ended(
     store.close()
     for lease in (first, second):
         lease.close()
+
+
+def test_a_standby_drops_a_connection_that_never_finishes_its_handshake(
+    cluster: Cluster,
+    db_url: str,
+) -> None:
+    """A standby has the leader's caps against connection floods: idle connections held open
+    on it would otherwise use up the descriptors it needs to take over."""
+    ha = Pair(cluster, db_url)
+    with open(ha.config, "a") as config:
+        config.write("handshake_timeout: 1\n")
+    ha.start("a")
+    wait_for(lambda: ha.leads("a"), 30, what="a leads")
+    ha.start("b")
+    wait_for(lambda: "standing by" in cluster.log("b"), 30, what="b stands by")
+    with socket.create_connection(("127.0.0.1", ha.ports["b"]), timeout=30) as idle:
+        assert _read_to_the_end(idle)
+
+
+def _read_to_the_end(conn: socket.socket) -> bool:
+    """Whether the peer closes ``conn`` (what it sends meanwhile is skipped) before the
+    socket's timeout."""
+    try:
+        while conn.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        return False
+    return True

@@ -6,12 +6,14 @@ or written."""
 from __future__ import annotations
 
 import os
+import select
 import threading
 from pathlib import Path
 
 import pytest
 
 from rota.agent.steps.spool import MAX_REQUEST, JobSpool, SpoolError
+from rota.agent.steps.srun import MAX_BUFFERED, OutputBudget, Srun
 from rota.messages import StepLayout
 
 
@@ -98,3 +100,36 @@ def test_output_goes_only_to_a_fifo_someone_reads(spool: JobSpool) -> None:
     os.close(fd)
     reader.join(5)
     assert got == [b"hello\n"]
+
+
+def test_the_sruns_of_one_attempt_that_never_read_share_one_output_buffer(
+    spool: JobSpool,
+) -> None:
+    """64 sruns whose output nobody reads (``srun yes | sleep 1d``) once held 64 MiB of the
+    agent's memory each; the attempt's sruns now share ``MAX_BUFFERED``."""
+    budget = OutputBudget()
+    readers: list[int] = []
+    sruns = []
+    for name in ("s.hog", "s.late"):
+        where = _request(spool, name, "yes")
+        for fifo in ("out", "err"):
+            os.mkfifo(where / fifo)
+            readers.append(os.open(where / fifo, os.O_RDONLY | os.O_NONBLOCK))
+        out, err = spool.open_fifo(name, "out"), spool.open_fifo(name, "err")
+        sruns.append(Srun((1, 1), spool, name, out, err, lambda _: None, budget))
+    hog, late = sruns
+    chunk = b"y" * (1 << 20)
+    for _ in range(MAX_BUFFERED // len(chunk)):
+        hog.write(chunk)  # the first fills the FIFO, the rest wait in the agent
+    late.write(b"late output\n")
+    late_out, late_err = readers[2:]
+    assert select.select([late_err], [], [], 10)[0] == [late_err]
+    assert os.read(late_err, 4096) == (
+        b"srun: error: output dropped: srun did not read it fast enough\n"
+    )
+    with pytest.raises(BlockingIOError):
+        os.read(late_out, 4096)
+    for srun in sruns:
+        srun.finish(1)
+    for fd in readers:
+        os.close(fd)

@@ -245,7 +245,12 @@ def test_the_page_and_its_files_are_served_locally(tmp_path: Path) -> None:
         assert "default-src 'none'" in csp and "script-src 'self'" in csp
         html = page.body.decode()
         assert "http://" not in html and "https://" not in html  # no CDN
-        for name, kind in (("app.js", "text/javascript"), ("app.css", "text/css")):
+        for name, kind in (
+            ("app.js", "text/javascript"),
+            ("app.css", "text/css"),
+            ("vendor/xterm.mjs", "text/javascript"),  # the terminal's, from npm, not a CDN
+            ("vendor/xterm.css", "text/css"),
+        ):
             served = await web.call("GET", f"/static/{name}")
             assert served.status == 200 and served.headers["Content-Type"].startswith(kind)
         assert (await web.call("GET", "/static/../http.py")).status == 404

@@ -18,10 +18,11 @@ import contextlib
 import itertools
 import logging
 import os
+import select
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from rota.agent.steps.spool import (
     JobSpool,
     SpoolError,
 )
-from rota.agent.steps.srun import Srun
+from rota.agent.steps.srun import OutputBudget, Srun
 from rota.agent.steps.tasks import StepTasks, Target
 from rota.messages import (
     AgentMessage,
@@ -50,9 +51,10 @@ from rota.messages import (
 
 log = logging.getLogger("rota.agent")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-MAX_SRUNS = 64  # sruns of one attempt waiting at once
+MAX_SRUNS = 64  # sruns of one attempt served at once (the rest wait for a slot)
 START_WAIT = 300.0  # seconds a step waits for its job's container to start on this node
 REPORT_WAIT = 5.0  # seconds sruns have to report their steps cancelled at the time limit
+LISTEN_TICK = 0.2  # seconds between the listener's looks at whether its attempt ended
 Key = tuple[int, int]  # (job id, attempt)
 
 
@@ -61,6 +63,7 @@ class Held:
     """An attempt's spool and what uses it."""
 
     spool: JobSpool
+    budget: OutputBudget = field(default_factory=OutputBudget)  # its sruns' queued output
     target: Target | None = None
     ctl: int = -1
     stopping: bool = False
@@ -164,9 +167,7 @@ class NodeSteps:
         if held is None:
             return
         with self._lock:
-            held.stopping = True
-            if held.ctl >= 0:
-                os.write(held.ctl, b"\n")  # wakes the listener, which closes it
+            held.stopping = True  # the listener sees it within LISTEN_TICK and closes ctl
         for srun in sruns:
             srun.finish(1)
         held.spool.remove()
@@ -239,10 +240,16 @@ class NodeSteps:
     # ------------------------------------------------------------ sruns
 
     def _listen(self, key: Key, held: Held) -> None:
-        """Read ``ctl`` until the attempt ends; each line starts or cancels an srun."""
+        """Read ``ctl`` until the attempt ends; each line starts or cancels an srun. Nothing
+        ever writes to ``ctl`` but the job (which may keep it full): the end of the attempt is
+        noticed by polling ``held.stopping``."""
         pending = b""
+        poller = select.poll()
+        poller.register(held.ctl, select.POLLIN)
         try:
             while not held.stopping:
+                if not poller.poll(LISTEN_TICK * 1000):
+                    continue
                 data = os.read(held.ctl, 4096)
                 if not data:
                     return
@@ -250,6 +257,8 @@ class NodeSteps:
                 *lines, pending = pending.split(b"\n")
                 pending = pending[-256:]
                 for line in lines:
+                    if held.stopping:
+                        return
                     self._request(key, held, line.decode("ascii", "replace").strip())
         except OSError as exc:
             log.warning("job %d: step spool closed: %s", key[0], exc)
@@ -263,7 +272,7 @@ class NodeSteps:
         if verb == "cancel":
             self._cancel(key, name)
             return
-        if verb != "start" or held.stopping:
+        if verb != "start" or not self._slot(key, held):
             return
         spool = held.spool
         try:
@@ -277,13 +286,11 @@ class NodeSteps:
             os.close(out)
             return
         request_id = next(self._ids)
-        srun = Srun(key, spool, name, out, err, lambda _: self._forget(request_id))
+        srun = Srun(key, spool, name, out, err, lambda _: self._forget(request_id), held.budget)
+        with self._lock:
+            self._sruns[request_id] = srun  # holds a slot until its exit code is handed over
         try:
             request = spool.read(name)
-            with self._lock:
-                if sum(1 for s in self._sruns.values() if s.key == key) >= MAX_SRUNS:
-                    raise SpoolError(f"at most {MAX_SRUNS} steps of a job may run at once")
-                self._sruns[request_id] = srun
         except SpoolError as exc:
             srun.write(f"srun: error: {exc}\n".encode(), stderr=True)
             srun.finish(1)
@@ -299,6 +306,17 @@ class NodeSteps:
                 request.cwd,
             )
         )
+
+    def _slot(self, key: Key, held: Held) -> bool:
+        """Wait while the attempt has ``MAX_SRUNS`` sruns (each a thread of the agent's, until
+        it handed over its exit code): a job's sruns beyond them wait for their turn. False
+        when the attempt ended meanwhile."""
+        while not held.stopping:
+            with self._lock:
+                if sum(1 for s in self._sruns.values() if s.key == key) < MAX_SRUNS:
+                    return True
+            time.sleep(LISTEN_TICK)
+        return False
 
     def _forget(self, request_id: int) -> None:
         """An srun was handed its exit code."""

@@ -1,7 +1,8 @@
 """One srun waiting in a container of this node: its step's output is written to its FIFOs, then
 its exit code, by a thread of its own, so that an srun that reads slowly (or died) never holds
-up the agent's stream. What it has not read is kept up to ``MAX_BUFFERED`` bytes, then dropped
-with a note.
+up the agent's stream. What the sruns of one attempt have not read is kept up to
+``MAX_BUFFERED`` bytes in all (their ``OutputBudget``), then dropped with a note: a job's 64
+sruns that never read hold no more of the agent's memory than one.
 """
 
 from __future__ import annotations
@@ -14,13 +15,35 @@ from collections.abc import Callable
 
 from rota.agent.steps.spool import JobSpool, SpoolError
 
-MAX_BUFFERED = 64 << 20  # bytes of output queued for one srun
+MAX_BUFFERED = 64 << 20  # bytes of output queued for the sruns of one attempt, in all
 Key = tuple[int, int]  # (job id, attempt)
+
+
+class OutputBudget:
+    """The bytes of output the sruns of one attempt may have queued at once. Thread-safe."""
+
+    def __init__(self, limit: int = MAX_BUFFERED) -> None:
+        self.limit = limit
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bool:
+        """Reserve ``size`` bytes; False (nothing reserved) when they do not fit."""
+        with self._lock:
+            if self._used + size > self.limit:
+                return False
+            self._used += size
+            return True
+
+    def give(self, size: int) -> None:
+        with self._lock:
+            self._used -= size
 
 
 class Srun:
     """The FIFOs of one srun request (``out``, ``err``: open write descriptors); ``done`` is
-    called once its exit code was handed over (or could not be)."""
+    called once its exit code was handed over (or could not be); its queued output counts
+    against ``budget``, its attempt's."""
 
     def __init__(
         self,
@@ -30,15 +53,17 @@ class Srun:
         out: int,
         err: int,
         done: Callable[[Srun], None],
+        budget: OutputBudget,
     ) -> None:
         self.key = key
         self.spool = spool
         self.name = name
         self._fds = (out, err)
         self._done = done
-        self._queue: queue.SimpleQueue[tuple[bytes, bool] | int] = queue.SimpleQueue()
+        self._budget = budget
+        # (output, for stderr, bytes of the budget it holds), then the exit code
+        self._queue: queue.SimpleQueue[tuple[bytes, bool, int] | int] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._queued = 0
         self._dropped = False
         self._finished = False
         threading.Thread(target=self._drain, daemon=True).start()
@@ -48,14 +73,13 @@ class Srun:
         with self._lock:
             if self._finished:
                 return
-            if self._queued + len(data) > MAX_BUFFERED:
+            if not self._budget.take(len(data)):
                 if not self._dropped:
                     self._dropped = True
                     note = b"srun: error: output dropped: srun did not read it fast enough\n"
-                    self._queue.put((note, True))
+                    self._queue.put((note, True, 0))
                 return
-            self._queued += len(data)
-        self._queue.put((data, stderr))
+        self._queue.put((data, stderr, len(data)))
 
     def finish(self, code: int) -> None:
         """After the queued output, close it and hand srun ``code`` (once)."""
@@ -70,11 +94,10 @@ class Srun:
             item = self._queue.get()
             if isinstance(item, int):
                 break
-            data, stderr = item
-            with self._lock:
-                self._queued -= len(data)
+            data, stderr, held = item
             with contextlib.suppress(OSError):  # srun went away: its output is dropped
                 _write_all(self._fds[1 if stderr else 0], data)
+            self._budget.give(held)
         for fd in self._fds:
             os.close(fd)
         try:

@@ -76,6 +76,7 @@ def finished_to_pb(row: FinishedJob | StepRow) -> pb.FinishedJob:
         gpu_memory_peak=usage.memory_peak,
         gpu_memory_total=usage.memory_total,
         gpu_samples=usage.samples,
+        reason=job.reason,
     )
 
 

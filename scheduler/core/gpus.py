@@ -285,7 +285,8 @@ class GpuHealth:
     # ------------------------------------------------------------ idle jobs
 
     def idle_jobs(self) -> Orders:
-        """Warn about (and, with ``idle_gpu_cancel_after``, cancel) jobs whose GPUs all stayed
+        """Warn about (and, with ``idle_gpu_cancel_after``, cancel or, with ``idle_gpu_action:
+        requeue`` and requeues left under ``max_requeue``, requeue) jobs whose GPUs all stayed
         at 0 % utilisation; judged only on fresh telemetry of real (not simulated) GPUs."""
         jobs_now = self.model.jobs
         for gone in set(self._active_at) - set(jobs_now):
@@ -306,18 +307,24 @@ class GpuHealth:
             if (
                 job.state is not JobState.RUNNING
                 or not job.spec.gpus
+                or job.spec.interactive  # grun sessions: SessionService.reclaim
                 or not self._observed(job, now)
             ):
                 continue
             since = max(job.start_time or now, self._active_at.get(job.id, 0.0))
             idle = now - since
             job = dataclasses.replace(job)  # committed, then swapped in
+            requeue = (
+                self.config.idle_gpu_action == "requeue" and job.attempt <= self.config.max_requeue
+            )
             if cancel_after and idle >= cancel_after:
+                verb = "requeued" if requeue else "cancelled"
                 why = (
-                    f"cancelled: its GPUs were idle (0% utilisation) for {human_duration(idle)} "
+                    f"{verb}: its GPUs were idle (0% utilisation) for {human_duration(idle)} "
                     "(idle_gpu_cancel_after)"
                 )
-                event, kills = self.lifecycle.stop(job, JobState.CANCELLED, why)
+                final = JobState.PENDING if requeue else JobState.CANCELLED
+                event, kills = self.lifecycle.stop(job, final, why)
                 events.append(event)
                 job.reason = why
                 orders.extend(kills)
@@ -326,7 +333,8 @@ class GpuHealth:
                 warned[job.id] = since
                 text = f"GPUs idle (0% utilisation) for {human_duration(idle)}"
                 if cancel_after:
-                    text += f"; cancelled at {human_duration(cancel_after)} idle"
+                    verb = "requeued" if requeue else "cancelled"
+                    text += f"; {verb} at {human_duration(cancel_after)} idle"
                 events.append(self.lifecycle.warn(job, text))
                 jobs.append(job)
         if jobs:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from rota.inputs import SpecError, check_page_token
 from rota.jobspec import JobSpec, parse_dependency
+from rota.scheduler.cluster.gpus import human_duration
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig
@@ -21,6 +22,7 @@ from rota.scheduler.core.lifecycle import LAUNCH_PREFIX, Lifecycle, Orders
 from rota.scheduler.core.lookup import CancelResult, JobLookup, parse_display_id
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.partition_rules import Admitted, admit_partitions
+from rota.scheduler.core.session_rules import SessionRuleBook
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.submission import (
     Admission,
@@ -86,6 +88,7 @@ class JobService:
             lambda name, user, account: f"unknown reservation {name!r}"
         ),
         partitions: PartitionTable | None = None,
+        session_rules: SessionRuleBook | None = None,
     ) -> None:
         self.model = model
         self.store = store
@@ -98,6 +101,7 @@ class JobService:
         self.policy_config = policy_config
         self.clock = clock
         self.partitions = partitions or PartitionTable()
+        self.session_rules = session_rules or SessionRuleBook(config, lambda name: None)
 
     # ------------------------------------------------------------ submit
 
@@ -132,7 +136,7 @@ class JobService:
             raise UserError("client_request_id: must be unique within one SubmitJobs request")
         known = self.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]
-        admitted = [self._admit_partitions(item, user) for item in new_items]
+        admitted = [self._admit_session(i, self._admit_partitions(i, user)) for i in new_items]
         for item, adm in zip(new_items, admitted, strict=True):
             self._check_fits_cluster(item, adm.spec)
             self._check_reservation(item, user)
@@ -187,6 +191,25 @@ class JobService:
             self.partitions,
             self.config.default_time_limit,
             item.source or "job",
+        )
+
+    def _admit_session(self, item: SubmitItem, admitted: Admitted) -> Admitted:
+        """A grun session's time limit within its ``interactive_max_time`` (a session naming
+        none gets at most that); UserError naming the setting when it asks for more."""
+        spec = admitted.spec
+        if not spec.interactive:
+            return admitted
+        rules = self.session_rules.rules(spec.partition, spec.qos)
+        if not rules.max_time:
+            return admitted
+        if spec.time_limit > rules.max_time:
+            raise UserError(
+                f"{item.source or 'job'}: time_limit: {human_duration(spec.time_limit)} exceeds "
+                f"the longest interactive session, {human_duration(rules.max_time)} "
+                f"({rules.max_time_from})"
+            )
+        return dataclasses.replace(
+            admitted, default_time_limit=min(admitted.default_time_limit, rules.max_time)
         )
 
     def _check_fits_cluster(self, item: SubmitItem, spec: JobSpec) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import TYPE_CHECKING
 
+from rota.jobmail import IDLE
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.store.protocols import (
@@ -30,7 +31,7 @@ log = logging.getLogger("rota.scheduler")
 if TYPE_CHECKING:
     from rota.scheduler.core.submission import SubmitItem, SubmitResult
 
-_VERBS = {"BEGIN": "Began", "END": "Ended", "FAIL": "Failed"}
+_VERBS = {"BEGIN": "Began", "END": "Ended", "FAIL": "Failed", IDLE: "Idle"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,8 @@ def compose(job: JobRecord, kind: str, now: float) -> EmailMessage:
     if kind == "BEGIN":
         queued = (job.start_time or now) - job.submit_time
         subject = f"{head}, Queued time {format_duration(max(queued, 0.0))}"
+    elif kind == IDLE:
+        subject = f"{head}, its GPUs at 0% utilisation: it ends if it stays idle"
     else:
         ran = (job.end_time or now) - job.start_time if job.start_time else 0.0
         code = "" if job.exit_code is None else f", ExitCode {job.exit_code}"

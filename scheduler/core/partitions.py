@@ -99,6 +99,11 @@ class PartitionService:
             )
         return out
 
+    def settings(self, name: str) -> PartitionSettings | None:
+        """The settings of partition ``name`` (the file's, else an admin's); None for the
+        implicit partition and unknown names."""
+        return self._file.get(name) or self._settings.get(name)
+
     def entry(self, name: str) -> PartitionEntry:
         """The partition ``name``; NotFound naming the partitions when there is none."""
         for entry in self.entries():

@@ -25,6 +25,7 @@ from rota.scheduler.core.notifications import NotificationService
 from rota.scheduler.core.partitions import PartitionService
 from rota.scheduler.core.planning import Planner
 from rota.scheduler.core.reservations import ReservationService
+from rota.scheduler.core.session_rules import SessionRuleBook
 from rota.scheduler.core.sessions import SessionService
 from rota.scheduler.core.snapshot import SnapshotBuilder
 from rota.scheduler.core.unused_notice import UnusedNotice
@@ -98,6 +99,7 @@ def build_services(
     )
     partitions = PartitionService(store.partitions, model, config, clock)
     table = partitions.table  # one table, reset in place by ``partitions``
+    session_rules = SessionRuleBook(config, partitions.settings)
     snapshots = SnapshotBuilder(
         model,
         lookup,
@@ -129,6 +131,7 @@ def build_services(
             clock,
             reservations=reservations.check_job,
             partitions=table,
+            session_rules=session_rules,
         ),
         agents=AgentService(model, store.nodes, lifecycle, liveness, config, clock),
         nodes=NodeService(model, store.nodes, lifecycle, gpus, config, clock, partitions=table),
@@ -160,7 +163,7 @@ def build_services(
         mail=mail,
         policy=policy,
         liveness=liveness,
-        sessions=SessionService(model, lookup, lifecycle, users, gpus, config, clock),
+        sessions=SessionService(model, lookup, lifecycle, users, gpus, session_rules, clock),
         web_sessions=store.web_sessions,
         job_steps=JobSteps(model, lifecycle, store.jobs.events),
     )

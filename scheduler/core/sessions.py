@@ -6,27 +6,30 @@ Idle reclamation: a running grun session with GPUs is idle while no client is at
 its GPUs stay at 0 % utilisation (``GpuHealth.last_active``, on fresh telemetry of real GPUs
 only). Idle for ``interactive_idle_after`` it ends TIMEOUT with reason ``Idle``; it is warned
 ``interactive_idle_warning`` before (a job warning: gqueue's WARN, the page, the events). A
-client attaching starts the idle stretch again."""
+client attaching starts the idle stretch again. Both settings are per partition where its
+settings set them (``SessionRuleBook``)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 
+from rota.jobmail import IDLE_WARNINGS
 from rota.scheduler.cluster.gpus import human_duration
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.cluster.users import AuditEntry, Principal
-from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core import authz
 from rota.scheduler.core.errors import NotFound, UserError
 from rota.scheduler.core.gpus import GpuHealth
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.session_rules import SessionRuleBook
 from rota.scheduler.core.users import UsersService
 from rota.states import JobState
 
 IDLE = "Idle"  # the reason of a session ended by idle reclamation (state TIMEOUT)
+IDLE_WARNING = IDLE_WARNINGS[0]  # how an idle warning starts (shown again on the next attach)
 
 
 class SessionService:
@@ -39,7 +42,7 @@ class SessionService:
         lifecycle: Lifecycle,
         users: UsersService,
         gpus: GpuHealth,
-        config: SchedulerConfig,
+        rules: SessionRuleBook,
         clock: Callable[[], float],
     ) -> None:
         self.model = model
@@ -47,7 +50,7 @@ class SessionService:
         self.lifecycle = lifecycle
         self.users = users
         self.gpus = gpus
-        self.config = config
+        self.rules = rules
         self.clock = clock
         self._clients: dict[int, int] = {}  # job id -> clients attached now
         self._left: dict[int, float] = {}  # job id -> when its last client went away
@@ -115,9 +118,6 @@ class SessionService:
         for gone in set(self._left) - set(jobs_now):
             self._left.pop(gone, None)
             self._warned.pop(gone, None)
-        limit, lead = self.config.interactive_idle_after, self.config.interactive_idle_warning
-        if not limit:
-            return []
         now = self.clock()
         changed: list[JobRecord] = []
         events: list[JobEvent] = []
@@ -128,6 +128,10 @@ class SessionService:
                 continue
             if self._clients.get(job.id):
                 continue
+            rules = self.rules.rules(job.spec.partition, job.spec.qos)
+            limit, lead = rules.idle_after, rules.idle_warning
+            if not limit:
+                continue
             active = self.gpus.last_active(job, now)
             if active is None:
                 continue
@@ -137,7 +141,7 @@ class SessionService:
             if idle >= limit:
                 why = (
                     f"no client attached and its GPUs idle (0% utilisation) for "
-                    f"{human_duration(idle)} (interactive_idle_after)"
+                    f"{human_duration(idle)} ({rules.idle_after_from})"
                 )
                 event, kills = self.lifecycle.stop(job, JobState.TIMEOUT, why)
                 job.reason = IDLE
@@ -147,7 +151,7 @@ class SessionService:
             elif lead and idle >= limit - lead and self._warned.get(job.id) != since:
                 warned[job.id] = since
                 text = (
-                    f"idle session: no client attached and GPUs at 0% for "
+                    f"{IDLE_WARNING}no client attached and GPUs at 0% for "
                     f"{human_duration(idle)}; it ends (Idle) after {human_duration(limit)} "
                     f"idle unless attached or used"
                 )

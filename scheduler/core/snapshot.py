@@ -256,6 +256,7 @@ class SnapshotBuilder:
             attained=job.attained,
             nodelist=frozenset(expand(spec.nodelist)) if spec.nodelist else frozenset(),
             exclude=frozenset(expand(spec.exclude)) if spec.exclude else frozenset(),
+            interactive=spec.interactive,
         )
 
     def running_view(self, job: JobRecord, now: float) -> RunningJob:
@@ -278,6 +279,7 @@ class SnapshotBuilder:
             preempted_at=job.preempted_at,
             submit_time=job.submit_time,
             partition=job.partition,
+            interactive=job.spec.interactive,
         )
 
     def _preemptible(self, spec: JobSpec) -> bool:

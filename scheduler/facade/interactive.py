@@ -2,7 +2,8 @@
 runs and relayed through the agent that runs it (``SessionRelay``).
 
 A session first waits for its job (``Waiting`` as its state or pending reason changes), then
-opens on the job's node (``Started``) and relays both ways. A grun session whose job already
+opens on the job's node (``Started``) and relays both ways; a terminal opened in a session
+warned idle gets the warning as its first line. A grun session whose job already
 ended (its command was quick) gets the job's output and exit code instead.
 """
 
@@ -19,6 +20,7 @@ from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import NotFound
 from rota.scheduler.core.services import Services
+from rota.scheduler.core.sessions import IDLE_WARNING
 from rota.scheduler.core_thread import Executor
 from rota.scheduler.session_relay import SessionRelay
 from rota.states import JobState
@@ -135,6 +137,10 @@ class InteractiveFacade:
         )
         yield Started(node)
         await self.core.call(sessions.attached, job.id)  # not idle while a client is attached
+        if request.kind != "forward" and job.warning.startswith(IDLE_WARNING):
+            end = "\r\n" if request.tty else "\n"
+            line = f"rota: this session was warned: {job.warning}{end}"
+            yield SessionOutput(0, stream=2, data=line.encode())
         try:
             async for out in self.relay.run(node, opening, inputs):
                 if out.error and request.kind == "attach":

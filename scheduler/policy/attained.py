@@ -80,7 +80,7 @@ class AttainedQueues:
 
     def victim_queue(self, job: RunningJob) -> int | None:
         """The queue of a running job this rule could preempt now, else None."""
-        if not job.checkpointable or job.stopping:
+        if not job.checkpointable or job.stopping or job.interactive:
             return None
         queue = self.running_queue(job)
         if queue == 0:

@@ -1,6 +1,7 @@
 """Choose running jobs to preempt for a blocked job, only when the job then fits.
 
-A pending job may preempt a running job that is ``preemptible``, not already stopping, and of
+A pending job may preempt a running job that is ``preemptible``, not a grun session (those are
+preempted only off lent reserved GPUs, ``reserve.py``), not already stopping, and of
 a lower class: class is (QoS level, job priority); with attained-service queues
 (``attained.AttainedQueues``) also a checkpointable job of a higher queue. Victims on a node
 are taken lowest class first, highest queue, then most recently started first, and only while they free something the job still lacks
@@ -92,13 +93,14 @@ class Preemptor:
             for alloc in job.allocations:
                 self.holders[alloc.node].add(job.id)
             queue = self.queues.victim_queue(job) if self.queues is not None else None
-            if (job.preemptible and by_class) or queue is not None:
+            by_class_here = by_class and job.preemptible and not job.interactive
+            if by_class_here or queue is not None:
                 cls = (cfg.qos_level(job.qos), job.priority)
                 end = end_of(job)  # as the state stores it (before now: released now)
                 rank = (*cls, -(queue or 0), -job.start_time, -job.id)
                 victims.append((job, _Victim(job, rank, end, queue)))
                 self.top_queue = max(self.top_queue, queue or 0)
-                if job.preemptible and by_class:
+                if by_class_here:
                     low: tuple[float, int] | None = self.lowest_class
                     self.lowest_class = cls if low is None else min(low, cls)
         for job, victim in victims:

@@ -9,8 +9,9 @@ placements of the sub-passes before it added as running jobs:
    time limits clipped to the window's end; each placement carries that end as its
    ``deadline`` (the daemon and the simulator end the job with TIMEOUT then). FLEX: no
    clipping, and its jobs still waiting join pass 2, as do its jobs before its window. When such a job waits for resources while
-   jobs that do not belong to the reservation (borrowers) hold its GPUs, the borrowers are
-   preempted, most recently started first, until the waiting jobs' GPUs are covered.
+   jobs that do not belong to the reservation (borrowers: preemptible jobs and grun
+   sessions) hold its GPUs, the borrowers are preempted, most recently started first, until
+   the waiting jobs' GPUs are covered.
 2. everyone else (the wrapped policy, whose caches stay warm): every GPU of an open or
    upcoming reservation is hidden.
 3. short jobs before upcoming windows: for each upcoming start T (earliest first), the jobs
@@ -21,8 +22,9 @@ placements of the sub-passes before it added as running jobs:
    estimated start come along so that their GPUs stay kept for them; their own placements
    there are dropped. A job never starts on reserved GPUs if its time limit reaches into a
    window, and a window far ahead blocks no job that ends before it.
-4. lending: preemptible jobs still waiting for resources, on the idle GPUs of open,
-   lending, non-MAINT reservations that have no job of their own waiting; a window the no-show
+4. lending: preemptible jobs and grun sessions (preemptible there: borrowers below) still
+   waiting for resources, on the idle GPUs of open, lending, non-MAINT reservations that have
+   no job of their own waiting; a window the no-show
    rule lent (``lent_to_all``) also to any job whose time limit ends within the window.
 
 Reasons: a job naming an unknown (deleted or ended) reservation waits with
@@ -232,6 +234,7 @@ class _Pass:
                     time_limit=self.cfg.limit_of(job.time_limit),
                     priority=job.priority,
                     preemptible=job.preemptible,
+                    interactive=job.interactive,
                     qos=job.qos,
                     exclusive=job.exclusive,
                     array_job_id=job.array_job_id,
@@ -274,7 +277,7 @@ class _Pass:
                 job
                 for job in self.running
                 if job.reservation != r.name
-                and job.preemptible
+                and (job.preemptible or job.interactive)
                 and not job.stopping
                 and job.id not in self.preempted
                 and any((a.node, g) in cells for a in job.allocations for g in a.gpu_indices)
@@ -338,7 +341,7 @@ class _Pass:
             if (r.lend or r.lent_to_all) and not r.maint and r.name not in waiting_owners:
                 lent |= r.cells()
         lent -= self.maint_cells
-        jobs = [j for j in general if j.preemptible and self._waits(j)]
+        jobs = [j for j in general if (j.preemptible or j.interactive) and self._waits(j)]
         if lent and jobs:
             self._sub(self.side(), jobs, lent.__contains__)
         for r in self.active:  # the no-show rule's loans: any job that ends within the window

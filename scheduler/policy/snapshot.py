@@ -86,6 +86,7 @@ class RunningJob:
     preempted_at: tuple[float, ...] = ()
     submit_time: float = 0.0
     partition: str = ""
+    interactive: bool = False  # a grun session: preempted only off lent reserved GPUs
 
     @property
     def gpu_count(self) -> int:
@@ -138,6 +139,7 @@ class PendingJob:
     attained: float = 0.0
     nodelist: frozenset[str] = frozenset()  # only these nodes (empty: any); sbatch -w
     exclude: frozenset[str] = frozenset()  # never these nodes; sbatch -x
+    interactive: bool = False  # a grun session: may borrow lent reserved GPUs (preemptible there)
 
 
 @dataclass(frozen=True, slots=True)

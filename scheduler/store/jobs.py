@@ -34,6 +34,7 @@ from sqlalchemy.sql.selectable import TableValuedAlias
 from sqlalchemy.types import BigInteger
 
 from rota.jobends import notice_wanted
+from rota.jobmail import idle_mail
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.store.array_mail import mail_of, whole_arrays
@@ -252,9 +253,14 @@ def _mails(jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> list[dict[s
     out = []
     for ev in events:
         job = by_id.get(ev.job_id)
-        if job is None or ev.kind is not HistoryKind.STATE:
+        if job is None:
             continue
-        kind = mail_of(job, ev.old_state, ev.new_state)
+        if ev.kind is HistoryKind.WARNING and job.array_job_id is None:
+            kind = idle_mail(job.spec.mail_type, ev.reason)
+        elif ev.kind is HistoryKind.STATE:
+            kind = mail_of(job, ev.old_state, ev.new_state)
+        else:
+            continue
         if kind is not None:
             out.append(
                 {

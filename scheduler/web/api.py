@@ -128,19 +128,27 @@ class Api:
         ]
 
     def route(
-        self, method: str, pattern: str, handler: ApiHandler, *, as_rpc: bool = False
+        self,
+        method: str,
+        pattern: str,
+        handler: ApiHandler,
+        *,
+        as_rpc: bool = False,
+        same_origin: bool = False,
     ) -> Route:
         """``handler`` at ``method pattern`` behind this API's caller and CSRF checks, its
         refusals audited as ``web METHOD PATTERN``. ``as_rpc``: a route the commands use in
         place of an RPC (``web.commands``), answered as gRPC answers it: a bearer token only,
-        refused in gRPC's words, and an admin's submission not audited."""
+        refused in gRPC's words, and an admin's submission not audited. ``same_origin``: a
+        cookie's request needs this server's own ``Origin`` (if named) instead of the CSRF
+        header, for what is not the dashboard's own (a WebSocket, a job's proxied port)."""
         action = f"web {method} {pattern}"
-        return Route(method, pattern, self._guard(action, handler, as_rpc))
+        return Route(method, pattern, self._guard(action, handler, as_rpc, same_origin))
 
     # ------------------------------------------------------------ authentication
 
     def _guard(
-        self, action: str, handler: ApiHandler, as_rpc: bool = False
+        self, action: str, handler: ApiHandler, as_rpc: bool = False, same_origin: bool = False
     ) -> Callable[[Request], Awaitable[Response]]:
         """``handler`` behind the caller check, the CSRF check for changes, and the mapping
         of domain errors to statuses. A refusal (401, 403) is recorded in the audit log as
@@ -155,7 +163,11 @@ class Api:
             try:
                 caller = await self._caller(request, as_rpc)
                 who = caller.who
-                if request.method not in ("GET", "HEAD") and caller.session is not None:
+                if same_origin and caller.session is not None:
+                    foreign = _foreign_origin(request, "https" if self.secure else "http")
+                    if foreign:
+                        raise Refused(403, foreign)
+                elif request.method not in ("GET", "HEAD") and caller.session is not None:
                     sent = request.headers.get(CSRF_HEADER, "")
                     if not self.sessions.csrf_ok(caller.session, sent):
                         raise Refused(403, f"missing or wrong {CSRF_HEADER} header")
@@ -445,17 +457,24 @@ def _foreign_login(request: Request, scheme: str) -> tuple[int, str] | None:
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != JSON:
         return 415, (f"Content-Type: a login must be sent as {JSON}, not {kind or 'nothing'}")
+    foreign = _foreign_origin(request, scheme, "a login is accepted")
+    return (403, foreign) if foreign else None
+
+
+def _foreign_origin(request: Request, scheme: str, what: str = "this is accepted") -> str:
+    """Why ``request`` comes from another site's page ("" when its ``Origin`` is this server's
+    own, or none: browsers name one in cross-site posts and WebSockets; scripts need none)."""
     origin = request.headers.get("origin")
     if origin is None:
-        return None  # browsers send one with every cross-site post; curl and scripts need none
+        return ""
     host = request.headers.get("host", "").strip().lower()
     # the host (and port) alone: a TLS-terminating proxy in front may change the scheme
     if not host or urlsplit(origin.strip()).netloc.lower() != host:
-        return 403, (
-            f"Origin: a login is accepted only from this server's own origin "
+        return (
+            f"Origin: {what} only from this server's own origin "
             f"({scheme}://{host}), not {origin.strip()[:200] or 'an empty one'}"
         )
-    return None
+    return ""
 
 
 def _code(status: int) -> str:

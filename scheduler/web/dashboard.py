@@ -1,6 +1,6 @@
 """The routes the HTTP port serves for people: the dashboard's page and files at ``/`` and its
-JSON API at ``/api/v1`` (reservations and their calendar feed included); sessions are stored
-with the engine's users."""
+JSON API at ``/api/v1`` (reservations and their calendar feed included), a running job's
+terminal and its web ports, and starting an interactive session; sessions are stored with the engine's users."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ from rota.scheduler.web.commands import CommandRoutes
 from rota.scheduler.web.files import Files
 from rota.scheduler.web.ical import IcalFeed
 from rota.scheduler.web.identity import TokenCheck
+from rota.scheduler.web.launch import SessionLauncher
+from rota.scheduler.web.ports import WebPorts
 from rota.scheduler.web.sessions import Sessions
+from rota.scheduler.web.terminal import Terminal
 
 
 def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
@@ -28,5 +31,8 @@ def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[R
         + Bookings(engine, api).routes()
         + IcalFeed(engine).routes(api)
         + CommandRoutes(engine, api).routes()
+        + Terminal(engine).routes(api)
+        + WebPorts(engine).routes(api)
+        + SessionLauncher(engine).routes(api)
     )
     return Files().routes() + api.routes() + pages

@@ -11,13 +11,15 @@ TYPES = {
     ".html": "text/html; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
     ".svg": "image/svg+xml",
 }
-# the page loads only its own files, talks only to its own API, and is never framed
+# the page loads only its own files, talks only to its own API, and is never framed; inline
+# styles are allowed because xterm.js (the terminal) writes its own <style> elements
 HEADERS = (
     (
         "Content-Security-Policy",
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
         "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
     ),
     ("X-Content-Type-Options", "nosniff"),
@@ -28,22 +30,33 @@ HEADERS = (
 
 
 class Files:
-    """``/`` is the page; ``/static/NAME`` one of the files beside it."""
+    """``/`` is the page; ``/static/NAME`` one of the files beside it, ``/static/vendor/NAME``
+    one of the third-party files it uses (xterm.js)."""
 
     def __init__(self) -> None:
         folder = resources.files("rota.scheduler.web") / "static"
         self._files: dict[str, Response] = {}
-        for entry in folder.iterdir():
-            kind = TYPES.get("." + entry.name.rpartition(".")[2])
-            if kind is not None:
-                self._files[entry.name] = Response(200, entry.read_bytes(), kind, HEADERS)
+        for prefix, where in (("", folder), ("vendor/", folder / "vendor")):
+            for entry in where.iterdir():
+                kind = TYPES.get("." + entry.name.rpartition(".")[2])
+                if kind is not None:
+                    body = entry.read_bytes()
+                    self._files[prefix + entry.name] = Response(200, body, kind, HEADERS)
 
     def routes(self) -> list[Route]:
-        return [Route("GET", "/", self.page), Route("GET", "/static/{name}", self.file)]
+        return [
+            Route("GET", "/", self.page),
+            Route("GET", "/static/{name}", self.file),
+            Route("GET", "/static/vendor/{name}", self.vendor),
+        ]
 
     async def page(self, request: Request) -> Response:
         return self._files["index.html"]
 
     async def file(self, request: Request) -> Response:
         found = self._files.get(request.params["name"])
+        return found if found is not None else Response(404, b"not found\n")
+
+    async def vendor(self, request: Request) -> Response:
+        found = self._files.get("vendor/" + request.params["name"])
         return found if found is not None else Response(404, b"not found\n")

@@ -234,7 +234,9 @@ def finished_json(row: FinishedJob, idle_below: float) -> Json:
         "gpu_utilization": utilization,
         "gpu_memory_peak": usage.memory_peak,
         "gpu_memory_total": usage.memory_total,
-        "flags": efficiency_flags(utilization, usage.memory_peak, usage.memory_total, idle_below),
+        "flags": efficiency_flags(
+            utilization, usage.memory_peak, usage.memory_total, idle_below, job.reason
+        ),
     }
 
 

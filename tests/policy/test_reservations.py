@@ -199,6 +199,7 @@ def reserved_snapshots(draw):
             user=draw(st.sampled_from("uvw")),
             time_limit=draw(st.sampled_from([0.5, 1, 2, 4, 8])) * HOUR,
             preemptible=draw(st.booleans()),
+            interactive=draw(st.booleans()),
             reservation=draw(st.sampled_from(names)),
         )
         for i in range(1, draw(st.integers(0, 10)) + 1)
@@ -225,7 +226,8 @@ def test_no_job_ever_starts_on_gpus_reserved_for_others_unless_lent(case):
                         assert r.active(NOW) and r.allows(job.user, job.account)
                         continue
                     if r.active(NOW):
-                        assert r.lend and not r.maint and job.preemptible, (job, r)
+                        assert r.lend and not r.maint, (job, r)
+                        assert job.preemptible or job.interactive, (job, r)
                     else:
                         assert NOW + limit <= r.start, (job, r)
         if job.reservation:

@@ -1504,7 +1504,7 @@ class AccountingFilter(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ..., users: _Optional[_Iterable[str]] = ..., accounts: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[_Union[JobState, str]]] = ..., start: _Optional[float] = ..., end: _Optional[float] = ..., user: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class FinishedJob(_message.Message):
-    __slots__ = ("id", "name", "user", "account", "state", "exit_code", "submit_time", "start_time", "end_time", "elapsed", "gpus", "gpu_hours", "nodes", "reservation", "gpu_utilization", "gpu_memory_peak", "gpu_memory_total", "gpu_samples", "has_exit_code")
+    __slots__ = ("id", "name", "user", "account", "state", "exit_code", "submit_time", "start_time", "end_time", "elapsed", "gpus", "gpu_hours", "nodes", "reservation", "gpu_utilization", "gpu_memory_peak", "gpu_memory_total", "gpu_samples", "has_exit_code", "reason")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
@@ -1524,6 +1524,7 @@ class FinishedJob(_message.Message):
     GPU_MEMORY_TOTAL_FIELD_NUMBER: _ClassVar[int]
     GPU_SAMPLES_FIELD_NUMBER: _ClassVar[int]
     HAS_EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     user: str
@@ -1543,7 +1544,8 @@ class FinishedJob(_message.Message):
     gpu_memory_total: int
     gpu_samples: int
     has_exit_code: bool
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., exit_code: _Optional[int] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., elapsed: _Optional[float] = ..., gpus: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., reservation: _Optional[str] = ..., gpu_utilization: _Optional[float] = ..., gpu_memory_peak: _Optional[int] = ..., gpu_memory_total: _Optional[int] = ..., gpu_samples: _Optional[int] = ..., has_exit_code: _Optional[bool] = ...) -> None: ...
+    reason: str
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., account: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., exit_code: _Optional[int] = ..., submit_time: _Optional[float] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., elapsed: _Optional[float] = ..., gpus: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., nodes: _Optional[_Iterable[str]] = ..., reservation: _Optional[str] = ..., gpu_utilization: _Optional[float] = ..., gpu_memory_peak: _Optional[int] = ..., gpu_memory_total: _Optional[int] = ..., gpu_samples: _Optional[int] = ..., has_exit_code: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ListFinishedResponse(_message.Message):
     __slots__ = ("jobs",)

@@ -7,6 +7,7 @@ import { $, hhmm } from "./dom.js";
 import { renderGpus, renderOverview } from "./cluster.js";
 import { renderQueue } from "./queue.js";
 import { renderJob } from "./job.js";
+import { setupLaunch } from "./launch.js";
 import { hideCard, renderTimeline, tl } from "./timeline.js";
 import { formFor, setupBooking } from "./booking.js";
 import { renderAccounting } from "./accounting.js";
@@ -183,6 +184,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   setupFilters(route);
   timelineControls();
+  setupLaunch();
   window.addEventListener("hashchange", route);
   document.addEventListener("visibilitychange", () => {
     if (document.hidden) clearTimeout(run.timer); // no poll is left waiting in a hidden tab

@@ -4,6 +4,7 @@
 
 import { api, getJob, getLog } from "./api.js";
 import { $, confirmButton, duration, el, fill, td, when } from "./dom.js";
+import { showInteractive } from "./terminal.js";
 
 const DOWNLOAD_TAIL = 256 * 2 ** 20; // bytes of output the download link asks for
 const KEY = 2048; // characters of the shown output's end looked for in the next reading
@@ -70,6 +71,7 @@ export async function renderJob(id) {
   $("#job-fields").replaceChildren(
     ...fields.filter(([, v]) => v !== "" && v != null).flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]),
   );
+  showInteractive(job, may_act);
   const buttons = actions(job, may_act);
   const bar = $("#job-actions");
   if (bar.dataset.for !== `${job.id}/${job.state}/${job.held}`) {
