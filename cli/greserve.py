@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     form.add_argument("--csv", action="store_true", help="the CSV sheet `greserve import` reads")
     ex.add_argument("-o", "--output", default="-", help="file (default: standard output)")
     im = sub.add_parser(
-        "import", help="book the rows of a CSV sheet (who,node,gpus,start,end[,name,flags,lend])"
+        "import",
+        help="book the rows of a CSV sheet (who,node,gpus,start,end[,name,flags,lend,indices,unused])",
     )
     im.add_argument("sheet")
     im.add_argument("--dry-run", action="store_true", help="check every row, create nothing")
@@ -308,7 +309,7 @@ def _export(args: argparse.Namespace, client: Any) -> None:
 def _import(args: argparse.Namespace) -> int:
     """Check every row of the sheet, then create all of them, or none when a row is bad
     (unless --skip-bad); the report names each row by its line."""
-    from rota.cli.bookings import read_sheet
+    from rota.bookingsheet import read_sheet
     from rota.cli.client import connect
     from rota.cli.errors import CliError
 

@@ -59,6 +59,8 @@ class GpuCluster:
         path = self.c.root / "scheduler.yaml"
         path.write_text(yaml.safe_dump({"scheduler": settings}))
         self.c.scheduler_args = ["--open-registration", "--config", str(path)]
+        if "http_listen" in settings:  # else start_scheduler's free port would override it
+            self.c.scheduler_args += ["--http-listen", str(settings["http_listen"])]
         self.c.start_scheduler()
         self.write(gpus, topology=topology, p2p=p2p)
         env = fake_nvml_env(self.lib_dir, self.config, self.c.env)

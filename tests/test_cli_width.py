@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from rota.cli.bookings import read_sheet, reservation_json, to_csv
+from rota.bookingsheet import read_sheet
+from rota.cli.bookings import reservation_json, to_csv
 from rota.cli.calendar_view import Booking, Running, render
 from rota.cli.gqueue_format import default_rows
 from rota.cli.render import table
@@ -116,7 +117,12 @@ def test_export_csv_is_read_back_by_import_as_the_same_bookings() -> None:
     found = [
         _reservation("lab", {"n1": [0, 1]}, users=["ann", "bob"], lend=True),
         _reservation(
-            "team", {"n2": [0], "n3": [1, 2]}, accounts=["vision"], flags=["DAILY"], lend=False
+            "team",
+            {"n2": [0], "n3": [1, 2]},
+            accounts=["vision"],
+            flags=["DAILY"],
+            lend=False,
+            unused="release",
         ),
     ]
     rows = read_sheet(to_csv(found), datetime.now(UTC))
@@ -127,15 +133,17 @@ def test_export_csv_is_read_back_by_import_as_the_same_bookings() -> None:
         "start": T0,
         "end": T0 + 8 * HOUR,
         "nodes": ["n1"],
-        "gpus": 2,
+        "gpus": 0,
+        "gpu_indices": [0, 1],
         "users": ["ann", "bob"],
         "accounts": [],
         "flags": [],
         "no_lend": False,
+        "unused": "lend",
     }
-    assert [(f["name"], f["nodes"], f["gpus"]) for f in got[1:]] == [
-        ("team.n2", ["n2"], 1),
-        ("team.n3", ["n3"], 2),
+    assert [(f["name"], f["nodes"], f["gpu_indices"]) for f in got[1:]] == [
+        ("team.n2", ["n2"], [0]),
+        ("team.n3", ["n3"], [1, 2]),
     ]
     assert all(f["accounts"] == ["vision"] and f["flags"] == ["DAILY"] for f in got[1:])
-    assert all(f["no_lend"] for f in got[1:])
+    assert all(f["no_lend"] and f["unused"] == "release" for f in got[1:])

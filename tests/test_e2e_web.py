@@ -1,8 +1,8 @@
 """The dashboard in a real browser (headless chromium) against a real scheduler and agent on
 the fake NVML library: log in, see the node and its GPUs, watch a submitted job appear, run,
 show its output and finish; book GPUs by dragging on the timeline and find the booking in
-`greserve list`; another user cannot read that output, and their booking of the same GPUs is
-refused with greserve's reason. Screenshots go to the test's directory (and, with
+`greserve list`; another user cannot read that output, their selection over the same GPUs
+turns red against the booking, and their booking of them is refused with greserve's reason. Screenshots go to the test's directory (and, with
 ROTA_DOCS_SCREENSHOTS=1, the overview and the timeline into docs/img for the README)."""
 
 from __future__ import annotations
@@ -181,6 +181,9 @@ def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
 
     refused = book_by_dragging(browser, base, node, "bob-sweep", "reserved by")
     assert refused == "start/end: its GPUs are reserved by ann-sweep then", refused
+    # the selection (kept after the drag) is red where it meets ann's booking, outlined red
+    wait_until(browser, "#timeline .tl-select.conflict")
+    wait_until(browser, '#timeline .tl-bar.conflict[data-resv="ann-sweep"]')
     assert "bad" in (browser.find_element(By.ID, "book-result").get_attribute("class") or "")
     cells = wait_cells(browser, "#resv-table tbody tr", "ann-sweep")
     assert cells[-1] == "", "no Cancel button on another user's booking"

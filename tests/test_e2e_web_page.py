@@ -1,14 +1,18 @@
 """The dashboard page as a lab uses it, in a real browser (headless chromium) against a real
 scheduler and two agents: the timeline's midnight lines fall on the browser's local midnights
-(Los Angeles, Kolkata; also in a week with a DST change); a running job's bar names its user,
-in the group's colour for a member of its account; its owner cancels it from its page, whose
-output grows while a selection in it stays; a scheduler that went away leaves the data on screen
-with "disconnected — retrying — last updated hh:mm". A drained node's GPUs are grey on the
-timeline and the heat map, and a user's booking there is refused with the reason; a member of
-an account books for the account, moves the booking's end by dragging its edge, finds it in
-their read-only calendar feed, and another member sees it as the group's; a half-filled booking
-form survives a reload; an admin's DAILY booking from the page is in ``greserve list``; on a
-phone's 390 px the views fit and two taps select a booking's GPUs and time."""
+(Los Angeles, Kolkata; also in a week with a DST change); an array's tasks are one row of the
+queue, which unfolds and folds again, and "mine" hides it from another user; a running job's
+bar names its user, in the group's colour for a member of its account; an idle page asks only
+for changes and a hidden tab stops polling; the job's owner cancels it from its page, whose
+output grows while a selection in it stays; a scheduler killed -9 leaves the data on screen
+with "disconnected — retrying — last updated hh:mm", and once it is back the page goes on, its
+login kept through a reload. A drained node's GPUs are grey on the timeline and the heat map,
+and a user's booking there is refused with the reason; a member of an account books for the
+account, moves the booking's end by dragging its edge, finds it in their read-only calendar
+feed, and another member sees it as the group's; a half-filled booking form survives a reload;
+an admin's DAILY booking from the page is in ``greserve list``; on a phone's 390 px the views
+fit and two taps select a booking's GPUs and time; the bookings' CSV the page offers is
+``greserve export --csv``'s and ``greserve import`` books it again."""
 
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.browser import screenshot, wait_text, wait_until
 from tests.cluster import TEST_IMAGE, Cluster, free_port
+from tests.faults_support import restart_scheduler
 from tests.test_e2e_web import log_in, log_out
 
 SLEEPER = f"""
@@ -134,6 +139,10 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     assert job.returncode == 0, job.stderr
     job_id = job.stdout.strip()
     cluster.wait_state(job_id, "RUNNING", timeout=90)
+    sweep = SLEEPER.replace("gpus: 2", "gpus: 4") + "array: 0-2\n"
+    array = as_user(cluster, ann, "gsub", "--parsable", str(cluster.write_job("a.yaml", sweep)))
+    assert array.returncode == 0, array.stderr
+    array_id = array.stdout.strip().split("_")[0]
 
     for zone in ("America/Los_Angeles", "Asia/Kolkata"):
         set_zone(browser, zone)
@@ -155,10 +164,42 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
         log_out(browser)
 
     log_in(browser, base, bob)
+    browser.get(base + "/#queue")  # an array's tasks are one row, unfolded and folded again
+    folded = f'#queue-table tr[data-array="{array_id}"]'
+    assert f"{array_id}_[0-2]" in wait_text(browser, folded, "3 tasks")
+    wait_until(browser, folded + " .unfold").click()
+    wait_until(browser, f'#queue-table tr[data-job="{array_id}_2"]')
+    wait_until(browser, f'#queue-table tr[data-job="{array_id}_0"] .fold').click()
+    wait_until(browser, folded)
+    browser.find_element(By.ID, "f-mine").click()  # "mine": bob has no jobs
+    WebDriverWait(browser, 10).until(lambda d: not d.find_elements(By.CSS_SELECTOR, folded))
+    browser.find_element(By.ID, "f-mine").click()
+    wait_until(browser, folded)
     browser.get(base + "/#timeline")
     bar = f'#timeline .tl-bar.job[data-job="{job_id}"]'
     assert f"ann · {job_id}" in wait_text(browser, bar, "ann")
     assert "group" in (browser.find_element(By.CSS_SELECTOR, bar).get_attribute("class") or "")
+    # an idle page asks for what changed since its last answer only (the bytes that saves at
+    # 500 nodes: tests/test_web_idle_bytes.py); a hidden tab stops asking
+    browser.execute_script("performance.clearResourceTimings()")
+    polls = """return performance.getEntriesByType('resource').map(e => e.name)
+      .filter(n => n.includes('/api/v1/'))"""
+    asked = WebDriverWait(browser, 30).until(
+        lambda d: len(d.execute_script(polls)) >= 6 and d.execute_script(polls)
+    )
+    assert all("since=" in n and not n.endswith("since=0") for n in asked), asked
+    browser.execute_script(
+        """Object.defineProperty(document, 'hidden', {get: () => true, configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));"""
+    )
+    time.sleep(1.5)  # a poll under way when the tab was hidden may still end
+    hidden_at = len(browser.execute_script(polls))
+    time.sleep(5)  # two poll periods
+    assert len(browser.execute_script(polls)) == hidden_at, "a hidden tab does not poll"
+    browser.execute_script(
+        """Object.defineProperty(document, 'hidden', {get: () => false, configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));"""
+    )
     for _ in range(5):  # a tap on the bar pins its card (a refresh may replace the bar first)
         try:
             browser.find_element(By.CSS_SELECTOR, bar).click()
@@ -194,6 +235,15 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     line = wait_text(browser, "#conn", "disconnected — retrying — last updated")
     assert browser.find_element(By.ID, "job-fields").is_displayed(), line
     assert "CANCELLED" in browser.find_element(By.ID, "job-fields").text, "the data is kept"
+
+    # the scheduler was killed -9: back on the same port, the page goes on, still logged in
+    restart_scheduler(cluster, "--open-registration", "--http-listen", base.split("//")[1])
+    WebDriverWait(browser, 45).until(
+        lambda d: not d.find_element(By.ID, "conn").is_displayed(), "the page reconnected"
+    )
+    browser.refresh()
+    assert wait_text(browser, "#user-name", "ann")
+    assert not browser.find_element(By.ID, "login-token").is_displayed(), "not logged out"
 
 
 def test_drained_grey_account_booking_and_daily_from_the_page(
@@ -306,6 +356,7 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
         ("overview", "#nodes-table tbody tr"),
         ("queue", "#queue-table"),
         ("gpus", ".gpu-cell"),
+        ("accounting", "#acct-efficiency"),
     ):
         browser.get(f"{base}/#{view}")
         wait_until(browser, shown)
@@ -319,6 +370,20 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
     assert wait_until(browser, "#book-gpus").get_attribute("value") == f"{n1}:1,2"
     assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
     screenshot(browser, tmp_path, "phone-timeline")
+
+    # the bookings view's CSV is greserve export --csv's, and greserve import books it again
+    link = wait_until(browser, "#resv-csv")
+    sheet = browser.execute_async_script(
+        "fetch(arguments[0]).then(r => r.text()).then(arguments[1])", link.get_attribute("href")
+    )
+    assert sheet == cluster.cli("greserve", "export", "--csv", check=True).stdout
+    before = cluster.cli("greserve", "list", check=True).stdout
+    assert "physics-run" in sheet and "standup-gpus" in sheet, sheet
+    cluster.cli("greserve", "delete", "physics-run", check=True)
+    cluster.cli("greserve", "delete", "standup-gpus", check=True)
+    (tmp_path / "bookings.csv").write_text(sheet)
+    cluster.cli("greserve", "import", str(tmp_path / "bookings.csv"), check=True)
+    assert cluster.cli("greserve", "list", check=True).stdout == before
 
 
 def drag_edge(drv: WebDriver, bar: str) -> None:

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import icalendar
 import pytest
 
-from rota.cli.bookings import read_sheet, to_ics
+from rota.bookingsheet import read_sheet
+from rota.cli.bookings import to_ics
 from rota.cli.calendar_view import Booking, Running, render
 from rota.v1 import rota_pb2 as pb
 
@@ -67,3 +68,33 @@ def test_the_sheet_reads_rows_and_names_the_bad_column() -> None:
 def test_a_sheet_without_the_columns_is_refused() -> None:
     with pytest.raises(ValueError, match="header: missing column"):
         read_sheet("user,node\nann,gpu01\n", datetime.now().astimezone())
+
+
+def test_the_sheet_keeps_exact_gpus_and_the_unused_rule() -> None:
+    now = datetime(2026, 11, 23, 8, 0).astimezone()
+    text = (
+        "who,node,gpus,start,end,name,indices,unused\n"
+        "ann,gpu01,2,2026-11-24T09:00,2026-11-24T12:00,a,3 1,release\n"
+        "ann,gpu01,,2026-11-24T09:00,2026-11-24T12:00,b,0 x,\n"
+        "ann,gpu01,2,2026-11-24T09:00,2026-11-24T12:00,c,3,\n"
+        "ann,gpu01,1,2026-11-24T09:00,2026-11-24T12:00,d,,never\n"
+    )
+    a, b, c, d = read_sheet(text, now)
+    assert a.fields["gpu_indices"] == [1, 3] and a.fields["unused"] == "release"
+    assert b.error == "indices: '0 x' is not GPU indices such as '0 3'"
+    assert c.error == "gpus: 2, but indices names 1 GPU(s)"
+    assert d.error == "unused: 'never' is not lend or release"
+
+
+def test_a_request_with_gpu_indices_books_exactly_those_of_its_one_node() -> None:
+    from rota.scheduler.api.reservations import request_from_pb
+    from rota.scheduler.core.errors import UserError
+
+    one = pb.CreateReservationRequest(name="a", nodes=["gpu01"], gpu_indices=[3, 1], gpus=2)
+    request = request_from_pb(one)
+    assert request.gpu_ids == {"gpu01": (1, 3)} and request.nodes == ()
+    two = pb.CreateReservationRequest(name="b", nodes=["gpu01", "gpu02"], gpu_indices=[0])
+    with pytest.raises(UserError, match="gpu_indices: name exactly one node"):
+        request_from_pb(two)
+    with pytest.raises(UserError, match="gpus: 3, but gpu_indices names 1 GPU"):
+        request_from_pb(pb.CreateReservationRequest(name="c", nodes=["n"], gpu_indices=[0], gpus=3))

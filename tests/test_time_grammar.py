@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rota.cli.bookings import read_sheet
+from rota.bookingsheet import read_sheet
 from rota.cli.errors import CliError
 from rota.cli.gacct import build_parser
 from rota.cli.gacct import main as gacct_main

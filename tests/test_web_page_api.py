@@ -1,14 +1,17 @@
 """The API routes the dashboard page's actions use, without a browser: moving a booking's edge
 (PATCH, greserve update's checks), a job's cancel/hold/release/requeue (gcancel's and gcontrol's
-rules), what a GPU object says about availability and bookings, and the read-only calendar
-feed (its key alone opens it; a new token closes the old link)."""
+rules), what a GPU object says about availability and bookings, the read-only calendar feed
+(its key alone opens it; a new token closes the old link) and the bookings' CSV sheet (a login
+needed; the GPUs booked, by index)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
+from rota.bookingsheet import read_sheet
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.support.inprocess import InProcessScheduler
@@ -120,6 +123,12 @@ def test_gpus_say_what_is_booked_and_the_feed_opens_with_its_key(tmp_path: Path)
         assert answer.status == 200 and answer.headers["Content-Type"].startswith("text/calendar")
         assert "SUMMARY:now: 1 GPU(s) for ann" in answer.body.decode()
         assert (await client().call("GET", path.replace("/ann/", "/bob/"))).status == 404
+        sheet = await web.call("GET", "/api/v1/reservations.csv")
+        assert sheet.status == 200 and sheet.headers["Content-Type"].startswith("text/csv")
+        assert 'filename="bookings.csv"' in sheet.headers["Content-Disposition"]
+        [row] = read_sheet(sheet.body.decode(), datetime.now(UTC))
+        assert row.fields["nodes"] == ["n1"] and row.fields["gpu_indices"] == [1], row
+        assert (await client().call("GET", "/api/v1/reservations.csv")).status == 401
         await sched.engine.users.new_token("ann", sched.admin_principal)
         assert (await client().call("GET", path)).status == 404, "a new token closes the old link"
 

@@ -8,6 +8,7 @@ from typing import Any
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
 from rota.scheduler.cluster.reservation import LEND, Reservation
+from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.node_bookings import NodeBookings
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.engine import Engine
@@ -80,11 +81,18 @@ class ReservationServicer(pb_grpc.ReservationServiceServicer):
 
 
 def request_from_pb(msg: pb.CreateReservationRequest) -> ReservationRequest:
+    """The request of ``msg``; ``gpu_indices`` books exactly those GPUs of its one node."""
+    nodes = tuple(n.strip() for n in msg.nodes if n.strip())
+    indices = tuple(sorted(set(msg.gpu_indices)))
+    if indices and len(nodes) != 1:
+        raise UserError("gpu_indices: name exactly one node in nodes to take the GPUs from")
+    if indices and msg.gpus not in (0, len(indices)):
+        raise UserError(f"gpus: {msg.gpus}, but gpu_indices names {len(indices)} GPU(s)")
     return ReservationRequest(
         name=msg.name.strip(),
         start=msg.start,
         end=msg.end,
-        nodes=tuple(n.strip() for n in msg.nodes if n.strip()),
+        nodes=() if indices else nodes,
         gpus=msg.gpus,
         gpu_type=msg.gpu_type.strip(),
         gpus_per_node=msg.gpus_per_node,
@@ -93,6 +101,7 @@ def request_from_pb(msg: pb.CreateReservationRequest) -> ReservationRequest:
         flags=tuple(msg.flags),
         lend=not msg.no_lend,
         unused=msg.unused.strip() or LEND,
+        gpu_ids={nodes[0]: indices} if indices else {},
     )
 
 

@@ -187,7 +187,8 @@ class ReservationService:
                 try:
                     if request.name in self.live or self.store.exists(request.name):
                         raise AlreadyExists(f"name: a reservation named {request.name!r} exists")
-                    r = self._resolve(request, principal, now, exclude="", gpus=None)
+                    exact = self.picker.known_gpus(request.gpu_ids) if request.gpu_ids else None
+                    r = self._resolve(request, principal, now, exclude="", gpus=exact)
                 except (UserError, Conflict) as exc:
                     refusals.append(str(exc))
                     continue

@@ -1,4 +1,6 @@
-"""The reservation timeline's routes: bookings over a period, book GPUs, cancel a booking.
+"""The reservation timeline's routes: bookings over a period, book GPUs, cancel a booking, and
+the bookings as the CSV sheet ``greserve import`` reads (``rota.bookingsheet``, the writer of
+``greserve export --csv``).
 
 Booking and cancelling go through the engine's reservation service exactly as ``greserve
 create`` and ``greserve delete`` do: the same validation, rights, caps, conflict checks and
@@ -13,22 +15,25 @@ import json
 import time
 from typing import Any
 
-from rota.scheduler.cluster.reservation import LEND
+from rota.bookingsheet import Booking, write_sheet
+from rota.scheduler.cluster.reservation import LEND, Reservation
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web import views
-from rota.scheduler.web.api import Api, Caller, reply
+from rota.scheduler.web.api import API_HEADERS, Api, Caller, reply
 from rota.scheduler.web.query import parse_time
 
 UPDATABLE = ("start", "end", "users", "accounts", "flags")  # what PATCH may change
+CSV = "text/csv; charset=utf-8"
 MAX_DAYS = 400  # the longest period a listing expands recurring bookings' windows over
 
 
 class Bookings:
-    """``GET/POST /api/v1/reservations``, ``GET/PATCH/DELETE /api/v1/reservations/{name}``."""
+    """``GET/POST /api/v1/reservations``, ``GET/PATCH/DELETE /api/v1/reservations/{name}``,
+    ``GET /api/v1/reservations.csv``."""
 
     def __init__(self, engine: Engine, api: Api) -> None:
         self.engine = engine
@@ -40,6 +45,7 @@ class Bookings:
         return [
             self.api.route("GET", v1, self.list),
             self.api.route("POST", v1, self.create),
+            self.api.route("GET", v1 + ".csv", self.sheet),
             self.api.route("GET", v1 + "/{name}", self.show),
             self.api.route("PATCH", v1 + "/{name}", self.update),
             self.api.route("DELETE", v1 + "/{name}", self.delete),
@@ -64,6 +70,14 @@ class Bookings:
         return self.api.listing(
             request, caller, "reservations", shown, lambda row: str(row["name"])
         )
+
+    async def sheet(self, request: Request, caller: Caller) -> Response:
+        """Every open and upcoming booking as the CSV sheet ``greserve import`` reads back,
+        the file ``greserve export --csv`` writes (the same listing and writer)."""
+        listed = await self.engine.reservations.list_reservations()
+        text = write_sheet(booking_record(r) for r, _running in listed)
+        saved = (("Content-Disposition", 'attachment; filename="bookings.csv"'),)
+        return Response(200, text.encode(), CSV, API_HEADERS + saved)
 
     async def show(self, request: Request, caller: Caller) -> Response:
         """One booking (open or upcoming) with ``usage``: its current window's GPU-hours so
@@ -107,6 +121,13 @@ class Bookings:
         """Cancel a booking: its maker or an admin (403 otherwise), none of its jobs running."""
         await self.engine.reservations.delete_reservation(request.params["name"], caller.who)
         return reply({})
+
+
+def booking_record(r: Reservation) -> Booking:
+    """What the booking files (CSV sheet, iCalendar) keep of ``r``."""
+    return Booking(
+        r.name, r.start, r.end, r.gpus, r.users, r.accounts, r.flags, r.lend, r.unused, r.created_at
+    )
 
 
 def booking_request(body: dict[str, Any], who: Principal) -> ReservationRequest:

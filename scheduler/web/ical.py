@@ -4,8 +4,9 @@ Calendar programs send no cookie and no bearer token, so the feed's address carr
 read-only key: ``/api/v1/ical/USER/KEY.ics``, where KEY is an HMAC of the user's current token
 hash. The key reads that user's bookings and nothing else; a new token (``gadmin user token``)
 changes it, and a revoked user's feed is gone. The logged-in user gets their address from
-``GET /api/v1/ical``. Events are those of ``greserve export --ics``: one per booking the user
-made or may use (as a user or an account member), DAILY and WEEKLY ones recurring.
+``GET /api/v1/ical``. Events are those of ``greserve export --ics`` (the same writer,
+``rota.bookingcalendar``): one per booking the user made or may use (as a user or an account
+member), DAILY and WEEKLY ones recurring.
 """
 
 from __future__ import annotations
@@ -13,17 +14,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import socket
-from collections.abc import Sequence
-from datetime import UTC, datetime
 
-from icalendar import Calendar, Event
-
-from rota.scheduler.cluster.reservation import DAILY, WEEKLY, Reservation
+from rota.bookingcalendar import write_ics
 from rota.scheduler.cluster.users import Principal, UserRecord
 from rota.scheduler.core.errors import NotFound
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web.api import API_HEADERS, Api, Caller, error, reply
+from rota.scheduler.web.bookings import booking_record
 
 FEED = "/api/v1/ical"
 ICS = "text/calendar; charset=utf-8"
@@ -72,27 +70,5 @@ class IcalFeed:
             for r, _running in listed
             if r.created_by == name or name in r.users or accounts & set(r.accounts)
         ]
-        return Response(200, to_ics(mine, socket.gethostname()), ICS, API_HEADERS)
-
-
-def to_ics(reservations: Sequence[Reservation], host: str) -> bytes:
-    """One event per booking, as ``greserve export --ics`` writes them."""
-    cal = Calendar()
-    cal.add("prodid", "-//rota//dashboard//EN")
-    cal.add("version", "2.0")
-    for r in reservations:
-        who = ", ".join([*r.users, *(f"account {a}" for a in r.accounts)])
-        gpus = " ".join(f"{node}:{','.join(map(str, idx))}" for node, idx in sorted(r.gpus.items()))
-        event = Event()
-        event.add("uid", f"{r.name}@{host}")
-        event.add("summary", f"{r.name}: {sum(map(len, r.gpus.values()))} GPU(s) for {who}")
-        event.add("dtstart", datetime.fromtimestamp(r.start, UTC))
-        event.add("dtend", datetime.fromtimestamp(r.end, UTC))
-        event.add("dtstamp", datetime.fromtimestamp(r.created_at or r.start, UTC))
-        event.add("description", f"GPUs {gpus}; flags {','.join(r.flags) or '-'}")
-        event.add("location", ", ".join(sorted(r.gpus)))
-        freq = next((f for f in r.flags if f in (DAILY, WEEKLY)), "")
-        if freq:
-            event.add("rrule", {"freq": freq})
-        cal.add_component(event)
-    return bytes(cal.to_ical())
+        calendar = write_ics(map(booking_record, mine), socket.gethostname())
+        return Response(200, calendar, ICS, API_HEADERS)

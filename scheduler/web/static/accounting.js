@@ -1,4 +1,5 @@
-// Accounting: GPU-hours per user and account (gacct --summary) and the efficiency list.
+// Accounting: GPU-hours per user (with their bookings' unused GPU-hours) and account (gacct
+// --summary) and the efficiency list.
 
 import { api } from "./api.js";
 import { $, el, fill, gib, pct, td } from "./dom.js";
@@ -14,9 +15,20 @@ export async function renderAccounting() {
   const end = isoDay($("#acct-end"), true);
   const q = `?start=${encodeURIComponent(start)}&end=${encodeURIComponent(end)}`;
   const [summary, eff] = await Promise.all([api("GET", "/accounting/summary" + q), api("GET", "/accounting/efficiency" + q)]);
-  const totals = (rows) => rows.map((t) => el("tr", {}, td(t.name), td(t.jobs, "num"), td(t.gpu_hours.toFixed(2), "num"), td(pct(t.gpu_utilization), "num")));
-  fill($("#acct-users tbody"), totals(summary.users));
-  fill($("#acct-accounts tbody"), totals(summary.accounts));
+  const totals = (rows, unused) =>
+    rows.map((t) =>
+      el(
+        "tr",
+        { "data-name": t.name },
+        td(t.name),
+        td(t.jobs, "num"),
+        td(t.gpu_hours.toFixed(2), "num"),
+        td(pct(t.gpu_utilization), "num"),
+        ...(unused ? [td(t.booked_unused.toFixed(2), "num")] : []),
+      ),
+    );
+  fill($("#acct-users tbody"), totals(summary.users, true));
+  fill($("#acct-accounts tbody"), totals(summary.accounts, false));
   fill(
     $("#acct-efficiency tbody"),
     eff.jobs.map((j) =>

@@ -187,7 +187,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   setupLaunch();
   window.addEventListener("hashchange", route);
   document.addEventListener("visibilitychange", () => {
-    if (!document.hidden) route();
+    if (document.hidden) clearTimeout(run.timer); // no poll is left waiting in a hidden tab
+    else route();
   });
   for (;;) {
     try {

@@ -26,7 +26,8 @@ export function jobMatches(j, me) {
   if (filters.state && JOB_STATES.includes(filters.state)) {
     if (filters.state === "held" ? !j.held : j.state !== filters.state) return false;
   }
-  if (filters.partition && j.partition !== filters.partition) return false;
+  // a pending job's partition is those it may run in ("a,b")
+  if (filters.partition && !(j.partition || "").split(",").includes(filters.partition)) return false;
   if (filters.mine && j.user !== me) return false;
   return true;
 }

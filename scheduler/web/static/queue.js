@@ -24,7 +24,8 @@ function fold(jobs) {
   for (const j of jobs) {
     const array = j.id.split("_")[0];
     const tasks = arrays.get(array);
-    if (!tasks || tasks.length < 2 || unfolded.has(array)) out.push({ job: j });
+    if (!tasks || tasks.length < 2) out.push({ job: j });
+    else if (unfolded.has(array)) out.push({ job: j, refold: tasks[0] === j ? array : null });
     else if (!done.has(array)) {
       done.add(array);
       out.push({ array, tasks });
@@ -33,11 +34,13 @@ function fold(jobs) {
   return out;
 }
 
-function jobRow(j) {
+/** A job's row; ``refold`` (an array id) puts a button on it that folds the array's tasks again. */
+function jobRow(j, refold, redraw) {
+  const fold = refold && el("button", { type: "button", class: "fold", onclick: () => (unfolded.delete(refold), redraw()) }, "▾");
   return el(
     "tr",
     { "data-job": j.id, class: j.user === session.me.user ? "mine" : null },
-    el("td", {}, jobLink(j.id)),
+    el("td", {}, ...(fold ? [fold, " "] : []), jobLink(j.id)),
     td(j.name),
     td(j.user),
     td(j.state, "state-" + j.state),
@@ -84,7 +87,7 @@ export async function renderQueue() {
   $("#queue-count").textContent = `${jobs.length} active, ${jobs.filter((j) => j.user === me).length} yours`;
   fill(
     $("#queue-table tbody"),
-    shown.map((e) => (e.job ? jobRow(e.job) : arrayRow(e.array, e.tasks, renderQueue))),
+    shown.map((e) => (e.job ? jobRow(e.job, e.refold, renderQueue) : arrayRow(e.array, e.tasks, renderQueue))),
   );
   fill(
     $("#ended-table tbody"),

@@ -140,12 +140,14 @@ function gridLines(track) {
 
 function header() {
   const ticks = el("div", { class: "tl-track" });
+  const narrow = $("#timeline").clientWidth < 700; // a phone
+  const day = tl.span === "week" ? { weekday: narrow ? "narrow" : "short", day: "numeric" } : { weekday: "short", day: "numeric", month: "short" };
   for (const t of midnights(tl.from, tl.to)) {
     const d = new Date(t);
-    ticks.append(el("div", { class: "tl-tick midnight", "data-t": new Date(t).toISOString(), style: `left:${x(t)}%`, text: d.toLocaleDateString([], tl.span === "week" ? { weekday: "short", day: "numeric" } : { weekday: "short", day: "numeric", month: "short" }) }));
+    ticks.append(el("div", { class: "tl-tick midnight", "data-t": new Date(t).toISOString(), style: `left:${x(t)}%`, text: d.toLocaleDateString([], day) }));
   }
   if (tl.span === "day") {
-    const every = $("#timeline").clientWidth < 700 ? 6 : 2; // hours between labels (phones: 6)
+    const every = narrow ? 6 : 2; // hours between labels (phones: 6)
     for (const t of hourTicks(tl.from, tl.to, every)) {
       ticks.append(el("div", { class: "tl-tick", "data-t": new Date(t).toISOString(), style: `left:${x(t)}%`, text: new Date(t).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) }));
     }
