@@ -66,7 +66,7 @@ def test_a_daily_booking_counts_against_a_later_week_already_booked(tmp_path: Pa
 def test_repeating_is_for_admins_only_when_the_setting_is_off(tmp_path: Path) -> None:
     h = Harness(tmp_path, reservations={"users_may_repeat": False})
     h.connect("n1", gpus=8)
-    with pytest.raises(AccessDenied, match="reservations.users_may_repeat is false"):
+    with pytest.raises(AccessDenied, match=r"reservations\.users_may_repeat is false"):
         daily(h, "standup", hours=1)
     assert h.s.reservations.live == {}
     at = h.clock.now + HOUR

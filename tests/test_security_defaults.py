@@ -17,7 +17,7 @@ from rota.jobspec import JobSpec
 from rota.messages import LaunchOrder
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core.errors import AccessDenied, Conflict, UserError
+from rota.scheduler.core.errors import Conflict, UserError
 from rota.scheduler.core.jobs import SubmitItem
 from rota.scheduler.core.reservation_gpus import ReservationRequest
 from rota.v1 import rota_pb2 as pb
