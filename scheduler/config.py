@@ -72,6 +72,9 @@ class ReservationSettings(Settings):
     max_hours: PositiveNumber | None = 7 * 24.0  # hours of one window
     max_hours_per_week: PositiveNumber | None = 7 * 24.0  # a user's window hours in 7 days
     max_days_ahead: PositiveNumber | None = 90.0  # how far ahead a window may start
+    # users may book DAILY and WEEKLY windows (each window within the caps, its repeats counted
+    # in max_hours_per_week); false: repeating is for admins only
+    users_may_repeat: bool = True
     # the no-show rule (docs/admin.md): an open window no job of its owners has used this
     # long is given back (lent to the queue or released, per booking's ``unused``); 0 = never
     unused_after: Seconds = 1800.0
@@ -343,6 +346,7 @@ def booking_rules(config: SchedulerConfig) -> BookingRules:
         max_hours=r.max_hours,
         max_hours_per_week=r.max_hours_per_week,
         max_days_ahead=r.max_days_ahead,
+        users_may_repeat=r.users_may_repeat,
     )
 
 

@@ -319,7 +319,7 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
     card = wait_text(browser, "#tl-card", "GPU-hours: booked")
     assert "If unused\nlent to the queue" in card and "released 0.0" in card, card
     repeat = browser.find_element(By.ID, "book-repeat")
-    assert not repeat.is_enabled(), "DAILY and WEEKLY are for admins only"
+    assert repeat.is_enabled(), "users may repeat by default (reservations.users_may_repeat)"
     screenshot(browser, tmp_path, "timeline-group")
     log_out(browser)
 

@@ -17,7 +17,7 @@ from rota.jobspec import JobSpec
 from rota.messages import LaunchOrder
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import SchedulerConfig
-from rota.scheduler.core.errors import AccessDenied, Conflict, UserError
+from rota.scheduler.core.errors import Conflict, UserError
 from rota.scheduler.core.jobs import SubmitItem
 from rota.scheduler.core.reservation_gpus import ReservationRequest
 from rota.v1 import rota_pb2 as pb
@@ -57,24 +57,25 @@ def test_a_users_ten_year_booking_of_three_gpus_is_refused_by_default(tmp_path: 
 def test_a_user_cannot_hold_a_node_forever_with_recurring_or_stacked_bookings(
     tmp_path: Path,
 ) -> None:
-    """A WEEKLY booking of a week recurs without end, beyond every cap: recurring windows are
-    for admins. Stacking 8-GPU week-long bookings over a node is stopped by
-    ``max_hours_per_week`` (168 h of windows per user in any 7 days, on by default)."""
+    """A WEEKLY booking of a week would hold its GPUs every hour of every week: its repeats
+    count against ``max_hours_per_week`` (168 h of windows per user in any 7 days, on by
+    default), so it fits only alone. Stacking 8-GPU week-long bookings over a node is stopped
+    by the same cap."""
     h = Harness(tmp_path)
     h.connect("n1", gpus=16)
     at = h.clock.now + HOUR
     forever = ReservationRequest(
-        "forever", at, at + 7 * DAY, nodes=("n1",), users=("ann",), flags=("WEEKLY",)
+        "forever", at, at + 7 * DAY, gpus=8, users=("ann",), flags=("WEEKLY",)
     )
-    with pytest.raises(AccessDenied, match="flags: WEEKLY is for admins only"):
-        h.s.reservations.create(forever, ANN)
     booked(h, gpus=8, hours=7 * 24, ahead=HOUR)
+    with pytest.raises(Conflict, match="cap max_hours_per_week"):
+        h.s.reservations.create(forever, ANN)
     with pytest.raises(Conflict, match="cap max_hours_per_week"):
         booked(h, gpus=8, hours=7 * 24, ahead=HOUR, name="more")  # the node's other 8 GPUs
     assert len(h.s.reservations.live) == 1
     h.connect("n2", gpus=8)
-    weekly = dataclasses.replace(forever, nodes=("n2",))
-    h.s.reservations.create(weekly, Principal("root", admin=True))  # admins may
+    weekly = dataclasses.replace(forever, gpus=0, nodes=("n2",))
+    h.s.reservations.create(weekly, Principal("root", admin=True))  # admins are not capped
 
 
 def test_the_10001st_pending_task_of_one_user_is_refused_by_default(tmp_path: Path) -> None:

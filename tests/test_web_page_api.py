@@ -109,6 +109,7 @@ def test_gpus_say_what_is_booked_and_the_feed_opens_with_its_key(tmp_path: Path)
         web = client()
         me = await web.login(ann)
         assert me["accounts"] == ["ann"] and me["default_account"] == "ann"
+        assert me["may_repeat"] is True  # reservations.users_may_repeat, on by default
         csrf = {"X-CSRF-Token": me["csrf"]}
         now = time.time()
         body = {"name": "now", "gpus": {"n1": [1]}, "start": iso(now - 60), "end": iso(now + 3600)}

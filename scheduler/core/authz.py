@@ -147,8 +147,11 @@ def private_view(principal: Principal, job: JobRecord) -> JobRecord:
     return dataclasses.replace(job, spec=hidden)
 
 
-ADMIN_FLAGS = frozenset({MAINT, IGNORE_JOBS, DAILY, WEEKLY})
+ADMIN_FLAGS = frozenset({MAINT, IGNORE_JOBS})
 """Reservation flags only admins may set."""
+
+REPEAT_FLAGS = frozenset({DAILY, WEEKLY})
+"""Reservation flags users may set when ``reservations.users_may_repeat`` is on."""
 
 
 def may_book(
@@ -156,17 +159,25 @@ def may_book(
     users: Collection[str],
     accounts: Collection[str],
     flags: Collection[str] = (),
+    may_repeat: bool = True,
 ) -> str:
     """Book a reservation for ``users`` and ``accounts``: admins for anyone, others for
     themselves and their allowed accounts only (caps aside: ``core.booking``). The flags that
     reach beyond a booking's own GPUs' free time (MAINT blocks everyone, IGNORE_JOBS books over
-    running jobs) or beyond every cap (DAILY and WEEKLY windows recur without end) are for
-    admins only."""
+    running jobs) are for admins only; DAILY and WEEKLY too unless ``may_repeat`` (the setting
+    ``reservations.users_may_repeat``)."""
     if principal.admin:
         return ""
-    reserved = sorted(set(normal_flags(flags)) & ADMIN_FLAGS)
+    asked = set(normal_flags(flags))
+    reserved = sorted(asked & ADMIN_FLAGS)
     if reserved:
         return f"flags: {', '.join(reserved)} is for admins only; {principal.user} is not an admin"
+    repeats = sorted(asked & REPEAT_FLAGS)
+    if repeats and not may_repeat:
+        return (
+            f"flags: {', '.join(repeats)} is for admins only here (setting "
+            f"reservations.users_may_repeat is false); {principal.user} is not an admin"
+        )
     strangers = [u for u in users if u != principal.user]
     if strangers:
         return (

@@ -23,6 +23,7 @@ class BookingRules:
     max_hours: float | None = None  # length of one window
     max_hours_per_week: float | None = None  # windows of one user within 7 days of a start
     max_days_ahead: float | None = None  # how far ahead a window may start
+    users_may_repeat: bool = True  # DAILY and WEEKLY for users too (else admins only: authz)
 
     def over_cap(self, user: str, r: Reservation, now: float, others: Iterable[Reservation]) -> str:
         """ "" when booking ``r`` keeps ``user`` within every cap, else the cap it breaks and by
@@ -42,16 +43,24 @@ class BookingRules:
                 f"ahead; this one starts in {ahead:.1f} days"
             )
         if self.max_hours_per_week is not None:
-            span = (r.start, r.start + WEEK)
-            total = sum(
-                (min(e, span[1]) - max(s, span[0])) / HOUR
-                for x in (r, *(o for o in others if o.created_by == user))
-                for s, e in x.windows(*span)
-            )
-            if total > self.max_hours_per_week:
-                return (
-                    f"cap max_hours_per_week: your bookings may hold at most "
-                    f"{self.max_hours_per_week:g} h in a week; the 7 days from this start "
-                    f"would hold {total:g} h"
-                )
+            mine = [r, *(o for o in others if o.created_by == user)]
+            # a recurring booking's windows go on: also the weeks from the user's later starts
+            starts = sorted({r.start, *(o.start for o in mine if r.period and o.start > r.start)})
+            for first in starts:
+                total = _hours_in_week(mine, first)
+                if total > self.max_hours_per_week:
+                    return (
+                        f"cap max_hours_per_week: your bookings may hold at most "
+                        f"{self.max_hours_per_week:g} h in a week; the 7 days from "
+                        f"{'this start' if first == r.start else 'a later booking of yours'} "
+                        f"would hold {total:g} h"
+                    )
         return ""
+
+
+def _hours_in_week(bookings: Iterable[Reservation], first: float) -> float:
+    """Hours of ``bookings``' windows (repeats included) within the 7 days from ``first``."""
+    end = first + WEEK
+    return sum(
+        (min(e, end) - max(s, first)) / HOUR for x in bookings for s, e in x.windows(first, end)
+    )

@@ -177,7 +177,9 @@ class ReservationService:
         now = self.clock()
         for request in requests:
             flags = normal_flags(request.flags)
-            refusal = authz.may_book(principal, request.users, request.accounts, flags)
+            refusal = authz.may_book(
+                principal, request.users, request.accounts, flags, self.rules.users_may_repeat
+            )
             if refusal:
                 raise AccessDenied(f"booking {request.name}: {refusal}")
         refusals: list[str | None] = []
@@ -219,7 +221,9 @@ class ReservationService:
         ``exclude``), running jobs and ``principal``'s rights; ``gpus`` keeps those GPUs.
         The flags are normalised once: the value checked is the value stored."""
         flags = normal_flags(request.flags)
-        refusal = authz.may_book(principal, request.users, request.accounts, flags)
+        refusal = authz.may_book(
+            principal, request.users, request.accounts, flags, self.rules.users_may_repeat
+        )
         if refusal:
             raise AccessDenied(refusal)
         check_flags(flags)

@@ -269,7 +269,7 @@ class Api:
         cookie = f"{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
         if self.secure:
             cookie += "; Secure"
-        return reply(_who(who, session), headers=(("Set-Cookie", cookie),))
+        return reply(self._who(who, session), headers=(("Set-Cookie", cookie),))
 
     async def logout(self, request: Request, caller: Caller) -> Response:
         await self.sessions.close(request.cookie(COOKIE))
@@ -278,7 +278,13 @@ class Api:
 
     async def session(self, request: Request, caller: Caller) -> Response:
         """Who is logged in, and the session's CSRF token (a reloaded page asks here)."""
-        return reply(_who(caller.who, caller.session))
+        return reply(self._who(caller.who, caller.session))
+
+    def _who(self, who: Principal, session: Session | None) -> dict[str, Any]:
+        """The page's view of who is logged in; ``may_repeat``: whether they may book DAILY
+        and WEEKLY (``reservations.users_may_repeat``, or an admin)."""
+        may_repeat = who.admin or self.engine.services.config.reservations.users_may_repeat
+        return {**_who(who, session), "may_repeat": may_repeat}
 
     # ------------------------------------------------------------ cluster and queue
 

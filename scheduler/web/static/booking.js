@@ -277,8 +277,8 @@ export function formFor(me) {
   const select = $("#book-for");
   select.replaceChildren(new Option(`me (${me.user})`, ""), ...me.accounts.map((a) => new Option(`account ${a} (group)`, "account:" + a)));
   const repeat = $("#book-repeat");
-  repeat.disabled = !me.admin;
-  repeat.title = me.admin ? "" : "DAILY and WEEKLY bookings are for admins only (they recur without end, beyond every cap)";
+  repeat.disabled = !me.may_repeat;
+  repeat.title = me.may_repeat ? "" : "DAILY and WEEKLY bookings are for admins only here (setting reservations.users_may_repeat is false)";
   let kept = {};
   try {
     kept = JSON.parse(localStorage.getItem(FORM_KEY) || "{}");
@@ -286,7 +286,7 @@ export function formFor(me) {
     // a damaged entry: an empty form
   }
   for (const id of FIELDS) if (kept[id] != null && kept[id] !== "") $("#" + id).value = kept[id];
-  if (!me.admin) repeat.value = "";
+  if (!me.may_repeat) repeat.value = "";
 }
 
 export function setupBooking() {
