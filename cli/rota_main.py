@@ -1,6 +1,8 @@
 """``rota``: the daemons (``rota scheduler``, ``rota agent``), a one-command local cluster
-(``rota up``), the database's schema (``rota db``), the trace simulator (``rota simulate``) and
-a job's TCP ports (``rota forward``, ``rota proxy``)."""
+(``rota up``, in ``rota_up``), the database's schema, first admin and TLS certificates
+(``rota db``, ``rota admin-token``, ``rota certs``, in ``rota_admin``), the trace simulator
+(``rota simulate``) and a job's TCP ports (``rota forward``, ``rota proxy``). This module holds
+the parser and the daemons' start-up; the rest is imported only when its command runs."""
 
 from __future__ import annotations
 
@@ -8,15 +10,11 @@ import argparse
 import gc
 import logging
 import os
-import secrets
-import signal
 import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from rota.paths import DEFAULT_ADDRESS, DEFAULT_PORT, data_dir
+from rota.paths import DEFAULT_ADDRESS, DEFAULT_PORT
 from rota.settings import SettingsFileError
 
 GIL_SWITCH_INTERVAL = 0.001  # seconds (Python's default: 0.005)
@@ -139,202 +137,6 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"rota agent: error: {exc}", file=sys.stderr)
         return 1
     return agent.run()
-
-
-def bootstrap_admin(db_url: str, name: str) -> str:
-    """Make ``name`` an admin with a new token, straight in the scheduler's database (the
-    first admin of a cluster; ``rota up``); returns the token."""
-    from rota.scheduler.core.users import UsersService
-    from rota.scheduler.store.store import Store
-
-    store = Store(db_url)
-    try:
-        return UsersService(store.users, time.time).bootstrap_admin(name)
-    finally:
-        store.close()
-
-
-def _database_url(args: argparse.Namespace, prog: str) -> str | None:
-    """The database URL ``rota scheduler`` would open with the same --db, --config and
-    --db-password-file; None after one error line on stderr."""
-    from rota.scheduler.config import load_config
-
-    try:
-        config = load_config(
-            Path(args.config) if args.config else None,
-            database_url=args.db,
-            db_password_file=args.db_password_file,
-        )
-        return config.resolved_database_url()
-    except (ValueError, OSError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return None
-
-
-def cmd_admin_token(args: argparse.Namespace) -> int:
-    """``rota admin-token NAME``: on the scheduler host, with access to its database."""
-    from rota.credentials import credentials_file, write_credentials
-
-    url = _database_url(args, "rota admin-token")
-    if url is None:
-        return 2
-    os.umask(0o077)
-    name = args.name or current_user_name()
-    try:
-        token = bootstrap_admin(url, name)
-    except Exception as exc:  # the database cannot be opened: one line, exit 1
-        print(f"rota admin-token: error: {exc}", file=sys.stderr)
-        return 1
-    if args.install:
-        path = write_credentials(credentials_file(), token)
-        print(f"{name} is an admin; token written to {path} (mode 0600)")
-    else:
-        print(token)
-    return 0
-
-
-def cmd_db(args: argparse.Namespace) -> int:
-    """``rota db upgrade|current|downgrade [REV]``: the database's schema revision, on the
-    database ``rota scheduler`` with the same --db/--config would open."""
-    from rota.scheduler.store import schema
-    from rota.scheduler.store.store import open_engine
-
-    prog = f"rota db {args.db_command}"
-    url = _database_url(args, prog)
-    if url is None:
-        return 2
-    os.umask(0o077)
-    engine = open_engine(url)
-    try:
-        if args.db_command == "current":
-            found = schema.status(engine)
-        elif args.db_command == "upgrade":
-            found = schema.upgrade(engine, args.revision)
-        else:
-            found = schema.downgrade(engine, args.revision, drop_all=args.drop_all)
-    except Exception as exc:  # refused, unreachable, or a migration failed: one line, exit 1
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        engine.dispose()
-    print(found.describe())
-    return 0
-
-
-def current_user_name() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
-
-
-def _home_prefix() -> list[str]:
-    """``--allowed-mount HOME`` for ``rota up``: the invoking user's home, unless the node
-    never mounts it (``/``, ``/root``: ``allowlists.mount_refusal``)."""
-    from rota.allowlists import mount_refusal
-
-    home = os.path.realpath(Path.home())
-    return [] if mount_refusal(home, None) else ["--allowed-mount", home]
-
-
-def cmd_up(args: argparse.Namespace) -> int:
-    """Scheduler (SQLite) + one local agent in the foreground; Ctrl-C stops both."""
-    from rota.private import private_dir
-    from rota.scheduler.cluster.model import NodeState
-    from rota.scheduler.core.tokens import hash_token
-    from rota.scheduler.store.schema import SchemaError
-    from rota.scheduler.store.store import Store
-
-    os.umask(0o077)  # the database and job output: readable by their owner only
-    base = private_dir(Path(args.data_dir) if args.data_dir else data_dir())
-    db_url = f"sqlite:///{base / 'scheduler.db'}"
-    node = args.node or socket.gethostname()
-    token = secrets.token_urlsafe(24)
-    try:
-        store = Store(db_url)  # an empty database is created at the newest schema revision
-    except SchemaError as exc:
-        print(f"rota up: error: {exc}", file=sys.stderr)
-        return 1
-    existing = {n.name: n for n in store.nodes.all()}
-    record = existing.get(node, NodeState(name=node))
-    record.token_hash = hash_token(token)
-    store.nodes.save(record)
-    store.close()
-    from rota.credentials import credentials_file, write_credentials
-
-    admin = current_user_name()
-    creds = write_credentials(credentials_file(), bootstrap_admin(db_url, admin))
-    listen = f"127.0.0.1:{args.port}"
-    exe = [sys.executable, "-m", "rota.cli.rota_main"]
-    logs = ["--log-format", args.log_format]
-    home = _home_prefix()  # your own directories: -o files, mounts, jobs' submit directories
-    scheduler = subprocess.Popen(
-        [*exe, "scheduler", "--listen", listen, "--db", db_url, *home, *logs]
-    )
-    agent_cmd = [
-        *exe,
-        "agent",
-        "--scheduler",
-        listen,
-        "--node",
-        node,
-        "--data-dir",
-        str(base / f"agent-{node}"),
-        *home,
-        *logs,
-    ]
-    if args.simulate_gpus is not None:
-        agent_cmd += ["--simulate-gpus", str(args.simulate_gpus)]
-    if args.gpu_mode:
-        agent_cmd += ["--gpu-mode", args.gpu_mode]
-    env = dict(os.environ, ROTA_NODE_TOKEN=token)
-    agent = subprocess.Popen(agent_cmd, env=env)
-    print(
-        f"rota up: scheduler on {listen} (data in {base}), agent {node}; you ({admin}) are "
-        f"its admin (token in {creds}); Ctrl-C stops both",
-        file=sys.stderr,
-        flush=True,
-    )
-    procs = [agent, scheduler]
-
-    def stop(*_: object) -> None:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    while all(p.poll() is None for p in procs):
-        time.sleep(0.2)
-    stop()
-    codes = [p.wait() for p in procs]
-    return max(c for c in codes if c is not None) if any(codes) else 0
-
-
-def cmd_certs(args: argparse.Namespace) -> int:
-    """``rota certs init``: write what is missing and list it."""
-    from rota.cli.certs import init_certs
-    from rota.paths import config_dir
-
-    directory = Path(args.dir) if args.dir else config_dir() / "tls"
-    try:
-        written = init_certs(directory, args.scheduler_name, args.node, args.user)
-    except FileExistsError as exc:
-        print(
-            f"rota certs: error: {exc.filename} exists; remove it to issue it again",
-            file=sys.stderr,
-        )
-        return 2
-    except (OSError, ValueError) as exc:
-        print(f"rota certs: error: {exc}", file=sys.stderr)
-        return 1
-    for path in written:
-        print(path)
-    if not written:
-        print(f"rota certs: nothing to do; {directory} has a CA and a scheduler certificate")
-    return 0
 
 
 def cmd_simulate(argv: list[str]) -> int:
@@ -566,13 +368,20 @@ def main(argv: list[str] | None = None) -> int:
         print(script(args.shell))
         return 0
     _setup_logging(args)
+    if args.command == "scheduler":
+        return cmd_scheduler(args)
+    if args.command == "agent":
+        return cmd_agent(args)
+    if args.command == "up":
+        from rota.cli.rota_up import cmd_up
+
+        return cmd_up(args)
+    from rota.cli import rota_admin
+
     handlers = {
-        "scheduler": cmd_scheduler,
-        "agent": cmd_agent,
-        "up": cmd_up,
-        "certs": cmd_certs,
-        "admin-token": cmd_admin_token,
-        "db": cmd_db,
+        "certs": rota_admin.cmd_certs,
+        "admin-token": rota_admin.cmd_admin_token,
+        "db": rota_admin.cmd_db,
     }
     return handlers[args.command](args)
 

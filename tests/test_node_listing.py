@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rota.messages import GpuTelemetry, Heartbeat
-from rota.scheduler.api import convert
+from rota.scheduler.api import convert_nodes
 from rota.scheduler.core.errors import UserError
 from rota.scheduler.facade.nodes import NODES_PER_HOP
 from tests.support.core import Harness
@@ -140,11 +140,11 @@ def test_a_large_page_is_built_in_hops_that_let_other_requests_in(tmp_path: Path
 def test_a_listed_node_shows_its_new_inventory_after_a_new_hello(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     h.connect("n1", gpus=2)
-    parts = convert.NodeParts()  # what the servicer keeps across listings
+    parts = convert_nodes.NodeParts()  # what the servicer keeps across listings
 
     def listed() -> list[str]:
         (shown,) = h.s.nodes.page(0, "", summary=False).nodes
-        msg = convert.node_to_pb(*shown, parts)
+        msg = convert_nodes.node_to_pb(*shown, parts)
         assert [g.uuid for g in msg.inventory.gpus] == [g.info.uuid for g in msg.gpus]
         return [g.info.uuid for g in msg.gpus]
 
@@ -157,11 +157,11 @@ def test_a_listed_node_shows_its_new_inventory_after_a_new_hello(tmp_path: Path)
 def test_a_listed_node_shows_each_new_heartbeat_s_telemetry(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     h.connect("n1", gpus=2)
-    parts = convert.NodeParts()
+    parts = convert_nodes.NodeParts()
 
     def listed() -> list[tuple[float, int, str]]:
         (shown,) = h.s.nodes.page(0, "", summary=False).nodes
-        reply = convert.node_page_to_pb([shown], "", parts)
+        reply = convert_nodes.node_page_to_pb([shown], "", parts)
         return [
             (g.telemetry.utilization, g.telemetry.memory_used, g.telemetry.error)
             for g in reply.nodes[0].gpus

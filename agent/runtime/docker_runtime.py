@@ -3,7 +3,7 @@
 A container stays until the scheduler acknowledges its final report, so a report lost with a
 connection is sent again; its output is kept in a file per attempt (``output.py``). Each
 attempt's state is an ``attempts.Attempt``; the engine's arguments and labels are built in
-``engine_args.py``.
+``engine_args.py``, the client and what the engine supports in ``engine_client.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import docker
 from docker.errors import APIError, DockerException, NotFound
 
 from rota.agent.runtime import workplace
@@ -23,7 +22,6 @@ from rota.agent.runtime.attempts import Attempt, AttemptTable, Phase
 from rota.agent.runtime.base import EngineHealth, ReportFn
 from rota.agent.runtime.engine_args import (
     ENGINE_DOWN,
-    GPU_MODES,
     LABEL_ATTEMPT,
     LABEL_DISPLAY,
     LABEL_GPUS,
@@ -38,6 +36,7 @@ from rota.agent.runtime.engine_args import (
     parse_time,
     short,
 )
+from rota.agent.runtime.engine_client import default_network, new_client, resolve_gpu_mode
 from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.output import OutputSaver
 from rota.agent.runtime.policy import ContainerPolicy
@@ -87,45 +86,13 @@ class DockerRuntime:
         self._report = report
         self._clock = clock
         self._sleep = sleep
-        self._base_url = base_url
-        self._client = self._new_client(timeout=60)
-        self._probe = self._new_client(timeout=3)  # health pings answer fast or count as down
+        self._client = new_client(base_url, timeout=60)
+        self._probe = new_client(base_url, timeout=3)  # health pings answer fast or count as down
         self._warner = Warner(self._client, clock, sleep)
         self._kill_grace = kill_grace
         self._table = AttemptTable()
-        self.gpu_mode = self._resolve_gpu_mode(gpu_mode)
-        self.network = network or self._default_network()
-
-    def _new_client(self, timeout: int) -> docker.DockerClient:
-        if self._base_url:
-            return docker.DockerClient(base_url=self._base_url, timeout=timeout)
-        return docker.from_env(timeout=timeout)
-
-    def _resolve_gpu_mode(self, mode: str) -> str:
-        if mode not in GPU_MODES:
-            raise ValueError(f"unknown GPU mode {mode!r}; use one of {', '.join(GPU_MODES)}")
-        if mode != "auto":
-            return mode
-        try:
-            runtimes = self._client.info().get("Runtimes", {})
-        except (DockerException, *ENGINE_DOWN):
-            runtimes = {}
-        if "nvidia" in runtimes:
-            return "nvidia"
-        log.warning(
-            "GPU mode env: the engine has no nvidia runtime, so containers only get "
-            "CUDA_VISIBLE_DEVICES and no GPU device (a test/demo mode)"
-        )
-        return "env"
-
-    def _default_network(self) -> str:
-        try:
-            if self._client.networks.list(names=["bridge"]):
-                return ""
-        except (DockerException, *ENGINE_DOWN):
-            return ""
-        log.info("the engine has no bridge network; job containers run with network none")
-        return "none"
+        self.gpu_mode = resolve_gpu_mode(self._client, gpu_mode)
+        self.network = network or default_network(self._client)
 
     # ------------------------------------------------------------------ state
 

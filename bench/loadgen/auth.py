@@ -8,7 +8,7 @@ from typing import Any
 
 import grpc
 
-from rota.cli.rota_main import bootstrap_admin
+from rota.cli.rota_admin import bootstrap_admin
 
 USER = "loadgen"
 

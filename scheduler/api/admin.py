@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rota.scheduler.api import convert
+from rota.scheduler.api import convert_nodes
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
 from rota.scheduler.engine import Engine
@@ -29,11 +29,13 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     @unary
     async def DrainNode(self, request: pb.DrainNodeRequest, context: Any) -> pb.Node:
         shown = await self.engine.nodes.drain_node(request.name, request.reason, caller())
-        return convert.node_to_pb(*shown)
+        return convert_nodes.node_to_pb(*shown)
 
     @unary
     async def ResumeNode(self, request: pb.ResumeNodeRequest, context: Any) -> pb.Node:
-        return convert.node_to_pb(*await self.engine.nodes.resume_node(request.name, caller()))
+        return convert_nodes.node_to_pb(
+            *await self.engine.nodes.resume_node(request.name, caller())
+        )
 
     @unary
     async def RemoveNode(

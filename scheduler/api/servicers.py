@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from rota.scheduler.agent_hub import AgentSession
-from rota.scheduler.api import convert
+from rota.scheduler.api import convert, convert_nodes
 from rota.scheduler.api.accounting import AccountingServicer
 from rota.scheduler.api.admin import AdminServicer
 from rota.scheduler.api.auth import caller
@@ -140,7 +140,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
 class NodeServicer(pb_grpc.NodeServiceServicer):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._parts = convert.NodeParts()  # nodes' static message parts, across listings
+        self._parts = convert_nodes.NodeParts()  # nodes' static message parts, across listings
 
     @unary
     async def ListNodes(self, request: pb.ListNodesRequest, context: Any) -> pb.ListNodesResponse:
@@ -152,7 +152,7 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
             tuple(request.states),
         )
         convert_page = functools.partial(
-            convert.node_page_to_pb, page.nodes, page.next_page_token, self._parts
+            convert_nodes.node_page_to_pb, page.nodes, page.next_page_token, self._parts
         )
         if len(page.nodes) > INLINE_NODES:  # ~0.1 ms a node: the loop keeps serving meanwhile
             reply = await asyncio.to_thread(convert_page)
@@ -162,14 +162,14 @@ class NodeServicer(pb_grpc.NodeServiceServicer):
             booked = await self.engine.nodes.node_bookings([n.name for n in reply.nodes])
             for msg in reply.nodes:
                 add_bookings(msg, booked.get(msg.name))
-        convert.add_partitions(reply, page.partitions)
+        convert_nodes.add_partitions(reply, page.partitions)
         if page.summary is not None:
-            reply.summary.CopyFrom(convert.node_summary_to_pb(page.summary))
+            reply.summary.CopyFrom(convert_nodes.node_summary_to_pb(page.summary))
         return reply
 
     @unary
     async def GetNode(self, request: pb.GetNodeRequest, context: Any) -> pb.Node:
-        msg = convert.node_to_pb(*await self.engine.nodes.get_node(request.name), self._parts)
+        msg = convert_nodes.node_to_pb(*await self.engine.nodes.get_node(request.name), self._parts)
         add_bookings(msg, (await self.engine.nodes.node_bookings([msg.name])).get(msg.name))
         return msg
 

@@ -8,14 +8,14 @@ Passes get its frozen ``ReservationView``s (``views``); the policy enforces them
 (``policy/reserve.py``). ``advance(now)``, called by the periodic tick only, is the one step
 that writes what time did: recurring windows moved on, ended ones forgotten and their pending
 jobs held, PURGE_COMP ones deleted. Like every service, its methods run on the engine's core
-thread and commit before they return. The GPUs a request gets: ``core/reservation_gpus.py``.
+thread and commit before they return. The GPUs a request gets: ``core/reservation_gpus.py``;
+how a window was spent: ``core/reservation_usage.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from rota.inputs import normal_flags
 from rota.scheduler.cluster.model import (
@@ -44,32 +44,18 @@ from rota.scheduler.core.reservation_gpus import (
     check_flags,
     check_request,
 )
+from rota.scheduler.core.reservation_usage import Usage, spent, window_usage
 from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.snapshot import ReservationView
 from rota.scheduler.store.protocols import (
     BookingMail,
     JobRepository,
     ReservationRepository,
-    WindowUsage,
 )
 from rota.states import ACTIVE_STATES, JobState
 
 GPU_FIELDS = frozenset({"nodes", "gpus", "gpu_type", "gpus_per_node"})
 UPDATABLE = frozenset({"start", "end", "users", "accounts", "flags", "lend", "unused"}) | GPU_FIELDS
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Booked GPU-seconds of a reservation's current window so far, split by who used them."""
-
-    booked: float  # GPUs x seconds from the window's start to now (its end, its release)
-    owners: float  # run by jobs of the reservation
-    lent: float  # run by other jobs (borrowers)
-    released: float = 0.0  # from its release by the no-show rule to the window's end
-
-    @property
-    def idle(self) -> float:
-        return max(0.0, self.booked - self.owners - self.lent)
 
 
 class ReservationService:
@@ -400,7 +386,7 @@ class ReservationService:
         ]
         spent = [self.live[n] for n in sorted(ended)] + [self.live[r.name] for r in moved]
         if spent:  # how the windows that ended were spent (gacct --summary)
-            self.store.record_usage([_window(r, self._usage(r, r.end)) for r in spent])
+            self.store.record_usage([window_usage(r, self._usage(r, r.end)) for r in spent])
         if not self._swept:  # first step: also those that ended while the scheduler was down
             self._hold_orphans(None, live)
             self._swept = True
@@ -424,27 +410,7 @@ class ReservationService:
 
     def _usage(self, r: Reservation, now: float) -> Usage:
         """How ``r``'s window was spent up to ``now`` (at most its end)."""
-        name = r.name
-        until = min(now, r.end)
-        released = 0.0
-        if r.policy_view().released:
-            until = min(until, r.given_back)
-            released = (r.end - r.given_back) * r.gpu_count()
-        booked = max(0.0, until - r.start) * r.gpu_count()
-        cells = r.cells()
-        owners = lent = 0.0
-        jobs = [*self.model.jobs.values(), *self.stored_jobs.ended(r.start)]
-        for job in jobs:
-            if job.start_time is None:
-                continue
-            end = job.end_time if job.state.terminal and job.end_time else until
-            seconds = max(0.0, min(end, until) - max(job.start_time, r.start))
-            held = sum((a.node, g) in cells for a in job.allocation for g in a.gpus)
-            if job.spec.reservation == name:
-                owners += seconds * held
-            else:
-                lent += seconds * held
-        return Usage(booked, owners, lent, released)
+        return spent(r, now, [*self.model.jobs.values(), *self.stored_jobs.ended(r.start)])
 
     def give_back(self, name: str, now: float, mails: Sequence[BookingMail] = ()) -> Reservation:
         """Record that the no-show rule gave reservation ``name``'s current window back at
@@ -493,10 +459,3 @@ class ReservationService:
     def _changed(self) -> None:
         self._views = None
         self.model.bump()
-
-
-def _window(r: Reservation, usage: Usage) -> WindowUsage:
-    whole = (r.end - r.start) * r.gpu_count()
-    return WindowUsage(
-        r.name, r.created_by, r.start, r.end, whole, usage.owners, usage.lent, usage.released
-    )

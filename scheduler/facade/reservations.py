@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.users import Principal
-from rota.scheduler.core.reservations import ReservationRequest, Usage
+from rota.scheduler.core.reservation_usage import Usage
+from rota.scheduler.core.reservations import ReservationRequest
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
 from rota.scheduler.core_thread import Executor

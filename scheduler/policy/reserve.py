@@ -51,10 +51,9 @@ from rota.scheduler.policy.base import Policy
 from rota.scheduler.policy.calendar import ReservationCalendar
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.explain import Explanation
-from rota.scheduler.policy.fit import gpu_ok, node_matches
+from rota.scheduler.policy.fit import node_matches
+from rota.scheduler.policy.reserve_cells import Cell, clip, fits_free, free_until, mask
 from rota.scheduler.policy.snapshot import (
-    GpuView,
-    NodeView,
     PendingJob,
     Placement,
     Plan,
@@ -63,7 +62,6 @@ from rota.scheduler.policy.snapshot import (
     Snapshot,
 )
 
-Cell = tuple[str, int]  # (node name, GPU index)
 _WAITING = frozenset(
     {reasons.RESOURCES, reasons.PRIORITY, reasons.BAD_CONSTRAINTS, reasons.NODE_DOWN}
 )
@@ -169,7 +167,7 @@ class _Pass:
                 self.why[job.id] = reasons.RESERVATION
             elif r.active(self.now):
                 deadline = self.calendar.deadline(r.name)
-                own[r.name].append(_clip(job, deadline - self.now, self.cfg) if deadline else job)
+                own[r.name].append(clip(job, deadline - self.now, self.cfg) if deadline else job)
             elif r.flex:
                 general.append(job)  # FLEX: may start before the window, on other GPUs
             else:
@@ -208,7 +206,7 @@ class _Pass:
     ) -> Plan:
         snap = dataclasses.replace(
             self.snapshot,
-            nodes=tuple(_mask(n, usable) for n in self.snapshot.nodes),
+            nodes=tuple(mask(n, usable) for n in self.snapshot.nodes),
             pending=tuple(jobs),
             running=tuple(self.running),
             delta=None,
@@ -308,7 +306,7 @@ class _Pass:
                 if self._waits(j) and previous < self.now + self.cfg.limit_of(j.time_limit) <= start
             ]
             if jobs:
-                gap = _free_until(start, until)
+                gap = free_until(start, until)
                 self._sub(self.side(), jobs, gap)
                 self._span_pass([j for j in jobs if self._waits(j)], general, gap, booked)
             previous = start
@@ -406,7 +404,7 @@ class _Pass:
                 if capable >= job.nodes:
                     self.why[job.id] = reasons.REQ_NODE_NOT_AVAIL
                 continue
-            if _fits_free(job, self.snapshot.nodes, held):
+            if fits_free(job, self.snapshot.nodes, held):
                 self.why[job.id] = reasons.REQ_NODE_NOT_AVAIL
 
     def _estimate(self, general: list[PendingJob]) -> None:
@@ -434,8 +432,8 @@ class _Pass:
                 self.why.get(j.id) == reasons.REQ_NODE_NOT_AVAIL
                 or (  # waits, and only reserved GPUs could ever hold it
                     self._waits(j)
-                    and _fits_free(j, nodes, set())
-                    and not _fits_free(j, nodes, hidden)
+                    and fits_free(j, nodes, set())
+                    and not fits_free(j, nodes, hidden)
                 )
             )
         ]
@@ -460,52 +458,6 @@ class _Pass:
                 for start, end, cells in windows:
                     if start < t + limit and t < end:
                         busy |= cells
-                if _fits_free(job, self.snapshot.nodes, busy):
+                if fits_free(job, self.snapshot.nodes, busy):
                     self.est[job.id] = t
                     break
-
-
-def _free_until(start: float, until: dict[Cell, float]) -> Callable[[Cell], bool]:
-    """GPUs of upcoming windows that no window holds before ``start``."""
-    return lambda c: until.get(c, -1.0) >= start
-
-
-def _fits_free(job: PendingJob, nodes: Iterable[NodeView], held: set[Cell]) -> bool:
-    """Whether ``job``'s GPUs are free now on enough nodes, reserved GPUs counted."""
-    count = 0
-    for node in nodes:
-        if not node.schedulable or not node_matches(job, node):
-            continue
-        free = sum(
-            1
-            for g in node.gpus
-            if g.allocatable
-            and (node.name, g.index) not in held
-            and gpu_ok(job, g.name, g.memory_total)
-        )
-        count += free >= job.gpus
-    return count >= job.nodes
-
-
-def _clip(job: PendingJob, left: float, cfg: PolicyConfig) -> PendingJob:
-    """The job with its time limit cut to the ``left`` seconds of its window."""
-    limit = cfg.limit_of(job.time_limit)
-    return job if limit <= left else dataclasses.replace(job, time_limit=left)
-
-
-def _mask(node: NodeView, usable: Callable[[Cell], bool]) -> NodeView:
-    """``node`` with the GPUs ``usable`` rejects made not allocatable (the same object when
-    none is)."""
-    name = node.name
-    if all(usable((name, g.index)) or not g.allocatable for g in node.gpus):
-        return node
-    return dataclasses.replace(
-        node,
-        gpus=tuple(
-            g if not g.allocatable or usable((name, g.index)) else _closed(g) for g in node.gpus
-        ),
-    )
-
-
-def _closed(gpu: GpuView) -> GpuView:
-    return dataclasses.replace(gpu, allocatable=False)

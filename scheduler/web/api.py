@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from rota.efficiency import IDLE_BELOW
 from rota.scheduler.cluster.accounting import AccountingQuery
 from rota.scheduler.cluster.model import NodeState
 from rota.scheduler.cluster.status import NodeStatus
@@ -44,7 +43,7 @@ from rota.scheduler.policy.partitions import PartitionTable
 from rota.scheduler.web import views
 from rota.scheduler.web.changes import Feeds
 from rota.scheduler.web.identity import TokenCheck
-from rota.scheduler.web.query import query_float, query_int, query_period
+from rota.scheduler.web.query import query_int
 from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
 from rota.states import parse_state
 
@@ -120,8 +119,6 @@ class Api:
             ("GET", f"{v1}/jobs", self.jobs),
             ("GET", f"{v1}/jobs/{{id}}", self.job),
             ("GET", f"{v1}/jobs/{{id}}/log", self.log),
-            ("GET", f"{v1}/accounting/summary", self.summary),
-            ("GET", f"{v1}/accounting/efficiency", self.efficiency),
         )
         return [Route("POST", f"{v1}/login", self.login)] + [
             self.route(method, pattern, handler) for method, pattern, handler in guarded
@@ -415,28 +412,6 @@ class Api:
         except TimeoutError:
             raise ApiError(503, f"the node of job {display_id} did not send its output") from None
         return Response(200, bytes(kept), "text/plain; charset=utf-8", API_HEADERS)
-
-    # ------------------------------------------------------------ accounting
-
-    async def summary(self, request: Request, caller: Caller) -> Response:
-        """GPU-hours per user and per account of jobs that ended in ``start``..``end``."""
-        users, accounts = await self.engine.jobs.usage_summary(
-            query_period(request.query), caller.who
-        )
-        return reply(
-            {
-                "users": [views.total_json(t) for t in users],
-                "accounts": [views.total_json(t) for t in accounts],
-            }
-        )
-
-    async def efficiency(self, request: Request, caller: Caller) -> Response:
-        """Finished jobs of the period whose GPUs stayed mostly idle (below ``idle_below``
-        percent) or nearly ran out of memory: ``gacct --efficiency``."""
-        idle_below = query_float(request.query, "idle_below", IDLE_BELOW)
-        rows = await self.engine.jobs.list_finished(query_period(request.query), caller.who)
-        listed = [views.finished_json(r, idle_below) for r in rows]
-        return reply({"jobs": [r for r in listed if r["flags"]]})
 
 
 def _name(row: views.Json) -> str:

@@ -8,6 +8,7 @@ import time
 
 from rota.scheduler.engine import Engine
 from rota.scheduler.http import Route
+from rota.scheduler.web.accounting import Accounting
 from rota.scheduler.web.actions import JobActions
 from rota.scheduler.web.api import Api
 from rota.scheduler.web.bookings import Bookings
@@ -28,6 +29,7 @@ def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[R
     api = Api(engine, tokens, sessions, secure, time.time)
     pages = (
         JobActions(engine).routes(api)
+        + Accounting(engine).routes(api)
         + Bookings(engine, api).routes()
         + IcalFeed(engine).routes(api)
         + CommandRoutes(engine, api).routes()

@@ -18,7 +18,7 @@ from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus, free_gpus
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.nodes import NodeSummary
-from rota.scheduler.core.reservations import Usage
+from rota.scheduler.core.reservation_usage import Usage
 
 Json = dict[str, Any]
 

@@ -1,0 +1,123 @@
+"""``rota admin-token``, ``rota db`` and ``rota certs``: setting up a scheduler host (its first
+admin, its database's schema, its TLS certificates). Imported only when one of them runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def bootstrap_admin(db_url: str, name: str) -> str:
+    """Make ``name`` an admin with a new token, straight in the scheduler's database (the
+    first admin of a cluster; ``rota up``); returns the token."""
+    from rota.scheduler.core.users import UsersService
+    from rota.scheduler.store.store import Store
+
+    store = Store(db_url)
+    try:
+        return UsersService(store.users, time.time).bootstrap_admin(name)
+    finally:
+        store.close()
+
+
+def _database_url(args: argparse.Namespace, prog: str) -> str | None:
+    """The database URL ``rota scheduler`` would open with the same --db, --config and
+    --db-password-file; None after one error line on stderr."""
+    from rota.scheduler.config import load_config
+
+    try:
+        config = load_config(
+            Path(args.config) if args.config else None,
+            database_url=args.db,
+            db_password_file=args.db_password_file,
+        )
+        return config.resolved_database_url()
+    except (ValueError, OSError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_admin_token(args: argparse.Namespace) -> int:
+    """``rota admin-token NAME``: on the scheduler host, with access to its database."""
+    from rota.credentials import credentials_file, write_credentials
+
+    url = _database_url(args, "rota admin-token")
+    if url is None:
+        return 2
+    os.umask(0o077)
+    name = args.name or current_user_name()
+    try:
+        token = bootstrap_admin(url, name)
+    except Exception as exc:  # the database cannot be opened: one line, exit 1
+        print(f"rota admin-token: error: {exc}", file=sys.stderr)
+        return 1
+    if args.install:
+        path = write_credentials(credentials_file(), token)
+        print(f"{name} is an admin; token written to {path} (mode 0600)")
+    else:
+        print(token)
+    return 0
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    """``rota db upgrade|current|downgrade [REV]``: the database's schema revision, on the
+    database ``rota scheduler`` with the same --db/--config would open."""
+    from rota.scheduler.store import schema
+    from rota.scheduler.store.store import open_engine
+
+    prog = f"rota db {args.db_command}"
+    url = _database_url(args, prog)
+    if url is None:
+        return 2
+    os.umask(0o077)
+    engine = open_engine(url)
+    try:
+        if args.db_command == "current":
+            found = schema.status(engine)
+        elif args.db_command == "upgrade":
+            found = schema.upgrade(engine, args.revision)
+        else:
+            found = schema.downgrade(engine, args.revision, drop_all=args.drop_all)
+    except Exception as exc:  # refused, unreachable, or a migration failed: one line, exit 1
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    print(found.describe())
+    return 0
+
+
+def current_user_name() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def cmd_certs(args: argparse.Namespace) -> int:
+    """``rota certs init``: write what is missing and list it."""
+    from rota.cli.certs import init_certs
+    from rota.paths import config_dir
+
+    directory = Path(args.dir) if args.dir else config_dir() / "tls"
+    try:
+        written = init_certs(directory, args.scheduler_name, args.node, args.user)
+    except FileExistsError as exc:
+        print(
+            f"rota certs: error: {exc.filename} exists; remove it to issue it again",
+            file=sys.stderr,
+        )
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"rota certs: error: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    if not written:
+        print(f"rota certs: nothing to do; {directory} has a CA and a scheduler certificate")
+    return 0

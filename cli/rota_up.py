@@ -1,0 +1,100 @@
+"""``rota up``: a scheduler (SQLite) and one local agent in the foreground. Imported only when
+it runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rota.cli.rota_admin import bootstrap_admin, current_user_name
+from rota.paths import data_dir
+
+
+def _home_prefix() -> list[str]:
+    """``--allowed-mount HOME`` for ``rota up``: the invoking user's home, unless the node
+    never mounts it (``/``, ``/root``: ``allowlists.mount_refusal``)."""
+    from rota.allowlists import mount_refusal
+
+    home = os.path.realpath(Path.home())
+    return [] if mount_refusal(home, None) else ["--allowed-mount", home]
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    """Scheduler (SQLite) + one local agent in the foreground; Ctrl-C stops both."""
+    from rota.private import private_dir
+    from rota.scheduler.cluster.model import NodeState
+    from rota.scheduler.core.tokens import hash_token
+    from rota.scheduler.store.schema import SchemaError
+    from rota.scheduler.store.store import Store
+
+    os.umask(0o077)  # the database and job output: readable by their owner only
+    base = private_dir(Path(args.data_dir) if args.data_dir else data_dir())
+    db_url = f"sqlite:///{base / 'scheduler.db'}"
+    node = args.node or socket.gethostname()
+    token = secrets.token_urlsafe(24)
+    try:
+        store = Store(db_url)  # an empty database is created at the newest schema revision
+    except SchemaError as exc:
+        print(f"rota up: error: {exc}", file=sys.stderr)
+        return 1
+    existing = {n.name: n for n in store.nodes.all()}
+    record = existing.get(node, NodeState(name=node))
+    record.token_hash = hash_token(token)
+    store.nodes.save(record)
+    store.close()
+    from rota.credentials import credentials_file, write_credentials
+
+    admin = current_user_name()
+    creds = write_credentials(credentials_file(), bootstrap_admin(db_url, admin))
+    listen = f"127.0.0.1:{args.port}"
+    exe = [sys.executable, "-m", "rota.cli.rota_main"]
+    logs = ["--log-format", args.log_format]
+    home = _home_prefix()  # your own directories: -o files, mounts, jobs' submit directories
+    scheduler = subprocess.Popen(
+        [*exe, "scheduler", "--listen", listen, "--db", db_url, *home, *logs]
+    )
+    agent_cmd = [
+        *exe,
+        "agent",
+        "--scheduler",
+        listen,
+        "--node",
+        node,
+        "--data-dir",
+        str(base / f"agent-{node}"),
+        *home,
+        *logs,
+    ]
+    if args.simulate_gpus is not None:
+        agent_cmd += ["--simulate-gpus", str(args.simulate_gpus)]
+    if args.gpu_mode:
+        agent_cmd += ["--gpu-mode", args.gpu_mode]
+    env = dict(os.environ, ROTA_NODE_TOKEN=token)
+    agent = subprocess.Popen(agent_cmd, env=env)
+    print(
+        f"rota up: scheduler on {listen} (data in {base}), agent {node}; you ({admin}) are "
+        f"its admin (token in {creds}); Ctrl-C stops both",
+        file=sys.stderr,
+        flush=True,
+    )
+    procs = [agent, scheduler]
+
+    def stop(*_: object) -> None:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while all(p.poll() is None for p in procs):
+        time.sleep(0.2)
+    stop()
+    codes = [p.wait() for p in procs]
+    return max(c for c in codes if c is not None) if any(codes) else 0
