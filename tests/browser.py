@@ -29,6 +29,17 @@ def _found(names: tuple[str, ...]) -> str:
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[WebDriver]:
     """Headless chromium; skipped outside CI when it is not installed (CI installs it)."""
+    yield from _chromium(tmp_path, False)
+
+
+@pytest.fixture
+def network_browser(tmp_path: Path) -> Iterator[WebDriver]:
+    """``browser`` that also logs the DevTools Protocol's network events, read with
+    ``get_log("performance")`` (each read takes the events logged since the last)."""
+    yield from _chromium(tmp_path, True)
+
+
+def _chromium(tmp_path: Path, network_log: bool) -> Iterator[WebDriver]:
     binary, driver = _found(CHROMIUM), _found(("chromedriver",))
     if not binary or not driver:
         if os.environ.get("CI"):
@@ -45,6 +56,8 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
         f"--user-data-dir={tmp_path / 'chromium'}",
     ):
         options.add_argument(arg)
+    if network_log:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     drv = webdriver.Chrome(service=Service(driver), options=options)
     try:
         yield drv

@@ -5,6 +5,11 @@
 
 export const session = { me: null, onLoggedOut: () => {} };
 
+/** What the poll loop paces itself by: ``changed`` is set when a read brought something new (a
+ * listing's rows, or a detail view, which is always live) and cleared by the loop once it has
+ * looked; ``onAction`` is called when the page sends a change (submit, cancel, booking). */
+export const pace = { changed: false, onAction: () => {} };
+
 export class HttpError extends Error {
   constructor(status, message) {
     super(message);
@@ -24,6 +29,7 @@ export async function api(method, path, body) {
   const headers = {};
   if (method !== "GET") headers["X-CSRF-Token"] = session.me ? session.me.csrf : "";
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET") pace.onAction();
   let res, data;
   try {
     res = await fetch("/api/v1" + path, {
@@ -56,6 +62,7 @@ async function follow(path, key, id) {
   const d = await api("GET", `${path}${sep}since=${known ? known.version : 0}`);
   const { version, full, removed, order, [key]: changed, ...extras } = d;
   const f = full || !known ? { rows: new Map(), order: [], extras: {} } : known;
+  if (full || !known || changed.length || removed.length) pace.changed = true;
   for (const r of changed) f.rows.set(String(r[id]), r);
   for (const gone of removed) f.rows.delete(gone);
   if (order) f.order = order;
@@ -69,8 +76,15 @@ async function follow(path, key, id) {
 
 export const getNodes = () => follow("/nodes", "nodes", "name");
 export const getJobs = (query) => follow("/jobs" + query, "jobs", "id");
-export const getJob = (id) => api("GET", "/jobs/" + encodeURIComponent(id));
-export const getLog = (id) => api("GET", `/jobs/${encodeURIComponent(id)}/log`);
+/** A detail read: the job view follows a live job, so it keeps the poll at its quickest. */
+async function detail(path) {
+  const d = await api("GET", path);
+  pace.changed = true;
+  return d;
+}
+
+export const getJob = (id) => detail("/jobs/" + encodeURIComponent(id));
+export const getLog = (id) => detail(`/jobs/${encodeURIComponent(id)}/log`);
 export const getReservation = (name) => api("GET", "/reservations/" + encodeURIComponent(name));
 export const getReservations = (from, to) =>
   follow(`/reservations?start=${new Date(from).toISOString()}&end=${new Date(to).toISOString()}`, "reservations", "name");

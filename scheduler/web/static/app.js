@@ -1,8 +1,9 @@
 // rota dashboard: plain JavaScript modules over the JSON API (/api/v1, docs/web.md). The view
-// on screen polls the API every few seconds while the tab is visible; an outage keeps the data
-// shown and says since when it is old.
+// on screen polls the API while the tab is visible, every 2 s after a change and less often
+// while nothing changes (up to every 8 s); an outage keeps the data shown and says since when
+// it is old.
 
-import { api, isOutage, session } from "./api.js";
+import { api, isOutage, pace, session } from "./api.js";
 import { $, hhmm } from "./dom.js";
 import { renderGpus, renderOverview } from "./cluster.js";
 import { renderQueue } from "./queue.js";
@@ -13,9 +14,10 @@ import { formFor, setupBooking } from "./booking.js";
 import { renderAccounting } from "./accounting.js";
 import { setupFilters } from "./filters.js";
 
-const POLL_MS = 2000;
+const POLL_MS = 2000; // the poll's wait after a round that brought a change, or a user's action
+const POLL_MAX_MS = 8000; // each round that brings nothing doubles the wait, up to this
 const RETRY_MS = [2000, 4000, 8000, 15000]; // waits between tries while the scheduler is away
-const run = { view: "", timer: null, lastOk: 0, failures: 0, seq: 0 };
+const run = { view: "", timer: null, next: null, wait: POLL_MS, lastOk: 0, failures: 0, seq: 0 };
 
 const VIEWS = {
   overview: renderOverview,
@@ -47,6 +49,7 @@ function showConnection(down) {
 function loggedOut() {
   session.me = null;
   clearTimeout(run.timer);
+  run.next = null;
   $("#nav").hidden = true;
   $("#whoami").hidden = true;
   $("#filters").hidden = true;
@@ -117,13 +120,27 @@ function route() {
   refresh(view, decodeURIComponent(arg || ""));
 }
 
+/** Poll at the quickest again (the user acted, or the page sent a change): a poll waiting
+ * longer is brought forward. Retries while the scheduler is away keep their own pace. */
+function quicken() {
+  if (run.wait === POLL_MS) return;
+  run.wait = POLL_MS;
+  if (!run.next) return;
+  clearTimeout(run.timer);
+  run.timer = setTimeout(run.next, POLL_MS);
+}
+
 async function refresh(view, arg) {
   clearTimeout(run.timer);
+  run.next = null;
   const shown = location.hash;
   const seq = ++run.seq; // a newer refresh (a click, a route) supersedes this one's timer
   let wait = POLL_MS;
   try {
     await VIEWS[view](arg);
+    wait = pace.changed ? POLL_MS : Math.min(run.wait * 2, POLL_MAX_MS);
+    pace.changed = false;
+    run.wait = wait;
     run.lastOk = Date.now();
     run.failures = 0;
     showConnection(false);
@@ -131,6 +148,7 @@ async function refresh(view, arg) {
   } catch (err) {
     if (isOutage(err)) {
       showConnection(true);
+      run.wait = POLL_MS; // the first round after the outage ends brings it back quickly
       wait = RETRY_MS[Math.min(run.failures++, RETRY_MS.length - 1)];
     } else if (err.status !== 401) {
       showError(err.message);
@@ -138,7 +156,8 @@ async function refresh(view, arg) {
   }
   if (seq !== run.seq || !session.me || shown !== location.hash || view === "accounting") return;
   if (document.hidden) return; // polling stops in hidden tabs; visibilitychange resumes it
-  run.timer = setTimeout(() => refresh(view, arg), wait);
+  run.next = () => refresh(view, arg);
+  run.timer = setTimeout(run.next, wait);
 }
 
 function timelineControls() {
@@ -176,6 +195,9 @@ function timelineControls() {
 
 document.addEventListener("DOMContentLoaded", async () => {
   session.onLoggedOut = loggedOut;
+  pace.onAction = quicken;
+  for (const type of ["click", "keydown", "focusin"]) document.addEventListener(type, quicken, true);
+  window.addEventListener("focus", quicken);
   $("#login-form").addEventListener("submit", login);
   $("#logout").addEventListener("click", logout);
   $("#acct-form").addEventListener("submit", (e) => {
@@ -187,8 +209,13 @@ document.addEventListener("DOMContentLoaded", async () => {
   setupLaunch();
   window.addEventListener("hashchange", route);
   document.addEventListener("visibilitychange", () => {
-    if (document.hidden) clearTimeout(run.timer); // no poll is left waiting in a hidden tab
-    else route();
+    if (document.hidden) {
+      clearTimeout(run.timer); // no poll is left waiting in a hidden tab
+      run.next = null;
+    } else {
+      run.wait = POLL_MS;
+      route();
+    }
   });
   for (;;) {
     try {
