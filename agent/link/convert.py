@@ -83,6 +83,7 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 exited=msg.exited,
                 exit_code=msg.exit_code,
                 error=msg.error,
+                dial_error=msg.dial_error,
             )
         )
     if isinstance(msg, StepStart | StepOutput | StepEnd | StepCancel):
@@ -140,6 +141,9 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             o.cols,
             o.port,
             o.window,
+            o.dial_ticket,
+            o.dial_port,
+            o.dial_tls,
         )
     if kind == "session_input":
         i = msg.session_input

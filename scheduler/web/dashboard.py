@@ -14,6 +14,7 @@ from rota.scheduler.web.api import Api
 from rota.scheduler.web.bookings import Bookings
 from rota.scheduler.web.commands import CommandRoutes
 from rota.scheduler.web.files import Files
+from rota.scheduler.web.forward import RawForwards
 from rota.scheduler.web.ical import IcalFeed
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.launch import SessionLauncher
@@ -35,6 +36,7 @@ def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[R
         + CommandRoutes(engine, api).routes()
         + Terminal(engine).routes(api)
         + WebPorts(engine).routes(api)
+        + RawForwards(engine).routes(api)
         + SessionLauncher(engine).routes(api)
     )
     return Files().routes() + api.routes() + pages

@@ -1216,7 +1216,7 @@ class StepCancel(_message.Message):
     def __init__(self, request_id: _Optional[int] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window")
+    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1227,6 +1227,9 @@ class SessionOpen(_message.Message):
     COLS_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
+    DIAL_TICKET_FIELD_NUMBER: _ClassVar[int]
+    DIAL_PORT_FIELD_NUMBER: _ClassVar[int]
+    DIAL_TLS_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1237,7 +1240,10 @@ class SessionOpen(_message.Message):
     cols: int
     port: int
     window: int
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ...) -> None: ...
+    dial_ticket: str
+    dial_port: int
+    dial_tls: bool
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ..., dial_ticket: _Optional[str] = ..., dial_port: _Optional[int] = ..., dial_tls: _Optional[bool] = ...) -> None: ...
 
 class SessionInput(_message.Message):
     __slots__ = ("request_id", "data", "eof", "rows", "cols", "ack", "close")
@@ -1258,7 +1264,7 @@ class SessionInput(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., ack: _Optional[int] = ..., close: _Optional[bool] = ...) -> None: ...
 
 class SessionOutput(_message.Message):
-    __slots__ = ("request_id", "stream", "data", "ack", "exited", "exit_code", "error")
+    __slots__ = ("request_id", "stream", "data", "ack", "exited", "exit_code", "error", "dial_error")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
@@ -1266,6 +1272,7 @@ class SessionOutput(_message.Message):
     EXITED_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    DIAL_ERROR_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     stream: int
     data: bytes
@@ -1273,7 +1280,8 @@ class SessionOutput(_message.Message):
     exited: bool
     exit_code: int
     error: str
-    def __init__(self, request_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., ack: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+    dial_error: str
+    def __init__(self, request_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., ack: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., dial_error: _Optional[str] = ...) -> None: ...
 
 class User(_message.Message):
     __slots__ = ("name", "admin", "accounts", "default_account", "uid", "gid", "revoked", "created")
