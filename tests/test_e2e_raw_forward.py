@@ -113,7 +113,9 @@ def test_forward_falls_back_when_the_http_port_is_off(cluster: Cluster) -> None:
     cluster.start_agent("n1", gpus=1)
     job_id = start_servers(cluster)
     forward_fetch(cluster, job_id)
-    proxied = run_as(cluster, cluster.token, "rota.cli.rota_main", "proxy", job_id, "7000", data=b"x")
+    proxied = run_as(
+        cluster, cluster.token, "rota.cli.rota_main", "proxy", job_id, "7000", data=b"x"
+    )
     assert proxied.returncode == 0, proxied.stderr
     assert proxied.stdout == b"x"
     assert "raw data connection" not in cluster.log("scheduler")
