@@ -110,10 +110,11 @@ class SessionRelay:
             await asyncio.wait((answer, connected), timeout=wait, return_when="FIRST_COMPLETED")
             if connected.done():
                 return None
-            if answer.done():
-                out = answer.result()
-                if out.error or out.dial_error:
-                    return out
+            out = answer.result() if answer.done() else SessionOutput(request_id)
+            if not out.error:  # an agent that ignored the ticket may have opened a session
+                self._send(node, SessionInput(request_id, close=True))
+            if out.error or out.dial_error:
+                return out
             why = f"no data connection from node {node} within {wait:g}s"
             return SessionOutput(request_id, dial_error=why)
         finally:

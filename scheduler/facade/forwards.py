@@ -14,6 +14,7 @@ as a gRPC forward is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from rota.inputs import SpecError
 from rota.messages import SessionInput, SessionOpen
 from rota.scheduler.cluster.users import Principal
-from rota.scheduler.core.errors import Conflict
+from rota.scheduler.core.errors import Conflict, NotFound
 from rota.scheduler.core.services import Services
 from rota.scheduler.core_thread import Executor
 from rota.scheduler.dial_tickets import DialTickets
@@ -161,12 +162,17 @@ class ForwardFacade:
                 yield SessionInput(0, data=data)
             yield SessionInput(0, eof=True)
 
-        async for out in self.relay.run(node, opening, inputs()):
-            if out.data:
-                writer.write(out.data)
-                await writer.drain()
-            if out.exited or out.error:
-                break
+        try:
+            async with contextlib.aclosing(self.relay.run(node, opening, inputs())) as outputs:
+                async for out in outputs:
+                    if out.data:
+                        writer.write(out.data)
+                        await writer.drain()
+                    if out.exited or out.error:
+                        break
+        except NotFound as exc:  # the node went away meanwhile
+            log.warning("forward of job %d: %s", opening.job_id, exc)
+            return
         if writer.can_write_eof():
             writer.write_eof()
             await writer.drain()
