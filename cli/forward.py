@@ -92,15 +92,12 @@ def _proxy(args: argparse.Namespace) -> int:
 
     raw = _raw(http_client(args.scheduler, args.ca), _opening(args, args.port))
     if raw is not None:
-        from rota.bytepipe import abort, pump
+        from rota.bytepipe import pump
 
         sock, early = raw
-
-        def feed() -> None:  # stdin's end is passed on (half-close); a break ends both ways
-            if not pump(sys.stdin.fileno(), sock):
-                abort(sock)
-
-        threading.Thread(target=feed, daemon=True).start()
+        # stdin's end is passed on as a half-close (not over TLS); either way the proxy ends
+        # when the port's side does
+        threading.Thread(target=pump, args=(sys.stdin.fileno(), sock), daemon=True).start()
         pump(sock, sys.stdout.fileno(), early)
         return 0
     with connect(args.scheduler, args.ca) as client:

@@ -6,7 +6,8 @@ copies (a TLS socket, a terminal). When a direction's source ends, its destinati
 half-closed (``shutdown(SHUT_WR)``) and the other direction goes on; when a direction breaks (a
 reset, a write to a closed peer), both ends are shut down both ways so that the other direction
 ends too. A TLS socket cannot be half-closed alone (Python's ``ssl`` drops the whole session):
-its direction's end is passed on when the other direction ends.
+the end of the bytes towards one ends the relay both ways. A TLS socket's two directions are
+copied by two threads, each only reading or only writing.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def relay(a: socket.socket, b: socket.socket, from_a: bytes = b"", from_b: bytes
 
 def pump(src: Stream, dst: Stream, first: bytes = b"") -> bool:
     """Copy ``src`` to ``dst`` (``first`` before) until ``src`` ends: True, ``dst`` half-closed.
-    False when either broke (an OSError)."""
+    False when either broke (an OSError), or when ``dst`` is a TLS socket (no half-close)."""
     try:
         if first:
             _write(dst, first)
@@ -54,7 +55,9 @@ def pump(src: Stream, dst: Stream, first: bytes = b"") -> bool:
             _copy(src, dst)
     except OSError:
         return False
-    if isinstance(dst, socket.socket) and not isinstance(dst, ssl.SSLSocket):
+    if isinstance(dst, ssl.SSLSocket):
+        return False
+    if isinstance(dst, socket.socket):
         with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
     return True

@@ -3,7 +3,8 @@
 A plain connection is taken from asyncio (its descriptor duplicated, the transport dropped,
 the bytes its reader had already buffered kept) and the pair is copied by two blocking
 threads (``rota.bytepipe``: ``splice``, half-closes passed on). A TLS connection cannot leave
-the loop (its TLS state is asyncio's): such a pair is copied on the loop in large chunks.
+the loop (its TLS state is asyncio's): such a pair is copied on the loop in large chunks,
+and as TLS cannot be half-closed there, the end of either direction ends both.
 """
 
 from __future__ import annotations
@@ -77,9 +78,7 @@ async def _join_on_loop(a: Side, b: Side) -> None:
         asyncio.create_task(_copy(b.reader, a.writer)),
     ]
     try:
-        for done in asyncio.as_completed(copies):
-            if not await done:  # broke: end the other way too
-                break
+        await asyncio.wait(copies, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in copies:
             task.cancel()
@@ -88,14 +87,11 @@ async def _join_on_loop(a: Side, b: Side) -> None:
             side.writer.close()
 
 
-async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-    """``reader`` to ``writer`` until it ends (True) or either breaks (False)."""
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """``reader`` to ``writer`` until it ends or either breaks."""
     try:
         while data := await reader.read(CHUNK):
             writer.write(data)
             await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-        return True
     except (ConnectionError, OSError):
-        return False
+        return

@@ -136,3 +136,27 @@ def test_forward_is_relayed_over_the_stream_when_the_agent_cannot_dial_back(
     log = cluster.log("scheduler")
     assert "relayed over the agent's stream" in log and "raw data connection" not in log
     wait_for(lambda: "no data connection" in cluster.log("agent-n1"), 10, what="agent log")
+
+
+def test_raw_forward_over_tls(cluster: Cluster) -> None:
+    certs = cluster.root / "tls"
+    made = cluster.cli("rota", "certs", "init", "--dir", str(certs))
+    assert made.returncode == 0, made.stderr
+    http = f"127.0.0.1:{free_port()}"
+    cluster.env_extra.update(ROTA_HTTP=http, ROTA_CA=str(certs / "ca.pem"))
+    cluster.start_scheduler(
+        "--open-registration",
+        "--allowed-mount",
+        str(cluster.root),
+        "--http-listen",
+        http,
+        "--tls-cert",
+        str(certs / "scheduler.pem"),
+        "--tls-key",
+        str(certs / "scheduler-key.pem"),
+    )
+    cluster.start_agent("n1", 1, "--ca", str(certs / "ca.pem"))
+    job_id = start_servers(cluster)
+    forward_fetch(cluster, job_id)
+    log = cluster.log("scheduler")
+    assert "raw data connection" in log and "relayed over the agent's stream" not in log
