@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from rota.scheduler.dial_tickets import DialTickets
+from rota.scheduler.http import HttpServer
+from rota.scheduler.web.dashboard import dashboard_routes
+from rota.scheduler.web.identity import EngineTokens
+from tests.support.inprocess import InProcessScheduler
+from tests.test_security_input import DaemonChain, run
 
 
 class Clock:
@@ -37,3 +43,48 @@ def test_a_ticket_is_claimed_once_within_its_time_and_never_after() -> None:
         assert tickets.claim(answered) is None
 
     asyncio.run(run())
+
+
+def test_the_dial_route_takes_a_ticket_once_and_never_a_stale_one(tmp_path: Path) -> None:
+    """The HTTP port's dial route, as an agent's data connection reaches it: the ticket of a
+    waiting forward switches the connection once; replayed, stale or forged, 403."""
+
+    async def test(sched: InProcessScheduler) -> None:
+        clock = Clock()
+        forwards = sched.engine.forwards
+        forwards.tickets = DialTickets(clock, ttl=10.0)
+        http = HttpServer(dashboard_routes(sched.engine, EngineTokens(sched.engine), False))
+        port = await http.start("127.0.0.1:0")
+        try:
+            ticket, pending = forwards.tickets.issue("n1", 1)
+            _, writer = await _send(port, ticket)
+            await asyncio.wait_for(pending.connected, 5)  # handed to the forward that waits
+            writer.close()
+            assert (await _dial(port, ticket)).startswith(b"HTTP/1.1 403 ")  # replayed
+            stale, _ = forwards.tickets.issue("n1", 1)
+            clock.now += 10.0
+            assert (await _dial(port, stale)).startswith(b"HTTP/1.1 403 ")  # expired
+            assert (await _dial(port, "A" * 32)).startswith(b"HTTP/1.1 403 ")  # forged
+        finally:
+            await http.stop()
+
+    run(DaemonChain, tmp_path, test)
+
+
+async def _send(port: int, ticket: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A data connection presenting ``ticket`` (switched once its forward takes it)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        "GET /api/v1/forward-dial HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+        f"Upgrade: rota-tcp\r\nRota-Dial-Ticket: {ticket}\r\n\r\n".encode()
+    )
+    return reader, writer
+
+
+async def _dial(port: int, ticket: str) -> bytes:
+    """The head of the answer to a data connection presenting ``ticket``."""
+    reader, writer = await _send(port, ticket)
+    try:
+        return await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    finally:
+        writer.close()
