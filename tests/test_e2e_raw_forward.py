@@ -29,7 +29,7 @@ def start_cluster(cluster: Cluster, host: str = "127.0.0.1") -> str:
 
 
 def upgrade(http: str, path: str, token: str, more: str = "") -> bytes:
-    """The head of the answer to an upgrade request for ``path``."""
+    """The answer to an upgrade request for ``path`` that is refused (the server closes)."""
     host, _, port = http.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(
@@ -37,7 +37,7 @@ def upgrade(http: str, path: str, token: str, more: str = "") -> bytes:
             f"Connection: Upgrade\r\nUpgrade: rota-tcp\r\n{more}\r\n".encode()
         )
         data = b""
-        while b"\r\n\r\n" not in data and (chunk := sock.recv(4096)):
+        while chunk := sock.recv(4096):
             data += chunk
     return data
 
@@ -96,6 +96,10 @@ def test_raw_forward_refuses_another_user_and_bad_tickets(cluster: Cluster) -> N
     assert "forward" in " ".join(refused)
     shown = cluster.cli("gcontrol", "show", "job", job_id, check=True).stdout
     assert "port forward by bob" not in shown
+    bad = upgrade(http, f"/api/v1/jobs/{job_id}/forward/7000?node=-x", alice)
+    assert bad.startswith(b"HTTP/1.1 400 ") and b"node" in bad
+    bad = upgrade(http, f"/api/v1/jobs/{job_id}/forward/99999", alice)
+    assert bad.startswith(b"HTTP/1.1 400 ") and b"port" in bad
     # a data connection needs a ticket the scheduler gave an agent for a forward it asked for
     forged = upgrade(http, "/api/v1/forward-dial", "", "Rota-Dial-Ticket: " + "A" * 32 + "\r\n")
     assert forged.startswith(b"HTTP/1.1 403 ")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 
+from rota.inputs import SpecError
 from rota.scheduler.engine import Engine
 from rota.scheduler.facade.interactive import ClientOpen
 from rota.scheduler.http import Request, Response, Route
@@ -50,7 +51,10 @@ class RawForwards:
         opening = ClientOpen(
             request.params["id"], "forward", port=int(text), node=request.query.get("node", "")
         )
-        serve = await self.engine.forwards.open(opening, caller.who, request.peer)
+        try:
+            serve = await self.engine.forwards.open(opening, caller.who, request.peer)
+        except SpecError as exc:
+            raise ApiError(400, str(exc)) from None
         return Response(101, b"", takeover=serve)
 
     async def dial(self, request: Request) -> Response:
