@@ -18,6 +18,7 @@ from rota.cli.session import say
 
 if TYPE_CHECKING:
     from rota.cli.client import Client
+    from rota.cli.http_client import HttpClient
     from rota.jobspec import JobSpec
 
 JUPYTER_PORT = 8888  # inside the job's container
@@ -37,7 +38,11 @@ def jupyter_command() -> tuple[str, tuple[str, ...]]:
     )
 
 
-def run_jupyter(client: Client, spec: JobSpec, token: str, local_port: int) -> int:
+def run_jupyter(
+    client: Client, spec: JobSpec, token: str, local_port: int, http: HttpClient | None = None
+) -> int:
+    """Submit the lab, forward its port (through ``http``'s raw path when it answers) and
+    print its URL; until the job ends or Ctrl-C (which cancels it)."""
     from rota.cli.client import current_user, state_of
     from rota.cli.forward import serve_connections
 
@@ -57,7 +62,7 @@ def run_jupyter(client: Client, spec: JobSpec, token: str, local_port: int) -> i
         opening = {"job_id": job_id, "kind": "forward", "port": JUPYTER_PORT}
         port = listener.getsockname()[1]
         threading.Thread(
-            target=serve_connections, args=(client, listener, opening), daemon=True
+            target=serve_connections, args=(client, listener, opening, http), daemon=True
         ).start()
         url = f"http://127.0.0.1:{port}/lab?token={token}"
         _wait_for_lab(client, job_id, f"http://127.0.0.1:{port}/lab")
