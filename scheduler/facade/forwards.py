@@ -86,9 +86,13 @@ class ForwardFacade:
         node = request.node or job.node_names[0]
         if node not in job.node_names:
             raise SpecError("node", f"job {job.display_id} runs on {', '.join(job.node_names)}")
-        await self.core.call(sessions.entered, job, who, "forward", node, peer)
         opening = SessionOpen(0, job.id, job.attempt, "forward", port=request.port)
-        agent = await self._dial(node, opening) if self.port else None
+        entered = self.core.call(sessions.entered, job, who, "forward", node, peer)
+        agent: _DataConnection | None = None
+        if self.port:  # recorded while the node opens the port and dials back
+            agent = (await asyncio.gather(entered, self._dial(node, opening)))[1]
+        else:
+            await entered
         what = f"forward of job {job.display_id} port {request.port} on {node}"
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
