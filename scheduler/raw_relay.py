@@ -34,7 +34,16 @@ async def join(a: Side, b: Side) -> None:
     if a.writer.get_extra_info("sslcontext") or b.writer.get_extra_info("sslcontext"):
         await _join_on_loop(a, b)
         return
-    (sock_a, left_a), (sock_b, left_b) = _detach(a), _detach(b)
+    try:
+        sock_a, left_a = _detach(a)
+    except OSError:  # the connection ended meanwhile
+        b.writer.close()
+        return
+    try:
+        sock_b, left_b = _detach(b)
+    except OSError:
+        sock_a.close()
+        return
     loop = asyncio.get_running_loop()
     ended = loop.create_future()
 
