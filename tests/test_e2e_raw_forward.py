@@ -76,6 +76,8 @@ def test_raw_forward_reaches_httpd_and_proxy_round_trips_10_mib(cluster: Cluster
     )
     assert proxied.returncode == 0, proxied.stderr
     assert len(proxied.stdout) == len(data) and proxied.stdout == data
+    ways = [line for line in cluster.log("scheduler").splitlines() if "port 7000 on" in line]
+    assert len(ways) == 1 and ways[0].endswith("raw data connection"), ways
     shown = cluster.cli("gcontrol", "show", "job", job_id, check=True).stdout
     assert shown.count("port forward by") == 3
 
