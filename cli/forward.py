@@ -92,9 +92,10 @@ def _proxy(args: argparse.Namespace) -> int:
 
     raw = _raw(http_client(args.scheduler, args.ca), _opening(args, args.port))
     if raw is not None:
-        from rota.bytepipe import pump
+        from rota.bytepipe import nodelay, pump
 
         sock, early = raw
+        nodelay(sock)
         # stdin's end is passed on as a half-close (not over TLS); either way the proxy ends
         # when the port's side does
         threading.Thread(target=pump, args=(sys.stdin.fileno(), sock), daemon=True).start()

@@ -31,6 +31,9 @@ def relay(a: socket.socket, b: socket.socket, from_a: bytes = b"", from_b: bytes
     (one direction in a thread of its own). ``from_a``/``from_b``: bytes already read from
     ``a``/``b``, written to the other first."""
 
+    for sock in (a, b):  # a relay passes on what came at once: no Nagle delay on top
+        nodelay(sock)
+
     def back() -> None:
         if not pump(b, a, from_b):
             abort(a, b)
@@ -61,6 +64,13 @@ def pump(src: Stream, dst: Stream, first: bytes = b"") -> bool:
         with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
     return True
+
+
+def nodelay(sock: socket.socket) -> None:
+    """Send small writes at once (TCP_NODELAY), on a TCP socket."""
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def abort(*ends: Stream) -> None:
