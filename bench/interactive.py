@@ -10,7 +10,9 @@ It starts a real scheduler (SQLite) and agent (1 simulated GPU) on 127.0.0.1, th
 - a forwarded port's download throughput (``rota forward`` to busybox httpd in a job, 64 MiB)
   against the same file from busybox httpd on the host's loopback (a direct connection), by
   both ways a forward goes: the raw data path through the HTTP port (``Upgrade: rota-tcp``)
-  and the gRPC session relay (``ROTA_HTTP=off``, the fallback), in turns in the same run.
+  and the gRPC session relay (``ROTA_HTTP=off``, the fallback), in turns in the same run; each
+  forwarded download is compared with the direct one of its round (the machine's load moves
+  both alike).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tests.cluster import Cluster, build_test_image, free_port, wait_for
 from tests.terminal import Terminal
 
 SIZE = 64 * 2**20
+ROUNDS = 5  # downloads of each way
 
 
 def ms(values: list[float]) -> str:
@@ -89,8 +92,8 @@ def download(url: str) -> float:
     return SIZE / (time.perf_counter() - start) / 2**20
 
 
-def throughput(cluster: Cluster, image: str, root: Path) -> dict[str, float]:
-    """Median MiB/s of three downloads each: ``raw``, ``grpc`` (forwarded) and ``direct``."""
+def throughput(cluster: Cluster, image: str, root: Path) -> dict[str, list[float]]:
+    """MiB/s of ``ROUNDS`` downloads each, in turns: ``raw``, ``grpc`` (forwarded), ``direct``."""
     www = root / "www"
     www.mkdir(mode=0o755)
     (www / "big").write_bytes(b"\0" * SIZE)
@@ -121,14 +124,14 @@ def throughput(cluster: Cluster, image: str, root: Path) -> dict[str, float]:
             assert forward.stdout is not None
             forward.stdout.readline()
         wait_for(lambda: _answers(direct_port), 10, what="host httpd")
-        for _ in range(3):  # in turns: a change of the machine's load touches all three
+        for _ in range(ROUNDS):  # in turns: a change of the machine's load touches all three
             for way, port in ports.items():
                 speeds[way].append(download(f"http://127.0.0.1:{port}/big"))
     finally:
         for forward in forwards:
             forward.terminate()
         direct.terminate()
-    return {way: statistics.median(values) for way, values in speeds.items()}
+    return speeds
 
 
 def _answers(port: int) -> bool:
@@ -161,11 +164,13 @@ def main(runs: int) -> None:
             cluster.stop()
     print(f"grun --pty to a usable prompt : {ms(prompt)}")
     print(f"keystroke echo round trip     : {ms(echo)}")
-    direct = speed["direct"]
+    direct = statistics.median(speed["direct"])
     for way, name in (("raw", "raw data path"), ("grpc", "gRPC relay   ")):
+        ratios = [100 * f / d for f, d in zip(speed[way], speed["direct"], strict=True)]
         print(
-            f"forwarded, {name}      : {speed[way]:.0f} MiB/s, direct {direct:.0f} MiB/s "
-            f"({100 * speed[way] / direct:.0f} % of direct)"
+            f"forwarded, {name}      : {statistics.median(speed[way]):.0f} MiB/s, direct "
+            f"{direct:.0f} MiB/s (medians of {ROUNDS}); of its round's direct download: "
+            f"median {statistics.median(ratios):.0f} % ({min(ratios):.0f}-{max(ratios):.0f} %)"
         )
 
 
