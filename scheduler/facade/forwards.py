@@ -96,8 +96,8 @@ class ForwardFacade:
         what = f"forward of job {job.display_id} port {request.port} on {node}"
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await self.core.call(sessions.attached, job.id)  # not idle while it is open
-            try:
+            try:  # not idle while it is open; inside the try, so a cancel still detaches
+                await self.core.call(sessions.attached, job.id)
                 if agent is not None:
                     log.info("%s by %s: raw data connection", what, who.user)
                     agent.taken.set()
