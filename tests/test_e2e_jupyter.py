@@ -3,7 +3,8 @@ from this machine's Python and JupyterLab from the package registry), a real sch
 and container. The printed URL reaches JupyterLab through grun's forward: its REST API with
 the token, its page, and a kernel started over REST that runs ``1+1`` over its WebSocket. The
 same server answers on the dashboard's job web-port path with a logged-in user's cookie (the
-page, the API, a kernel's WebSocket). Ctrl-C ends the session: CANCELLED in gqueue and gacct."""
+page, the API, a kernel's WebSocket). Ctrl-C ends the session: CANCELLED in gqueue and gacct,
+its container removed."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.cluster import Cluster, free_port
+from tests.cluster import Cluster, free_port, wait_for
 from tests.jupyter_image import build_jupyter_image
 from tests.test_e2e_web_terminal import cookie_of
 
@@ -201,3 +202,4 @@ def test_grun_jupyter_serves_real_jupyterlab_forwarded_and_on_the_dashboard(
     assert "cancelled job 1" in grun.stderr.read().decode()
     (ended,) = json.loads(cluster.cli("gacct", "-j", "1", "--json", check=True).stdout)
     assert ended["state"] == "CANCELLED"
+    wait_for(lambda: not cluster.containers(), 30, what="the session's container removed")
