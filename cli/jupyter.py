@@ -59,7 +59,7 @@ def run_jupyter(client: Client, spec: JobSpec, token: str, local_port: int) -> i
         shown = ""
         while (state := state_of(job := client.get_job(job_id)).value) != "RUNNING":
             if state not in ("PENDING", "CONFIGURING"):
-                raise CliError(f"job {job_id} ended {state}: {job.reason}", 1)
+                raise _ended(job_id, state, job.reason)
             if state == "PENDING" and job.reason != shown:
                 shown = job.reason
                 say("grun", f"job {job_id} queued and waiting for resources ({shown})")
@@ -95,7 +95,17 @@ def _wait_for_lab(client: Client, job_id: str, url: str) -> None:
         except urllib.error.HTTPError:
             return  # it answers (a login page or a refusal is an answer)
         except OSError:
-            if state_of(client.get_job(job_id)).value != "RUNNING":
-                raise CliError(f"job {job_id} ended before JupyterLab answered", 1) from None
+            if (state := state_of(job := client.get_job(job_id)).value) != "RUNNING":
+                raise _ended(job_id, state, job.reason) from None
             time.sleep(1)
     raise CliError(f"JupyterLab in job {job_id} did not answer within {WAIT_FOR_LAB:.0f}s", 1)
+
+
+def _ended(job_id: str, state: str, reason: str) -> CliError:
+    """The error for a session that ended before JupyterLab answered."""
+    why = f" ({reason})" if reason else ""
+    return CliError(
+        f"job {job_id} ended {state}{why} before JupyterLab answered; "
+        f"`glogs {job_id}` shows its output (the image needs sh and JupyterLab)",
+        1,
+    )

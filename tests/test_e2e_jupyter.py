@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.cluster import Cluster, free_port, wait_for
+from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 from tests.jupyter_image import build_jupyter_image
 from tests.test_e2e_web_terminal import cookie_of
 
@@ -203,3 +203,14 @@ def test_grun_jupyter_serves_real_jupyterlab_forwarded_and_on_the_dashboard(
     (ended,) = json.loads(cluster.cli("gacct", "-j", "1", "--json", check=True).stdout)
     assert ended["state"] == "CANCELLED"
     wait_for(lambda: not cluster.containers(), 30, what="the session's container removed")
+
+
+def test_grun_jupyter_in_an_image_without_jupyter_says_so(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    grun = cluster.cli("grun", "--image", TEST_IMAGE, "--jupyter")
+    assert grun.returncode == 1
+    assert grun.stdout == ""
+    assert "job 1 ended FAILED" in grun.stderr and "before JupyterLab answered" in grun.stderr
+    assert "`glogs 1` shows its output (the image needs sh and JupyterLab)" in grun.stderr
+    assert "jupyter: not found" in cluster.cli("glogs", "1", check=True).stdout
