@@ -2,8 +2,10 @@
 
 Every route but login needs a caller: the session cookie of a login, or an ``Authorization:
 Bearer TOKEN`` header (scripts); neither, or a token no longer current, is 401. A change (POST,
-DELETE) made with the session cookie must carry the session's CSRF token in ``X-CSRF-Token``,
-else 403; the cookie is ``SameSite=Strict`` as well. Reads and changes call the same engine
+DELETE) made with the session cookie must carry the session's CSRF token in ``X-CSRF-Token``
+and come from this server's own origin (``Origin``, else ``Sec-Fetch-Site``, else ``Referer``;
+a job's web port is another origin: another port of this host, ``rota.scheduler.web.ports``),
+else 403; the cookie is ``SameSite=Strict`` as well. No answer carries CORS headers. Reads and changes call the same engine
 methods as the gRPC servicers, so the same checks and the same refusals apply; none of them
 runs on the event loop (the engine hands them to its core thread).
 """
@@ -136,9 +138,10 @@ class Api:
         """``handler`` at ``method pattern`` behind this API's caller and CSRF checks, its
         refusals audited as ``web METHOD PATTERN``. ``as_rpc``: a route the commands use in
         place of an RPC (``web.commands``), answered as gRPC answers it: a bearer token only,
-        refused in gRPC's words, and an admin's submission not audited. ``same_origin``: a
-        cookie's request needs this server's own ``Origin`` (if named) instead of the CSRF
-        header, for what is not the dashboard's own (a WebSocket, a job's proxied port)."""
+        refused in gRPC's words, and an admin's submission not audited. A cookie's change
+        needs this server's own origin (``_foreign_origin``) and the CSRF header;
+        ``same_origin``: any of its requests needs this server's own origin, and no CSRF
+        header, for what is not the dashboard's own fetch (a WebSocket, a job's web port)."""
         action = f"web {method} {pattern}"
         return Route(method, pattern, self._guard(action, handler, as_rpc, same_origin))
 
@@ -160,11 +163,12 @@ class Api:
             try:
                 caller = await self._caller(request, as_rpc)
                 who = caller.who
-                if same_origin and caller.session is not None:
+                writes = request.method not in ("GET", "HEAD")
+                if (same_origin or writes) and caller.session is not None:
                     foreign = _foreign_origin(request, "https" if self.secure else "http")
                     if foreign:
                         raise Refused(403, foreign)
-                elif request.method not in ("GET", "HEAD") and caller.session is not None:
+                if writes and not same_origin and caller.session is not None:
                     sent = request.headers.get(CSRF_HEADER, "")
                     if not self.sessions.csrf_ok(caller.session, sent):
                         raise Refused(403, f"missing or wrong {CSRF_HEADER} header")
@@ -443,17 +447,33 @@ def _foreign_login(request: Request, scheme: str) -> tuple[int, str] | None:
 
 
 def _foreign_origin(request: Request, scheme: str, what: str = "this is accepted") -> str:
-    """Why ``request`` comes from another site's page ("" when its ``Origin`` is this server's
-    own, or none: browsers name one in cross-site posts and WebSockets; scripts need none)."""
-    origin = request.headers.get("origin")
-    if origin is None:
-        return ""
+    """Why ``request`` comes from a page of another origin, the job ports' origin included
+    (another port of this host): its ``Origin`` names another host and port, or without one,
+    ``Sec-Fetch-Site`` says it is not same-origin, or without that, its ``Referer`` is
+    another origin's page. "" when it is this server's own, or names none (scripts)."""
     host = request.headers.get("host", "").strip().lower()
     # the host (and port) alone: a TLS-terminating proxy in front may change the scheme
-    if not host or urlsplit(origin.strip()).netloc.lower() != host:
+    origin = request.headers.get("origin")
+    if origin is not None:
+        if host and urlsplit(origin.strip()).netloc.lower() == host:
+            return ""
         return (
             f"Origin: {what} only from this server's own origin "
             f"({scheme}://{host}), not {origin.strip()[:200] or 'an empty one'}"
+        )
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        if site.strip().lower() in ("same-origin", "none"):  # none: typed in, a bookmark
+            return ""
+        return (
+            f"Sec-Fetch-Site: {what} only from this server's own pages "
+            f"({scheme}://{host}), not from a {site.strip()[:40]} page"
+        )
+    referer = request.headers.get("referer")
+    if referer is not None and (not host or urlsplit(referer.strip()).netloc.lower() != host):
+        return (
+            f"Referer: {what} only from this server's own pages "
+            f"({scheme}://{host}), not {referer.strip()[:200] or 'an empty one'}"
         )
     return ""
 
