@@ -122,6 +122,14 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
     wait_text(browser, "#terminal .xterm-rows", f"{rows} {cols}")
 
     ports = f"http://127.0.0.1:{cluster.ports_port}"
+    wait_until(browser, "#web-port").send_keys("8080")  # the page's own link, in a new tab
+    wait_until(browser, "#web-port-open").click()
+    WebDriverWait(browser, 30).until(lambda d: len(d.window_handles) == 2)
+    browser.switch_to.window(browser.window_handles[1])
+    wait_text(browser, "body", "hello from inside the job")
+    assert browser.current_url == f"{ports}/jobs/{job_id}/port/8080/"
+    browser.close()
+    browser.switch_to.window(browser.window_handles[0])
     browser.get(f"{base}/jobs/{job_id}/port/8080/index.html")
     wait_text(browser, "body", "hello from inside the job")
     assert browser.current_url == f"{ports}/jobs/{job_id}/port/8080/index.html"  # no ticket
