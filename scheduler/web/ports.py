@@ -28,6 +28,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
+from rota.inputs import SpecError
 from rota.messages import SessionInput, SessionOutput
 from rota.scheduler.cluster.users import AuditEntry, Principal
 from rota.scheduler.core.errors import AccessDenied, NotFound, UserError
@@ -63,7 +64,6 @@ NO_GRANT = (
     "this browser has no access to this job's port here: open it from the job's page on the "
     "dashboard (a link to it gets a fresh ticket)"
 )
-SpecRefusal = ValueError  # rota.inputs.SpecError: a field of the opening is invalid
 
 
 class WebPorts:
@@ -100,18 +100,15 @@ class WebPorts:
         return Response(303, b"", headers=(("Location", request.path + "/"),))
 
     def _guarded(self, action: str) -> Callable[[Request], Awaitable[Response]]:
-        """``serve`` with its refusals answered (and audited when a ticket or the rights are
-        refused, as ``action``)."""
+        """``serve`` with its refusals answered (``serve`` audits a refused ticket or right
+        as ``action``)."""
 
         async def guarded(request: Request) -> Response:
             try:
                 return await self.serve(request, action)
             except ApiError as exc:
                 return error(exc.status, str(exc))
-            except AccessDenied as exc:
-                await self._record(request, action, str(exc))
-                return error(403, str(exc))
-            except (UserError, SpecRefusal) as exc:
+            except (UserError, SpecError) as exc:
                 return error(400, str(exc))
             except NotFound as exc:
                 return error(404, str(exc))
