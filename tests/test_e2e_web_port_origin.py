@@ -8,17 +8,20 @@ dashboard hand it a ticket to alice's job's port in a frame: all refused, and al
 runs on. Over plain HTTP: a ticket is good once; a forged one, or bob's ticket on alice's
 port, opens nothing; bob gets no ticket for alice's job; a grant's cookie opens its own port
 only; the dashboard's cookie and bearer tokens open nothing on the ports origin; refusals are
-audited."""
+audited. With TLS, the ports origin serves the scheduler's certificate and a ``Secure``
+cookie."""
 
 from __future__ import annotations
 
+import http.client
 import json
+import ssl
 from urllib.parse import urlsplit
 
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.browser import wait_text
-from tests.cluster import Cluster
+from tests.cluster import TEST_IMAGE, Cluster, free_port
 from tests.test_e2e_attach_forward import start_servers
 from tests.test_e2e_web import log_in
 from tests.test_e2e_web_terminal import answer_of, cookie_of, grant_of, start, ticket_url
@@ -124,3 +127,41 @@ def test_tickets_and_grants_open_only_their_own_port(cluster: Cluster) -> None:
     audit = cluster.cli("gadmin", "audit", check=True).stdout
     assert sum("rota_ticket" in line for line in audit.splitlines()) >= 3, audit
     assert any("bob" in line and "PERMISSION_DENIED" in line for line in audit.splitlines())
+
+
+def test_with_tls_the_ports_origin_serves_the_same_certificate(cluster: Cluster) -> None:
+    certs = cluster.root / "tls"
+    made = cluster.cli("rota", "certs", "init", "--dir", str(certs))
+    assert made.returncode == 0, made.stderr
+    port = free_port()
+    cluster.env_extra["ROTA_CA"] = str(certs / "ca.pem")
+    cluster.start_scheduler(
+        "--open-registration",
+        "--http-listen",
+        f"127.0.0.1:{port}",
+        "--tls-cert",
+        str(certs / "scheduler.pem"),
+        "--tls-key",
+        str(certs / "scheduler-key.pem"),
+    )
+    cluster.cli("gadmin", "node", "add", "n1", check=True)
+    job_id = cluster.submit(f"image: {TEST_IMAGE}\ncommand: [sleep, '600']\n")  # stays pending
+    trusted = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+
+    def get(at: int, path: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+        conn = http.client.HTTPSConnection("127.0.0.1", at, timeout=30, context=trusted)
+        conn.request("GET", path, headers=headers)
+        answer = conn.getresponse()
+        answer.read()
+        return answer
+
+    bearer = {"Authorization": f"Bearer {cluster.token}"}
+    door = get(port, f"/jobs/{job_id}/port/8888/", bearer)
+    where = urlsplit(str(door.getheader("Location")))
+    assert door.status == 303 and where.scheme == "https" and where.port == cluster.ports_port
+    exchanged = get(cluster.ports_port, f"{where.path}?{where.query}", {})
+    cookie = str(exchanged.getheader("Set-Cookie"))
+    assert exchanged.status == 303 and "Secure" in cookie and "HttpOnly" in cookie, cookie
+    assert f"Path=/jobs/{job_id}/port/8888/" in cookie and "SameSite=Lax" in cookie
+    pending = get(cluster.ports_port, where.path, {"Cookie": cookie.split(";")[0]})
+    assert pending.status == 409  # the grant is good; the job is not running
