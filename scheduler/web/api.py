@@ -5,9 +5,10 @@ Bearer TOKEN`` header (scripts); neither, or a token no longer current, is 401. 
 DELETE) made with the session cookie must carry the session's CSRF token in ``X-CSRF-Token``
 and come from this server's own origin (``Origin``, else ``Sec-Fetch-Site``, else ``Referer``;
 a job's web port is another origin: another port of this host, ``rota.scheduler.web.ports``),
-else 403; the cookie is ``SameSite=Strict`` as well. No answer carries CORS headers. Reads and changes call the same engine
-methods as the gRPC servicers, so the same checks and the same refusals apply; none of them
-runs on the event loop (the engine hands them to its core thread).
+else 403; the cookie is ``SameSite=Strict`` as well. No answer carries CORS headers. Reads and
+changes call the same engine methods as the gRPC servicers, so the same checks and the same
+refusals apply; none of them runs on the event loop (the engine hands them to its core
+thread).
 """
 
 from __future__ import annotations
