@@ -20,7 +20,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from rota.scheduler.cluster.accounting import AccountingQuery
 from rota.scheduler.cluster.model import NodeState
@@ -46,6 +45,7 @@ from rota.scheduler.policy.partitions import PartitionTable
 from rota.scheduler.web import views
 from rota.scheduler.web.changes import Feeds
 from rota.scheduler.web.identity import TokenCheck
+from rota.scheduler.web.origin import foreign_login, foreign_origin
 from rota.scheduler.web.query import query_int
 from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
 from rota.states import parse_state
@@ -140,7 +140,7 @@ class Api:
         refusals audited as ``web METHOD PATTERN``. ``as_rpc``: a route the commands use in
         place of an RPC (``web.commands``), answered as gRPC answers it: a bearer token only,
         refused in gRPC's words, and an admin's submission not audited. A cookie's change
-        needs this server's own origin (``_foreign_origin``) and the CSRF header;
+        needs this server's own origin (``origin.foreign_origin``) and the CSRF header;
         ``same_origin``: any of its requests needs this server's own origin, and no CSRF
         header, for what is not the dashboard's own fetch (a WebSocket, a job's web port)."""
         action = f"web {method} {pattern}"
@@ -166,7 +166,7 @@ class Api:
                 who = caller.who
                 writes = request.method not in ("GET", "HEAD")
                 if (same_origin or writes) and caller.session is not None:
-                    foreign = _foreign_origin(request, "https" if self.secure else "http")
+                    foreign = foreign_origin(request, "https" if self.secure else "http")
                     if foreign:
                         raise Refused(403, foreign)
                 if writes and not same_origin and caller.session is not None:
@@ -248,7 +248,7 @@ class Api:
         post, which another site's page may send without asking, is no login) and, when the
         browser names an ``Origin``, only from this server's own (403): no other site logs a
         browser in under an account of its choosing (login CSRF)."""
-        refusal = _foreign_login(request, "https" if self.secure else "http")
+        refusal = foreign_login(request, "https" if self.secure else "http")
         if refusal is not None:
             status, why = refusal
             await self._record(request, f"web POST {request.path}", None, _code(status), why)
@@ -435,48 +435,6 @@ def _target(request: Request) -> str:
         if isinstance(body, dict) and isinstance(body.get("name"), str):
             named["name"] = body["name"]
     return " ".join(f"{k}={v}" for k, v in sorted(named.items()))[:1024]
-
-
-def _foreign_login(request: Request, scheme: str) -> tuple[int, str] | None:
-    """(status, why) when a login request is not a JSON post from this server's own
-    origin (``scheme://Host``), else None."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != JSON:
-        return 415, (f"Content-Type: a login must be sent as {JSON}, not {kind or 'nothing'}")
-    foreign = _foreign_origin(request, scheme, "a login is accepted")
-    return (403, foreign) if foreign else None
-
-
-def _foreign_origin(request: Request, scheme: str, what: str = "this is accepted") -> str:
-    """Why ``request`` comes from a page of another origin, the job ports' origin included
-    (another port of this host): its ``Origin`` names another host and port, or without one,
-    ``Sec-Fetch-Site`` says it is not same-origin, or without that, its ``Referer`` is
-    another origin's page. "" when it is this server's own, or names none (scripts)."""
-    host = request.headers.get("host", "").strip().lower()
-    # the host (and port) alone: a TLS-terminating proxy in front may change the scheme
-    origin = request.headers.get("origin")
-    if origin is not None:
-        if host and urlsplit(origin.strip()).netloc.lower() == host:
-            return ""
-        return (
-            f"Origin: {what} only from this server's own origin "
-            f"({scheme}://{host}), not {origin.strip()[:200] or 'an empty one'}"
-        )
-    site = request.headers.get("sec-fetch-site")
-    if site is not None:
-        if site.strip().lower() in ("same-origin", "none"):  # none: typed in, a bookmark
-            return ""
-        return (
-            f"Sec-Fetch-Site: {what} only from this server's own pages "
-            f"({scheme}://{host}), not from a {site.strip()[:40]} page"
-        )
-    referer = request.headers.get("referer")
-    if referer is not None and (not host or urlsplit(referer.strip()).netloc.lower() != host):
-        return (
-            f"Referer: {what} only from this server's own pages "
-            f"({scheme}://{host}), not {referer.strip()[:200] or 'an empty one'}"
-        )
-    return ""
 
 
 def _code(status: int) -> str:
