@@ -2,8 +2,8 @@
 from this machine's Python and JupyterLab from the package registry), a real scheduler, agent
 and container. The printed URL reaches JupyterLab through grun's forward: its REST API with
 the token, its page, and a kernel started over REST that runs ``1+1`` over its WebSocket. The
-same server answers on the dashboard's job web-port path with a logged-in user's cookie (the
-page, the API, a kernel's WebSocket). Ctrl-C ends the session: CANCELLED in gqueue and gacct,
+same server answers on the jobs' web-port origin, reached from the dashboard's link with a
+logged-in user's cookie (the page, the API, a kernel's WebSocket). Ctrl-C ends the session: CANCELLED in gqueue and gacct,
 its container removed."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 
 from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 from tests.jupyter_image import build_jupyter_image
-from tests.test_e2e_web_terminal import cookie_of
+from tests.test_e2e_web_terminal import cookie_of, grant_of, ticket_url
 
 pytestmark = pytest.mark.docker
 
@@ -186,11 +186,14 @@ def test_grun_jupyter_serves_real_jupyterlab_forwarded_and_on_the_dashboard(
         status, _ = ask(url.port, "GET", f"{base}api/status", {})
         assert status == 403  # the token is required
 
-        origin = f"http://127.0.0.1:{http_port}"
-        browser = {"Cookie": cookie_of(http_port, cluster.token), "Origin": origin}
-        check_lab(http_port, base, {**browser, "Authorization": f"token {token}"})
-        status, _ = ask(http_port, "GET", f"{base}api/status", {"Origin": origin})
-        assert status == 401  # the dashboard's login is required too
+        # The dashboard's link sends a login to the jobs' own origin with a ticket, which
+        # becomes that origin's cookie for this job's port.
+        grant = grant_of(ticket_url(http_port, f"{base}lab", cookie_of(http_port, cluster.token)))
+        ports = cluster.ports_port
+        browser = {"Cookie": grant, "Origin": f"http://127.0.0.1:{ports}"}
+        check_lab(ports, base, {**browser, "Authorization": f"token {token}"})
+        status, _ = ask(ports, "GET", f"{base}api/status", {"Origin": browser["Origin"]})
+        assert status == 401  # the ports origin's grant is required too
 
         (job,) = cluster.jobs()
         assert (job["name"], job["interactive"], job["state"]) == ("jupyter", True, "RUNNING")
