@@ -68,7 +68,7 @@ async def started() -> tuple[AgentHub, StepRelay, TwoNodeSteps, AgentSession, Ag
 
 def test_output_is_passed_on_within_each_nodes_window_and_a_flood_ends_its_part() -> None:
     async def main() -> None:
-        hub, relay, steps, n1, n2 = await started()
+        _, relay, steps, n1, n2 = await started()
         (launch1,) = await drained(n1)
         (launch2,) = await drained(n2)
         assert isinstance(launch1, StepLaunch) and isinstance(launch2, StepLaunch)
@@ -104,7 +104,7 @@ def test_output_is_passed_on_within_each_nodes_window_and_a_flood_ends_its_part(
 def test_a_step_whose_asking_stream_ended_is_stopped_and_failed() -> None:
     async def main() -> None:
         hub, relay, steps, n1, n2 = await started()
-        (launch1,) = await drained(n1)
+        await drained(n1)
         (launch2,) = await drained(n2)
         relay.deliver(n2, StepOutput(launch2.request_id, b"lost"))  # type: ignore[attr-defined]
         await drained(n1)
@@ -114,8 +114,12 @@ def test_a_step_whose_asking_stream_ended_is_stopped_and_failed() -> None:
         relay.deliver(n2, StepEnd(launch2.request_id, 143))  # type: ignore[attr-defined]
         await drained(n2)
         assert steps.ended == [
-            (JobState.FAILED, 143, "node n1, where srun ran, disconnected; n1: node n1 "
-             "disconnected while sending output")
+            (
+                JobState.FAILED,
+                143,
+                "node n1, where srun ran, disconnected; n1: node n1 "
+                "disconnected while sending output",
+            )
         ]
 
     asyncio.run(main())

@@ -1,8 +1,10 @@
 """A step's tasks on this node: each one a ``docker exec`` in the attempt's container, as the
 container's user, with srun's environment and the task's own SLURM variables and GPUs.
 
-Output goes to ``send`` as it comes (``StepOutput`` with the launch's request id), then one
-``StepEnd`` for the node: the highest exit code and the first task that failed.
+Output goes to ``send`` as it comes (``StepOutput`` with the launch's request id), at most the
+launch's ``window`` of it not yet acknowledged by the scheduler (a task that writes faster
+waits on its pipe), then one ``StepEnd`` for the node: the highest exit code and the first task
+that failed. Each running exec is recorded in ``records`` so that a restarted agent finds it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import docker
 from docker.errors import DockerException
 
 from rota.agent.steps.exports import exported as shell_exports
+from rota.agent.steps.records import TaskRecords, with_descendants
 from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTask
 
 log = logging.getLogger("rota.agent")
@@ -104,14 +107,17 @@ class StepTasks:
         api: docker.APIClient,
         send: Callable[[AgentMessage], None],
         timed_out: Callable[[], bool],
+        records: TaskRecords,
     ) -> None:
         self.order = order
         self.target = target
         self.api = api
         self.send = send
         self.timed_out = timed_out
+        self.records = records
         self._execs: dict[int, str] = {}  # rank -> its exec's id
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # also signals room in the window
+        self._unacked = 0  # bytes of output sent and not yet acknowledged
         self._cancelled = False
 
     def run(self) -> None:
@@ -140,23 +146,40 @@ class StepTasks:
         self.send(StepEnd(order.request_id, worst, timed_out=self.timed_out(), failed_task=failed))
 
     def cancel(self) -> None:
-        """Stop the tasks: SIGTERM to each exec's process and every process under it."""
+        """Stop the tasks: SIGTERM to each exec's process and every process under it (their
+        output from now on is dropped)."""
         with self._lock:
             self._cancelled = True
             execs = list(self._execs.values())
+            self._lock.notify_all()
         pids = []
         for exec_id in execs:
             with contextlib.suppress(DockerException):
                 pids.append(int(self.api.exec_inspect(exec_id).get("Pid") or 0))
-        for pid in _with_descendants([p for p in pids if p]):
+        for pid in with_descendants([p for p in pids if p]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
 
+    def acked(self, size: int) -> None:
+        """The scheduler passed on ``size`` bytes of this node's output."""
+        with self._lock:
+            self._unacked -= size
+            self._lock.notify_all()
+
     def _output(self, data: bytes | None, stderr: bool) -> None:
+        """Send ``data`` as the window allows (waits for room; dropped once cancelled)."""
         if not data:
             return
+        window = self.order.window
         for at in range(0, len(data), CHUNK):
-            self.send(StepOutput(self.order.request_id, data[at : at + CHUNK], stderr))
+            piece = data[at : at + CHUNK]
+            with self._lock:
+                while window and self._unacked + len(piece) > window and not self._cancelled:
+                    self._lock.wait(1.0)
+                if self._cancelled:
+                    return
+                self._unacked += len(piece)
+            self.send(StepOutput(self.order.request_id, piece, stderr))
 
     def _task(
         self, task: StepTask, user: str, base: dict[str, str], results: dict[int, tuple[int, str]]
@@ -179,6 +202,7 @@ class StepTasks:
             if cancelled:
                 results[task.rank] = (1, "Cancelled before it started")
                 return
+            self.records.add(exec_id, f"{order.job_id}.{order.step} task {task.rank}")
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
             label = _Label(task.rank) if order.label else None
             for out, err in stream:
@@ -195,7 +219,9 @@ class StepTasks:
             return
         finally:
             with self._lock:
-                self._execs.pop(task.rank, None)
+                exec_id = self._execs.pop(task.rank, "")
+            if exec_id:
+                self.records.remove(exec_id)
         why = f"Killed by signal {code - 128}" if code > 128 else f"Exited with exit code {code}"
         results[task.rank] = (code, why)
 
@@ -217,25 +243,3 @@ class _Label:
     def rest(self, stderr: bool) -> bytes:
         left, self.partial[stderr] = self.partial[stderr], b""
         return self.prefix + left + b"\n" if left else b""
-
-
-def _with_descendants(pids: list[int]) -> list[int]:
-    """``pids`` and every process under them (from the host's /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        parent = int(text[text.rindex(b")") + 2 :].split()[1])
-        children.setdefault(parent, []).append(int(entry.name))
-    found: list[int] = []
-    todo = list(pids)
-    while todo and len(found) < 100_000:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, ()))
-    return found
