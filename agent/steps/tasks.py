@@ -51,8 +51,8 @@ NODE_VARIABLES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """The attempt's container and the host indices of its GPUs, in the order it sees them;
-    ``gpu_mode`` as the runtime's ("nvidia": the container numbers its GPUs from 0); when it
+    """The attempt's container and the host indices of its GPUs; ``gpu_mode`` as the
+    runtime's ("nvidia": the container numbers its GPUs from 0, see ``visible``); when it
     started and must end (Unix seconds; 0: no time limit)."""
 
     container_id: str
@@ -88,13 +88,20 @@ def task_env(
         SLURM_NPROCS=str(order.ntasks),
     )
     if task.gpu_indices:
-        if target.gpu_mode == "nvidia":
-            seen = [str(target.gpus.index(i)) for i in task.gpu_indices if i in target.gpus]
-        else:
-            seen = [str(i) for i in task.gpu_indices]
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(seen)
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in visible(task, target))
         env["SLURM_STEP_GPUS"] = ",".join(str(i) for i in task.gpu_indices)
     return env
+
+
+def visible(task: StepTask, target: Target) -> list[int]:
+    """The task's GPUs as its container numbers them, in the task's order. "nvidia": the
+    container sees only the job's GPUs, numbered from 0 in host index order (the engine's and
+    NVML's, by PCI bus), whatever order they were allocated in; a GPU the container does not
+    have is left out. Otherwise ("env") the container sees the host's numbering."""
+    if target.gpu_mode != "nvidia":
+        return list(task.gpu_indices)
+    numbered = sorted(target.gpus)
+    return [numbered.index(i) for i in task.gpu_indices if i in numbered]
 
 
 class StepTasks:
