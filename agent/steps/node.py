@@ -362,7 +362,7 @@ class NodeSteps:
             srun.write(b"srun: error: lost contact with the scheduler\n", stderr=True)
             srun.finish(1)
         for task in tasks:
-            task.cancel()
+            task.cancel(abandon=True)
 
     def _stop_left(self, key: Key, container_id: str) -> None:
         """Stop the tasks an earlier agent process left running in an adopted container."""

@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTas
 
 log = logging.getLogger("rota.agent")
 CHUNK = 256 * 1024  # bytes of output per message
+DRAIN_WAIT = 10.0  # seconds stopped tasks' output may wait for room in the window
 
 # Variables that describe the node srun ran on: a task on another node keeps its container's.
 NODE_VARIABLES = frozenset(
@@ -126,6 +128,8 @@ class StepTasks:
         self._lock = threading.Condition()  # also signals room in the window
         self._unacked = 0  # bytes of output sent and not yet acknowledged
         self._cancelled = False
+        self._stopped_at = 0.0  # when cancel was called (monotonic)
+        self._abandoned = False  # the scheduler's stream is gone: no acknowledgement will come
 
     def run(self) -> None:
         """Run every task to its end, then send the node's StepEnd (blocking)."""
@@ -152,11 +156,14 @@ class StepTasks:
         )
         self.send(StepEnd(order.request_id, worst, timed_out=self.timed_out(), failed_task=failed))
 
-    def cancel(self) -> None:
-        """Stop the tasks: SIGTERM to each exec's process and every process under it (their
-        output from now on is dropped)."""
+    def cancel(self, abandon: bool = False) -> None:
+        """Stop the tasks: SIGTERM to each exec's process and every process under it (what
+        they write then, a trap's last words, still goes out while the window has room).
+        ``abandon``: the scheduler's stream is gone, so output waiting for room is dropped."""
         with self._lock:
             self._cancelled = True
+            self._stopped_at = self._stopped_at or time.monotonic()
+            self._abandoned = self._abandoned or abandon
             execs = list(self._execs.values())
             self._lock.notify_all()
         pids = []
@@ -174,19 +181,26 @@ class StepTasks:
             self._lock.notify_all()
 
     def _output(self, data: bytes | None, stderr: bool) -> None:
-        """Send ``data`` as the window allows (waits for room; dropped once cancelled)."""
+        """Send ``data`` as the window allows (waits for room; dropped instead when the
+        scheduler's stream is gone, or the tasks were stopped ``DRAIN_WAIT`` seconds ago)."""
         if not data:
             return
         window = self.order.window
         for at in range(0, len(data), CHUNK):
             piece = data[at : at + CHUNK]
             with self._lock:
-                while window and self._unacked + len(piece) > window and not self._cancelled:
+                while window and self._unacked + len(piece) > window:
+                    if self._given_up():
+                        return
                     self._lock.wait(1.0)
-                if self._cancelled:
-                    return
                 self._unacked += len(piece)
             self.send(StepOutput(self.order.request_id, piece, stderr))
+
+    def _given_up(self) -> bool:
+        """Whether output that waits for room is dropped (with the lock held)."""
+        return self._abandoned or (
+            self._cancelled and time.monotonic() - self._stopped_at > DRAIN_WAIT
+        )
 
     def _task(
         self, task: StepTask, user: str, base: dict[str, str], results: dict[int, tuple[int, str]]
