@@ -130,9 +130,10 @@ class NodeSteps:
         key = (job_id, attempt)
         with self._lock:
             held = self._held.get(key)
-            if held is None and self._records(key).found():  # from an earlier agent process
+            left = self._records(key).found() if held is None else []
+            if left:  # tasks an earlier agent process started there
                 threading.Thread(
-                    target=self._stop_left, args=(key, target.container_id), daemon=True
+                    target=self._stop_left, args=(key, left, target.container_id), daemon=True
                 ).start()
             if held is None:  # adopted from an earlier agent process
                 spool = JobSpool(self._spool_dir(job_id, attempt), -1, -1)
@@ -364,10 +365,10 @@ class NodeSteps:
         for task in tasks:
             task.cancel(abandon=True)
 
-    def _stop_left(self, key: Key, container_id: str) -> None:
+    def _stop_left(self, key: Key, left: list[tuple[str, str]], container_id: str) -> None:
         """Stop the tasks an earlier agent process left running in an adopted container."""
         try:
-            stopped = stop_left(self._records(key), self._exec_api(), container_id)
+            stopped = stop_left(self._records(key), left, self._exec_api(), container_id)
         except Exception:  # an engine that fails here must not end the adoption
             log.exception("job %d: the steps' tasks left running could not be stopped", key[0])
             return

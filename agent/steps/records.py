@@ -60,13 +60,17 @@ class TaskRecords:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def stop_left(records: TaskRecords, api: docker.APIClient, container_id: str) -> list[str]:
-    """Stop the recorded execs of ``container_id`` that still run (SIGTERM to each and every
-    process under it, SIGKILL to those left after ``KILL_WAIT``), forget every record, and
-    say which tasks were stopped (blocking)."""
+def stop_left(
+    records: TaskRecords, left: list[tuple[str, str]], api: docker.APIClient, container_id: str
+) -> list[str]:
+    """Stop the execs ``left`` (``records.found()`` when the container was adopted, before
+    this agent ran any task there) that still run in ``container_id``: SIGTERM to each and
+    every process under it, SIGKILL to those left after ``KILL_WAIT``. Forgets their records
+    and says which tasks were stopped (blocking)."""
     pids: list[int] = []
     stopped = []
-    for exec_id, what in records.found():
+    for exec_id, what in left:
+        records.remove(exec_id)
         try:
             info = api.exec_inspect(exec_id)
         except DockerException:
@@ -74,16 +78,15 @@ def stop_left(records: TaskRecords, api: docker.APIClient, container_id: str) ->
         if info.get("Running") and info.get("ContainerID") == container_id and info.get("Pid"):
             pids.append(int(info["Pid"]))
             stopped.append(what)
-    records.clear()
     if not pids:
         return stopped
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        left = [p for p in with_descendants(pids) if _alive(p)]
-        for pid in left:
+        alive = [p for p in with_descendants(pids) if _alive(p)]
+        for pid in alive:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + KILL_WAIT
-        while sig == signal.SIGTERM and any(_alive(p) for p in left):
+        while sig == signal.SIGTERM and any(_alive(p) for p in alive):
             if time.monotonic() > deadline:
                 break
             time.sleep(0.05)
