@@ -2,25 +2,26 @@
 the fake NVML library reports 0 % utilisation, the scheduler runs short idle settings, and a
 real HTTP server on 127.0.0.1 (allowed by ``webhook_allowed_networks``) takes the posts: a grun
 session gets nothing while its client is attached, then ``idle_warning`` (also shown on the
-job's page), ``idle_end`` and its end (``timeout``, reason Idle), in that order; an idle batch
-job gets a warning and ``idle_end`` per attempt (requeue, then cancel)."""
+job's page in a real browser), ``idle_end`` and its end (``timeout``, reason Idle), in that
+order; an idle batch job gets a warning and ``idle_end`` per attempt (requeue, then cancel)."""
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
 
+from tests.browser import wait_text
 from tests.cluster import TEST_IMAGE, Cluster, free_port
 from tests.gpu_e2e import SLEEPER, GpuCluster, gpus, wait_for
 from tests.support.webhooks import LOOPBACK, WebhookServer
 from tests.terminal import Terminal
+from tests.test_e2e_web import log_in
 
-IDLE_AFTER = 6.0
+IDLE_AFTER = 8.0
+WARNED_BEFORE = 6.0
 
 
 @pytest.fixture
@@ -28,23 +29,15 @@ def gc(cluster: Cluster, fake_nvml_lib: Path) -> GpuCluster:
     return GpuCluster(cluster, fake_nvml_lib)
 
 
-def _page_job(port: int, token: str, job_id: str) -> dict[str, Any]:
-    """The job as its page reads it (``GET /api/v1/jobs/ID``)."""
-    ask = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/v1/jobs/{job_id}",
-        headers={"Authorization": f"Bearer {token}"},
-    )
-    with urllib.request.urlopen(ask, timeout=10) as answer:
-        return dict(json.load(answer)["job"])
-
-
-def test_idle_session_webhooks_warning_then_end_and_none_while_attached(gc: GpuCluster) -> None:
+def test_idle_session_webhooks_warning_then_end_and_none_while_attached(
+    gc: GpuCluster, browser: WebDriver
+) -> None:
     port = free_port()
     gc.start(
         gpus(1),
         http_listen=f"127.0.0.1:{port}",
         interactive_idle_after=IDLE_AFTER,
-        interactive_idle_warning=4.0,
+        interactive_idle_warning=WARNED_BEFORE,
         webhook_allowed_networks=list(LOOPBACK),
     )
     with WebhookServer() as hook:
@@ -54,16 +47,19 @@ def test_idle_session_webhooks_warning_then_end_and_none_while_attached(gc: GpuC
         try:
             term.expect(b"$ ")
             (job,) = gc.c.jobs()
-            time.sleep(2 * IDLE_AFTER)  # idle GPUs, but a client is attached
+            started = time.monotonic()
+            log_in(browser, f"http://127.0.0.1:{port}", gc.c.token)
+            browser.get(f"http://127.0.0.1:{port}/#job/{job['id']}")  # the page: no client
+            time.sleep(max(0.0, 2 * IDLE_AFTER - (time.monotonic() - started)))
             term.send(b"echo still-here\r")
             term.expect(b"still-here")
             assert hook.received == [], "an attached session is neither warned nor ended"
             assert gc.c.job(job["id"])["state"] == "RUNNING"
         finally:
             term.close()  # the client goes away; the session's shell runs on
+        shown = wait_text(browser, "#job-fields", "idle session: no client attached")
+        assert "Warning" in shown
         wait_for(lambda: hook.received, 30, what="the idle_warning webhook")
-        page = _page_job(port, gc.c.token, job["id"])
-        assert page["warning"].startswith("idle session: no client attached"), page
         gc.c.wait_state(job["id"], "TIMEOUT", timeout=60)
         wait_for(lambda: len(hook.received) >= 3, 30, what="idle_end and the end webhook")
     warning, end, ended = hook.received
@@ -77,6 +73,7 @@ def test_idle_session_webhooks_warning_then_end_and_none_while_attached(gc: GpuC
         assert body["rule"] == "interactive_idle_after"
     assert warning["message"].startswith("idle session: no client attached")
     assert warning["at"] == pytest.approx(warning["idle_since"] + IDLE_AFTER)
+    assert warning["idle_for"] >= IDLE_AFTER - WARNED_BEFORE
     assert warning["time"] < warning["at"] <= end["time"]
     assert end["idle_since"] == warning["idle_since"] and end["idle_for"] >= IDLE_AFTER
     assert (ended["state"], ended["reason"]) == ("TIMEOUT", "Idle")
