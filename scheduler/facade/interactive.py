@@ -153,6 +153,12 @@ class InteractiveFacade:
         finally:
             await self.core.call(sessions.detached, job.id)
 
+    async def may_open(self, request: ClientOpen, who: Principal) -> None:
+        """Raise as ``interact`` does before anything opens (SpecError, NotFound,
+        AccessDenied, UserError): a check made before a job's web port is handed out."""
+        check_open(request)
+        await self.core.call(self.services.sessions.target, request.job_id, who, request.kind)
+
     async def _end_of(self, job: JobRecord) -> JobRecord:
         """The job once it ended (its node reports it soon after the process ends), or as it
         is after ``ENDING`` seconds."""
