@@ -288,7 +288,8 @@ class GpuHealth:
     def idle_jobs(self) -> Orders:
         """Warn about (and, with ``idle_gpu_cancel_after``, cancel or, with ``idle_gpu_action:
         requeue`` and requeues left under ``max_requeue``, requeue) jobs whose GPUs all stayed
-        at 0 % utilisation; judged only on fresh telemetry of real (not simulated) GPUs."""
+        at 0 % utilisation; judged only on fresh telemetry of real (not simulated) GPUs. The
+        warning and the stop carry the job's ``idle_warning``/``idle_end`` webhook body."""
         jobs_now = self.model.jobs
         for gone in set(self._active_at) - set(jobs_now):
             del self._active_at[gone]
