@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--notify-on",
         metavar="LIST",
-        help="which ends post: end,fail,timeout,cancel (default all)",
+        help="which ends post: end,fail,timeout,cancel,idle (default all)",
     )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")

@@ -57,6 +57,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             ha_advertise=args.ha_advertise,
             db_password_file=args.db_password_file,
             http_listen=args.http_listen,
+            web_ports_listen=args.web_ports_listen,
             allowed_mounts=tuple(args.allowed_mount) if args.allowed_mount else None,
         )
         config.resolved_database_url()  # a bad password file is a usage error
@@ -199,6 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--http-listen",
         help="HOST:PORT of the HTTP port serving /metrics (default 127.0.0.1:9718; '' = off)",
+    )
+    s.add_argument(
+        "--web-ports-listen",
+        metavar="HOST:PORT",
+        help="serve jobs' web ports (Jupyter, TensorBoard) here, on their own origin, apart "
+        "from the dashboard's (default: not served)",
     )
 
     s.add_argument(

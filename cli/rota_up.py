@@ -26,6 +26,13 @@ def _home_prefix() -> list[str]:
     return [] if mount_refusal(home, None) else ["--allowed-mount", home]
 
 
+def _free_port() -> int:
+    """A TCP port of 127.0.0.1 that is free now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     """Scheduler (SQLite) + one local agent in the foreground; Ctrl-C stops both."""
     from rota.private import private_dir
@@ -57,8 +64,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     exe = [sys.executable, "-m", "rota.cli.rota_main"]
     logs = ["--log-format", args.log_format]
     home = _home_prefix()  # your own directories: -o files, mounts, jobs' submit directories
+    ports = ["--web-ports-listen", f"127.0.0.1:{_free_port()}"]  # jobs' web ports' own origin
     scheduler = subprocess.Popen(
-        [*exe, "scheduler", "--listen", listen, "--db", db_url, *home, *logs]
+        [*exe, "scheduler", "--listen", listen, "--db", db_url, *ports, *home, *logs]
     )
     agent_cmd = [
         *exe,

@@ -207,6 +207,7 @@ def _notify(key: str, value: Any) -> tuple[str, tuple[str, ...]]:
         value = {"url": value}
     if not isinstance(value, Mapping):
         raise SpecError(key, f"expected {{url: URL, on: [...]}} or a URL, got {_type_name(value)}")
+    value = {"on" if k is True else k: v for k, v in value.items()}  # YAML 1.1 reads on as true
     unknown = sorted(str(k) for k in value if k not in ("url", "on"))
     if unknown:
         raise SpecError(f"{key}.{unknown[0]}", "unknown key; allowed: url, on")

@@ -166,11 +166,13 @@ class StepStart:
 @dataclass(frozen=True, slots=True)
 class StepOutput:
     """Output of a step's tasks: from an agent, for the scheduler's StepLaunch ``request_id``;
-    from the scheduler, for the asking agent's StepStart ``request_id``."""
+    from the scheduler, for the asking agent's StepStart ``request_id``. ``ack`` (scheduler ->
+    the StepLaunch's node, no data): that many bytes of its output were passed on."""
 
     request_id: int
     data: bytes
     stderr: bool = False
+    ack: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +288,7 @@ class StepTask:
 @dataclass(frozen=True, slots=True)
 class StepLaunch:
     """Run these tasks of step ``step`` in the attempt's container; their output and end carry
-    ``request_id``."""
+    ``request_id``, and at most ``window`` bytes of output go unacknowledged."""
 
     request_id: int
     job_id: int
@@ -302,6 +304,7 @@ class StepLaunch:
     nodelist: str = ""
     tasks_per_node: str = ""
     label: bool = False
+    window: int = 0  # bytes of output sent and not yet acknowledged at most (0: no limit)
 
 
 @dataclass(frozen=True, slots=True)

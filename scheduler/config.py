@@ -169,6 +169,8 @@ class SchedulerConfig(Settings):
     # observability (docs/metrics.md)
     accounting_retention: Seconds = 365 * DAY  # finished jobs are kept this long; 0 = forever
     http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
+    # jobs' web ports on their own origin (docs/interactive.md "On the page"); "" = not served
+    web_ports_listen: OptionalHostPort = ""
     # job-end webhooks (docs/metrics.md "Notifications")
     notify_tries: Count = 8  # posts of one webhook before it is given up
     notify_backoff: PositiveSeconds = 2.0  # wait after the first failure; doubles each time

@@ -45,8 +45,9 @@ from rota.scheduler.reservation_clock import ReservationClock
 from rota.scheduler.store.lease import Lease
 from rota.scheduler.store.schema import prepare
 from rota.scheduler.store.store import Store, open_engine
-from rota.scheduler.web.dashboard import dashboard_routes
+from rota.scheduler.web.dashboard import dashboard_routes, port_routes
 from rota.scheduler.web.identity import EngineTokens
+from rota.scheduler.web.port_grants import PortGrants
 from rota.tls import TLSFileError, http_ssl_context, is_loopback, server_credentials
 
 log = logging.getLogger("rota.scheduler")
@@ -139,7 +140,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         sender = SmtpSender(config.mail_relay, config.notify_timeout, NOTIFY_WORKERS)
         mailer = Mailer(engine.claim_mails, engine.mail_result, sender, NOTIFY_WORKERS, NOTIFY_POLL)
         mailer.start()
-    http = await _start_http(config, engine, metrics)
+    https = await _start_http(config, engine, metrics)
     await set_serving(health)
     host = config.listen.rsplit(":", 1)[0]
     log.info(
@@ -158,7 +159,8 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     await notifier.stop()
     if mailer is not None:
         await mailer.stop()
-    await http.stop()
+    for http in https:
+        await http.stop()
     await server.stop(grace=1.0)
     await engine.stop()
     store.close()
@@ -208,7 +210,7 @@ def server_options(config: SchedulerConfig) -> list[tuple[str, int]]:
 
 
 def connection_cap(config: SchedulerConfig) -> int:
-    """``max_connections``, lowered to what the open-file limit leaves after the HTTP port's
+    """``max_connections``, lowered to what the open-file limit leaves after the HTTP ports'
     connections and ``SPARE_DESCRIPTORS`` (logged), so a flood of connections is refused by the
     cap before the process runs out of descriptors. Raises the soft limit to the hard one
     first (systemd: ``LimitNOFILE``)."""
@@ -219,7 +221,8 @@ def connection_cap(config: SchedulerConfig) -> int:
             soft = hard
         except (ValueError, OSError) as exc:
             log.warning("cannot raise the open-file limit from %d to %d: %s", soft, hard, exc)
-    room = soft - config.http_max_connections - SPARE_DESCRIPTORS
+    http = config.http_max_connections * (2 if config.web_ports_listen else 1)  # two ports
+    room = soft - http - SPARE_DESCRIPTORS
     if soft == resource.RLIM_INFINITY or config.max_connections <= room:
         return config.max_connections
     cap = max(room, 16)
@@ -229,45 +232,67 @@ def connection_cap(config: SchedulerConfig) -> int:
         config.max_connections,
         soft,
         cap,
-        config.max_connections + config.http_max_connections + SPARE_DESCRIPTORS,
+        config.max_connections + http + SPARE_DESCRIPTORS,
     )
     return cap
 
 
 async def _start_http(
     config: SchedulerConfig, engine: Engine, metrics: SchedulerMetrics
-) -> HttpServer:
-    """The HTTP port: ``/metrics``, the dashboard and its API (TLS with the gRPC certificate
-    when one is configured). Without TLS only a loopback address, unless ``insecure``. A port
+) -> list[HttpServer]:
+    """The HTTP port: ``/metrics``, the dashboard and its API, and with ``web_ports_listen``
+    the jobs' web ports on their own port (TLS with the gRPC certificate when one is
+    configured, on both). Without TLS only loopback addresses, unless ``insecure``. A port
     that cannot be bound is logged and left off: gRPC keeps serving."""
     try:
         tls = http_ssl_context(config.tls_cert, config.tls_key) if config.tls_cert else None
     except TLSFileError as exc:
         raise ListenError(str(exc)) from None
+    tokens, grants = EngineTokens(engine), PortGrants(time.time)
     routes = [Route("GET", "/metrics", lambda _request: _scrape(engine, metrics))]
-    routes += dashboard_routes(engine, EngineTokens(engine), secure=tls is not None)
+    routes += dashboard_routes(engine, tokens, secure=tls is not None, grants=grants)
     http = HttpServer(routes, config.http_max_connections, config.handshake_timeout)
     if not config.http_listen:
-        return http
-    if tls is None and not config.insecure and not is_loopback(config.http_listen):
-        raise ListenError(
-            f"refusing to serve HTTP on {config.http_listen} without TLS: give --tls-cert and "
-            "--tls-key (the dashboard's logins and tokens would cross the network in clear "
-            "text), listen on 127.0.0.1, or pass --insecure"
-        )
+        return [http]
+    for address in (config.http_listen, config.web_ports_listen):
+        if address and tls is None and not config.insecure and not is_loopback(address):
+            raise ListenError(
+                f"refusing to serve HTTP on {address} without TLS: give --tls-cert and "
+                "--tls-key (the dashboard's logins and tokens would cross the network in clear "
+                "text), listen on 127.0.0.1, or pass --insecure"
+            )
     try:
         port = await http.start(config.http_listen, tls)
     except (OSError, ValueError) as exc:
         log.error("HTTP port off: cannot listen on %s: %s", config.http_listen, exc)
-        return http
+        return [http]
     engine.forwards.listening(port, tls is not None)
+    scheme = "https" if tls else "http"
     log.info(
         "serving the dashboard and /metrics on %s://%s:%d/",
-        "https" if tls else "http",
+        scheme,
         config.http_listen.rsplit(":", 1)[0],
         port,
     )
-    return http
+    if not config.web_ports_listen:
+        return [http]
+    ports = HttpServer(
+        port_routes(engine, tokens, grants, secure=tls is not None),
+        config.http_max_connections,
+        config.handshake_timeout,
+    )
+    try:
+        grants.port = await ports.start(config.web_ports_listen, tls)
+    except (OSError, ValueError) as exc:
+        log.error("jobs' web ports off: cannot listen on %s: %s", config.web_ports_listen, exc)
+        return [http]
+    log.info(
+        "serving jobs' web ports on %s://%s:%d/",
+        scheme,
+        config.web_ports_listen.rsplit(":", 1)[0],
+        grants.port,
+    )
+    return [http, ports]
 
 
 async def _scrape(engine: Engine, metrics: SchedulerMetrics) -> Response:

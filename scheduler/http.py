@@ -61,6 +61,11 @@ class Request:
         morsel = jar.get(name)
         return morsel.value if morsel is not None else ""
 
+    def cookies(self, name: str) -> list[str]:
+        """Every value of cookie ``name`` sent (a browser sends one per path it was set for)."""
+        pairs = (c.strip().partition("=") for c in self.headers.get("cookie", "").split(";"))
+        return [value.strip() for key, _, value in pairs if key.strip() == name]
+
 
 @dataclass(frozen=True, slots=True)
 class Response:

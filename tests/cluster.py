@@ -119,6 +119,7 @@ class Cluster:
     scheduler_args: list[str] = field(default_factory=list)
     env_extra: dict[str, str] = field(default_factory=dict)  # e.g. ROTA_CA for a TLS cluster
     token: str = ""  # the token of the admin named after the OS user (as `rota up` makes)
+    ports_port: int = 0  # where jobs' web ports are served (--web-ports-listen); 0: not
 
     @property
     def address(self) -> str:
@@ -167,6 +168,9 @@ class Cluster:
         args += list(extra or self.scheduler_args or ["--open-registration"])
         if not {"--http-listen", "--config"} & set(args):  # free, never a running cluster's 9718
             args += ["--http-listen", f"127.0.0.1:{free_port()}"]
+        if not {"--web-ports-listen", "--config"} & set(args):  # jobs' web ports' own origin
+            self.ports_port = free_port()
+            args += ["--web-ports-listen", f"127.0.0.1:{self.ports_port}"]
         proc = self.spawn("scheduler", args)
         wait_for(
             lambda: "listening on" in self.log("scheduler") or proc.poll() is not None,

@@ -1,7 +1,8 @@
 """Issue 25 item 4 in a real browser (headless chromium) against a real scheduler, agent and
 Docker container: the job's owner opens its terminal on the job's page and runs a command in
-it, and opens the job's web port (busybox httpd inside the job) under the HTTP port; another
-user is refused both (403); every entry is recorded in the job's events and the audit log. A
+it, and opens the job's web port (busybox httpd inside the job), which the dashboard sends on
+to the ports origin (another port) with a ticket; another user is refused both (403); every
+entry is recorded in the job's events and the audit log. A
 session started from the queue page's form opens its own terminal once it runs, and exiting
 its shell ends the job with the shell's exit code."""
 
@@ -12,6 +13,7 @@ import http.client
 import json
 import os
 import socket
+from urllib.parse import urlsplit
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -53,11 +55,32 @@ def start_session(port: int, token: str, body: dict[str, object]) -> tuple[int, 
 
 
 def status_of(port: int, path: str, headers: dict[str, str]) -> int:
+    return answer_of(port, path, headers).status
+
+
+def answer_of(port: int, path: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+    """A GET's answer (read)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("GET", path, headers=headers)
     answer = conn.getresponse()
     answer.read()
-    return answer.status
+    return answer
+
+
+def ticket_url(port: int, path: str, cookie: str) -> str:
+    """Where the dashboard on ``port`` sends a login (its ``cookie``) asking for a job's web
+    port at ``path``: the ports origin's URL with a ticket."""
+    answer = answer_of(port, path, {"Cookie": cookie, "Host": f"127.0.0.1:{port}"})
+    assert answer.status == 303, answer.status
+    return str(answer.getheader("Location"))
+
+
+def grant_of(url: str) -> str:
+    """The ports origin's cookie (``name=value``) for a ticket's ``url``."""
+    where = urlsplit(url)
+    answer = answer_of(int(where.port or 80), f"{where.path}?{where.query}", {})
+    assert answer.status == 303, answer.status
+    return str(answer.getheader("Set-Cookie")).split(";")[0]
 
 
 def start(cluster: Cluster) -> int:
@@ -98,10 +121,21 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
     keys.send_keys("stty size\n")
     wait_text(browser, "#terminal .xterm-rows", f"{rows} {cols}")
 
+    ports = f"http://127.0.0.1:{cluster.ports_port}"
+    wait_until(browser, "#web-port").send_keys("8080")  # the page's own link, in a new tab
+    wait_until(browser, "#web-port-open").click()
+    WebDriverWait(browser, 30).until(lambda d: len(d.window_handles) == 2)
+    browser.switch_to.window(browser.window_handles[1])
+    wait_text(browser, "body", "hello from inside the job")
+    assert browser.current_url == f"{ports}/jobs/{job_id}/port/8080/"
+    browser.close()
+    browser.switch_to.window(browser.window_handles[0])
     browser.get(f"{base}/jobs/{job_id}/port/8080/index.html")
     wait_text(browser, "body", "hello from inside the job")
+    assert browser.current_url == f"{ports}/jobs/{job_id}/port/8080/index.html"  # no ticket
     browser.get(f"{base}/jobs/{job_id}/port/8080")  # the slash is added
     wait_text(browser, "body", "hello from inside the job")
+    assert browser.current_url == f"{ports}/jobs/{job_id}/port/8080/"
 
     # the whole path, for an app told its base (Jupyter's --ServerApp.base_url)
     under = cluster.root / "www" / "jobs" / job_id / "app" / "8080"
@@ -111,6 +145,7 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
     (under / "index.html").write_text("the app's own base\n")
     browser.get(f"{base}/jobs/{job_id}/app/8080/index.html")
     wait_text(browser, "body", "the app's own base")
+    assert browser.current_url.startswith(f"{ports}/jobs/{job_id}/app/8080/")
 
     theirs = {"Cookie": cookie_of(port, bob), "Origin": base, "Host": f"127.0.0.1:{port}"}
     assert status_of(port, f"/jobs/{job_id}/port/8080/index.html", theirs) == 403
@@ -128,12 +163,15 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
     assert status_of(port, f"/jobs/{job_id}/port/8080/", {}) == 401
 
     # an upgraded connection passes through both ways (nc -e cat on 7000 echoes), and the
-    # app never sees the dashboard's cookie
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+    # app never sees rota's cookies (the dashboard's, sent to every port of the host, and the
+    # ports origin's own)
+    grant = grant_of(ticket_url(port, f"/jobs/{job_id}/port/7000/ws?x=1", mine["Cookie"]))
+    with socket.create_connection(("127.0.0.1", cluster.ports_port), timeout=30) as conn:
         conn.sendall(
             (
-                f"GET /jobs/{job_id}/port/7000/ws?x=1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                f"Cookie: {mine['Cookie']}; theme=dark\r\nUpgrade: websocket\r\n"
+                f"GET /jobs/{job_id}/port/7000/ws?x=1 HTTP/1.1\r\n"
+                f"Host: 127.0.0.1:{cluster.ports_port}\r\n"
+                f"Cookie: {mine['Cookie']}; {grant}; theme=dark\r\nUpgrade: websocket\r\n"
                 "Connection: Upgrade\r\n\r\n"
             ).encode()
         )
@@ -142,7 +180,7 @@ def test_owner_uses_terminal_and_web_port_other_user_refused(
             echoed += conn.recv(4096)
         assert echoed.startswith(b"GET /ws?x=1 HTTP/1.1\r\n")
         assert b"upgrade: websocket" in echoed and b"cookie: theme=dark" in echoed
-        assert b"rota_session" not in echoed
+        assert b"rota_session" not in echoed and b"rota_port" not in echoed
         conn.sendall(b"both ways")
         assert conn.recv(4096) == b"both ways"
 

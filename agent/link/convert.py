@@ -210,10 +210,11 @@ def _step_order(msg: pb.SchedulerMessage) -> AgentOrder:
             nodelist=o.nodelist,
             tasks_per_node=o.tasks_per_node,
             label=o.label,
+            window=o.window,
         )
     if kind == "step_output":
         out = msg.step_output
-        return StepOutput(out.request_id, out.data, out.stderr)
+        return StepOutput(out.request_id, out.data, out.stderr, out.ack)
     if kind == "step_end":
         e = msg.step_end
         return StepEnd(e.request_id, e.exit_code, e.error, e.timed_out, e.step, e.failed_task)

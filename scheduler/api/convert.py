@@ -264,12 +264,13 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
                 nodelist=order.nodelist,
                 tasks_per_node=order.tasks_per_node,
                 label=order.label,
+                window=order.window,
             )
         )
     if isinstance(order, StepOutput):
         return pb.SchedulerMessage(
             step_output=pb.StepOutput(
-                request_id=order.request_id, data=order.data, stderr=order.stderr
+                request_id=order.request_id, data=order.data, stderr=order.stderr, ack=order.ack
             )
         )
     if isinstance(order, StepEnd):

@@ -199,6 +199,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 if order is None:
                     return
                 yield convert.order_to_pb(order)
+                self.engine.agents.agent_sent(session, order)  # the stream took it
         finally:
             reader.cancel()
             await self.engine.agents.agent_gone(session)

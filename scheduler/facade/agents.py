@@ -6,6 +6,7 @@ import time
 
 from rota.messages import (
     AgentEvent,
+    AgentOrder,
     Hello,
     LogData,
     Pong,
@@ -120,7 +121,14 @@ class AgentsFacade:
         else:
             self.step_relay.deliver(session, data)
 
+    def agent_sent(self, session: AgentSession, order: AgentOrder) -> None:
+        """``order`` was written to ``session``'s stream (a step's output leaves its node's
+        window then)."""
+        if isinstance(order, StepOutput):
+            self.step_relay.sent(session, order)
+
     async def agent_gone(self, session: AgentSession) -> None:
+        self.step_relay.gone(session)
         self.hub.detach(session)
         await self.core.background(self.services.agents.disconnected, session.node, session.id)
         self.passes.want()

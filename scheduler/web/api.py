@@ -2,10 +2,13 @@
 
 Every route but login needs a caller: the session cookie of a login, or an ``Authorization:
 Bearer TOKEN`` header (scripts); neither, or a token no longer current, is 401. A change (POST,
-DELETE) made with the session cookie must carry the session's CSRF token in ``X-CSRF-Token``,
-else 403; the cookie is ``SameSite=Strict`` as well. Reads and changes call the same engine
-methods as the gRPC servicers, so the same checks and the same refusals apply; none of them
-runs on the event loop (the engine hands them to its core thread).
+DELETE) made with the session cookie must carry the session's CSRF token in ``X-CSRF-Token``
+and come from this server's own origin (``Origin``, else ``Sec-Fetch-Site``, else ``Referer``;
+a job's web port is another origin: another port of this host, ``rota.scheduler.web.ports``),
+else 403; the cookie is ``SameSite=Strict`` as well. No answer carries CORS headers. Reads and
+changes call the same engine methods as the gRPC servicers, so the same checks and the same
+refusals apply; none of them runs on the event loop (the engine hands them to its core
+thread).
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from rota.scheduler.cluster.accounting import AccountingQuery
 from rota.scheduler.cluster.model import NodeState
@@ -43,6 +45,7 @@ from rota.scheduler.policy.partitions import PartitionTable
 from rota.scheduler.web import views
 from rota.scheduler.web.changes import Feeds
 from rota.scheduler.web.identity import TokenCheck
+from rota.scheduler.web.origin import foreign_login, foreign_origin
 from rota.scheduler.web.query import query_int
 from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
 from rota.states import parse_state
@@ -136,9 +139,10 @@ class Api:
         """``handler`` at ``method pattern`` behind this API's caller and CSRF checks, its
         refusals audited as ``web METHOD PATTERN``. ``as_rpc``: a route the commands use in
         place of an RPC (``web.commands``), answered as gRPC answers it: a bearer token only,
-        refused in gRPC's words, and an admin's submission not audited. ``same_origin``: a
-        cookie's request needs this server's own ``Origin`` (if named) instead of the CSRF
-        header, for what is not the dashboard's own (a WebSocket, a job's proxied port)."""
+        refused in gRPC's words, and an admin's submission not audited. A cookie's change
+        needs this server's own origin (``origin.foreign_origin``) and the CSRF header;
+        ``same_origin``: any of its requests needs this server's own origin, and no CSRF
+        header, for what is not the dashboard's own fetch (a WebSocket, a job's web port)."""
         action = f"web {method} {pattern}"
         return Route(method, pattern, self._guard(action, handler, as_rpc, same_origin))
 
@@ -160,11 +164,12 @@ class Api:
             try:
                 caller = await self._caller(request, as_rpc)
                 who = caller.who
-                if same_origin and caller.session is not None:
-                    foreign = _foreign_origin(request, "https" if self.secure else "http")
+                writes = request.method not in ("GET", "HEAD")
+                if (same_origin or writes) and caller.session is not None:
+                    foreign = foreign_origin(request, "https" if self.secure else "http")
                     if foreign:
                         raise Refused(403, foreign)
-                elif request.method not in ("GET", "HEAD") and caller.session is not None:
+                if writes and not same_origin and caller.session is not None:
                     sent = request.headers.get(CSRF_HEADER, "")
                     if not self.sessions.csrf_ok(caller.session, sent):
                         raise Refused(403, f"missing or wrong {CSRF_HEADER} header")
@@ -243,7 +248,7 @@ class Api:
         post, which another site's page may send without asking, is no login) and, when the
         browser names an ``Origin``, only from this server's own (403): no other site logs a
         browser in under an account of its choosing (login CSRF)."""
-        refusal = _foreign_login(request, "https" if self.secure else "http")
+        refusal = foreign_login(request, "https" if self.secure else "http")
         if refusal is not None:
             status, why = refusal
             await self._record(request, f"web POST {request.path}", None, _code(status), why)
@@ -430,32 +435,6 @@ def _target(request: Request) -> str:
         if isinstance(body, dict) and isinstance(body.get("name"), str):
             named["name"] = body["name"]
     return " ".join(f"{k}={v}" for k, v in sorted(named.items()))[:1024]
-
-
-def _foreign_login(request: Request, scheme: str) -> tuple[int, str] | None:
-    """(status, why) when a login request is not a JSON post from this server's own
-    origin (``scheme://Host``), else None."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != JSON:
-        return 415, (f"Content-Type: a login must be sent as {JSON}, not {kind or 'nothing'}")
-    foreign = _foreign_origin(request, scheme, "a login is accepted")
-    return (403, foreign) if foreign else None
-
-
-def _foreign_origin(request: Request, scheme: str, what: str = "this is accepted") -> str:
-    """Why ``request`` comes from another site's page ("" when its ``Origin`` is this server's
-    own, or none: browsers name one in cross-site posts and WebSockets; scripts need none)."""
-    origin = request.headers.get("origin")
-    if origin is None:
-        return ""
-    host = request.headers.get("host", "").strip().lower()
-    # the host (and port) alone: a TLS-terminating proxy in front may change the scheme
-    if not host or urlsplit(origin.strip()).netloc.lower() != host:
-        return (
-            f"Origin: {what} only from this server's own origin "
-            f"({scheme}://{host}), not {origin.strip()[:200] or 'an empty one'}"
-        )
-    return ""
 
 
 def _code(status: int) -> str:

@@ -1,6 +1,7 @@
 """The routes the HTTP port serves for people: the dashboard's page and files at ``/`` and its
 JSON API at ``/api/v1`` (reservations and their calendar feed included), a running job's
-terminal and its web ports, and starting an interactive session; sessions are stored with the engine's users."""
+terminal, the door to its web ports (served on their own origin by ``port_routes``), and starting
+an interactive session; sessions are stored with the engine's users."""
 
 from __future__ import annotations
 
@@ -18,14 +19,19 @@ from rota.scheduler.web.forward import RawForwards
 from rota.scheduler.web.ical import IcalFeed
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.launch import SessionLauncher
+from rota.scheduler.web.port_door import PortDoor
+from rota.scheduler.web.port_grants import PortGrants
 from rota.scheduler.web.ports import WebPorts
 from rota.scheduler.web.sessions import Sessions
 from rota.scheduler.web.terminal import Terminal
 
 
-def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[Route]:
+def dashboard_routes(
+    engine: Engine, tokens: TokenCheck, secure: bool, grants: PortGrants | None = None
+) -> list[Route]:
     """Page, files and API (the commands' routes among it); ``secure``: the port serves TLS (the
-    cookie is marked Secure)."""
+    cookie is marked Secure); ``grants``: the job ports' tickets, shared with ``port_routes``
+    (None: job web ports are not served)."""
     sessions = Sessions(engine.users.web_sessions, time.time)
     api = Api(engine, tokens, sessions, secure, time.time)
     pages = (
@@ -35,8 +41,15 @@ def dashboard_routes(engine: Engine, tokens: TokenCheck, secure: bool) -> list[R
         + IcalFeed(engine).routes(api)
         + CommandRoutes(engine, api).routes()
         + Terminal(engine).routes(api)
-        + WebPorts(engine).routes(api)
+        + PortDoor(engine, grants or PortGrants(time.time), secure).routes(api)
         + RawForwards(engine).routes(api)
         + SessionLauncher(engine).routes(api)
     )
     return Files().routes() + api.routes() + pages
+
+
+def port_routes(
+    engine: Engine, tokens: TokenCheck, grants: PortGrants, secure: bool
+) -> list[Route]:
+    """The routes of the ports origin (``web_ports_listen``): jobs' web ports, nothing else."""
+    return WebPorts(engine, tokens, grants, secure, time.time).routes()

@@ -1,33 +1,50 @@
-"""A job's web port on the HTTP port: ``/jobs/{id}/port/{port}/PATH?QUERY`` is answered by
-whatever listens on TCP ``port`` inside the running job's container (Jupyter, TensorBoard, an
-httpd), asked for ``/PATH?QUERY``; ``/jobs/{id}/app/{port}/PATH?QUERY`` is asked for that
-whole path, for an app told it as its base (Jupyter's ``--ServerApp.base_url``).
+"""A job's web port on its own origin (``web_ports_listen``: another port of the
+scheduler's host, so another origin than the dashboard's): ``/jobs/{id}/port/{port}/PATH?QUERY``
+is answered by whatever listens on TCP ``port`` inside the running job's container (Jupyter,
+TensorBoard, an httpd), asked for ``/PATH?QUERY``; ``/jobs/{id}/app/{port}/PATH?QUERY`` is asked
+for that whole path, for an app told it as its base (Jupyter's ``--ServerApp.base_url``). This
+origin serves nothing else: no dashboard, no API.
+
+A browser comes here from the dashboard (``port_door``) with a ticket in ``rota_ticket``; the
+ticket is exchanged for a grant (``PortGrants``), whose id is this origin's cookie
+``rota_port`` (``HttpOnly``, ``SameSite=Lax``, ``Path`` the job's prefix), and the browser is
+sent on to the same URL without the ticket. A refused ticket (unknown, used, expired, of
+another port) is 403 and audited; a request without a live grant for its prefix is 401. The
+dashboard's session cookie and bearer tokens are never accepted here.
 
 Each request is the engine's interactive session of kind ``forward``, as ``rota forward`` opens
-one per connection: the same rights (``authz``: the job's owner or an admin; 403 otherwise, and
-audited) and the same record (``port forward by USER on NODE`` in the job's events,
-``Interact/forward`` in the audit log). The login cookie authenticates it and a browser's
-``Origin`` must be this server's own. The request goes on with ``Connection: close`` and
-without the dashboard's session cookie (or a bearer token), and the answer comes back as the
-app wrote it, less any ``Set-Cookie`` of the dashboard's cookie. A WebSocket upgrade passes
-through, both ways, until either side closes. Request bodies are bounded as the HTTP port
-bounds them (64 KiB).
+one per connection, as the grant's user (whose token must still be current): the same rights
+(``authz``: the job's owner or an admin; 403 otherwise, and audited) and the same record
+(``port forward by USER on NODE`` in the job's events, ``Interact/forward`` in the audit log).
+The request goes on with ``Connection: close`` and without rota's cookies (``rota_session``,
+``rota_port``), and the answer comes back as the app wrote it, less any ``Set-Cookie`` of
+those. A WebSocket upgrade passes through, both ways, until either side closes. Request bodies
+are bounded as the HTTP port bounds them (64 KiB).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
 
+from rota.inputs import SpecError
 from rota.messages import SessionInput, SessionOutput
+from rota.scheduler.cluster.users import AuditEntry, Principal
+from rota.scheduler.core.errors import AccessDenied, NotFound, UserError
 from rota.scheduler.engine import Engine
 from rota.scheduler.facade.interactive import ClientOpen, SessionEvent, Waiting
 from rota.scheduler.http import Request, Response, Route
-from rota.scheduler.web.api import Api, ApiError, Caller
+from rota.scheduler.web.api import ApiError, error
+from rota.scheduler.web.identity import TokenCheck
+from rota.scheduler.web.port_door import TICKET, WAYS, door_of
+from rota.scheduler.web.port_grants import Door, PortGrants
 from rota.scheduler.web.sessions import COOKIE
 
+log = logging.getLogger("rota.scheduler")
+PORT_COOKIE = "rota_port"
+OURS = (COOKIE, PORT_COOKIE)  # cookies the app never sees nor sets
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-WAYS = ("port", "app")  # the app is asked for the path under the prefix / the whole path
 HOP_BY_HOP = frozenset(
     [
         "connection",
@@ -43,41 +60,127 @@ HOP_BY_HOP = frozenset(
 )
 MAX_HEAD = 64 * 1024  # bytes of the app's answer's head that are looked at
 CHUNK = 64 * 1024  # bytes read from the browser at once (an upgraded connection)
+NO_GRANT = (
+    "this browser has no access to this job's port here: open it from the job's page on the "
+    "dashboard (a link to it gets a fresh ticket)"
+)
 
 
 class WebPorts:
-    """The proxy's routes."""
+    """The ports origin's routes; ``secure``: it serves TLS (its cookie is marked Secure);
+    ``clock`` dates audit entries."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        tokens: TokenCheck,
+        grants: PortGrants,
+        secure: bool,
+        clock: Callable[[], float],
+    ) -> None:
         self.engine = engine
+        self.tokens = tokens
+        self.grants = grants
+        self.secure = secure
+        self.clock = clock
 
-    def routes(self, api: Api) -> list[Route]:
+    def routes(self) -> list[Route]:
         routes = []
         for way in WAYS:
             base = f"/jobs/{{id}}/{way}/{{port}}"
-            routes.append(api.route("GET", base, self.slash))
-            routes += [
-                api.route(method, base + "/{rest*}", self.proxy, same_origin=True)
-                for method in METHODS
-            ]
+            routes.append(Route("GET", base, self.slash))
+            for method in METHODS:
+                action = f"web {method} {base}/{{rest*}}"
+                routes.append(Route(method, base + "/{rest*}", self._guarded(action)))
         return routes
 
-    async def slash(self, request: Request, caller: Caller) -> Response:
-        """The port's root with its slash, so relative links resolve under it."""
+    async def slash(self, request: Request) -> Response:
+        """The port's root with its slash, so relative links resolve under it (and the
+        grant's cookie, whose path ends with one, is sent)."""
         return Response(303, b"", headers=(("Location", request.path + "/"),))
 
-    async def proxy(self, request: Request, caller: Caller) -> Response:
-        """Check the port and the caller's right to enter the job, then hand the connection
-        to the relay (``_Exchange``)."""
-        text = request.params["port"]
-        if not text.isdigit() or not 1 <= int(text) <= 65535:
-            raise ApiError(400, f"port: {text[:20]!r} is not a TCP port (1-65535)")
-        whole = request.path.split("/")[3] == "app"
-        exchange = _Exchange(_head(request, whole, bearer=caller.session is None))
-        opening = ClientOpen(request.params["id"], "forward", port=int(text))
-        events = self.engine.interactive.interact(
-            opening, exchange.inputs(), caller.who, request.peer
+    def _guarded(self, action: str) -> Callable[[Request], Awaitable[Response]]:
+        """``serve`` with its refusals answered (``serve`` audits a refused ticket or right
+        as ``action``)."""
+
+        async def guarded(request: Request) -> Response:
+            try:
+                return await self.serve(request, action)
+            except ApiError as exc:
+                return error(exc.status, str(exc))
+            except (UserError, SpecError) as exc:
+                return error(400, str(exc))
+            except NotFound as exc:
+                return error(404, str(exc))
+
+        return guarded
+
+    async def serve(self, request: Request, action: str) -> Response:
+        """A ticket exchanged for a grant, or a request under a grant relayed to the app."""
+        door = door_of(request)
+        ticket = request.query.get(TICKET)
+        if ticket is not None:
+            return await self._exchange(request, action, door, ticket)
+        grant = self.grants.grant(request.cookies(PORT_COOKIE), door)
+        if grant is None:
+            raise ApiError(401, NO_GRANT)
+        who = await self.tokens.by_hash(grant.token_hash)
+        if who is None or who.user != grant.user:
+            raise ApiError(401, f"{grant.user}'s rota token is no longer current; {NO_GRANT}")
+        try:
+            return await self.proxy(request, who, door)
+        except AccessDenied as exc:
+            await self._record(request, action, str(exc), who.user)
+            raise ApiError(403, str(exc)) from None
+
+    async def _exchange(self, request: Request, action: str, door: Door, ticket: str) -> Response:
+        """The grant's cookie for a current ticket of ``door``, and the URL without it."""
+        redeemed = self.grants.redeem(ticket, door) if request.method == "GET" else None
+        if redeemed is None:
+            why = (
+                f"{TICKET}: not a current ticket for {door.prefix} (a ticket opens one job's "
+                "port, once, for 30 seconds): open the port again from the job's page on the "
+                "dashboard"
+            )
+            await self._record(request, action, why)
+            raise ApiError(403, why)
+        grant_id, _grant = redeemed
+        cookie = f"{PORT_COOKIE}={grant_id}; Path={door.prefix}; HttpOnly; SameSite=Lax"
+        if self.secure:
+            cookie += "; Secure"
+        path, _, query = request.target.partition("?")
+        rest = "&".join(p for p in query.split("&") if p and not p.startswith(TICKET + "="))
+        headers = (
+            ("Set-Cookie", cookie),
+            ("Location", f"{path}?{rest}" if rest else path),
+            ("Cache-Control", "no-store"),
+            ("Referrer-Policy", "no-referrer"),
         )
+        return Response(303, b"", headers=headers)
+
+    async def _record(self, request: Request, action: str, why: str, user: str = "") -> None:
+        """A refusal (403) in the audit log, as the dashboard's refusals are recorded."""
+        target = " ".join(f"{k}={v}" for k, v in sorted(request.params.items()))[:1024]
+        entry = AuditEntry(
+            time=self.clock(),
+            user=user,
+            action=action,
+            target=target,
+            peer=request.peer,
+            allowed=False,
+            detail=f"PERMISSION_DENIED: {why}",
+        )
+        try:
+            await self.engine.users.record(entry)
+        except Exception:
+            log.exception("could not record an audit entry: %s", entry)
+
+    async def proxy(self, request: Request, who: Principal, door: Door) -> Response:
+        """Enter the job as ``who`` (the rights are checked there), then hand the connection
+        to the relay (``_Exchange``)."""
+        exchange = _Exchange(_head(request, door.way == "app"))
+        opening = ClientOpen(door.job_id, "forward", port=door.port)
+        events = self.engine.interactive.interact(opening, exchange.inputs(), who, request.peer)
         try:
             first = await anext(events)  # the rights and the job's state are checked here
         except StopAsyncIteration:
@@ -95,19 +198,18 @@ class WebPorts:
         return Response(200, b"", takeover=takeover)
 
 
-def _head(request: Request, whole: bool, bearer: bool) -> bytes:
+def _head(request: Request, whole: bool) -> bytes:
     """The request as the app gets it: its path under ``/jobs/ID/port/PORT`` (``whole``: its
-    whole path), its own headers (not the
-    dashboard's cookie, nor a bearer token that logged the caller in) and its body."""
+    whole path), its own headers (not rota's cookies) and its body."""
     target = request.target if whole else "/" + "/".join(request.target.split("/")[5:])
     upgrade = "websocket" in request.headers.get("upgrade", "").lower()
     lines = [f"{request.method} {target} HTTP/1.1"]
     for name, value in request.headers.items():
-        if name in HOP_BY_HOP or (bearer and name == "authorization"):
+        if name in HOP_BY_HOP:
             continue
         if name == "cookie":
             value = "; ".join(
-                c.strip() for c in value.split(";") if c.strip().partition("=")[0] != COOKIE
+                c.strip() for c in value.split(";") if c.strip().partition("=")[0] not in OURS
             )
             if not value:
                 continue
@@ -189,10 +291,9 @@ class _Exchange:
 
 
 def _filtered(head: bytes) -> bytes:
-    """The app's answer head less any ``Set-Cookie`` of the dashboard's cookie."""
+    """The app's answer head less any ``Set-Cookie`` of rota's cookies."""
+    ours = tuple(b"set-cookie:" + name.encode() + b"=" for name in OURS)
     kept = [
-        line
-        for line in head.split(b"\r\n")
-        if not line.lower().replace(b" ", b"").startswith(b"set-cookie:" + COOKIE.encode() + b"=")
+        line for line in head.split(b"\r\n") if not line.lower().replace(b" ", b"").startswith(ours)
     ]
     return b"\r\n".join(kept)

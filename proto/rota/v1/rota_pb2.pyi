@@ -1152,7 +1152,7 @@ class StepTask(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., local_id: _Optional[int] = ..., gpu_indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class StepLaunch(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node", "label")
+    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node", "label", "window")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1167,6 +1167,7 @@ class StepLaunch(_message.Message):
     NODELIST_FIELD_NUMBER: _ClassVar[int]
     TASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1181,17 +1182,20 @@ class StepLaunch(_message.Message):
     nodelist: str
     tasks_per_node: str
     label: bool
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., label: _Optional[bool] = ...) -> None: ...
+    window: int
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., label: _Optional[bool] = ..., window: _Optional[int] = ...) -> None: ...
 
 class StepOutput(_message.Message):
-    __slots__ = ("request_id", "data", "stderr")
+    __slots__ = ("request_id", "data", "stderr", "ack")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     STDERR_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     data: bytes
     stderr: bool
-    def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., stderr: _Optional[bool] = ...) -> None: ...
+    ack: int
+    def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., stderr: _Optional[bool] = ..., ack: _Optional[int] = ...) -> None: ...
 
 class StepEnd(_message.Message):
     __slots__ = ("request_id", "exit_code", "error", "timed_out", "step", "failed_task")

@@ -1,0 +1,109 @@
+"""Who may open a job's web port on the ports origin (``web_ports_listen``): tickets the
+dashboard hands out and the grants they are exchanged for.
+
+A ticket is 192 random bits, bound to one caller (their user name and the hash of the rota
+token they used), one job, one way (``port`` or ``app``) and one port; it is good once, for
+``TICKET_SECONDS``. Redeemed on the ports origin it becomes a grant, whose random id is that
+origin's cookie for the job's prefix only; a grant ends ``GRANT_IDLE`` seconds after its last
+use or ``GRANT_LIFETIME`` seconds after it was made. Only SHA-256 hashes of tickets and grant
+ids are kept, in memory (event loop only): a restarted scheduler forgets them, and the port
+is opened again from the dashboard. ``port`` is the ports origin's bound port (0: not
+served).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+TICKET_SECONDS = 30.0
+GRANT_IDLE = 8 * 3600.0
+GRANT_LIFETIME = 24 * 3600.0
+MAX_TICKETS = 10_000  # outstanding tickets; the oldest go first
+MAX_GRANTS = 10_000  # live grants; the least recently used go first
+
+
+@dataclass(frozen=True, slots=True)
+class Door:
+    """What a ticket or grant opens: one job's port, one way."""
+
+    job_id: str
+    way: str
+    port: int
+
+    @property
+    def prefix(self) -> str:
+        return f"/jobs/{self.job_id}/{self.way}/{self.port}/"
+
+
+@dataclass(slots=True)
+class Pass:
+    """A ticket or grant: whose (user, token hash), for what, since and until when."""
+
+    user: str
+    token_hash: str
+    door: Door
+    made: float
+    used: float
+
+
+def _key(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class PortGrants:
+    """Tickets and grants; ``clock`` gives the time in seconds."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.port = 0
+        self._tickets: dict[str, Pass] = {}  # oldest first
+        self._grants: dict[str, Pass] = {}  # least recently used first
+
+    def ticket(self, user: str, token_hash: str, door: Door) -> str:
+        """A new single-use ticket of ``user`` for ``door``."""
+        now = self.clock()
+        while self._tickets:
+            oldest = next(iter(self._tickets))
+            if len(self._tickets) < MAX_TICKETS and now - self._tickets[oldest].made <= (
+                TICKET_SECONDS
+            ):
+                break
+            del self._tickets[oldest]
+        secret = secrets.token_urlsafe(24)
+        self._tickets[_key(secret)] = Pass(user, token_hash, door, now, now)
+        return secret
+
+    def redeem(self, ticket: str, door: Door) -> tuple[str, Pass] | None:
+        """A new grant (its id, and itself) for a ticket of ``door`` that is current; the
+        ticket is spent whatever the answer. None for an unknown, used, expired or other
+        door's ticket."""
+        found = self._tickets.pop(_key(ticket), None)
+        now = self.clock()
+        if found is None or found.door != door or now - found.made > TICKET_SECONDS:
+            return None
+        grant_id = secrets.token_urlsafe(32)
+        grant = Pass(found.user, found.token_hash, door, now, now)
+        self._grants[_key(grant_id)] = grant
+        while len(self._grants) > MAX_GRANTS:
+            del self._grants[next(iter(self._grants))]
+        return grant_id, grant
+
+    def grant(self, grant_ids: list[str], door: Door) -> Pass | None:
+        """The live grant among ``grant_ids`` (a request's cookies) that opens ``door``; its
+        idle clock restarts."""
+        now = self.clock()
+        for grant_id in grant_ids:
+            key = _key(grant_id)
+            found = self._grants.pop(key, None)
+            if found is None:
+                continue
+            if now - found.used > GRANT_IDLE or now - found.made > GRANT_LIFETIME:
+                continue
+            self._grants[key] = found
+            if found.door == door:
+                found.used = now
+                return found
+        return None
