@@ -170,6 +170,7 @@ class Agent:
             attempts=tuple(self.runtime.attempts()),
             address=self.config.address or socket.gethostname(),
             agent_version=__version__,
+            dials_forwards=True,
         )
 
     def _disconnected(self) -> None:

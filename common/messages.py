@@ -97,6 +97,7 @@ class Hello:
     attempts: tuple[RunningAttempt, ...] = ()
     address: str = ""
     agent_version: str = ""
+    dials_forwards: bool = False  # it dials forwards' data connections back (SessionOpen)
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,9 +98,13 @@ class SessionRelay:
         """Open forward ``request`` (with a dial ticket) on ``node`` and wait up to ``wait``
         seconds for its data connection (``connected`` done): None once it is. Else the
         node's answer: ``error`` (the port cannot be opened) or ``dial_error`` (no data
-        connection: relay the forward over the stream instead; also when ``wait`` passed)."""
-        if self.hub.live(node) is None:
+        connection: relay the forward over the stream instead; also when ``wait`` passed, or
+        at once for an agent that does not dial back)."""
+        session = self.hub.live(node)
+        if session is None:
             raise NotFound(f"node {node} is not connected")
+        if not session.dials:  # an older agent: it would take the order for a session
+            return SessionOutput(0, dial_error=f"node {node}'s agent dials no data connections")
         request_id, queue = self.relay.open(node)
         self._queued[request_id] = 0
         self._nodes[request_id] = node

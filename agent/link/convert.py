@@ -46,6 +46,7 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 inventory=inventory_fields(msg.inventory),
                 attempts=[attempt_fields(a) for a in msg.attempts],
                 address=msg.address,
+                dials_forwards=msg.dials_forwards,
             )
         )
     if isinstance(msg, Heartbeat):

@@ -176,6 +176,7 @@ def hello_from_pb(msg: pb.Hello) -> Hello:
         attempts=attempts_from_messages(msg.attempts),
         address=msg.address,
         agent_version=msg.agent_version,
+        dials_forwards=msg.dials_forwards,
     )
 
 

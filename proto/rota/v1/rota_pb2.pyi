@@ -891,20 +891,22 @@ class AttemptStatus(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., container_id: _Optional[str] = ..., running: _Optional[bool] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("node_name", "token", "agent_version", "inventory", "attempts", "address")
+    __slots__ = ("node_name", "token", "agent_version", "inventory", "attempts", "address", "dials_forwards")
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     INVENTORY_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DIALS_FORWARDS_FIELD_NUMBER: _ClassVar[int]
     node_name: str
     token: str
     agent_version: str
     inventory: Inventory
     attempts: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
     address: str
-    def __init__(self, node_name: _Optional[str] = ..., token: _Optional[str] = ..., agent_version: _Optional[str] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., address: _Optional[str] = ...) -> None: ...
+    dials_forwards: bool
+    def __init__(self, node_name: _Optional[str] = ..., token: _Optional[str] = ..., agent_version: _Optional[str] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., address: _Optional[str] = ..., dials_forwards: _Optional[bool] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("gpus", "attempts", "engine_healthy", "engine_error", "time")
