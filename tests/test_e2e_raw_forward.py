@@ -142,6 +142,7 @@ def test_forward_is_relayed_over_the_stream_when_the_agent_cannot_dial_back(
     log = cluster.log("scheduler")
     assert "relayed over the agent's stream" in log and "raw data connection" not in log
     wait_for(lambda: "no data connection" in cluster.log("agent-n1"), 10, what="agent log")
+    assert cluster.log("agent-n1").count("no data connection") == 1  # not asked again
 
 
 def test_raw_forward_over_tls(cluster: Cluster) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
@@ -34,6 +35,7 @@ from rota.states import JobState
 log = logging.getLogger("rota.scheduler")
 
 DIAL_WAIT = 5.0  # seconds the agent has to dial the data connection back
+REDIAL = 300.0  # seconds a node that could not dial back is not asked again
 SWITCHED = b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: rota-tcp\r\n\r\n"
 
 Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -60,14 +62,17 @@ class ForwardFacade:
         relay: SessionRelay,
         tickets: DialTickets | None = None,
         wait: float = DIAL_WAIT,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.services = services
         self.core = core
         self.relay = relay
         self.tickets = tickets or DialTickets()
         self.wait = wait
+        self.monotonic = monotonic
         self.port = 0
         self.tls = False
+        self._undialled: dict[str, float] = {}  # node -> until when it is not asked to dial
 
     def listening(self, port: int, tls: bool) -> None:
         """The HTTP port is served on ``port`` (``tls``: with TLS)."""
@@ -135,7 +140,11 @@ class ForwardFacade:
 
     async def _dial(self, node: str, opening: SessionOpen) -> _DataConnection | None:
         """The agent's data connection, or None (relay over the stream); Conflict when the
-        port cannot be opened."""
+        port cannot be opened. A node that could not dial back is not asked again for
+        ``REDIAL`` seconds (a firewall would cost each forward the whole wait)."""
+        if self._undialled.get(node, 0.0) > self.monotonic():
+            return None
+        self._undialled.pop(node, None)
         ticket, pending = self.tickets.issue(node, opening.job_id)
         order = replace(opening, dial_ticket=ticket, dial_port=self.port, dial_tls=self.tls)
         try:
@@ -148,7 +157,14 @@ class ForwardFacade:
         pending.connected.cancel()
         if answer.error:
             raise Conflict(answer.error)
-        log.warning("forward of job %d on %s: %s", opening.job_id, node, answer.dial_error)
+        log.warning(
+            "forward of job %d on %s: %s; its forwards go over its stream for %.0fs",
+            opening.job_id,
+            node,
+            answer.dial_error,
+            REDIAL,
+        )
+        self._undialled[node] = self.monotonic() + REDIAL
         return None
 
     async def _over_stream(
