@@ -81,8 +81,8 @@ class ForwardFacade:
     async def open(self, request: ClientOpen, who: Principal, peer: str) -> Serve:
         """Check, authorize and record the forward, open it on the node; what then serves the
         client's connection (answering ``101`` first). SpecError, NotFound, AccessDenied or
-        Conflict (the job does not run, the port cannot be opened) before anything is
-        recorded on the node."""
+        Conflict (the job does not run) before anything is recorded; Conflict when the port
+        cannot be opened (recorded, as a gRPC forward is)."""
         check_open(request)
         sessions = self.services.sessions
         job = await self.core.call(sessions.target, request.job_id, who, "forward")
