@@ -92,10 +92,12 @@ class Sessions:
             if self._dialer is None:
                 raise DialError("this agent dials no data connections")
             data, rest = self._dialer.connect(order)
-        except DialError as exc:
+        except Exception as exc:  # DialError, or a failure of this agent's own
             handle.sock.close()
+            if not isinstance(exc, DialError):
+                log.exception("forward of job %d failed", order.job_id)
             log.warning("forward of job %d: no data connection: %s", order.job_id, exc)
-            self._send(SessionOutput(rid, dial_error=str(exc)))
+            self._send(SessionOutput(rid, dial_error=str(exc) or "the agent failed"))
             return
         log.info("forward of job %d port %d: raw data connection", order.job_id, order.port)
         relay(handle.sock, data, b"", rest)
