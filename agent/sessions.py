@@ -86,6 +86,10 @@ class Sessions:
         except SessionError as exc:
             self._send(SessionOutput(rid, error=str(exc)))
             return
+        except Exception:
+            log.exception("forward of job %d failed", order.job_id)
+            self._send(SessionOutput(rid, error="the session broke on the node"))
+            return
         try:
             if not handle.direct:
                 raise DialError("this agent may not enter the container's network namespace")
