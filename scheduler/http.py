@@ -23,7 +23,6 @@ import re
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, unquote
 
 log = logging.getLogger("rota.scheduler")
@@ -49,16 +48,6 @@ class Request:
     params: dict[str, str] = field(default_factory=dict)
     peer: str = ""
     target: str = ""
-
-    def cookie(self, name: str) -> str:
-        """The value of cookie ``name`` ("" when absent or unparsable)."""
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(self.headers.get("cookie", ""))
-        except CookieError:
-            return ""
-        morsel = jar.get(name)
-        return morsel.value if morsel is not None else ""
 
     def cookies(self, name: str) -> list[str]:
         """Every value of cookie ``name`` sent (a browser sends one per path it was set for)."""

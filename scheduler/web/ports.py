@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from rota.inputs import SpecError
@@ -58,8 +59,11 @@ HOP_BY_HOP = frozenset(
         "content-length",
     ]
 )
-MAX_HEAD = 64 * 1024  # bytes of the app's answer's head that are looked at
+MAX_HEAD = 64 * 1024  # bytes of the app's answer's head; a longer one is answered 502
 CHUNK = 64 * 1024  # bytes read from the browser at once (an upgraded connection)
+_OURS = tuple(name.encode() for name in OURS)
+_STATUS = re.compile(rb"HTTP/1\.[01] ([1-5][0-9][0-9])(?: .*)?")
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a header's name
 NO_GRANT = (
     "this browser has no access to this job's port here: open it from the job's page on the "
     "dashboard (a link to it gets a fresh ticket)"
@@ -268,7 +272,9 @@ class _Exchange:
     async def _answer(
         self, writer: asyncio.StreamWriter, events: AsyncGenerator[SessionEvent, None]
     ) -> bool:
-        """Write the app's answer (its head filtered); whether it wrote any."""
+        """Write the app's answer, its head checked and filtered (``_filtered``); whether it
+        wrote any (not when the app closed before its head ended, or sent one that is too
+        long or refused)."""
         head, body_started = b"", False
         async for event in events:
             if not isinstance(event, SessionOutput) or not event.data:
@@ -278,22 +284,51 @@ class _Exchange:
                 await writer.drain()
                 continue
             head += event.data
-            end = head.find(b"\r\n\r\n")
-            if end < 0 and len(head) < MAX_HEAD:
+            end = _end_of_head(head)
+            if end < 0 and len(head) <= MAX_HEAD:
                 continue
-            split = end + 4 if end >= 0 else len(head)
-            writer.write(_filtered(head[:split]) + head[split:])
+            kept = _filtered(head[:end]) if 0 <= end <= MAX_HEAD else None
+            if kept is None:
+                return False
+            writer.write(kept + head[end:])
             await writer.drain()
             body_started = True
-        if head and not body_started:
-            writer.write(head)
-        return bool(head)
+        return body_started
 
 
-def _filtered(head: bytes) -> bytes:
-    """The app's answer head less any ``Set-Cookie`` of rota's cookies."""
-    ours = tuple(b"set-cookie:" + name.encode() + b"=" for name in OURS)
-    kept = [
-        line for line in head.split(b"\r\n") if not line.lower().replace(b" ", b"").startswith(ours)
-    ]
-    return b"\r\n".join(kept)
+def _end_of_head(data: bytes) -> int:
+    """Where the body of an answer starting with ``data`` begins: after its first empty line
+    (browsers end lines at a bare LF too); -1 before that line came."""
+    ends = [at + len(blank) for blank in (b"\n\r\n", b"\n\n") if (at := data.find(blank)) >= 0]
+    return min(ends, default=-1)
+
+
+def _filtered(head: bytes) -> bytes | None:
+    """The app's answer head as the browser gets it: its lines ended by CRLF, less any
+    ``Set-Cookie`` of rota's cookies or of a cookie without a name (a browser sends such a
+    cookie as its bare value, which may read ``rota_session=...``), less ``Clear-Site-Data``
+    (it would clear the dashboard's cookies, which the port's page could then set). None
+    (the answer is refused) for a head a browser could read otherwise than this: a bare CR,
+    a NUL, a folded line, a header line without a name, or an informational status other than
+    101 (another head would follow, read as the body here)."""
+    lines = [line.removesuffix(b"\r") for line in head.split(b"\n")][:-2]
+    if not lines or any(b"\r" in line or b"\0" in line for line in lines):
+        return None
+    status = _STATUS.fullmatch(lines[0])
+    if status is None or (status[1].startswith(b"1") and status[1] != b"101"):
+        return None
+    kept = [lines[0]]
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not _TOKEN.fullmatch(name):
+            return None
+        name = name.lower()
+        if name == b"clear-site-data":
+            continue
+        if name == b"set-cookie":
+            cookie, named, _ = value.split(b";")[0].partition(b"=")
+            cookie = cookie.strip(b" \t").lower()
+            if not named or not cookie or cookie in _OURS:
+                continue
+        kept.append(line)
+    return b"\r\n".join(kept) + b"\r\n\r\n"

@@ -1,0 +1,84 @@
+"""A job's app cannot log whoever views it into the dashboard as the job's owner, with a real
+scheduler, agent, Docker container and a real browser (headless chromium).
+
+bob's job (busybox httpd, its CGI scripts written by bob) answers an admin who opens it from
+the dashboard with a ``Set-Cookie`` of bob's own dashboard session for ``Path=/`` (which would
+replace the admin's, though it is ``HttpOnly``: cookies are not kept apart by port) in forms
+the relay's filter once let through: lines ended by a bare LF, a tab after the colon, a
+``100 Continue`` answer before the real one, a head longer than the 64 KiB looked at; or it
+clears the site's cookies (``Clear-Site-Data``) and sets bob's session from its script; or its
+script sets bob's session for a longer path next to a cookie Python's parser stops at. After
+each, the admin's dashboard still answers as the admin (or, for the cookies a script planted
+next to the admin's, refuses the ambiguous login, naming why), never as bob."""
+
+from __future__ import annotations
+
+import json
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.browser import wait_text
+from tests.cluster import Cluster
+from tests.test_e2e_attach_forward import start_servers
+from tests.test_e2e_web import log_in
+from tests.test_e2e_web_terminal import cookie_of, start
+
+PAGE = "<p id=out>planted</p>"
+SCRIPT = "<p id=out>...</p><script>{js}document.getElementById('out').textContent='planted'</script>"
+PAD = "".join(f"X-Pad-{i}: {'a' * 1000}\r\n" for i in range(70))  # 70 KB of head
+ANSWERS = {
+    "lf": "HTTP/1.1 200 OK\nContent-Type: text/html\nSet-Cookie: {bob}; Path=/\n\n" + PAGE,
+    "tab": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie:\t{bob}; Path=/\r\n\r\n"
+    + PAGE,
+    "interim": "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+    "Set-Cookie: {bob}; Path=/\r\n\r\n" + PAGE,
+    "long": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + PAD
+    + "Set-Cookie: {bob}; Path=/\r\n\r\n" + PAGE,
+    "nameless": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: ={bob}; Path=/\r\n\r\n"
+    + PAGE,
+    "tabname": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+    "Set-Cookie: {bob}; Path=/\r\n\r\n".replace("rota_session=", "rota_session\t=")
+    + PAGE,
+    "cleared": 'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nClear-Site-Data: "cookies"\r\n\r\n'
+    + SCRIPT.replace("{js}", "document.cookie='{bob}; path=/';"),
+    "parser": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
+    + SCRIPT.replace("{js}", "document.cookie='{bob}; path=/api';document.cookie='z=a\\\\b; path=/api';"),
+}
+
+
+def test_a_jobs_app_cannot_log_its_viewer_in_as_its_owner(
+    cluster: Cluster, browser: WebDriver
+) -> None:
+    port = start(cluster)
+    bob = cluster.add_user("bob")
+    bobs_session = cookie_of(port, bob)  # bob's own dashboard login: rota_session=...
+    job_id = start_servers(cluster, {"ROTA_TOKEN": bob})
+    scripts = cluster.root / "www" / "cgi-bin"
+    scripts.mkdir(mode=0o755, exist_ok=True)
+    for name, answer in ANSWERS.items():
+        script = scripts / name
+        text = answer.replace("{bob}", bobs_session)
+        script.write_text(f"#!/bin/sh\ncat <<'EOF'\n{text}\nEOF\n")
+        script.chmod(0o755)
+    dash = f"http://127.0.0.1:{port}"
+
+    def session_user() -> str:
+        browser.get(f"{dash}/api/v1/session")
+        answer = json.loads(browser.find_element(By.TAG_NAME, "body").text)
+        return str(answer.get("user") or answer.get("error", ""))
+
+    log_in(browser, dash, cluster.token)
+    admin = session_user()
+    seen = {}
+    for name in ANSWERS:
+        browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
+        log_in(browser, dash, cluster.token)  # an admin
+        browser.get(f"{dash}/jobs/{job_id}/port/8080/cgi-bin/{name}")
+        if name in ("cleared", "parser"):
+            wait_text(browser, "#out", "planted")
+        seen[name] = session_user()
+    assert admin != "bob"
+    expected = {name: admin for name in ANSWERS}
+    expected["parser"] = seen["parser"] if "several rota_session" in seen["parser"] else "refused"
+    assert seen == expected, json.dumps(seen)
