@@ -41,6 +41,7 @@ from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.port_door import TICKET, WAYS, door_of
 from rota.scheduler.web.port_grants import Door, PortGrants
 from rota.scheduler.web.sessions import COOKIE
+from rota.scheduler.web.slots import UserSlots
 
 log = logging.getLogger("rota.scheduler")
 PORT_COOKIE = "rota_port"
@@ -60,6 +61,7 @@ HOP_BY_HOP = frozenset(
     ]
 )
 MAX_HEAD = 64 * 1024  # bytes of the app's answer's head; a longer one is answered 502
+SNIFF = 8  # bytes of an answer looked at for "HTTP" (``_is_http``)
 CHUNK = 64 * 1024  # bytes read from the browser at once (an upgraded connection)
 _OURS = tuple(name.encode() for name in OURS)
 _STATUS = re.compile(rb"HTTP/1\.[01] ([1-5][0-9][0-9])(?: .*)?")
@@ -72,7 +74,7 @@ NO_GRANT = (
 
 class WebPorts:
     """The ports origin's routes; ``secure``: it serves TLS (its cookie is marked Secure);
-    ``clock`` dates audit entries."""
+    ``clock`` dates audit entries; ``slots`` bounds the requests one user has open."""
 
     def __init__(
         self,
@@ -81,12 +83,14 @@ class WebPorts:
         grants: PortGrants,
         secure: bool,
         clock: Callable[[], float],
+        slots: UserSlots,
     ) -> None:
         self.engine = engine
         self.tokens = tokens
         self.grants = grants
         self.secure = secure
         self.clock = clock
+        self.slots = slots
 
     def routes(self) -> list[Route]:
         routes = []
@@ -184,7 +188,10 @@ class WebPorts:
         to the relay (``_Exchange``)."""
         exchange = _Exchange(_head(request, door.way == "app"))
         opening = ClientOpen(door.job_id, "forward", port=door.port)
-        events = self.engine.interactive.interact(opening, exchange.inputs(), who, request.peer)
+        events = self.slots.held(
+            who.user,
+            self.engine.interactive.interact(opening, exchange.inputs(), who, request.peer),
+        )
         try:
             first = await anext(events)  # the rights and the job's state are checked here
         except StopAsyncIteration:
@@ -274,7 +281,7 @@ class _Exchange:
     ) -> bool:
         """Write the app's answer, its head checked and filtered (``_filtered``); whether it
         wrote any (not when the app closed before its head ended, or sent one that is too
-        long or refused)."""
+        long or refused). An answer a browser reads no head of passes as it came."""
         head, body_started = b"", False
         async for event in events:
             if not isinstance(event, SessionOutput) or not event.data:
@@ -284,16 +291,30 @@ class _Exchange:
                 await writer.drain()
                 continue
             head += event.data
-            end = _end_of_head(head)
+            if len(head) < SNIFF:
+                continue
+            kept: bytes | None = b""
+            end = _end_of_head(head) if _is_http(head) else 0  # 0: no head (a raw stream)
             if end < 0 and len(head) <= MAX_HEAD:
                 continue
-            kept = _filtered(head[:end]) if 0 <= end <= MAX_HEAD else None
+            if end:
+                kept = _filtered(head[:end]) if 0 < end <= MAX_HEAD else None
             if kept is None:
                 return False
             writer.write(kept + head[end:])
             await writer.drain()
             body_started = True
+        if head and not body_started and not _is_http(head):
+            writer.write(head)  # a few bytes, no HTTP answer: nothing a browser takes a head of
+            return True
         return body_started
+
+
+def _is_http(data: bytes) -> bool:
+    """Whether a browser reads an answer starting with ``data`` as an HTTP/1 answer with
+    headers: it looks for ``HTTP`` (any case) in its first bytes (Chromium: at offsets 0 to 4);
+    an answer without it is relayed as it came (a raw stream through an upgrade)."""
+    return b"http" in data[:SNIFF].lower()
 
 
 def _end_of_head(data: bytes) -> int:

@@ -28,6 +28,7 @@ from rota.scheduler.facade.interactive import MAX_TERMINAL, ClientOpen, SessionE
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web.api import Api, ApiError, Caller
 from rota.scheduler.web.query import query_int
+from rota.scheduler.web.slots import UserSlots
 from rota.scheduler.web.websocket import (
     BINARY,
     TEXT,
@@ -41,10 +42,11 @@ SHELL: tuple[str, ...] = ("/bin/sh",)
 
 
 class Terminal:
-    """The terminal route."""
+    """The terminal route; ``slots`` bounds the terminals one user has open."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, slots: UserSlots) -> None:
         self.engine = engine
+        self.slots = slots
 
     def routes(self, api: Api) -> list[Route]:
         return [api.route("GET", "/api/v1/jobs/{id}/terminal", self.open, same_origin=True)]
@@ -61,8 +63,9 @@ class Terminal:
         kind, command = ("attach", ()) if attach else ("exec", SHELL)
         opening = ClientOpen(request.params["id"], kind, command, True, rows, cols)
         session = _Session()
-        events = self.engine.interactive.interact(
-            opening, session.inputs(), caller.who, request.peer
+        events = self.slots.held(
+            caller.who.user,
+            self.engine.interactive.interact(opening, session.inputs(), caller.who, request.peer),
         )
         try:
             first = await anext(events)  # the rights and the job's state are checked here
