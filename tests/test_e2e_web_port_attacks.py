@@ -14,15 +14,16 @@ next to the admin's, refuses the ambiguous login, naming why), never as bob."""
 from __future__ import annotations
 
 import json
+import socket
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.browser import wait_text
-from tests.cluster import Cluster
+from tests.cluster import Cluster, free_port
 from tests.test_e2e_attach_forward import start_servers
 from tests.test_e2e_web import log_in
-from tests.test_e2e_web_terminal import cookie_of, start
+from tests.test_e2e_web_terminal import answer_of, cookie_of, grant_of, start, ticket_url
 
 PAGE = "<p id=out>planted</p>"
 SCRIPT = "<p id=out>...</p><script>{js}document.getElementById('out').textContent='planted'</script>"
@@ -82,3 +83,45 @@ def test_a_jobs_app_cannot_log_its_viewer_in_as_its_owner(
     expected = {name: admin for name in ANSWERS}
     expected["parser"] = seen["parser"] if "several rota_session" in seen["parser"] else "refused"
     assert seen == expected, json.dumps(seen)
+
+
+def test_one_users_hanging_requests_leave_others_their_ports(cluster: Cluster) -> None:
+    """bob's app never answers (a CGI script sleeping): the requests he keeps open to it
+    would each hold one of the connections the ports origin lends to proxied requests (half
+    of ``http_max_connections``); beyond his share (an eighth) he is refused, naming the
+    limit, and alice's port still answers."""
+    port, ports = free_port(), free_port()
+    settings = cluster.root / "scheduler.yaml"
+    settings.write_text(
+        f"http_listen: 127.0.0.1:{port}\nweb_ports_listen: 127.0.0.1:{ports}\n"
+        f"http_max_connections: 16\nopen_registration: true\n"
+        f"allowed_mounts: [{cluster.root}]\n"
+    )
+    cluster.start_scheduler("--config", str(settings))
+    cluster.start_agent("n1", gpus=1)
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
+    hers = start_servers(cluster, {"ROTA_TOKEN": alice})
+    his = start_servers(cluster, {"ROTA_TOKEN": bob})
+    scripts = cluster.root / "www" / "cgi-bin"
+    scripts.mkdir(mode=0o755, exist_ok=True)
+    (scripts / "hang").write_text("#!/bin/sh\nsleep 300\n")
+    (scripts / "hang").chmod(0o755)
+    grant = grant_of(ticket_url(port, f"/jobs/{his}/port/8080/", cookie_of(port, bob)))
+    hanging, answers = [], []
+    for _ in range(8):  # every connection the ports origin lends to proxied requests
+        conn = socket.create_connection(("127.0.0.1", ports), timeout=60)
+        conn.sendall(
+            f"GET /jobs/{his}/port/8080/cgi-bin/hang HTTP/1.1\r\nHost: 127.0.0.1:{ports}\r\n"
+            f"Cookie: {grant}\r\n\r\n".encode()
+        )
+        hanging.append(conn)
+    try:
+        for conn in hanging[2:]:  # his share is 16 // 8 = 2
+            conn.settimeout(60)
+            answers.append(conn.recv(4096))
+        assert all(a.startswith(b"HTTP/1.1 503") and b"close some" in a for a in answers)
+        mine = grant_of(ticket_url(port, f"/jobs/{hers}/port/8080/", cookie_of(port, alice)))
+        assert answer_of(ports, f"/jobs/{hers}/port/8080/", {"Cookie": mine}).status == 200
+    finally:
+        for conn in hanging:
+            conn.close()

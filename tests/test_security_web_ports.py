@@ -1,0 +1,168 @@
+"""Attacks on jobs' web ports and the dashboard they share a host with, without a browser or
+a job: the app's answer heads a browser would read a ``Set-Cookie`` of rota's cookies from
+(bare LF, tab, interim answers, folded lines, bare CR, nameless cookies) are filtered or
+refused; a login whose request carries several ``rota_session`` cookies (one planted by a
+job's page for a longer path, sent next to the dashboard's own) is taken as nobody's; one
+user's thousands of tickets and grants leave everyone else's; and one user's open terminals
+and port requests are bounded (tests/test_e2e_web_port_attacks.py has the browser)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
+
+import pytest
+
+from rota.messages import SessionOutput
+from rota.scheduler.web.api import ApiError
+from rota.scheduler.web.port_grants import (
+    MAX_GRANTS,
+    MAX_TICKETS,
+    MAX_USER_GRANTS,
+    MAX_USER_TICKETS,
+    Door,
+    PortGrants,
+)
+from rota.scheduler.web.ports import _Exchange
+from rota.scheduler.web.slots import UserSlots
+from tests.support.inprocess import InProcessScheduler
+from tests.test_web_api import Browserless, refusals, run, user
+
+PAGE = b"<p>page</p>"
+
+
+class _Writer:
+    """What the relay writes to the browser."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    async def drain(self) -> None:
+        return None
+
+
+def relayed(*chunks: bytes) -> bytes:
+    """What the browser gets when the app answers with ``chunks``."""
+
+    async def events() -> AsyncGenerator[SessionOutput, None]:
+        for chunk in chunks:
+            yield SessionOutput(0, data=chunk)
+
+    async def main() -> bytes:
+        writer = _Writer()
+        wrote = await _Exchange(b"")._answer(writer, events())  # type: ignore[arg-type]
+        return writer.data if wrote else b"502"
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\nSet-Cookie: rota_session=bob; Path=/\n\n",
+        b"HTTP/1.1 200 OK\r\nSet-Cookie:\trota_session=bob; Path=/\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nSet-Cookie: rota_session\t=bob; Path=/\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nSET-COOKIE: ROTA_PORT=bob; Path=/jobs/1/port/80/\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nSet-Cookie: =rota_session=bob; Path=/\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nSet-Cookie: rota_session\r\n\r\n",
+        b'HTTP/1.1 200 OK\r\nClear-Site-Data: "cookies"\r\n\r\n',
+    ],
+)
+def test_rotas_cookies_and_clear_site_data_never_reach_the_browser(answer: bytes) -> None:
+    whole = answer + PAGE
+    for chunks in ((whole,), tuple(whole[i : i + 7] for i in range(0, len(whole), 7))):
+        out = relayed(*chunks)
+        assert out.startswith(b"HTTP/1.1 200 OK\r\n") and out.endswith(b"\r\n\r\n" + PAGE)
+        assert b"rota" not in out.lower() and b"clear-site" not in out.lower(), out
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nSet-Cookie: rota_session=b\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nX-A: 1\rSet-Cookie: rota_session=bob\r\n\r\n",  # a bare CR
+        b"HTTP/1.1 200 OK\r\nX-A: 1\r\n\tSet-Cookie: rota_session=bob\r\n\r\n",  # folded
+        b"HTTP/1.1 200 OK\r\n: rota_session=bob\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nX-A\x00: 1\r\n\r\n",
+        b"xHTTP/1.1 200 OK\r\nSet-Cookie: rota_session=bob\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"a" * 70_000 + b"\r\nSet-Cookie: a=b\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nSet-Cookie: a=b\r\n",  # the app closed before its head ended
+    ],
+)
+def test_heads_a_browser_could_read_otherwise_are_refused(answer: bytes) -> None:
+    assert relayed(answer + PAGE if answer.endswith(b"\r\n\r\n") else answer) == b"502"
+
+
+def test_other_answers_pass_as_the_app_wrote_them() -> None:
+    mine = b"HTTP/1.1 200 OK\r\nSet-Cookie: _xsrf=1; Path=/jobs/1/app/8888/\r\n\r\n" + PAGE
+    assert relayed(mine) == mine
+    upgraded = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x02hi"
+    assert relayed(upgraded) == upgraded
+    raw = b"GET /ws HTTP/1.1\r\n\r\nboth ways"  # no HTTP answer at all: a raw stream
+    assert relayed(raw[:5], raw[5:]) == raw
+    assert relayed(b"hi") == b"hi"
+
+
+def test_several_session_cookies_are_nobodys_login(tmp_path: Path) -> None:
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        ann, bob = client(), client()
+        await ann.login(await user(sched, "ann"))
+        await bob.login(await user(sched, "bob"))
+        planted = client()
+        # a job's page set bob's session for /api (sent first) and a cookie Python's own
+        # parser stops at, next to ann's own session
+        planted.cookie = f"{bob.cookie}; z=a\\b; {ann.cookie}"
+        for web in (planted, client()):
+            if web is not planted:
+                web.cookie = f"{ann.cookie}; theme=dark; {bob.cookie}"
+            reply = await web.call("GET", "/api/v1/session")
+            assert reply.status == 401, reply.body
+            assert "several rota_session cookies" in reply.json()["error"]
+        same = client()
+        same.cookie = f"{ann.cookie}; z=a\\b; {ann.cookie}"  # the same one twice: hers
+        assert (await same.call("GET", "/api/v1/session")).json()["user"] == "ann"
+        assert any("several rota_session" in r[3] for r in await refusals(sched))
+
+    run(test, tmp_path)
+
+
+def test_one_users_many_tickets_and_grants_leave_everyone_elses() -> None:
+    grants = PortGrants(lambda: 1000.0)
+    hers, his = Door("1", "app", 8888), Door("2", "app", 8888)
+    ticket = grants.ticket("alice", "a", hers)
+    grant_id, _grant = grants.redeem(grants.ticket("alice", "a", hers), hers) or ("", None)
+    for _ in range(max(MAX_TICKETS, MAX_GRANTS) + 1):
+        redeemed = grants.redeem(grants.ticket("bob", "b", his), his)
+        assert redeemed is not None
+    kept = [grants.ticket("bob", "b", his) for _ in range(MAX_USER_TICKETS + 1)]
+    assert grants.grant([grant_id], hers) is not None  # alice's grant is still good
+    assert grants.redeem(ticket, hers) is not None  # and so is her ticket
+    assert grants.redeem(kept[0], his) is None  # bob's oldest went instead
+    assert grants.redeem(kept[-1], his) is not None
+    assert sum(p.user == "bob" for p in grants._grants._all.values()) == MAX_USER_GRANTS
+
+
+def test_one_user_holds_at_most_their_share_of_sessions() -> None:
+    async def main() -> None:
+        slots = UserSlots(2)
+
+        async def session() -> AsyncGenerator[int, None]:
+            yield 1
+            await asyncio.sleep(3600)
+            yield 2
+
+        held = [slots.held("bob", session()) for _ in range(2)]
+        for one in held:
+            assert await anext(one) == 1
+        with pytest.raises(ApiError) as refused:
+            await anext(slots.held("bob", session()))
+        assert refused.value.status == 503 and "bob has 2" in str(refused.value)
+        assert await anext(slots.held("alice", session())) == 1  # others are not stalled
+        await held[0].aclose()
+        assert await anext(slots.held("bob", session())) == 1  # a closed one is given back
+
+    asyncio.run(main())
