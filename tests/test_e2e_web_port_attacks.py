@@ -125,3 +125,51 @@ def test_one_users_hanging_requests_leave_others_their_ports(cluster: Cluster) -
     finally:
         for conn in hanging:
             conn.close()
+
+
+SW = """self.addEventListener("install", () => self.skipWaiting());
+self.addEventListener("activate", (e) => e.waitUntil(self.clients.claim()));
+self.addEventListener("fetch", (e) => {
+  if (e.request.mode === "navigate" && !e.request.url.includes("/cgi-bin/")) {
+    e.respondWith(new Response("<p id=out>stolen " + e.request.url + "</p>",
+      {headers: {"Content-Type": "text/html"}}));
+  }
+});
+"""
+WORKER = """<p id=out>...</p><script>
+navigator.serviceWorker.register("sw", {scope: "/"}).then(
+  () => navigator.serviceWorker.ready).then(
+  () => { document.getElementById("out").textContent = "planted"; },
+  (e) => { document.getElementById("out").textContent = "refused " + e; });
+</script>"""
+
+
+def test_a_jobs_service_worker_cannot_take_the_other_jobs_ports(
+    cluster: Cluster, browser: WebDriver
+) -> None:
+    """bob's app answers its service worker's script with ``Service-Worker-Allowed: /``, so
+    that a worker it registers would control the whole ports origin: every later navigation
+    of the admin's browser there (alice's port, its ticket in the URL; her Jupyter with its
+    token) would be answered by bob's script. The header is dropped; the worker may control
+    bob's own prefix only, and alice's port opens as hers."""
+    port = start(cluster)
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
+    hers = start_servers(cluster, {"ROTA_TOKEN": alice})
+    his = start_servers(cluster, {"ROTA_TOKEN": bob})
+    scripts = cluster.root / "www" / "cgi-bin"
+    scripts.mkdir(mode=0o755, exist_ok=True)
+    for name, head, body in (
+        ("sw", "Content-Type: text/javascript\r\nService-Worker-Allowed: /", SW),
+        ("page", "Content-Type: text/html", WORKER),
+    ):
+        text = f"HTTP/1.1 200 OK\r\n{head}\r\n\r\n{body}"
+        (scripts / name).write_text(f"#!/bin/sh\ncat <<'EOF'\n{text}\nEOF\n")
+        (scripts / name).chmod(0o755)
+    dash = f"http://127.0.0.1:{port}"
+    log_in(browser, dash, cluster.token)  # an admin
+    browser.get(f"{dash}/jobs/{his}/port/8080/cgi-bin/page")
+    registered = wait_text(browser, "#out", "e")  # planted, or refused
+    browser.get(f"{dash}/jobs/{hers}/port/8080/index.html")
+    shown = browser.find_element(By.TAG_NAME, "body").text
+    assert shown.strip() == "hello from inside the job", (registered, shown)
+    assert registered.startswith("refused"), registered

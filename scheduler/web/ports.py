@@ -64,6 +64,9 @@ MAX_HEAD = 64 * 1024  # bytes of the app's answer's head; a longer one is answer
 SNIFF = 8  # bytes of an answer looked at for "HTTP" (``_is_http``)
 CHUNK = 64 * 1024  # bytes read from the browser at once (an upgraded connection)
 _OURS = tuple(name.encode() for name in OURS)
+# Clear-Site-Data would clear the dashboard's cookies (a page could then set its own);
+# Service-Worker-Allowed would let a job's service worker control every job's paths
+_DROPPED = (b"clear-site-data", b"service-worker-allowed")
 _STATUS = re.compile(rb"HTTP/1\.[01] ([1-5][0-9][0-9])(?: .*)?")
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a header's name
 NO_GRANT = (
@@ -328,7 +331,8 @@ def _filtered(head: bytes) -> bytes | None:
     """The app's answer head as the browser gets it: its lines ended by CRLF, less any
     ``Set-Cookie`` of rota's cookies or of a cookie without a name (a browser sends such a
     cookie as its bare value, which may read ``rota_session=...``), less ``Clear-Site-Data``
-    (it would clear the dashboard's cookies, which the port's page could then set). None
+    and ``Service-Worker-Allowed`` (``_DROPPED``: a job's service worker stays under the
+    job's prefix, never seeing another job's pages, tickets or tokens). None
     (the answer is refused) for a head a browser could read otherwise than this: a bare CR,
     a NUL, a folded line, a header line without a name, or an informational status other than
     101 (another head would follow, read as the body here)."""
@@ -344,7 +348,7 @@ def _filtered(head: bytes) -> bytes | None:
         if not colon or not _TOKEN.fullmatch(name):
             return None
         name = name.lower()
-        if name == b"clear-site-data":
+        if name in _DROPPED:
             continue
         if name == b"set-cookie":
             cookie, named, _ = value.split(b";")[0].partition(b"=")
