@@ -9,6 +9,7 @@ and port requests are bounded (tests/test_e2e_web_port_attacks.py has the browse
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
@@ -168,3 +169,37 @@ def test_one_user_holds_at_most_their_share_of_sessions() -> None:
         assert await anext(slots.held("bob", session())) == 1  # a closed one is given back
 
     asyncio.run(main())
+
+
+def test_the_terminal_opens_with_the_pages_own_login_only(tmp_path: Path) -> None:
+    """A cookie a job's page planted (bob's session, in an admin's browser) opens no terminal:
+    the page sends the CSRF token of its own login, kept in its origin's storage."""
+
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        web = client()
+        me = await web.login(await user(sched, "ann"))
+
+        def status(query: str) -> tuple[int, str]:
+            host = web.base.removeprefix("http://")
+            name, _, port = host.partition(":")
+            with socket.create_connection((name, int(port)), timeout=20) as conn:
+                conn.sendall(
+                    (
+                        f"GET /api/v1/jobs/99/terminal?rows=5{query} HTTP/1.1\r\nHost: {host}\r\n"
+                        f"Origin: {web.base}\r\nCookie: {web.cookie}\r\nConnection: Upgrade\r\n"
+                        "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+                    ).encode()
+                )
+                answer = b""
+                while chunk := conn.recv(4096):
+                    answer += chunk
+            return int(answer.split()[1]), answer.decode()
+
+        for query in ("", "&csrf=", "&csrf=0" + me["csrf"][1:]):
+            code, answer = await asyncio.to_thread(status, query)
+            assert code == 403 and "csrf" in answer, (query, answer)
+        code, answer = await asyncio.to_thread(status, f"&csrf={me['csrf']}")
+        assert code == 404, answer  # no such job: the login was good
+
+    run(test, tmp_path)
