@@ -250,9 +250,7 @@ async def _start_http(
         raise ListenError(str(exc)) from None
     tokens, grants = EngineTokens(engine), PortGrants(time.time)
     routes = [Route("GET", "/metrics", lambda _request: _scrape(engine, metrics))]
-    routes += dashboard_routes(
-        engine, tokens, tls is not None, grants, config.http_max_connections
-    )
+    routes += dashboard_routes(engine, tokens, tls is not None, grants, config.http_max_connections)
     http = HttpServer(routes, config.http_max_connections, config.handshake_timeout)
     if not config.http_listen:
         return [http]

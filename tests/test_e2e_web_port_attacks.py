@@ -27,7 +27,9 @@ from tests.test_e2e_web import log_in
 from tests.test_e2e_web_terminal import answer_of, cookie_of, grant_of, start, ticket_url
 
 PAGE = "<p id=out>planted</p>"
-SCRIPT = "<p id=out>...</p><script>{js}document.getElementById('out').textContent='planted'</script>"
+SCRIPT = (
+    "<p id=out>...</p><script>{js}document.getElementById('out').textContent='planted'</script>"
+)
 PAD = "".join(f"X-Pad-{i}: {'a' * 1000}\r\n" for i in range(70))  # 70 KB of head
 ANSWERS = {
     "lf": "HTTP/1.1 200 OK\nContent-Type: text/html\nSet-Cookie: {bob}; Path=/\n\n" + PAGE,
@@ -35,8 +37,10 @@ ANSWERS = {
     + PAGE,
     "interim": "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
     "Set-Cookie: {bob}; Path=/\r\n\r\n" + PAGE,
-    "long": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + PAD
-    + "Set-Cookie: {bob}; Path=/\r\n\r\n" + PAGE,
+    "long": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+    + PAD
+    + "Set-Cookie: {bob}; Path=/\r\n\r\n"
+    + PAGE,
     "nameless": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: ={bob}; Path=/\r\n\r\n"
     + PAGE,
     "tabname": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
@@ -45,7 +49,9 @@ ANSWERS = {
     "cleared": 'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nClear-Site-Data: "cookies"\r\n\r\n'
     + SCRIPT.replace("{js}", "document.cookie='{bob}; path=/';"),
     "parser": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
-    + SCRIPT.replace("{js}", "document.cookie='{bob}; path=/api';document.cookie='z=a\\\\b; path=/api';"),
+    + SCRIPT.replace(
+        "{js}", "document.cookie='{bob}; path=/api';document.cookie='z=a\\\\b; path=/api';"
+    ),
     # 300 cookies push the admin's (HttpOnly) session out of the browser's jar, then bob's
     "overflow": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
     + SCRIPT.replace(
@@ -84,8 +90,10 @@ def test_a_jobs_app_cannot_log_its_viewer_in_as_its_owner(
         browser.get(f"{dash}/")
         who, form = By.ID, "login-view"
         WebDriverWait(browser, 30).until(
-            lambda d: d.find_element(who, form).is_displayed()
-            or d.find_element(who, "whoami").is_displayed()
+            lambda d: (
+                d.find_element(who, form).is_displayed()
+                or d.find_element(who, "whoami").is_displayed()
+            )
         )
         if browser.find_element(who, "whoami").is_displayed():
             return browser.find_element(who, "user-name").text
