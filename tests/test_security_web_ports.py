@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from rota.messages import SessionOutput
+from rota.scheduler.http import HttpServer
 from rota.scheduler.web.api import ApiError
+from rota.scheduler.web.dashboard import dashboard_routes
+from rota.scheduler.web.identity import EngineTokens
 from rota.scheduler.web.port_grants import (
     MAX_GRANTS,
     MAX_TICKETS,
@@ -27,8 +30,11 @@ from rota.scheduler.web.port_grants import (
 )
 from rota.scheduler.web.ports import _Exchange
 from rota.scheduler.web.slots import UserSlots
+from rota.v1 import rota_pb2 as pb
+from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.support.inprocess import InProcessScheduler
-from tests.test_web_api import Browserless, refusals, run, user
+from tests.support.tokens import aio_channel
+from tests.test_web_api import Browserless, refusals, registered, run, user
 
 PAGE = b"<p>page</p>"
 
@@ -203,3 +209,50 @@ def test_the_terminal_opens_with_the_pages_own_login_only(tmp_path: Path) -> Non
         assert code == 404, answer  # no such job: the login was good
 
     run(test, tmp_path)
+
+
+def test_the_door_sends_browsers_nowhere_but_the_jobs_own_prefix(tmp_path: Path) -> None:
+    """Paths and ``Host`` headers meant to make the dashboard's 303 (with a ticket) point
+    elsewhere: another host, another job, out of the job's prefix."""
+
+    async def main() -> None:
+        async with InProcessScheduler(tmp_path) as sched:
+            await registered(sched, "n1", 1)
+            ann = await user(sched, "ann")
+            spec = pb.JobSpec(image="img", command=["true"])
+            item = pb.SubmitItem(spec=spec, client_request_id="r1")
+            async with aio_channel(sched.address, ann) as channel:
+                stub = pb_grpc.JobServiceStub(channel)
+                await stub.SubmitJobs(pb.SubmitJobsRequest(items=[item]))
+            tokens, grants = EngineTokens(sched.engine), PortGrants(lambda: 0.0)
+            dash = HttpServer(dashboard_routes(sched.engine, tokens, False, grants))
+            port = await dash.start("127.0.0.1:0")
+            grants.port = 1
+            try:
+
+                def door(target: str, host: str) -> tuple[int, str]:
+                    with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+                        conn.sendall(
+                            f"GET {target} HTTP/1.1\r\nHost: {host}\r\n"
+                            f"Authorization: Bearer {ann}\r\n\r\n".encode("latin-1")
+                        )
+                        answer = b""
+                        while chunk := conn.recv(4096):
+                            answer += chunk
+                    head = answer.decode("latin-1").split("\r\n")
+                    where = [h[10:] for h in head if h.lower().startswith("location: ")]
+                    return int(head[0].split()[1]), (where or [""])[0]
+
+                own = "127.0.0.1:9"
+                for rest in ("/evil.com/x", "/\\evil.com", "/%2e%2e/%2e%2e/2/port/80/", "/..%2f2"):
+                    code, where = await asyncio.to_thread(door, f"/jobs/1/port/80{rest}", own)
+                    assert code == 303 and where.startswith("http://127.0.0.1:1/jobs/1/port/80/")
+                for target in ("/jobs/%2e%2e/port/80/", "/jobs/1%2f..%2f2/port/80/"):
+                    assert (await asyncio.to_thread(door, target, own))[0] == 400
+                for host in ("evil.com/x", "a@evil.com", "evil.com\\", "evil.com:1:2"):
+                    code, where = await asyncio.to_thread(door, "/jobs/1/port/80/", host)
+                    assert code == 400 and not where, host
+            finally:
+                await dash.stop()
+
+    asyncio.run(main())
