@@ -20,7 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser import wait_text
+from tests.browser import wait_text, wait_until
 from tests.cluster import Cluster, free_port
 from tests.test_e2e_attach_forward import start_servers
 from tests.test_e2e_web import log_in
@@ -208,3 +208,34 @@ def test_a_jobs_service_worker_cannot_take_the_other_jobs_ports(
     shown = browser.find_element(By.TAG_NAME, "body").text
     assert shown.strip() == "hello from inside the job", (registered, shown)
     assert registered.startswith("refused"), registered
+
+
+def test_over_plain_http_a_jobs_page_gets_no_ticket_to_another_jobs_port(
+    cluster: Cluster, named_browser: WebDriver
+) -> None:
+    """Served over plain HTTP on a name that is not loopback (``--insecure`` on a lab
+    network), browsers send no ``Sec-Fetch-Site``, and bob's page sends no ``Referer``
+    (``no-referrer``): its navigation of the admin's tab to the dashboard's door of alice's
+    port names no origin at all. The door asks for the CSRF token the job page's own link
+    carries, so the admin's browser gets no ticket (nor a grant bob's page could then use)."""
+    browser = named_browser
+    port = start(cluster)
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
+    hers = start_servers(cluster, {"ROTA_TOKEN": alice})
+    his = start_servers(cluster, {"ROTA_TOKEN": bob})
+    dash = f"http://sched.test:{port}"
+    (cluster.root / "www" / "steal.html").write_text(
+        '<meta name="referrer" content="no-referrer"><p id=out>bob</p><script>'
+        f'setTimeout(() => {{ location.href = "{dash}/jobs/{hers}/port/8080/index.html"; }}, 500);'
+        "</script>"
+    )
+    log_in(browser, dash, cluster.token)  # an admin opens bob's port from his job's page
+    browser.get(f"{dash}/#job/{his}")
+    wait_until(browser, "#web-port").send_keys("8080")
+    link = wait_until(browser, "#web-port-open")
+    browser.get(str(link.get_attribute("href")).replace("/port/8080/?", "/port/8080/steal.html?"))
+    wait_text(browser, "#out", "bob")  # bob's page, on the ports origin
+    WebDriverWait(browser, 30).until(lambda d: f"/jobs/{hers}/" in d.current_url)
+    shown = wait_until(browser, "body").text
+    assert "hello from inside the job" not in shown and "rota_csrf" in shown, shown
+    assert browser.current_url.startswith(f"{dash}/jobs/{hers}/port/8080/")  # not let through

@@ -230,11 +230,13 @@ def test_the_door_sends_browsers_nowhere_but_the_jobs_own_prefix(tmp_path: Path)
             grants.port = 1
             try:
 
-                def door(target: str, host: str) -> tuple[int, str]:
+                def door(target: str, host: str, who: str = "") -> tuple[int, str]:
+                    who = who or f"Authorization: Bearer {ann}"
                     with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
                         conn.sendall(
-                            f"GET {target} HTTP/1.1\r\nHost: {host}\r\n"
-                            f"Authorization: Bearer {ann}\r\n\r\n".encode("latin-1")
+                            f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{who}\r\n\r\n".encode(
+                                "latin-1"
+                            )
                         )
                         answer = b""
                         while chunk := conn.recv(4096):
@@ -252,6 +254,24 @@ def test_the_door_sends_browsers_nowhere_but_the_jobs_own_prefix(tmp_path: Path)
                 for host in ("evil.com/x", "a@evil.com", "evil.com\\", "evil.com:1:2"):
                     code, where = await asyncio.to_thread(door, "/jobs/1/port/80/", host)
                     assert code == 400 and not where, host
+
+                # with the cookie, a request naming no origin at all (a page's link on plain
+                # HTTP off loopback, with rel=noreferrer) needs the page's own CSRF token
+                web = Browserless(port)
+                csrf = (await web.login(ann))["csrf"]
+                cookie = f"Cookie: {web.cookie}"
+                bare = await asyncio.to_thread(door, "/jobs/1/port/80/", own, cookie)
+                assert bare[0] == 403 and not bare[1]
+                for query, headers in (
+                    (f"?a=1&rota_csrf={csrf}", ""),
+                    ("?a=1", "\r\nSec-Fetch-Site: none"),
+                    ("?a=1", "\r\nOrigin: http://127.0.0.1:9"),
+                ):
+                    target = f"/jobs/1/port/80/{query}"
+                    code, where = await asyncio.to_thread(door, target, own, cookie + headers)
+                    assert code == 303 and "rota_csrf" not in where, (query, headers)
+                    assert where.startswith("http://127.0.0.1:1/jobs/1/port/80/?a=1&rota_ticket=")
+                assert any("rota_csrf" in r[3] for r in await refusals(sched))
             finally:
                 await dash.stop()
 

@@ -28,7 +28,9 @@ export function showInteractive(job, may) {
   port.oninput = () => {
     const n = Number(port.value);
     link.hidden = !(Number.isInteger(n) && n >= 1 && n <= 65535);
-    link.href = `/jobs/${encodeURIComponent(job.id)}/port/${n}/`;
+    // the pinned CSRF token: the door's proof that this page asked, where the browser sends
+    // no Sec-Fetch-Site (plain HTTP off loopback); the door drops it
+    link.href = `/jobs/${encodeURIComponent(job.id)}/port/${n}/?rota_csrf=${pinned()}`;
   };
   if (running && pending.id === job.id && !open.term) {
     pending.id = "";
