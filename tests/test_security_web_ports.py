@@ -139,6 +139,19 @@ def test_several_session_cookies_are_nobodys_login(tmp_path: Path) -> None:
     run(test, tmp_path)
 
 
+def test_a_cookie_bomb_is_answered_with_what_to_do(tmp_path: Path) -> None:
+    """A job's page may set cookies for the host until every request of the browser is too
+    large for the dashboard: the refusal says so."""
+
+    async def test(sched: InProcessScheduler, client: Callable[[], Browserless]) -> None:
+        web = client()
+        web.cookie = "; ".join(f"c{i}={'x' * 4000}" for i in range(5))
+        reply = await web.call("GET", "/api/v1/session")
+        assert reply.status == 400 and b"cookies" in reply.body and b"clear" in reply.body
+
+    run(test, tmp_path)
+
+
 def test_one_users_many_tickets_and_grants_leave_everyone_elses() -> None:
     grants = PortGrants(lambda: 1000.0)
     hers, his = Door("1", "app", 8888), Door("2", "app", 8888)

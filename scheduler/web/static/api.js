@@ -53,7 +53,7 @@ export async function api(method, path, body) {
   }
   if (!res.ok) {
     const message = typeof data === "object" ? data.error : data;
-    if (res.status === 401 && path !== "/login") session.onLoggedOut();
+    if (res.status === 401 && path !== "/login") session.onLoggedOut(message);
     throw new HttpError(res.status, message);
   }
   return data;

@@ -50,7 +50,10 @@ function showConnection(down) {
 
 // ------------------------------------------------------------------ login
 
-function loggedOut() {
+/** Back to the login form; ``why``: the server's refusal, shown unless it only asks for a
+ * login (several session cookies, a replaced login: the person must act on it). */
+function loggedOut(why) {
+  if (typeof why === "string" && why && !why.startsWith("log in first")) showError(why);
   session.me = null;
   clearTimeout(run.timer);
   run.next = null;
