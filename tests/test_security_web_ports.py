@@ -30,6 +30,8 @@ from rota.scheduler.web.port_grants import (
 )
 from rota.scheduler.web.ports import _Exchange
 from rota.scheduler.web.slots import UserSlots
+from rota.scheduler.web.terminal import _Session
+from rota.scheduler.web.websocket import BINARY, TEXT, Closed
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.support.inprocess import InProcessScheduler
@@ -289,3 +291,28 @@ def test_the_door_sends_browsers_nowhere_but_the_jobs_own_prefix(tmp_path: Path)
                 await dash.stop()
 
     asyncio.run(main())
+
+
+def test_a_terminal_resize_of_infinity_is_ignored_not_fatal() -> None:
+    """``{"rows": Infinity}`` (Python's JSON reads it) once raised out of the terminal's input
+    loop, after which the browser's keystrokes no longer reached the shell."""
+
+    class Socket:
+        def __init__(self) -> None:
+            self.messages = [
+                (TEXT, b'{"rows": Infinity, "cols": 5}'),
+                (TEXT, b'{"rows": 3, "cols": 4}'),
+                (BINARY, b"ls\n"),
+            ]
+
+        async def receive(self) -> tuple[int, bytes]:
+            if not self.messages:
+                raise Closed("gone")
+            return self.messages.pop(0)
+
+    async def main() -> list[tuple[int, int, bytes]]:
+        session = _Session()
+        session.socket = Socket()  # type: ignore[assignment]
+        return [(i.rows, i.cols, i.data) async for i in session.inputs()]
+
+    assert asyncio.run(main()) == [(3, 4, b""), (0, 0, b"ls\n")]
