@@ -9,6 +9,7 @@ and port requests are bounded (tests/test_e2e_web_port_attacks.py has the browse
 from __future__ import annotations
 
 import asyncio
+import http.client
 import socket
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
@@ -316,3 +317,60 @@ def test_a_terminal_resize_of_infinity_is_ignored_not_fatal() -> None:
         return [(i.rows, i.cols, i.data) async for i in session.inputs()]
 
     assert asyncio.run(main()) == [(3, 4, b""), (0, 0, b"ls\n")]
+
+
+def test_logging_out_ends_the_browsers_grants(tmp_path: Path) -> None:
+    """An admin who logs out of the dashboard on a shared browser leaves no job's port open
+    to the next person at it: the grants asked with that session end with it."""
+
+    async def main() -> None:
+        from rota.scheduler.web.dashboard import port_routes
+
+        async with InProcessScheduler(tmp_path) as sched:
+            await registered(sched, "n1", 1)
+            ann = await user(sched, "ann")
+            spec = pb.JobSpec(image="img", command=["true"], hold=True)
+            item = pb.SubmitItem(spec=spec, client_request_id="r1")
+            async with aio_channel(sched.address, ann) as channel:
+                stub = pb_grpc.JobServiceStub(channel)
+                await stub.SubmitJobs(pb.SubmitJobsRequest(items=[item]))
+            tokens, grants = EngineTokens(sched.engine), PortGrants(lambda: 0.0)
+            dash = HttpServer(dashboard_routes(sched.engine, tokens, False, grants))
+            ports = HttpServer(port_routes(sched.engine, tokens, grants, False))
+            web = Browserless(await dash.start("127.0.0.1:0"))
+            grants.port = await ports.start("127.0.0.1:0")
+            there = Browserless(grants.port)
+            try:
+                me = await web.login(ann)
+                kept = Browserless(int(web.base.rpartition(":")[2]))
+                await kept.login(ann)  # another browser of ann's, logged in too
+                granted = {}
+                for name, browser in (("web", web), ("kept", kept)):
+                    typed = {"Sec-Fetch-Site": "none"}
+                    door = await asyncio.to_thread(_no_redirect, browser, "/jobs/1/port/80/", typed)
+                    where = str(door.getheader("Location")).partition(str(grants.port))[2]
+                    exchanged = await asyncio.to_thread(_no_redirect, there, where, {})
+                    granted[name] = str(exchanged.getheader("Set-Cookie")).split(";")[0]
+                    there.cookie = granted[name]
+                    held = await there.call("GET", "/jobs/1/port/80/")
+                    assert held.status == 409  # the grant is good; the job is not running
+                out = {"X-CSRF-Token": me["csrf"]}
+                assert (await web.call("POST", "/api/v1/logout", headers=out)).status == 200
+                there.cookie = granted["web"]
+                assert (await there.call("GET", "/jobs/1/port/80/")).status == 401
+                there.cookie = granted["kept"]  # the other login's grant stays
+                assert (await there.call("GET", "/jobs/1/port/80/")).status == 409
+            finally:
+                await dash.stop()
+                await ports.stop()
+
+    asyncio.run(main())
+
+
+def _no_redirect(web: Browserless, path: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+    """``web``'s GET of ``path`` as answered (a 303 not followed)."""
+    conn = http.client.HTTPConnection("127.0.0.1", int(web.base.rpartition(":")[2]), timeout=20)
+    conn.request("GET", path, headers={"Cookie": web.cookie, **headers})
+    answer = conn.getresponse()
+    answer.read()
+    return answer

@@ -47,7 +47,14 @@ from rota.scheduler.web.changes import Feeds
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.origin import foreign_login, foreign_origin
 from rota.scheduler.web.query import query_int
-from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
+from rota.scheduler.web.sessions import (
+    COOKIE,
+    CSRF_HEADER,
+    Session,
+    Sessions,
+    TooManySessions,
+    id_hash,
+)
 from rota.states import parse_state
 
 log = logging.getLogger("rota.scheduler")
@@ -100,7 +107,8 @@ def error(status: int, message: str) -> Response:
 
 class Api:
     """The routes of ``/api/v1``; ``secure`` marks the cookie Secure (the port serves TLS);
-    ``clock`` dates audit entries."""
+    ``clock`` dates audit entries; ``logged_out`` is told the id hash of a session that logged
+    out (its job ports' grants end)."""
 
     def __init__(
         self,
@@ -109,12 +117,14 @@ class Api:
         sessions: Sessions,
         secure: bool,
         clock: Callable[[], float],
+        logged_out: Callable[[str], None] = lambda _session: None,
     ) -> None:
         self.engine = engine
         self.tokens = tokens
         self.sessions = sessions
         self.secure = secure
         self.clock = clock
+        self.logged_out = logged_out
         self.feeds = Feeds()
 
     def routes(self) -> list[Route]:
@@ -279,7 +289,10 @@ class Api:
         return reply(self._who(who, session), headers=(("Set-Cookie", cookie),))
 
     async def logout(self, request: Request, caller: Caller) -> Response:
-        await self.sessions.close(session_cookie(request))
+        session_id = session_cookie(request)
+        await self.sessions.close(session_id)
+        if session_id:
+            self.logged_out(id_hash(session_id))
         expired = f"{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
         return reply({}, headers=(("Set-Cookie", expired),))
 

@@ -38,7 +38,8 @@ def dashboard_routes(
     (None: job web ports are not served); ``max_connections``: the port's (one user's open
     terminals are bounded by it, ``slots``)."""
     sessions = Sessions(engine.users.web_sessions, time.time)
-    api = Api(engine, tokens, sessions, secure, time.time)
+    grants = grants or PortGrants(time.time)
+    api = Api(engine, tokens, sessions, secure, time.time, grants.end_session)
     pages = (
         JobActions(engine).routes(api)
         + Accounting(engine).routes(api)
@@ -46,7 +47,7 @@ def dashboard_routes(
         + IcalFeed(engine).routes(api)
         + CommandRoutes(engine, api).routes()
         + Terminal(engine, UserSlots(per_user(max_connections))).routes(api)
-        + PortDoor(engine, grants or PortGrants(time.time), secure).routes(api)
+        + PortDoor(engine, grants, secure).routes(api)
         + SessionLauncher(engine).routes(api)
     )
     return Files().routes() + api.routes() + pages

@@ -25,9 +25,9 @@ from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.engine import Engine
 from rota.scheduler.facade.interactive import ClientOpen
 from rota.scheduler.http import Request, Response, Route
-from rota.scheduler.web.api import Api, ApiError, Caller, Refused
+from rota.scheduler.web.api import Api, ApiError, Caller, Refused, session_cookie
 from rota.scheduler.web.port_grants import Door, PortGrants
-from rota.scheduler.web.sessions import Sessions
+from rota.scheduler.web.sessions import Sessions, id_hash
 
 TICKET = "rota_ticket"  # the query parameter carrying a ticket to the ports origin
 CSRF = "rota_csrf"  # the query parameter of the job page's link: its login's CSRF token
@@ -94,7 +94,8 @@ class PortDoor:
             token_hash = caller.session.token_hash
         else:
             token_hash = hash_token(request.headers["authorization"].partition(" ")[2].strip())
-        ticket = self.grants.ticket(caller.who.user, token_hash, door)
+        session = id_hash(session_cookie(request)) if caller.session is not None else ""
+        ticket = self.grants.ticket(caller.who.user, token_hash, door, session)
         path, _, query = request.target.partition("?")
         if path.rstrip("/").count("/") == 4:  # the port's root: with its slash
             path = path.rstrip("/") + "/"

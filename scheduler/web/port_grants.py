@@ -5,7 +5,8 @@ A ticket is 192 random bits, bound to one caller (their user name and the hash o
 token they used), one job, one way (``port`` or ``app``) and one port; it is good once, for
 ``TICKET_SECONDS``. Redeemed on the ports origin it becomes a grant, whose random id is that
 origin's cookie for the job's prefix only; a grant ends ``GRANT_IDLE`` seconds after its last
-use or ``GRANT_LIFETIME`` seconds after it was made. Only SHA-256 hashes of tickets and grant
+use, ``GRANT_LIFETIME`` seconds after it was made, or at the logout of the dashboard session
+it was asked with. Only SHA-256 hashes of tickets and grant
 ids are kept, in memory (event loop only): a restarted scheduler forgets them, and the port
 is opened again from the dashboard. One user holds at most ``MAX_USER_TICKETS`` tickets and
 ``MAX_USER_GRANTS`` grants (their oldest go first): one user asking for thousands does not
@@ -43,13 +44,15 @@ class Door:
 
 @dataclass(slots=True)
 class Pass:
-    """A ticket or grant: whose (user, token hash), for what, since and until when."""
+    """A ticket or grant: whose (user, token hash, and the id hash of the dashboard session
+    it was asked with, "" for a bearer token), for what, since and until when."""
 
     user: str
     token_hash: str
     door: Door
     made: float
     used: float
+    session: str = ""
 
 
 def _key(secret: str) -> str:
@@ -65,13 +68,14 @@ class PortGrants:
         self._tickets = _Passes(MAX_TICKETS, MAX_USER_TICKETS)  # oldest first
         self._grants = _Passes(MAX_GRANTS, MAX_USER_GRANTS)  # least recently used first
 
-    def ticket(self, user: str, token_hash: str, door: Door) -> str:
-        """A new single-use ticket of ``user`` for ``door``."""
+    def ticket(self, user: str, token_hash: str, door: Door, session: str = "") -> str:
+        """A new single-use ticket of ``user`` for ``door``, asked with the dashboard session
+        whose id hashes to ``session`` ("" for a bearer token)."""
         now = self.clock()
         while (oldest := self._tickets.oldest()) and now - oldest[1].made > TICKET_SECONDS:
             self._tickets.drop(oldest[0])
         secret = secrets.token_urlsafe(24)
-        self._tickets.add(_key(secret), Pass(user, token_hash, door, now, now))
+        self._tickets.add(_key(secret), Pass(user, token_hash, door, now, now, session))
         return secret
 
     def redeem(self, ticket: str, door: Door) -> tuple[str, Pass] | None:
@@ -83,7 +87,7 @@ class PortGrants:
         if found is None or found.door != door or now - found.made > TICKET_SECONDS:
             return None
         grant_id = secrets.token_urlsafe(32)
-        grant = Pass(found.user, found.token_hash, door, now, now)
+        grant = Pass(found.user, found.token_hash, door, now, now, found.session)
         self._grants.add(_key(grant_id), grant)
         return grant_id, grant
 
@@ -103,6 +107,12 @@ class PortGrants:
                 found.used = now
                 return found
         return None
+
+    def end_session(self, session: str) -> None:
+        """End the tickets and grants asked with the dashboard session whose id hashes to
+        ``session`` (its logout: the browser keeps no job's port open after it)."""
+        for passes in (self._tickets, self._grants):
+            passes.drop_where(lambda found: found.session == session)
 
 
 class _Passes:
@@ -133,6 +143,10 @@ class _Passes:
             if not mine:
                 del self._of[found.user]
         return found
+
+    def drop_where(self, ended: Callable[[Pass], bool]) -> None:
+        for key in [key for key, found in self._all.items() if ended(found)]:
+            self.drop(key)
 
     def oldest(self) -> tuple[str, Pass] | None:
         """The first pass added (its key, and itself); None when there is none."""
