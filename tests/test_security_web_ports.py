@@ -201,14 +201,14 @@ def test_the_terminal_opens_with_the_pages_own_login_only(tmp_path: Path) -> Non
         web = client()
         me = await web.login(await user(sched, "ann"))
 
-        def status(query: str) -> tuple[int, str]:
+        def status(query: str, origin: str = web.base) -> tuple[int, str]:
             host = web.base.removeprefix("http://")
             name, _, port = host.partition(":")
             with socket.create_connection((name, int(port)), timeout=20) as conn:
                 conn.sendall(
                     (
                         f"GET /api/v1/jobs/99/terminal?rows=5{query} HTTP/1.1\r\nHost: {host}\r\n"
-                        f"Origin: {web.base}\r\nCookie: {web.cookie}\r\nConnection: Upgrade\r\n"
+                        f"Origin: {origin}\r\nCookie: {web.cookie}\r\nConnection: Upgrade\r\n"
                         "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
                     ).encode()
@@ -223,6 +223,9 @@ def test_the_terminal_opens_with_the_pages_own_login_only(tmp_path: Path) -> Non
             assert code == 403 and "csrf" in answer, (query, answer)
         code, answer = await asyncio.to_thread(status, f"&csrf={me['csrf']}")
         assert code == 404, answer  # no such job: the login was good
+        ports = web.base.rpartition(":")[0] + ":1"  # a job's web port: same host, another port
+        code, answer = await asyncio.to_thread(status, f"&csrf={me['csrf']}", ports)
+        assert code == 403 and "Origin" in answer, answer
 
     run(test, tmp_path)
 
