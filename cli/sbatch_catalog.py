@@ -44,6 +44,12 @@ SHORT = {
     "w": "nodelist",
     "x": "exclude",
 }
+# Other spellings sbatch takes for an option (older releases' names among them).
+ALIASES = {
+    "share": "oversubscribe",
+    "tasks-per-node": "ntasks-per-node",
+    "workdir": "chdir",
+}
 # Options that take no value.
 FLAGS = frozenset(
     {
@@ -118,7 +124,6 @@ NOT_HERE = {
     "no-kill": "ignored: a job loses its allocation when a node fails (NODE_FAIL)",
     "nodefile": _NODES,
     "ntasks-per-core": _LAYOUT,
-    "ntasks-per-gpu": _LAYOUT,
     "ntasks-per-socket": _LAYOUT,
     "open-mode": "ignored: output files are written anew (truncated) for each attempt",
     "overcommit": _LAYOUT,
@@ -182,6 +187,7 @@ MAPPED = frozenset(
         "nodelist",
         "nodes",
         "ntasks",
+        "ntasks-per-gpu",
         "ntasks-per-node",
         "output",
         "partition",

@@ -47,6 +47,7 @@ class Request:
     memory: tuple[str, int, str] | None = None  # (node|cpu|gpu, number, unit); number 0: none
     ntasks: int | None = None
     ntasks_per_node: int | None = None
+    ntasks_per_gpu: int | None = None
     said: dict[str, str] = field(default_factory=dict)  # request -> "line N: --option=value"
     where: str = ""
 
@@ -79,6 +80,8 @@ class Request:
     def _resolve(self) -> None:
         self._listed_nodes()
         nodes = int(self.job.get("nodes", 1))
+        if self.ntasks_per_gpu is not None:
+            self._tasks_from_gpus(nodes, self.ntasks_per_gpu)
         tasks = self._tasks_per_node(nodes)
         gpus = self._gpus_per_node(nodes, tasks)
         cpus = self._cpus_per_node(tasks, gpus)
@@ -106,6 +109,28 @@ class Request:
                 f"{self.origins['nodelist']} names {listed} nodes but "
                 f"{self.origins['nodes']} asks for {self.job['nodes']}: the job gets every "
                 "node listed, as with sbatch"
+            )
+
+    def _tasks_from_gpus(self, nodes: int, each: int) -> None:
+        """``--ntasks-per-gpu=N`` as SLURM reads it: N tasks per GPU of a node (``--ntasks``
+        wins); without a GPU request, ``--ntasks`` / N GPUs. With N = 1 every task owns its
+        GPU, as SLURM's implied ``--gpu-bind=single:1``."""
+        if self.gpus is None:
+            if self.ntasks is None:
+                raise ScriptError(f"{self.said['per-gpu']}: needs GPUs (--gres or --gpus-*)")
+            self.gpus = ("job", "", -(-self.ntasks // each))
+            self.said["gpus"] = self.said["per-gpu"]
+        per, _kind, count = self.gpus
+        if per == "task":
+            return  # each task's GPUs are said already
+        per_node = count if per == "node" else count // nodes
+        if self.ntasks is None and self.ntasks_per_node is None:
+            self.ntasks_per_node = per_node * each
+        if each == 1 and (self.ntasks_per_node or -(-(self.ntasks or 1) // nodes)) <= per_node:
+            self.job["gpus_per_task"] = 1
+        elif each > 1:
+            self.warnings.append(
+                f"{self.said['per-gpu']}: tasks share their GPUs: rota binds a GPU to one task only"
             )
 
     def _tasks_per_node(self, nodes: int) -> int:
@@ -231,6 +256,24 @@ def _tasks(req: Request, option: str, value: str | None) -> None:
     req.note("tasks", option)
 
 
+def _per_gpu(req: Request, option: str, value: str | None) -> None:
+    req.ntasks_per_gpu = positive(option, value or "")
+    req.note("per-gpu", option)
+
+
+def _time(req: Request, option: str, value: str | None) -> None:
+    """SLURM's 0, UNLIMITED and INFINITE mean no limit; rota always has one."""
+    if (value or "").strip().lower() in ("0", "unlimited", "infinite"):
+        req.job.pop("time_limit", None)
+        req.warn(
+            "no unlimited time here: the job gets the default time limit (its partition's "
+            "default_time, else the scheduler's)"
+        )
+        return
+    req.job["time_limit"] = value or ""
+    req.origins["time_limit"] = f"--{option}"
+
+
 def _constraint(req: Request, option: str, value: str | None) -> None:
     features = (value or "").split("&")
     if not all(_FEATURE.match(f) for f in features):
@@ -274,7 +317,7 @@ def _nodes(value: str) -> int:
 
 _HANDLERS: dict[str, Handler] = {
     "job-name": _set("name"),
-    "time": _set("time_limit"),
+    "time": _time,
     "nodes": _set("nodes", _nodes),
     "output": _set("output"),
     "error": _set("error"),
@@ -299,6 +342,7 @@ _HANDLERS: dict[str, Handler] = {
     "mem-per-gpu": _memory("gpu"),
     "ntasks": _tasks,
     "ntasks-per-node": _tasks,
+    "ntasks-per-gpu": _per_gpu,
     "constraint": _constraint,
     "mail-type": _mail_type,
     "mail-user": _set("mail_user"),
