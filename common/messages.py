@@ -147,6 +147,7 @@ class StepLayout:
     ntasks_per_node: int = 0
     gpus_per_task: int = 0
     label: bool = False  # srun -l: each output line starts with its task's rank
+    nodelist: str = ""  # srun -w: a host list of the job's nodes the step runs on
 
 
 @dataclass(frozen=True, slots=True)

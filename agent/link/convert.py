@@ -164,6 +164,7 @@ def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentM
                     ntasks_per_node=layout.ntasks_per_node,
                     gpus_per_task=layout.gpus_per_task,
                     label=layout.label,
+                    nodelist=layout.nodelist,
                 ),
                 argv=list(msg.argv),
                 environment=msg.environment,

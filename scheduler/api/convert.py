@@ -218,7 +218,9 @@ def step_start_from_pb(msg: pb.StepStart) -> StepStart:
         request_id=msg.request_id,
         job_id=msg.job_id,
         attempt=msg.attempt,
-        layout=StepLayout(lay.nodes, lay.ntasks, lay.ntasks_per_node, lay.gpus_per_task, lay.label),
+        layout=StepLayout(
+            lay.nodes, lay.ntasks, lay.ntasks_per_node, lay.gpus_per_task, lay.label, lay.nodelist
+        ),
         argv=tuple(msg.argv),
         environment=msg.environment,
         cwd=msg.cwd,

@@ -1110,18 +1110,20 @@ class Pong(_message.Message):
     def __init__(self, time: _Optional[float] = ..., telemetry_period: _Optional[float] = ...) -> None: ...
 
 class StepLayout(_message.Message):
-    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label")
+    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label", "nodelist")
     NODES_FIELD_NUMBER: _ClassVar[int]
     NTASKS_FIELD_NUMBER: _ClassVar[int]
     NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
     nodes: int
     ntasks: int
     ntasks_per_node: int
     gpus_per_task: int
     label: bool
-    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ...) -> None: ...
+    nodelist: str
+    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ..., nodelist: _Optional[str] = ...) -> None: ...
 
 class StepStart(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "layout", "argv", "environment", "cwd")
