@@ -23,11 +23,11 @@ import grpc
 from rota.inputs import (
     MAX_REASON,
     SpecError,
+    check_account,
     check_host_id,
     check_job_ids,
     check_labels,
     check_message,
-    check_account,
     check_name,
     check_node_name,
     check_number,

@@ -133,7 +133,9 @@ def _pool(allocation: list[NodeAlloc], layout: StepLayout) -> list[NodeAlloc]:
             f"({compress(names)})"
         )
     if layout.nodes and layout.nodes < len(wanted):
-        raise UserError(f"-w {layout.nodelist} names {len(wanted)} nodes but -N asks {layout.nodes}")
+        raise UserError(
+            f"-w {layout.nodelist} names {len(wanted)} nodes but -N asks {layout.nodes}"
+        )
     listed = [a for a in allocation if a.node in wanted]
     others = [a for a in allocation if a.node not in wanted]
     extra = {a.node for a in others[: max(0, layout.nodes - len(listed))]}
