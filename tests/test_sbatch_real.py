@@ -7,7 +7,6 @@ mapped as SLURM reads them, and every one accepted by a real scheduler (``--test
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,6 +159,14 @@ def test_every_real_script_is_accepted_by_a_real_scheduler(lab: Cluster) -> None
         script.write_text(_text(name, names))
         done = lab.cli("gsub", "--test-only", str(script), "a", "b", cwd=lab.root)
         outcomes[name] = (done.returncode, done.stderr.strip())
-    refused = {k: v for k, v in outcomes.items() if v[0] != 0}
+    # this machine's CPUs and memory are the test nodes': a script asking more is refused for
+    # that alone, naming the resource (a lab's nodes are larger), never for a directive
+    sized = ("resources.cpus:", "resources.memory:")
+    refused = {
+        k: err
+        for k, (rc, err) in outcomes.items()
+        if rc != 0 and not (err.count("error:") == 1 and any(f"{s} " in err for s in sized))
+    }
     assert not refused, json.dumps(refused, indent=1)
-    assert os.path.isdir(lab.root)
+    accepted = sorted(k for k, (rc, _) in outcomes.items() if rc == 0)
+    assert "after_bare_id.sh" in accepted  # its dependency, checked after sizes, was met

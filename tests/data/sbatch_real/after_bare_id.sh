@@ -4,7 +4,7 @@
 #SBATCH --nodes=1
 #SBATCH --ntasks=1
 #SBATCH --gpus-per-task=1
-#SBATCH --cpus-per-task=18
+#SBATCH --cpus-per-task=2
 #SBATCH --partition=multi
 #SBATCH --time=2-00:00:00
 ##SBATCH --nodelist=ivb09
