@@ -1,0 +1,80 @@
+"""Real-world script shapes end to end (tests/test_sbatch_real.py checks their translation):
+a GRPO-style job serving on its last node with ``srun --nodelist`` while its launcher line
+gives ``srun --jobid $SLURM_JOB_ID`` (a separate value), from ``-D .`` with an ``O-%x.%J``
+output file; and one task per GPU from ``--ntasks-per-gpu=1``. Real scheduler, two agents,
+real Docker with the busybox image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import TEST_IMAGE, Cluster
+from tests.faults_support import config_file
+
+SERVE_LAST = f"""#!/bin/sh
+#SBATCH --job-name=grpo
+#SBATCH -D .
+#SBATCH --output=O-%x.%J
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --gres=gpu:1
+#SBATCH --time=5:00
+#ROTA image={TEST_IMAGE}
+SERVER=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | tail -n 1)
+srun --nodes=1 --ntasks=1 --nodelist=$SERVER sh -c 'echo "server on $SLURMD_NODENAME"' &
+SRUN_ARGS="--wait=60 --kill-on-bad-exit=1"
+srun $SRUN_ARGS --jobid $SLURM_JOB_ID sh -c 'echo "rank $SLURM_PROCID on $SLURMD_NODENAME"'
+wait
+echo "batch in $(pwd)"
+"""
+
+PER_GPU = f"""#!/bin/sh
+#SBATCH -J per-gpu
+#SBATCH --gpus-per-node=2
+#SBATCH --ntasks-per-gpu=1
+#SBATCH --time=5:00
+#ROTA image={TEST_IMAGE}
+srun sh -c 'echo "task $SLURM_PROCID of $SLURM_NTASKS gpu $CUDA_VISIBLE_DEVICES"'
+"""
+
+
+@pytest.mark.docker
+def test_a_server_on_the_last_node_beside_a_launcher_with_jobid(cluster: Cluster) -> None:
+    cluster.start_scheduler("--open-registration", "--config", config_file(cluster))
+    cluster.start_agent("n1", gpus=1)
+    cluster.start_agent("n2", gpus=1)
+    work = cluster.root / "work"  # the submit directory, where the job (nobody) may write
+    work.mkdir()
+    work.chmod(0o777)
+    script = cluster.write_job("grpo.slurm", SERVE_LAST)
+    result = cluster.cli("gsub", "--wait", "--parsable", str(script), cwd=work)
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip()
+    job = cluster.job(job_id)
+    assert job["state"] == "COMPLETED", job
+    first, last = job["nodes"]
+    out = Path(work / f"O-grpo.{job_id}").read_text()  # -D . and %J, as SLURM names it
+    lines = out.splitlines()
+    assert f"server on {last}" in lines  # srun --nodelist ran the step there only
+    assert sorted(x for x in lines if x.startswith("rank ")) == [
+        f"rank 0 on {first}",
+        f"rank 1 on {last}",
+    ]
+    assert lines[-1] == f"batch in {work}"
+
+
+@pytest.mark.docker
+def test_ntasks_per_gpu_gives_each_task_its_gpu(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=2)
+    script = cluster.write_job("per_gpu.sh", PER_GPU)
+    result = cluster.cli("gsub", "--wait", "--parsable", str(script), cwd=cluster.root)
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip()
+    log = cluster.cli("glogs", job_id, check=True).stdout.splitlines()
+    assert sorted(x for x in log if x.startswith("task ")) == [
+        "task 0 of 2 gpu 0",
+        "task 1 of 2 gpu 1",
+    ]
