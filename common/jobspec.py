@@ -223,7 +223,7 @@ def parse_dependency(text: str) -> list[tuple[str, list[str]]]:
     """Parse SLURM's ``afterok:12:13,afterany:14`` into ``[(type, [ids])]``; ValueError if bad.
     As SLURM reads them, a bare id (``12``) is ``afterany:12`` and ``singleton`` is
     ``("singleton", [])``: after every earlier job of the same name and user has ended."""
-    out = []
+    out: list[tuple[str, list[str]]] = []
     for clause in text.replace("?", ",").split(","):
         parts = clause.strip().split(":")
         if parts == ["singleton"]:
