@@ -367,6 +367,14 @@ class SessionInput:
     close: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class JobRequeue:
+    """``scontrol requeue`` ran in the job's container on this node: requeue the job."""
+
+    job_id: int
+    attempt: int
+
+
 AgentMessage = (
     Hello
     | Heartbeat
@@ -378,6 +386,7 @@ AgentMessage = (
     | StepEnd
     | StepCancel
     | SessionOutput
+    | JobRequeue
 )
 AgentOrder = (
     LaunchOrder

@@ -1,7 +1,8 @@
 """Real-world script shapes end to end (tests/test_sbatch_real.py checks their translation):
 a GRPO-style job serving on its last node with ``srun --nodelist`` while its launcher line
 gives ``srun --jobid $SLURM_JOB_ID`` (a separate value), from ``-D .`` with an ``O-%x.%J``
-output file; and one task per GPU from ``--ntasks-per-gpu=1``. Real scheduler, two agents,
+output file; one task per GPU from ``--ntasks-per-gpu=1``; and the preemption idiom: a USR1
+trap (``--signal=B:USR1@N``) that runs ``scontrol requeue $SLURM_JOB_ID``. Real scheduler, two agents,
 real Docker with the busybox image."""
 
 from __future__ import annotations
@@ -37,6 +38,22 @@ PER_GPU = f"""#!/bin/sh
 #SBATCH --time=5:00
 #ROTA image={TEST_IMAGE}
 srun sh -c 'echo "task $SLURM_PROCID of $SLURM_NTASKS gpu $CUDA_VISIBLE_DEVICES"'
+"""
+
+REQUEUE_ITSELF = f"""#!/bin/sh
+#SBATCH -J ckpt
+#SBATCH --time=1:00
+#SBATCH --signal=B:USR1@55
+#SBATCH --requeue
+#SBATCH --open-mode=append
+#ROTA image={TEST_IMAGE}
+requeue_me() {{ echo "USR1: checkpoint, requeue"; scontrol requeue "$SLURM_JOB_ID"; }}
+trap requeue_me USR1
+echo "restart $SLURM_RESTART_COUNT"
+if [ "$SLURM_RESTART_COUNT" -gt 0 ]; then exit 0; fi
+sleep 120 &
+wait
+sleep 120
 """
 
 
@@ -78,3 +95,21 @@ def test_ntasks_per_gpu_gives_each_task_its_gpu(cluster: Cluster) -> None:
         "task 0 of 2 gpu 0",
         "task 1 of 2 gpu 1",
     ]
+
+
+@pytest.mark.docker
+def test_a_usr1_trap_requeues_its_own_job_with_scontrol(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    script = cluster.write_job("ckpt.sh", REQUEUE_ITSELF)
+    result = cluster.cli("gsub", "--parsable", str(script), cwd=cluster.root)
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip()
+    job = cluster.wait_state(job_id, "COMPLETED", "FAILED", "TIMEOUT", timeout=90)
+    assert job["state"] == "COMPLETED", job
+    first = cluster.cli("glogs", "--attempt", "1", job_id, check=True).stdout.splitlines()
+    assert first[:2] == ["restart 0", "USR1: checkpoint, requeue"]
+    second = cluster.cli("glogs", "--attempt", "2", job_id, check=True).stdout.splitlines()
+    assert second == ["restart 1"]
+    shown = cluster.cli("gcontrol", "show", "job", job_id, check=True).stdout
+    assert "requeued by" in shown

@@ -41,6 +41,7 @@ from rota.agent.steps.srun import OutputBudget, Srun
 from rota.agent.steps.tasks import StepTasks, Target
 from rota.messages import (
     AgentMessage,
+    JobRequeue,
     LaunchOrder,
     StepCancel,
     StepEnd,
@@ -68,6 +69,7 @@ class Held:
     ctl: int = -1
     stopping: bool = False
     timed_out: bool = False
+    requeued: bool = False  # `scontrol requeue` asked once: the scheduler stops the attempt
 
 
 class NodeSteps:
@@ -271,6 +273,11 @@ class NodeSteps:
         verb, _, name = line.partition(" ")
         if verb == "cancel":
             self._cancel(key, name)
+            return
+        if verb == "requeue":
+            if not held.requeued:
+                held.requeued = True
+                self._send(JobRequeue(*key))
             return
         if verb != "start" or not self._slot(key, held):
             return

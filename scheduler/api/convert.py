@@ -17,6 +17,7 @@ from rota.messages import (
     Heartbeat,
     Hello,
     Inventory,
+    JobRequeue,
     KillOrder,
     LaunchOrder,
     LogData,
@@ -225,6 +226,10 @@ def step_start_from_pb(msg: pb.StepStart) -> StepStart:
         environment=msg.environment,
         cwd=msg.cwd,
     )
+
+
+def job_requeue_from_pb(msg: pb.JobRequeue) -> JobRequeue:
+    return JobRequeue(msg.job_id, msg.attempt)
 
 
 def step_data_from_pb(msg: pb.AgentMessage) -> StepOutput | StepEnd | StepCancel:
