@@ -1,6 +1,7 @@
 """SLURM habits of real batch scripts, in the scheduler (in-process, fake clock):
 ``--dependency=singleton`` waits for every earlier job of the same name and user to end, a bare
-id is ``afterany``, and accounts may be named as IDRIS names them (``six@gpu``)."""
+id is ``afterany``, accounts may be named as IDRIS names them (``six@gpu``), and ``scontrol
+requeue`` inside a job is taken from a node of its current attempt only."""
 
 from __future__ import annotations
 
@@ -50,3 +51,20 @@ def test_an_account_with_at_is_a_users_account_and_a_jobs(tmp_path: Path) -> Non
     check_spec(JobSpec(image="i", command=("true",), account="six@gpu"), Rules())
     with pytest.raises(SpecError, match="account"):
         check_spec(JobSpec(image="i", command=("true",), account="@gpu"), Rules())
+
+
+def test_scontrol_requeue_is_taken_only_from_a_node_of_the_jobs_attempt(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.connect("n1")
+    h.connect("n2")
+    job = h.submit(gpus=1, nodelist="n1")
+    h.schedule()
+    h.event("n1", job, "STARTED")
+    assert h.engine.steps.requeue_itself("n2", int(job), 1) == []  # not the job's node
+    assert h.engine.steps.requeue_itself("n1", int(job), 2) == []  # not its attempt
+    assert h.state(job) is JobState.RUNNING
+    orders = h.engine.steps.requeue_itself("n1", int(job), 1)
+    assert [node for node, _ in orders] == ["n1"]  # its container is stopped
+    assert h.state(job) is JobState.COMPLETING
+    h.event("n1", job, "KILLED", exit_code=143)
+    assert h.state(job) is JobState.PENDING
