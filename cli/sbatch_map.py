@@ -207,7 +207,12 @@ def _flag(target: str, setting: bool) -> Handler:
 def _gpus(per: str) -> Handler:
     def handle(req: Request, option: str, value: str | None) -> None:
         if option == "gres":
-            kind, count = gres_gpus(value or "")
+            found, others = gres_gpus(value or "")
+            if others:
+                req.warn(f"ignored for {', '.join(others)}: rota schedules GPUs only")
+            if found is None:
+                return
+            kind, count = found
         else:
             kind, count = gpu_count(option, value or "")
         req.gpus = (per, kind, count)
@@ -311,14 +316,36 @@ def _priority(value: str) -> int:
     return int(value)
 
 
-def _nodes(value: str) -> int:
-    return positive("nodes", value)
+def _nodes(req: Request, option: str, value: str | None) -> None:
+    """``-N N``, or SLURM's ``MIN-MAX`` range: rota gives the minimum, and says so."""
+    low, dash, high = (value or "").partition("-")
+    count = positive(option, low)
+    if dash:
+        if positive(option, high) < count:
+            raise ScriptError(f"--{option}: the range {value!r} ends below its start")
+        req.warn(f"the job gets {count} node(s), the minimum: rota has no node count ranges")
+    req.job["nodes"] = count
+    req.origins["nodes"] = f"--{option}"
+
+
+def _job_name(req: Request, option: str, value: str | None) -> None:
+    """SLURM takes any name; rota's are letters, digits and ``_ . : + -``: others become
+    ``_``, and the name used is said."""
+    name = value or ""
+    usable = re.sub(r"[^A-Za-z0-9_.:+-]", "_", name)[:128]
+    if usable and not usable[0].isalnum():
+        usable = f"j{usable}"[:128]
+    if usable != name:
+        req.warn(f"named {usable!r}: rota's job names hold letters, digits and _ . : + - only")
+    if usable:
+        req.job["name"] = usable
+        req.origins["name"] = f"--{option}"
 
 
 _HANDLERS: dict[str, Handler] = {
-    "job-name": _set("name"),
+    "job-name": _job_name,
     "time": _time,
-    "nodes": _set("nodes", _nodes),
+    "nodes": _nodes,
     "output": _set("output"),
     "error": _set("error"),
     "array": _set("array"),

@@ -123,16 +123,19 @@ def gpu_count(option: str, value: str) -> tuple[str, int]:
     return m.group("type") or "", int(m.group("count"))
 
 
-def gres_gpus(value: str) -> tuple[str, int]:
-    """``gpu``, ``gpu:N`` or ``gpu:TYPE:N`` -> (type, N); other generic resources are refused."""
+def gres_gpus(value: str) -> tuple[tuple[str, int] | None, list[str]]:
+    """``gpu``, ``gpu:N`` or ``gpu:TYPE:N`` -> (type, N), None without a gpu item, and the
+    other generic resources named (``lscratch:10`` -> ``lscratch``), which rota does not
+    have."""
     found: tuple[str, int] | None = None
+    others: list[str] = []
     for item in value.split(","):
         kind, _, rest = item.strip().partition(":")
-        if kind != "gpu":
-            raise ScriptError(f"--gres: only gpu is supported (gpu:N or gpu:TYPE:N), got {item!r}")
-        found = gpu_count("gres", rest or "1")
-    assert found is not None
-    return found
+        if kind == "gpu":
+            found = gpu_count("gres", rest or "1")
+        elif kind:
+            others.append(kind)
+    return found, others
 
 
 def memory_amount(option: str, value: str) -> tuple[int, str]:

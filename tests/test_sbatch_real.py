@@ -170,3 +170,23 @@ def test_every_real_script_is_accepted_by_a_real_scheduler(lab: Cluster) -> None
     assert not refused, json.dumps(refused, indent=1)
     accepted = sorted(k for k, (rc, _) in outcomes.items() if rc == 0)
     assert "after_bare_id.sh" in accepted  # its dependency, checked after sizes, was met
+
+
+@pytest.mark.parametrize(
+    ("directive", "field", "value", "warning"),
+    [
+        # NIH-style local scratch beside the GPU: the GPU is kept, the rest named
+        ("--gres=gpu:1,lscratch:10", "resources", {"gpus": 1}, "ignored for lscratch"),
+        ("--nodes=1-2", "nodes", 1, "the job gets 1 node(s), the minimum"),
+        ('--job-name="8 weak scaling"', "name", "8_weak_scaling", "named '8_weak_scaling'"),
+    ],
+)
+def test_what_rota_cannot_honour_is_accepted_with_one_warning(
+    directive: str, field: str, value: object, warning: str
+) -> None:
+    from rota.cli.sbatch import translate
+
+    batch = translate(f"#!/bin/sh\n#ROTA image={IMAGE}\n#SBATCH {directive}\ntrue\n")
+    assert batch.job.get(field) == value
+    (said,) = batch.warnings
+    assert said.startswith("line 3: ") and warning in said
