@@ -288,6 +288,33 @@ def _constraint(req: Request, option: str, value: str | None) -> None:
     req.origins["node_selector"] = f"--{option}"
 
 
+def _container_image(req: Request, option: str, value: str | None) -> None:
+    """pyxis' enroot image, ``[docker://][REGISTRY#]IMAGE[:TAG]``, as a Docker image name
+    (``#ROTA image=`` wins); a squashfs file or directory is no image rota can run."""
+    text = (value or "").strip().removeprefix("docker://")
+    if req.origins.get("image", "").startswith("#ROTA"):
+        return
+    if text.startswith(("/", ".", "~")) or text.endswith(".sqsh"):
+        req.warn("ignored: a squashfs file is no image rota can run; '#ROTA image=IMAGE' names one")
+        return
+    req.job["image"] = text.replace("#", "/", 1)
+    req.origins["image"] = f"--{option}"
+
+
+def _container_mounts(req: Request, option: str, value: str | None) -> None:
+    """pyxis' ``SRC[:DST[:FLAGS]],...`` as rota mounts (``ro`` among the flags: read-only)."""
+    for item in (value or "").split(","):
+        parts = item.strip().split(":")
+        if not parts[0]:
+            continue
+        target = parts[1] if len(parts) > 1 and parts[1] else parts[0]
+        flags = set(parts[2].split("+")) if len(parts) > 2 else set()
+        req.job.setdefault("mounts", []).append(
+            f"{parts[0]}:{target}" + (":ro" if "ro" in flags else "")
+        )
+    req.origins["mounts"] = f"--{option}"
+
+
 def _mail_type(req: Request, option: str, value: str | None) -> None:
     types = normal_mail_types([value or ""])
     problem = mail_type_problem(types)
@@ -357,6 +384,9 @@ _HANDLERS: dict[str, Handler] = {
     "account": _set("account"),
     "qos": _set("qos"),
     "chdir": _set("workdir"),
+    "container-workdir": _set("workdir"),
+    "container-image": _container_image,
+    "container-mounts": _container_mounts,
     "priority": _set("priority", _priority),
     "gres": _gpus("node"),
     "gpus-per-node": _gpus("node"),

@@ -48,6 +48,14 @@ EXPECTED: dict[str, tuple[list[str], dict[str, Any]]] = {
     "deepspeed_heredoc.slurm": (["--hint"], {"account": "six@gpu"}),
     "timeout_cleanup.sh": ([], {"signal": "B:USR1@120", "ntasks": 1}),
     "after_bare_id.sh": ([], {"dependency": "12", "gpus_per_task": 1}),
+    "pyxis_container.sbatch": (
+        ["--no-container-mount-home"],
+        {
+            "workdir": "/workspace",
+            "mounts": ["/project/audio:/workspace", "/project:/project"],
+            "image": IMAGE,  # the image line wins over --container-image
+        },
+    ),
 }
 
 
@@ -101,6 +109,13 @@ def test_chdir_dot_is_the_submit_directory_and_relative_chdir_is_from_it(
     assert loaded.spec.output == f"{tmp_path}/run/1/O-%x.%j"  # as SLURM: in the job's directory
 
 
+def test_a_pyxis_script_needs_no_image_line() -> None:
+    from rota.cli.sbatch import translate
+
+    batch = translate((DATA / "pyxis_container.sbatch").read_text())
+    assert batch.job["image"] == "nvcr.io/nvidia/pytorch:24.10-py3"  # enroot's REGISTRY#IMAGE
+
+
 @pytest.mark.parametrize(
     ("pattern", "expected"),
     [
@@ -127,11 +142,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cluster = Cluster(root)
     n1, n2 = cluster.node_name("gpu01"), cluster.node_name("gpu02")
     partitions = ["xyz-cluster", "hopper-prod", "80g", "gpu_batch", "gpucloud", "gputest"]
-    partitions += ["gpu", "standard-g", "multi"]
+    partitions += ["gpu", "standard-g", "multi", "nlp"]
     config = root / "scheduler.yaml"
     config.write_text(
         "scheduler:\n  open_registration: true\n"
-        f"  allowed_mounts: [{root}]\n  partitions:\n"
+        f"  allowed_mounts: [{root}, /project]\n  partitions:\n"
         f"    default: {{nodes: ['*'], default: true}}\n"
         + "".join(f"    {p}: {{nodes: ['*']}}\n" for p in partitions)
     )

@@ -57,6 +57,17 @@ def _srun(tmp_path: Path, *argv: str) -> dict[str, object]:
         (["--hint", "nomultithread", "-q", "high", "-L", "scratch", "hostname"], ["hostname"]),
         (["-K1", "-u", "--cpu-bind", "cores", "--mpi", "pmix", "-r", "1", "./a.out"], ["./a.out"]),
         (["--tasks-per-node", "2", "-n8", "python"], ["python"]),
+        # pyxis' options on NVIDIA clusters: the job's image is rota's own
+        (
+            [
+                "--container-image",
+                "nvcr.io#nvidia/pytorch",
+                "--container-mounts",
+                "/d:/d",
+                "nvidia-smi",
+            ],
+            ["nvidia-smi"],
+        ),
     ],
 )
 def test_options_with_separate_values_are_not_taken_for_the_command(
