@@ -68,3 +68,18 @@ def test_scontrol_requeue_is_taken_only_from_a_node_of_the_jobs_attempt(tmp_path
     assert h.state(job) is JobState.COMPLETING
     h.event("n1", job, "KILLED", exit_code=143)
     assert h.state(job) is JobState.PENDING
+
+
+def test_array_shape_and_cpus_per_task_in_the_jobs_environment() -> None:
+    from rota.scheduler.cluster.model import JobRecord, NodeAlloc
+    from rota.scheduler.core.slurm_env import slurm_job_env
+
+    spec = JobSpec(image="i", command=("true",), array="0-15:4", cpus=96, ntasks_per_node=8)
+    job = JobRecord(9, "sweep", "ann", "lab", spec, JobState.RUNNING, 0.0, 0.0)
+    job.array_job_id, job.array_task_id = 8, 4
+    job.allocation = [NodeAlloc("n1", (0,))]
+    env = slurm_job_env(job)
+    shape = [env[f"SLURM_ARRAY_TASK_{k}"] for k in ("COUNT", "MIN", "MAX", "STEP")]
+    assert shape == ["4", "0", "12", "4"]
+    # OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK: 8 tasks of 12 CPUs, not 96 each
+    assert env["SLURM_CPUS_PER_TASK"] == "12"
