@@ -148,6 +148,8 @@ class StepLayout:
     gpus_per_task: int = 0
     label: bool = False  # srun -l: each output line starts with its task's rank
     nodelist: str = ""  # srun -w: a host list of the job's nodes the step runs on
+    kill_on_bad_exit: bool = False  # srun -K: a node's tasks failing stops the other nodes'
+    wait: int = 0  # srun -W N: N seconds after a node's tasks end, the other nodes' are stopped
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 a GRPO-style job serving on its last node with ``srun --nodelist`` while its launcher line
 gives ``srun --jobid $SLURM_JOB_ID`` (a separate value), from ``-D .`` with an ``O-%x.%J``
 output file; one task per GPU from ``--ntasks-per-gpu=1``; and the preemption idiom: a USR1
-trap (``--signal=B:USR1@N``) that runs ``scontrol requeue $SLURM_JOB_ID``. Real scheduler, two agents,
+trap (``--signal=B:USR1@N``) that runs ``scontrol requeue $SLURM_JOB_ID``; srun's ``-K`` and
+``-W`` stopping the other nodes' tasks. Real scheduler, two agents,
 real Docker with the busybox image."""
 
 from __future__ import annotations
@@ -38,6 +39,19 @@ PER_GPU = f"""#!/bin/sh
 #SBATCH --time=5:00
 #ROTA image={TEST_IMAGE}
 srun sh -c 'echo "task $SLURM_PROCID of $SLURM_NTASKS gpu $CUDA_VISIBLE_DEVICES"'
+"""
+
+STOP_THE_REST = f"""#!/bin/sh
+#SBATCH -J stop-rest
+#SBATCH --nodes=2
+#SBATCH --time=5:00
+#ROTA image={TEST_IMAGE}
+# a rank that fails leaves the other waiting for ever (NCCL): srun -K stops it
+srun --kill-on-bad-exit=1 sh -c 'if [ "$SLURM_NODEID" = 1 ]; then exit 3; fi; sleep 600'
+echo "K rc=$?"
+# one rank done: -W 2 stops the other two seconds later
+srun --wait=2 sh -c 'if [ "$SLURM_NODEID" = 1 ]; then exit 0; fi; sleep 600'
+echo "W rc=$?"
 """
 
 REQUEUE_ITSELF = f"""#!/bin/sh
@@ -113,3 +127,19 @@ def test_a_usr1_trap_requeues_its_own_job_with_scontrol(cluster: Cluster) -> Non
     assert second == ["restart 1"]
     shown = cluster.cli("gcontrol", "show", "job", job_id, check=True).stdout
     assert "requeued by" in shown
+
+
+@pytest.mark.docker
+def test_srun_kill_on_bad_exit_and_wait_stop_the_other_nodes_tasks(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    cluster.start_agent("n2", gpus=1)
+    script = cluster.write_job("stop.sh", STOP_THE_REST)
+    result = cluster.cli("gsub", "--wait", "--parsable", str(script), cwd=cluster.root)
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip()
+    _first, second = cluster.job(job_id)["nodes"]
+    lines = cluster.cli("glogs", job_id, check=True).stdout.splitlines()
+    assert f"srun: error: {second}: task 1: Exited with exit code 3" in lines
+    assert "K rc=143" in lines  # the highest: the stopped task's 128 + SIGTERM, as srun says
+    assert "W rc=143" in lines

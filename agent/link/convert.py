@@ -168,6 +168,8 @@ def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentM
                     gpus_per_task=layout.gpus_per_task,
                     label=layout.label,
                     nodelist=layout.nodelist,
+                    kill_on_bad_exit=layout.kill_on_bad_exit,
+                    wait=layout.wait,
                 ),
                 argv=list(msg.argv),
                 environment=msg.environment,

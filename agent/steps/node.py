@@ -86,6 +86,8 @@ class NodeSteps:
         self._held: dict[Key, Held] = {}
         self._sruns: dict[int, Srun] = {}
         self._tasks: dict[int, StepTasks] = {}  # by the scheduler's request id
+        self._starting: set[int] = set()  # launches whose tasks are not running yet
+        self._early_cancels: set[int] = set()  # of those, the ones cancelled already
         self._ids = itertools.count(1)
 
     def connect(self, send: Callable[[AgentMessage], None]) -> None:
@@ -186,11 +188,16 @@ class NodeSteps:
         elif isinstance(order, StepEnd):
             self._step_ended(order)
         else:
-            task = self._tasks.get(order.request_id)
+            with self._lock:
+                task = self._tasks.get(order.request_id)
+                if task is None and order.request_id in self._starting:
+                    self._early_cancels.add(order.request_id)  # _run cancels its tasks
             if task is not None:
                 task.cancel()
 
     def _launch(self, order: StepLaunch) -> None:
+        with self._lock:
+            self._starting.add(order.request_id)
         threading.Thread(target=self._run, args=(order,), daemon=True).start()
 
     def _run(self, order: StepLaunch) -> None:
@@ -206,12 +213,20 @@ class NodeSteps:
                 break
             time.sleep(0.02)
         if held is None or target is None:
+            with self._lock:
+                self._starting.discard(order.request_id)
+                self._early_cancels.discard(order.request_id)
             self._send(StepEnd(order.request_id, 1, error=f"the job does not run on {self.node}"))
             return
         found = held
         tasks = StepTasks(order, target, self._exec_api(), self._send, lambda: found.timed_out)
         with self._lock:
             self._tasks[order.request_id] = tasks
+            cancelled = order.request_id in self._early_cancels
+            self._early_cancels.discard(order.request_id)
+            self._starting.discard(order.request_id)
+        if cancelled:
+            tasks.cancel()
         try:
             tasks.run()
         finally:

@@ -38,7 +38,15 @@ MAX_PATH = 4096
 MAX_NODELIST = 2048  # characters of srun -w's host list
 PIPE_WAIT = 5.0  # seconds srun has to open its FIFOs once it asked
 _NAME = re.compile(r"^s\.[A-Za-z0-9]{1,32}$")
-_LAYOUT = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label")
+_LAYOUT = (
+    "nodes",
+    "ntasks",
+    "ntasks_per_node",
+    "gpus_per_task",
+    "label",
+    "kill_on_bad_exit",
+    "wait",
+)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -221,4 +229,5 @@ def _layout(opts: str) -> StepLayout:
                 raise SpoolError(f"--{key.replace('_', '-')} needs a positive number")
             values[key] = int(value)
     label = bool(values.pop("label", 0))
-    return StepLayout(**values, label=label, nodelist=nodelist)
+    kill = bool(values.pop("kill_on_bad_exit", 0))
+    return StepLayout(**values, label=label, nodelist=nodelist, kill_on_bad_exit=kill)

@@ -220,7 +220,14 @@ def step_start_from_pb(msg: pb.StepStart) -> StepStart:
         job_id=msg.job_id,
         attempt=msg.attempt,
         layout=StepLayout(
-            lay.nodes, lay.ntasks, lay.ntasks_per_node, lay.gpus_per_task, lay.label, lay.nodelist
+            lay.nodes,
+            lay.ntasks,
+            lay.ntasks_per_node,
+            lay.gpus_per_task,
+            lay.label,
+            lay.nodelist,
+            lay.kill_on_bad_exit,
+            lay.wait,
         ),
         argv=tuple(msg.argv),
         environment=msg.environment,

@@ -1112,20 +1112,24 @@ class Pong(_message.Message):
     def __init__(self, time: _Optional[float] = ..., telemetry_period: _Optional[float] = ...) -> None: ...
 
 class StepLayout(_message.Message):
-    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label", "nodelist")
+    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label", "nodelist", "kill_on_bad_exit", "wait")
     NODES_FIELD_NUMBER: _ClassVar[int]
     NTASKS_FIELD_NUMBER: _ClassVar[int]
     NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
     NODELIST_FIELD_NUMBER: _ClassVar[int]
+    KILL_ON_BAD_EXIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
     nodes: int
     ntasks: int
     ntasks_per_node: int
     gpus_per_task: int
     label: bool
     nodelist: str
-    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ..., nodelist: _Optional[str] = ...) -> None: ...
+    kill_on_bad_exit: bool
+    wait: int
+    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ..., nodelist: _Optional[str] = ..., kill_on_bad_exit: _Optional[bool] = ..., wait: _Optional[int] = ...) -> None: ...
 
 class StepStart(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "layout", "argv", "environment", "cwd")
