@@ -38,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mail-type", default="", help="mail, as sbatch's (END: also idle warnings)")
     p.add_argument("--mail-user", default="", help="mail to this address (default: you)")
     p.add_argument(
+        "--notify", metavar="URL", default="", help="POST JSON webhooks here (ends, idle)"
+    )
+    p.add_argument(
+        "--notify-on", metavar="LIST", default="", help="end,fail,timeout,cancel,idle (default all)"
+    )
+    p.add_argument(
         "--jupyter",
         action="store_true",
         help="start JupyterLab (the image must have it), forward its port, print its URL",
@@ -81,6 +87,9 @@ def job_fields(args: argparse.Namespace, image: str) -> dict[str, Any]:
     ):
         if value:
             job[key] = value
+    if args.notify or args.notify_on:
+        on = [w.strip() for w in args.notify_on.split(",") if w.strip()]
+        job["notify"] = {"url": args.notify, "on": on}
     return job
 
 

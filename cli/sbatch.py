@@ -228,7 +228,7 @@ def _rota_directive(req: Request, words: list[str]) -> None:
                 f"{', '.join(ROTA_KEYS)}"
             )
         target = ROTA_KEYS[key]
-        req.origins[target] = f"#ROTA {key}"
+        req.origins[target] = f"#ROTA {key}"  # wins over pyxis' --container-image
         if key == "mount":
             req.job.setdefault("mounts", []).append(raw)
         elif key == "env":

@@ -3,7 +3,8 @@ agent share (pure; no I/O).
 
 A webhook is posted when a job ends in a way its ``notify.on`` names: ``end`` (COMPLETED),
 ``fail`` (FAILED, OUT_OF_MEMORY, NODE_FAIL), ``timeout`` (TIMEOUT), ``cancel`` (CANCELLED,
-PREEMPTED). The default is all four: every end.
+PREEMPTED); ``idle`` names the idle rules' webhooks (``idle_warning``, then ``idle_end``: the
+session ended, the batch job cancelled or requeued). The default is all five.
 
 Output patterns follow sbatch's ``--output``/``--error``: ``%j`` job id (``123`` or ``123_4``),
 ``%A`` array job id (the job id when not an array), ``%a`` array task id (empty when not an
@@ -22,7 +23,8 @@ from urllib.parse import urlsplit
 
 from rota.states import JobState
 
-NOTIFY_EVENTS = ("end", "fail", "timeout", "cancel")
+NOTIFY_EVENTS = ("end", "fail", "timeout", "cancel", "idle")
+IDLE_EVENTS = ("idle_warning", "idle_end")  # the ``event`` of the idle rules' webhooks
 MAX_URL = 2048
 _ENDS: dict[JobState, str] = {
     JobState.COMPLETED: "end",
@@ -33,8 +35,9 @@ _ENDS: dict[JobState, str] = {
     JobState.CANCELLED: "cancel",
     JobState.PREEMPTED: "cancel",
 }
-PATTERN_LETTERS = "jAaxuN%"
-_PATTERN = re.compile(r"%(.?)")
+PATTERN_LETTERS = "jJAaxuNnst%"
+# %[WIDTH]LETTER: a width zero-pads a number, as SLURM's file names do (%4j -> 0042)
+_PATTERN = re.compile(r"%(\d{0,2})(.?)")
 
 
 def end_event(state: JobState) -> str:
@@ -45,6 +48,11 @@ def end_event(state: JobState) -> str:
 def notice_wanted(url: str, on: Sequence[str], state: JobState) -> bool:
     """True when a job with ``notify`` (url, on) that ended in ``state`` gets a webhook."""
     return bool(url) and state in _ENDS and (not on or _ENDS[state] in on)
+
+
+def idle_notice_wanted(url: str, on: Sequence[str]) -> bool:
+    """True when a job with ``notify`` (url, on) gets the idle rules' webhooks."""
+    return bool(url) and (not on or "idle" in on)
 
 
 def url_problem(url: str) -> str:
@@ -67,10 +75,10 @@ def url_problem(url: str) -> str:
 
 def pattern_problem(pattern: str) -> str:
     """Why ``pattern`` is not an output pattern ("" when it is)."""
-    for letter in _PATTERN.findall(pattern):
-        if letter not in PATTERN_LETTERS:
-            shown = f"%{letter}" if letter else "a lone % at the end"
-            return f"unknown pattern {shown}; allowed: %j %A %a %x %u %N %%"
+    for width, letter in _PATTERN.findall(pattern):
+        if letter not in PATTERN_LETTERS or (width and letter == "%"):
+            shown = f"%{width}{letter}" if letter else "a lone % at the end"
+            return f"unknown pattern {shown}; allowed: %j %J %A %a %x %u %N %n %s %t %%"
     return ""
 
 
@@ -79,10 +87,12 @@ def expand(pattern: str, fields: Mapping[str, str]) -> str:
     a placeholder gives that could move the path (``/``, NUL) becomes ``_``."""
 
     def one(m: re.Match[str]) -> str:
-        letter = m.group(1)
+        width, letter = m.group(1), m.group(2)
         if letter == "%":
             return "%"
         value = fields.get(letter, "")
+        if width and value.isdigit():
+            value = value.zfill(int(width))
         return value.replace("/", "_").replace("\x00", "_")
 
     return _PATTERN.sub(one, pattern)

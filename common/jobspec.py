@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rota.inputs import SpecError
+from rota.inputs import SpecError, check_account
 from rota.jobends import NOTIFY_EVENTS
 from rota.jobmail import normal_mail_types
 from rota.jobsignal import SIGNAL_HELP, canonical_signal
@@ -207,6 +207,7 @@ def _notify(key: str, value: Any) -> tuple[str, tuple[str, ...]]:
         value = {"url": value}
     if not isinstance(value, Mapping):
         raise SpecError(key, f"expected {{url: URL, on: [...]}} or a URL, got {_type_name(value)}")
+    value = {"on" if k is True else k: v for k, v in value.items()}  # YAML 1.1 reads on as true
     unknown = sorted(str(k) for k in value if k not in ("url", "on"))
     if unknown:
         raise SpecError(f"{key}.{unknown[0]}", "unknown key; allowed: url, on")
@@ -220,14 +221,21 @@ def _notify(key: str, value: Any) -> tuple[str, tuple[str, ...]]:
 
 
 def parse_dependency(text: str) -> list[tuple[str, list[str]]]:
-    """Parse SLURM's ``afterok:12:13,afterany:14`` into ``[(type, [ids])]``; ValueError if bad."""
-    out = []
+    """Parse SLURM's ``afterok:12:13,afterany:14`` into ``[(type, [ids])]``; ValueError if bad.
+    As SLURM reads them, a bare id (``12``) is ``afterany:12`` and ``singleton`` is
+    ``("singleton", [])``: after every earlier job of the same name and user has ended."""
+    out: list[tuple[str, list[str]]] = []
     for clause in text.replace("?", ",").split(","):
         parts = clause.strip().split(":")
+        if parts == ["singleton"]:
+            out.append(("singleton", []))
+            continue
+        if len(parts) == 1 and _JOB_ID.match(parts[0]):
+            parts = ["afterany", parts[0]]
         if len(parts) < 2 or parts[0] not in DEPENDENCY_TYPES:
             raise ValueError(
                 f"expected TYPE:ID[:ID...][,TYPE:ID...] with TYPE one of "
-                f"{', '.join(DEPENDENCY_TYPES)}, got {text!r}"
+                f"{', '.join(DEPENDENCY_TYPES)}, or singleton, got {text!r}"
             )
         ids = parts[1:]
         for job_id in ids:
@@ -294,6 +302,12 @@ def _name(key: str, value: Any) -> str:
     return text
 
 
+def _account(key: str, value: Any) -> str:
+    text = _str(key, value)
+    check_account(key, text)
+    return text
+
+
 def _partition(key: str, value: Any) -> str:
     """``a``, ``a,b`` or a list of names; kept as ``a,b``."""
     items = value if isinstance(value, list) else _str(key, value).split(",")
@@ -348,7 +362,7 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "command": ("command", _command),
     "nodes": ("nodes", lambda k, v: _int(k, v, minimum=1)),
     "time_limit": ("time_limit", _duration),
-    "account": ("account", _name),
+    "account": ("account", _account),
     "qos": ("qos", _name),
     "priority": ("priority", _int),
     "preemptible": ("preemptible", _bool),

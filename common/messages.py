@@ -147,6 +147,9 @@ class StepLayout:
     ntasks_per_node: int = 0
     gpus_per_task: int = 0
     label: bool = False  # srun -l: each output line starts with its task's rank
+    nodelist: str = ""  # srun -w: a host list of the job's nodes the step runs on
+    kill_on_bad_exit: bool = False  # srun -K: a node's tasks failing stops the other nodes'
+    wait: int = 0  # srun -W N: N seconds after a node's tasks end, the other nodes' are stopped
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,11 +169,13 @@ class StepStart:
 @dataclass(frozen=True, slots=True)
 class StepOutput:
     """Output of a step's tasks: from an agent, for the scheduler's StepLaunch ``request_id``;
-    from the scheduler, for the asking agent's StepStart ``request_id``."""
+    from the scheduler, for the asking agent's StepStart ``request_id``. ``ack`` (scheduler ->
+    the StepLaunch's node, no data): that many bytes of its output were passed on."""
 
     request_id: int
     data: bytes
     stderr: bool = False
+    ack: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +291,7 @@ class StepTask:
 @dataclass(frozen=True, slots=True)
 class StepLaunch:
     """Run these tasks of step ``step`` in the attempt's container; their output and end carry
-    ``request_id``."""
+    ``request_id``, and at most ``window`` bytes of output go unacknowledged."""
 
     request_id: int
     job_id: int
@@ -302,6 +307,7 @@ class StepLaunch:
     nodelist: str = ""
     tasks_per_node: str = ""
     label: bool = False
+    window: int = 0  # bytes of output sent and not yet acknowledged at most (0: no limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,6 +372,14 @@ class SessionInput:
     close: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class JobRequeue:
+    """``scontrol requeue`` ran in the job's container on this node: requeue the job."""
+
+    job_id: int
+    attempt: int
+
+
 AgentMessage = (
     Hello
     | Heartbeat
@@ -377,6 +391,7 @@ AgentMessage = (
     | StepEnd
     | StepCancel
     | SessionOutput
+    | JobRequeue
 )
 AgentOrder = (
     LaunchOrder

@@ -27,6 +27,7 @@ from rota.inputs import (
     MAX_NAME,
     MAX_PATH,
     SpecError,
+    check_account,
     check_name,
     check_node_name,
     check_number,
@@ -185,8 +186,9 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     def at(name: str) -> str:
         return f"{prefix}{name}"
 
-    for name in ("name", "account", "qos", "reservation"):
+    for name in ("name", "qos", "reservation"):
         check_name(at(name), getattr(spec, name))
+    check_account(at("account"), spec.account)
     check_partition(at("partition"), spec.partition)
     check_hostlist(at("nodelist"), spec.nodelist)
     check_hostlist(at("exclude"), spec.exclude)

@@ -1,4 +1,4 @@
-"""The delivery worker of job-end webhooks: an asyncio task beside the engine.
+"""The delivery worker of job webhooks (ends, idle rules'): an asyncio task beside the engine.
 
 It asks the engine for due webhooks (a short core-thread step), posts each on a thread pool of
 its own with a timeout, and reports the outcome back (another short core-thread step), so a slow

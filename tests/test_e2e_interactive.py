@@ -73,3 +73,45 @@ def test_grun_pipes_stdin_stdout_stderr_and_exit_code(cluster: Cluster) -> None:
     (job,) = json.loads(cluster.cli("gqueue", "-t", "all", "--json", check=True).stdout)
     assert job["interactive"] is True
     assert cluster.wait_state(job["id"], "FAILED")["exit_code"] == 5
+
+
+def _state(pid: int) -> str:
+    """The process state letter of ``pid`` (``T``: stopped)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rpartition(")")[2].split()[0]
+
+
+def test_grun_pty_ctrl_z_stops_the_job_not_grun(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    term = Terminal(grun(cluster, "--gpus", "1", "--pty", "sh"), cluster.env)
+    try:
+        term.expect(b"$ ")
+        term.send(b"sleep 300\r")
+        term.expect(b"sleep 300")
+        for _ in range(30):  # until the shell has made the sleep the foreground (as interrupt)
+            term.send(b"\x1a")
+            try:
+                term.expect(b"Stopped", timeout=2)
+                break
+            except AssertionError:
+                continue
+        else:
+            raise AssertionError(f"Ctrl-Z did not stop the sleep; saw {term.seen!r}")
+        stopped = term.expect(b"$ ")
+        assert b"sleep 300" in stopped, stopped
+        assert _state(term.pid) != "T", "Ctrl-Z went to the job, not to grun"
+        term.send(b"jobs\r")
+        term.expect(b"jobs\r\n")
+        assert b"Stopped" in term.expect(b"$ ")
+        term.send(b"fg\r")
+        term.expect(b"sleep 300")
+        interrupt(term)  # the sleep, in the foreground again, ends on Ctrl-C
+        term.send(b"echo status-$?; jobs; echo listed-$((1+1))\r")
+        term.expect(b"echo status-$?; jobs; echo listed-$((1+1))")
+        after = term.expect(b"listed-2")
+        assert b"status-130" in after and b"sleep" not in after, after
+        term.send(b"exit 0\r")
+        assert term.wait() == 0
+    finally:
+        term.close()

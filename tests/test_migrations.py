@@ -28,7 +28,7 @@ from rota.states import JobState
 from tests.postgres import postgres_url  # noqa: F401  (fixture)
 
 DATA = Path(__file__).parent / "data"
-HEAD = "0007_attained"  # 0002: jobs.placed_partition; 0003: web sessions, unused bookings; 0004: admins' partitions, mails; 0005: booking mails; 0006: the HA lease; 0007: attained service
+HEAD = "0008_idlehook"  # 0002: jobs.placed_partition; 0003: web sessions, unused bookings; 0004: admins' partitions, mails; 0005: booking mails; 0006: the HA lease; 0007: attained service; 0008: idle webhooks
 NEXT = "0100"  # the next release of these tests
 EXPAND = '''"""A test's expand step: a nullable column a running older scheduler never reads."""
 
@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0100"
-down_revision = "0007_attained"
+down_revision = "0008_idlehook"
 
 
 def upgrade() -> None:
@@ -160,7 +160,7 @@ def test_downgrade_to_base_needs_drop_all_then_upgrade_again(db_url: str) -> Non
     with pytest.raises(SchemaError, match=r"drops every table.*--drop-all"):
         schema.downgrade(engine, "base")
     with pytest.raises(SchemaError, match="--drop-all"):
-        schema.downgrade(engine, "-7")  # 0007 -> 0006 -> ... -> 0001 -> base
+        schema.downgrade(engine, "-8")  # 0008 -> 0007 -> 0006 -> ... -> 0001 -> base
     with pytest.raises(SchemaError, match="--drop-all"):
         schema.downgrade(engine, f"{schema.BASELINE}-1")  # Alembic's REV-N form
     assert schema.downgrade(engine, "base", drop_all=True).current is None

@@ -173,3 +173,12 @@ def test_bad_notify_fields_are_refused_by_name(
     with pytest.raises(SpecError) as err:
         parse_job_file({"image": "img", "command": "true", "notify": notify})
     assert err.value.field == field and says in str(err.value)
+
+
+def test_notify_on_as_written_in_a_job_file_is_read_as_on() -> None:
+    """YAML 1.1 reads a bare ``on`` key as true; the documented form still works."""
+    from rota.yamlload import load
+
+    text = "image: img\ncommand: 'true'\nnotify: {url: 'http://host/x', on: [fail, idle]}\n"
+    spec = parse_job_file(load(text))
+    assert (spec.notify_url, spec.notify_on) == ("http://host/x", ("fail", "idle"))

@@ -51,13 +51,18 @@ def test_a_step_is_started_and_answered_only_by_the_jobs_own_nodes(tmp_path: Pat
         runner.send.put_nowait(
             pb.AgentMessage(step_output=pb.StepOutput(request_id=order.request_id, data=b"n1\n"))
         )
+        # once passed on (to this node, which asked), it leaves the window of the node that sent it
+        ack = await runner.wait_for(
+            lambda got: next((m.step_output for m in got if m.step_output.ack), None)
+        )
+        assert (ack.request_id, ack.ack, order.window > 0) == (order.request_id, 3, True)
         runner.send.put_nowait(
             pb.AgentMessage(step_end=pb.StepEnd(request_id=order.request_id, exit_code=0))
         )
         end = await runner.latest("step_end")
         assert (end.request_id, end.step, end.exit_code, end.error) == (8, 0, 0, "")
         outputs = [m.step_output for m in runner.received if m.WhichOneof("msg") == "step_output"]
-        assert [(o.request_id, o.data) for o in outputs] == [(8, b"n1\n")]
+        assert [(o.request_id, o.data) for o in outputs if not o.ack] == [(8, b"n1\n")]
         refusals = [e for e in await audit(sched) if not e.allowed]
         assert [(e.user, e.action) for e in refusals] == [
             (f"node:{other_name}", "AgentService/Connect step_start"),

@@ -38,3 +38,32 @@ def test_each_task_sees_its_own_gpus_as_its_container_numbers_them() -> None:
         "4",
         "5",
     )
+
+
+def test_cuda_visible_devices_follows_the_agents_gpu_mode() -> None:
+    """nvidia: the container has only the job's GPUs, numbered from 0 in host index order
+    (whatever order they were allocated in); env: it sees the host's numbering."""
+    order = StepLaunch(7, 12, 1, 0, 0, 1, 2, (), ("x",))
+    held = (7, 2, 5, 3)  # the job's GPUs on the node, as allocated
+    first, second = StepTask(0, 0, (7, 2)), StepTask(1, 1, (5, 3))
+    seen = {
+        mode: [
+            task_env(order, t, Target("c", held, mode), {})["CUDA_VISIBLE_DEVICES"]
+            for t in (first, second)
+        ]
+        for mode in ("nvidia", "env")
+    }
+    assert seen == {"nvidia": ["3,0", "2,1"], "env": ["7,2", "5,3"]}
+    for mode in ("nvidia", "env"):  # SLURM_STEP_GPUS: always the host's indices
+        assert task_env(order, second, Target("c", held, mode), {})["SLURM_STEP_GPUS"] == "5,3"
+    # a GPU the container does not have is not named; a task without GPUs keeps the
+    # container's own CUDA_VISIBLE_DEVICES (srun's node's is never passed on)
+    assert (
+        task_env(order, StepTask(0, 0, (4, 2)), Target("c", held, "nvidia"), {})[
+            "CUDA_VISIBLE_DEVICES"
+        ]
+        == "0"
+    )
+    base = exported(b"export CUDA_VISIBLE_DEVICES='0,1'\nexport KEEP='y'\n")
+    env = task_env(order, StepTask(0, 0, ()), Target("c", (), "nvidia"), base)
+    assert "CUDA_VISIBLE_DEVICES" not in env and env["KEEP"] == "y"

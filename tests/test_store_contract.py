@@ -313,6 +313,37 @@ def test_a_webhook_is_queued_once_leased_retried_and_done(store: Store) -> None:
     assert [e.reason for e in store.jobs.events(job.id)][-2:] == ["webhook failed", "delivered"]
 
 
+def test_idle_webhooks_go_one_at_a_time_in_order_and_before_the_end(store: Store) -> None:
+    spec = replace(_job().spec, notify_url="http://127.0.0.1:9/hook", notify_on=("idle", "cancel"))
+    (job,) = store.jobs.submit([[replace(_job(), spec=spec)]], [""], "ann")[0]
+    quiet = replace(job, spec=replace(spec, notify_on=("fail",)))
+
+    def idle(event: str, at: float) -> JobEvent:
+        body = f'{{"event": "{event}"}}'
+        return JobEvent(job.id, at, 1, "RUNNING", "RUNNING", event, HistoryKind.WARNING, body)
+
+    store.jobs.save([quiet], [idle("idle_warning", 900.0)])  # its notify wants no idle ones
+    assert store.notices.claim(9999.0, 30.0, 10) == []
+    store.jobs.save([job], [idle("idle_warning", 1000.0), idle("idle_end", 1001.0)])
+    store.jobs.save([replace(job, state=JobState.CANCELLED, end_time=1002.0)])
+    assert [e.reason for e in store.jobs.events(job.id)][-2:] == ["idle_warning", "idle_end"]
+    (first,) = store.notices.claim(2000.0, 30.0, 10)  # one at a time, the first queued
+    assert (first.event, first.tries) == ("idle_warning", 0)
+    assert first.body == '{"event": "idle_warning"}'
+    assert store.notices.claim(2000.0, 30.0, 10) == []  # leased; the others wait for it
+    done = JobEvent(job.id, 2001.0, 1, "", "", "delivered", HistoryKind.INFO)
+    store.notices.done(job.id, done, first.webhook_id)
+    (second,) = store.notices.claim(2001.0, 30.0, 10)
+    assert second.event == "idle_end"
+    store.notices.retry(job.id, 1, 2100.0, done, second.webhook_id)
+    assert store.notices.claim(2050.0, 30.0, 10) == []  # the end waits for it
+    assert store.notices.claim(2100.0, 30.0, 10)[0].tries == 1
+    store.notices.done(job.id, done, second.webhook_id)
+    (end,) = store.notices.claim(2200.0, 30.0, 10)
+    assert (end.webhook_id, end.job.state) == (0, JobState.CANCELLED)
+    assert store.usage.purge_ended(9999.0) == 1  # queued webhooks go with the job
+
+
 def test_users_round_trip_and_are_found_by_token_hash(store: Store) -> None:
     ann = UserRecord("ann", accounts=("ml", "cv"), default_account="ml", uid=1000, gid=100)
     store.users.save(replace(ann, token_hash="h1", created=5.0))

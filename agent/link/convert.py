@@ -10,6 +10,7 @@ from rota.messages import (
     EventAck,
     Heartbeat,
     Hello,
+    JobRequeue,
     Keepalive,
     KillOrder,
     LaunchOrder,
@@ -87,6 +88,8 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
         )
     if isinstance(msg, StepStart | StepOutput | StepEnd | StepCancel):
         return _step_to_pb(msg)
+    if isinstance(msg, JobRequeue):
+        return pb.AgentMessage(job_requeue=pb.JobRequeue(job_id=msg.job_id, attempt=msg.attempt))
     return pb.AgentMessage(
         log_data=pb.LogData(request_id=msg.request_id, data=msg.data, eof=msg.eof, error=msg.error)
     )
@@ -164,6 +167,9 @@ def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentM
                     ntasks_per_node=layout.ntasks_per_node,
                     gpus_per_task=layout.gpus_per_task,
                     label=layout.label,
+                    nodelist=layout.nodelist,
+                    kill_on_bad_exit=layout.kill_on_bad_exit,
+                    wait=layout.wait,
                 ),
                 argv=list(msg.argv),
                 environment=msg.environment,
@@ -206,10 +212,11 @@ def _step_order(msg: pb.SchedulerMessage) -> AgentOrder:
             nodelist=o.nodelist,
             tasks_per_node=o.tasks_per_node,
             label=o.label,
+            window=o.window,
         )
     if kind == "step_output":
         out = msg.step_output
-        return StepOutput(out.request_id, out.data, out.stderr)
+        return StepOutput(out.request_id, out.data, out.stderr, out.ack)
     if kind == "step_end":
         e = msg.step_end
         return StepEnd(e.request_id, e.exit_code, e.error, e.timed_out, e.step, e.failed_task)

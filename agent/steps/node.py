@@ -10,6 +10,10 @@ this node sends goes through ``send`` (set by ``connect``).
 An srun here becomes a ``StepStart`` to the scheduler, which checks it against the job and
 answers with ``StepLaunch`` orders to the step's nodes; their output and ends come back as
 ``StepOutput`` and one ``StepEnd`` for this srun, written to its FIFOs.
+
+Tasks run only while the scheduler follows them: when its stream ends, this node's tasks are
+stopped (the scheduler has failed their steps), and an agent that restarts stops the tasks an
+earlier process left running in the containers it adopts (``records``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 import docker
 from docker.types import Mount
 
+from rota.agent.steps.records import TaskRecords, stop_left
 from rota.agent.steps.spool import (
     CONTAINER_SPOOL,
     CONTAINER_TOOLS,
@@ -41,6 +46,7 @@ from rota.agent.steps.srun import OutputBudget, Srun
 from rota.agent.steps.tasks import StepTasks, Target
 from rota.messages import (
     AgentMessage,
+    JobRequeue,
     LaunchOrder,
     StepCancel,
     StepEnd,
@@ -68,6 +74,7 @@ class Held:
     ctl: int = -1
     stopping: bool = False
     timed_out: bool = False
+    requeued: bool = False  # `scontrol requeue` asked once: the scheduler stops the attempt
 
 
 class NodeSteps:
@@ -84,6 +91,8 @@ class NodeSteps:
         self._held: dict[Key, Held] = {}
         self._sruns: dict[int, Srun] = {}
         self._tasks: dict[int, StepTasks] = {}  # by the scheduler's request id
+        self._starting: set[int] = set()  # launches whose tasks are not running yet
+        self._early_cancels: set[int] = set()  # of those, the ones cancelled already
         self._ids = itertools.count(1)
 
     def connect(self, send: Callable[[AgentMessage], None]) -> None:
@@ -125,6 +134,11 @@ class NodeSteps:
         key = (job_id, attempt)
         with self._lock:
             held = self._held.get(key)
+            left = self._records(key).found() if held is None else []
+            if left:  # tasks an earlier agent process started there
+                threading.Thread(
+                    target=self._stop_left, args=(key, left, target.container_id), daemon=True
+                ).start()
             if held is None:  # adopted from an earlier agent process
                 spool = JobSpool(self._spool_dir(job_id, attempt), -1, -1)
                 if not spool.ctl.exists():
@@ -164,6 +178,7 @@ class NodeSteps:
             tasks = [t for t in self._tasks.values() if _key(t.order) == key]
         for task in tasks:
             task.cancel()
+        self._records(key).clear()
         if held is None:
             return
         with self._lock:
@@ -177,6 +192,10 @@ class NodeSteps:
     def order(self, order: StepLaunch | StepOutput | StepEnd | StepCancel) -> None:
         if isinstance(order, StepLaunch):
             self._launch(order)
+        elif isinstance(order, StepOutput) and order.ack:  # for a StepLaunch of this node
+            task = self._tasks.get(order.request_id)
+            if task is not None:
+                task.acked(order.ack)
         elif isinstance(order, StepOutput):
             srun = self._sruns.get(order.request_id)
             if srun is not None:
@@ -184,11 +203,16 @@ class NodeSteps:
         elif isinstance(order, StepEnd):
             self._step_ended(order)
         else:
-            task = self._tasks.get(order.request_id)
+            with self._lock:
+                task = self._tasks.get(order.request_id)
+                if task is None and order.request_id in self._starting:
+                    self._early_cancels.add(order.request_id)  # _run cancels its tasks
             if task is not None:
                 task.cancel()
 
     def _launch(self, order: StepLaunch) -> None:
+        with self._lock:
+            self._starting.add(order.request_id)
         threading.Thread(target=self._run, args=(order,), daemon=True).start()
 
     def _run(self, order: StepLaunch) -> None:
@@ -204,12 +228,27 @@ class NodeSteps:
                 break
             time.sleep(0.02)
         if held is None or target is None:
+            with self._lock:
+                self._starting.discard(order.request_id)
+                self._early_cancels.discard(order.request_id)
             self._send(StepEnd(order.request_id, 1, error=f"the job does not run on {self.node}"))
             return
         found = held
-        tasks = StepTasks(order, target, self._exec_api(), self._send, lambda: found.timed_out)
+        tasks = StepTasks(
+            order,
+            target,
+            self._exec_api(),
+            self._send,
+            lambda: found.timed_out,
+            self._records(_key(order)),
+        )
         with self._lock:
             self._tasks[order.request_id] = tasks
+            cancelled = order.request_id in self._early_cancels
+            self._early_cancels.discard(order.request_id)
+            self._starting.discard(order.request_id)
+        if cancelled:
+            tasks.cancel()
         try:
             tasks.run()
         finally:
@@ -272,6 +311,11 @@ class NodeSteps:
         if verb == "cancel":
             self._cancel(key, name)
             return
+        if verb == "requeue":
+            if not held.requeued:
+                held.requeued = True
+                self._send(JobRequeue(*key))
+            return
         if verb != "start" or not self._slot(key, held):
             return
         spool = held.spool
@@ -331,13 +375,34 @@ class NodeSteps:
             self._send(StepCancel(request_id))
 
     def disconnected(self) -> None:
-        """The scheduler's stream ended: every srun waiting here fails (its tasks elsewhere
-        are stopped with their job if the node is lost)."""
+        """The scheduler's stream ended: every srun waiting here fails and every task running
+        here is stopped (the scheduler failed their steps; the other nodes stop theirs when
+        the scheduler tells them, or when their own stream ends)."""
         with self._lock:
             sruns = list(self._sruns.items())
+            tasks = list(self._tasks.values())
         for _, srun in sruns:
             srun.write(b"srun: error: lost contact with the scheduler\n", stderr=True)
             srun.finish(1)
+        for task in tasks:
+            task.cancel(abandon=True)
+
+    def _stop_left(self, key: Key, left: list[tuple[str, str]], container_id: str) -> None:
+        """Stop the tasks an earlier agent process left running in an adopted container."""
+        try:
+            stopped = stop_left(self._records(key), left, self._exec_api(), container_id)
+        except Exception:  # an engine that fails here must not end the adoption
+            log.exception("job %d: the steps' tasks left running could not be stopped", key[0])
+            return
+        if stopped:
+            log.warning(
+                "job %d attempt %d: stopped %d step task(s) an earlier agent process left "
+                "running (%s); their steps ended FAILED when it stopped",
+                key[0],
+                key[1],
+                len(stopped),
+                ", ".join(sorted(stopped)),
+            )
 
     def _exec_api(self) -> docker.APIClient:
         if self._api is None:
@@ -350,6 +415,10 @@ class NodeSteps:
 
     def _spool_dir(self, job_id: int, attempt: int) -> Path:
         return self.root / f"{job_id}-{attempt}"
+
+    def _records(self, key: Key) -> TaskRecords:
+        """Where the attempt's running tasks are recorded: beside the spools, never mounted."""
+        return TaskRecords(self.root / "tasks" / f"{key[0]}-{key[1]}")
 
 
 def _release(spool: JobSpool) -> None:

@@ -1,8 +1,10 @@
 """A step's tasks on this node: each one a ``docker exec`` in the attempt's container, as the
 container's user, with srun's environment and the task's own SLURM variables and GPUs.
 
-Output goes to ``send`` as it comes (``StepOutput`` with the launch's request id), then one
-``StepEnd`` for the node: the highest exit code and the first task that failed.
+Output goes to ``send`` as it comes (``StepOutput`` with the launch's request id), at most the
+launch's ``window`` of it not yet acknowledged by the scheduler (a task that writes faster
+waits on its pipe), then one ``StepEnd`` for the node: the highest exit code and the first task
+that failed. Each running exec is recorded in ``records`` so that a restarted agent finds it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,10 +22,13 @@ import docker
 from docker.errors import DockerException
 
 from rota.agent.steps.exports import exported as shell_exports
+from rota.agent.steps.records import TaskRecords, with_descendants
 from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTask
 
 log = logging.getLogger("rota.agent")
 CHUNK = 256 * 1024  # bytes of output per message
+DRAIN_WAIT = 10.0  # seconds stopped tasks' output may wait for room in the window
+START_LOOK = 2.0  # seconds a task cancelled as it started waits to see its process
 
 # Variables that describe the node srun ran on: a task on another node keeps its container's.
 NODE_VARIABLES = frozenset(
@@ -48,8 +54,8 @@ NODE_VARIABLES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """The attempt's container and the host indices of its GPUs, in the order it sees them;
-    ``gpu_mode`` as the runtime's ("nvidia": the container numbers its GPUs from 0); when it
+    """The attempt's container and the host indices of its GPUs; ``gpu_mode`` as the
+    runtime's ("nvidia": the container numbers its GPUs from 0, see ``visible``); when it
     started and must end (Unix seconds; 0: no time limit)."""
 
     container_id: str
@@ -85,13 +91,20 @@ def task_env(
         SLURM_NPROCS=str(order.ntasks),
     )
     if task.gpu_indices:
-        if target.gpu_mode == "nvidia":
-            seen = [str(target.gpus.index(i)) for i in task.gpu_indices if i in target.gpus]
-        else:
-            seen = [str(i) for i in task.gpu_indices]
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(seen)
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in visible(task, target))
         env["SLURM_STEP_GPUS"] = ",".join(str(i) for i in task.gpu_indices)
     return env
+
+
+def visible(task: StepTask, target: Target) -> list[int]:
+    """The task's GPUs as its container numbers them, in the task's order. "nvidia": the
+    container sees only the job's GPUs, numbered from 0 in host index order (the engine's and
+    NVML's, by PCI bus), whatever order they were allocated in; a GPU the container does not
+    have is left out. Otherwise ("env") the container sees the host's numbering."""
+    if target.gpu_mode != "nvidia":
+        return list(task.gpu_indices)
+    numbered = sorted(target.gpus)
+    return [numbered.index(i) for i in task.gpu_indices if i in numbered]
 
 
 class StepTasks:
@@ -104,15 +117,20 @@ class StepTasks:
         api: docker.APIClient,
         send: Callable[[AgentMessage], None],
         timed_out: Callable[[], bool],
+        records: TaskRecords,
     ) -> None:
         self.order = order
         self.target = target
         self.api = api
         self.send = send
         self.timed_out = timed_out
+        self.records = records
         self._execs: dict[int, str] = {}  # rank -> its exec's id
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # also signals room in the window
+        self._unacked = 0  # bytes of output sent and not yet acknowledged
         self._cancelled = False
+        self._stopped_at = 0.0  # when cancel was called (monotonic)
+        self._abandoned = False  # the scheduler's stream is gone: no acknowledgement will come
 
     def run(self) -> None:
         """Run every task to its end, then send the node's StepEnd (blocking)."""
@@ -139,24 +157,64 @@ class StepTasks:
         )
         self.send(StepEnd(order.request_id, worst, timed_out=self.timed_out(), failed_task=failed))
 
-    def cancel(self) -> None:
-        """Stop the tasks: SIGTERM to each exec's process and every process under it."""
+    def cancel(self, abandon: bool = False) -> None:
+        """Stop the tasks: SIGTERM to each exec's process and every process under it (what
+        they write then, a trap's last words, still goes out while the window has room; a
+        task whose process has not started yet stops itself once it has, ``_task``).
+        ``abandon``: the scheduler's stream is gone, so output waiting for room is dropped."""
         with self._lock:
             self._cancelled = True
+            self._stopped_at = self._stopped_at or time.monotonic()
+            self._abandoned = self._abandoned or abandon
             execs = list(self._execs.values())
-        pids = []
+            self._lock.notify_all()
+        self._terminate(execs)
+
+    def _terminate(self, execs: list[str], wait: float = 0.0) -> None:
+        """SIGTERM to the processes of ``execs`` and those under them; for up to ``wait``
+        seconds, an exec whose process is not up yet is looked at again."""
+        deadline = time.monotonic() + wait
+        pids: list[int] = []
         for exec_id in execs:
-            with contextlib.suppress(DockerException):
-                pids.append(int(self.api.exec_inspect(exec_id).get("Pid") or 0))
-        for pid in _with_descendants([p for p in pids if p]):
+            pid = 0
+            while True:
+                with contextlib.suppress(DockerException):
+                    pid = int(self.api.exec_inspect(exec_id).get("Pid") or 0)
+                if pid or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+            pids.append(pid)
+        for pid in with_descendants([p for p in pids if p]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
 
+    def acked(self, size: int) -> None:
+        """The scheduler passed on ``size`` bytes of this node's output."""
+        with self._lock:
+            self._unacked -= size
+            self._lock.notify_all()
+
     def _output(self, data: bytes | None, stderr: bool) -> None:
+        """Send ``data`` as the window allows (waits for room; dropped instead when the
+        scheduler's stream is gone, or the tasks were stopped ``DRAIN_WAIT`` seconds ago)."""
         if not data:
             return
+        window = self.order.window
         for at in range(0, len(data), CHUNK):
-            self.send(StepOutput(self.order.request_id, data[at : at + CHUNK], stderr))
+            piece = data[at : at + CHUNK]
+            with self._lock:
+                while window and self._unacked + len(piece) > window:
+                    if self._given_up():
+                        return
+                    self._lock.wait(1.0)
+                self._unacked += len(piece)
+            self.send(StepOutput(self.order.request_id, piece, stderr))
+
+    def _given_up(self) -> bool:
+        """Whether output that waits for room is dropped (with the lock held)."""
+        return self._abandoned or (
+            self._cancelled and time.monotonic() - self._stopped_at > DRAIN_WAIT
+        )
 
     def _task(
         self, task: StepTask, user: str, base: dict[str, str], results: dict[int, tuple[int, str]]
@@ -179,7 +237,12 @@ class StepTasks:
             if cancelled:
                 results[task.rank] = (1, "Cancelled before it started")
                 return
+            self.records.add(exec_id, f"{order.job_id}.{order.step} task {task.rank}")
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
+            with self._lock:
+                cancelled = self._cancelled
+            if cancelled:  # cancel() may have looked before this process was up
+                self._terminate([exec_id], wait=START_LOOK)
             label = _Label(task.rank) if order.label else None
             for out, err in stream:
                 for data, stderr in ((out, False), (err, True)):
@@ -195,7 +258,9 @@ class StepTasks:
             return
         finally:
             with self._lock:
-                self._execs.pop(task.rank, None)
+                exec_id = self._execs.pop(task.rank, "")
+            if exec_id:
+                self.records.remove(exec_id)
         why = f"Killed by signal {code - 128}" if code > 128 else f"Exited with exit code {code}"
         results[task.rank] = (code, why)
 
@@ -217,25 +282,3 @@ class _Label:
     def rest(self, stderr: bool) -> bytes:
         left, self.partial[stderr] = self.partial[stderr], b""
         return self.prefix + left + b"\n" if left else b""
-
-
-def _with_descendants(pids: list[int]) -> list[int]:
-    """``pids`` and every process under them (from the host's /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        parent = int(text[text.rindex(b")") + 2 :].split()[1])
-        children.setdefault(parent, []).append(int(entry.name))
-    found: list[int] = []
-    todo = list(pids)
-    while todo and len(found) < 100_000:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, ()))
-    return found

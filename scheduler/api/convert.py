@@ -17,6 +17,7 @@ from rota.messages import (
     Heartbeat,
     Hello,
     Inventory,
+    JobRequeue,
     KillOrder,
     LaunchOrder,
     LogData,
@@ -218,11 +219,24 @@ def step_start_from_pb(msg: pb.StepStart) -> StepStart:
         request_id=msg.request_id,
         job_id=msg.job_id,
         attempt=msg.attempt,
-        layout=StepLayout(lay.nodes, lay.ntasks, lay.ntasks_per_node, lay.gpus_per_task, lay.label),
+        layout=StepLayout(
+            lay.nodes,
+            lay.ntasks,
+            lay.ntasks_per_node,
+            lay.gpus_per_task,
+            lay.label,
+            lay.nodelist,
+            lay.kill_on_bad_exit,
+            lay.wait,
+        ),
         argv=tuple(msg.argv),
         environment=msg.environment,
         cwd=msg.cwd,
     )
+
+
+def job_requeue_from_pb(msg: pb.JobRequeue) -> JobRequeue:
+    return JobRequeue(msg.job_id, msg.attempt)
 
 
 def step_data_from_pb(msg: pb.AgentMessage) -> StepOutput | StepEnd | StepCancel:
@@ -257,12 +271,13 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
                 nodelist=order.nodelist,
                 tasks_per_node=order.tasks_per_node,
                 label=order.label,
+                window=order.window,
             )
         )
     if isinstance(order, StepOutput):
         return pb.SchedulerMessage(
             step_output=pb.StepOutput(
-                request_id=order.request_id, data=order.data, stderr=order.stderr
+                request_id=order.request_id, data=order.data, stderr=order.stderr, ack=order.ack
             )
         )
     if isinstance(order, StepEnd):

@@ -199,6 +199,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 if order is None:
                     return
                 yield convert.order_to_pb(order)
+                self.engine.agents.agent_sent(session, order)  # the stream took it
         finally:
             reader.cancel()
             await self.engine.agents.agent_gone(session)
@@ -223,6 +224,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             ),
             "step_start": lambda m: engine.agents.agent_step_start(
                 session, convert.step_start_from_pb(m.step_start)
+            ),
+            "job_requeue": lambda m: engine.agents.agent_job_requeue(
+                session, convert.job_requeue_from_pb(m.job_requeue)
             ),
         }
         for kind in ("step_output", "step_end", "step_cancel"):

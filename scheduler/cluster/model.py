@@ -101,6 +101,9 @@ class JobEvent:
     new_state: str
     reason: str
     kind: HistoryKind = HistoryKind.STATE
+    # the JSON body of a webhook this event posts (an idle rule's), queued with the event by
+    # ``JobRepository.save`` when the job's ``notify`` wants it; never stored in the history
+    webhook: str = field(default="", compare=False)
 
 
 @dataclass(slots=True)

@@ -26,6 +26,7 @@ from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import NotFound, UserError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.notifications import IdleNotice, idle_event
 from rota.scheduler.store.protocols import JobRepository, NodeRepository
 from rota.states import JobState
 
@@ -287,7 +288,8 @@ class GpuHealth:
     def idle_jobs(self) -> Orders:
         """Warn about (and, with ``idle_gpu_cancel_after``, cancel or, with ``idle_gpu_action:
         requeue`` and requeues left under ``max_requeue``, requeue) jobs whose GPUs all stayed
-        at 0 % utilisation; judged only on fresh telemetry of real (not simulated) GPUs."""
+        at 0 % utilisation; judged only on fresh telemetry of real (not simulated) GPUs. The
+        warning and the stop carry the job's ``idle_warning``/``idle_end`` webhook body."""
         jobs_now = self.model.jobs
         for gone in set(self._active_at) - set(jobs_now):
             del self._active_at[gone]
@@ -325,17 +327,22 @@ class GpuHealth:
                 )
                 final = JobState.PENDING if requeue else JobState.CANCELLED
                 event, kills = self.lifecycle.stop(job, final, why)
-                events.append(event)
+                action = "requeue" if requeue else "cancel"
+                notice = IdleNotice("idle_end", action, since, now, "idle_gpu_cancel_after", why)
+                events.append(idle_event(event, job, notice))
                 job.reason = why
                 orders.extend(kills)
                 jobs.append(job)
             elif warn_after and idle >= warn_after and self._idle_warned.get(job.id) != since:
                 warned[job.id] = since
                 text = f"GPUs idle (0% utilisation) for {human_duration(idle)}"
+                action, at = "", None
                 if cancel_after:
                     verb = "requeued" if requeue else "cancelled"
                     text += f"; {verb} at {human_duration(cancel_after)} idle"
-                events.append(self.lifecycle.warn(job, text))
+                    action, at = ("requeue" if requeue else "cancel"), since + cancel_after
+                notice = IdleNotice("idle_warning", action, since, at, "idle_gpu_warn_after", text)
+                events.append(idle_event(self.lifecycle.warn(job, text), job, notice))
                 jobs.append(job)
         if jobs:
             self.model.commit(jobs, events)

@@ -5,8 +5,9 @@ record of who entered a job (a job event and an audit entry), and idle reclamati
 Idle reclamation: a running grun session with GPUs is idle while no client is attached and
 its GPUs stay at 0 % utilisation (``GpuHealth.last_active``, on fresh telemetry of real GPUs
 only). Idle for ``interactive_idle_after`` it ends TIMEOUT with reason ``Idle``; it is warned
-``interactive_idle_warning`` before (a job warning: gqueue's WARN, the page, the events). A
-client attaching starts the idle stretch again. Both settings are per partition where its
+``interactive_idle_warning`` before (a job warning: gqueue's WARN, the page, the events; and
+the job's ``idle_warning`` and ``idle_end`` webhooks). A client attaching starts the idle
+stretch again. Both settings are per partition where its
 settings set them (``SessionRuleBook``)."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rota.scheduler.core.gpus import GpuHealth
 from rota.scheduler.core.lifecycle import Lifecycle, Orders
 from rota.scheduler.core.lookup import JobLookup
 from rota.scheduler.core.model import ClusterModel
+from rota.scheduler.core.notifications import IdleNotice, idle_event
 from rota.scheduler.core.session_rules import SessionRuleBook
 from rota.scheduler.core.users import UsersService
 from rota.states import JobState
@@ -145,7 +147,8 @@ class SessionService:
                 )
                 event, kills = self.lifecycle.stop(job, JobState.TIMEOUT, why)
                 job.reason = IDLE
-                events.append(event)
+                notice = IdleNotice("idle_end", "end", since, now, rules.idle_after_from, why)
+                events.append(idle_event(event, job, notice))
                 orders.extend(kills)
                 changed.append(job)
             elif lead and idle >= limit - lead and self._warned.get(job.id) != since:
@@ -155,7 +158,9 @@ class SessionService:
                     f"{human_duration(idle)}; it ends (Idle) after {human_duration(limit)} "
                     f"idle unless attached or used"
                 )
-                events.append(self.lifecycle.warn(job, text))
+                at = since + limit
+                notice = IdleNotice("idle_warning", "end", since, at, rules.idle_after_from, text)
+                events.append(idle_event(self.lifecycle.warn(job, text), job, notice))
                 changed.append(job)
         if changed:
             self.model.commit(changed, events)

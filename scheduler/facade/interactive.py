@@ -136,12 +136,15 @@ class InteractiveFacade:
             request.port,
         )
         yield Started(node)
-        await self.core.call(sessions.attached, job.id)  # not idle while a client is attached
-        if request.kind != "forward" and job.warning.startswith(IDLE_WARNING):
-            end = "\r\n" if request.tty else "\n"
-            line = f"rota: this session was warned: {job.warning}{end}"
-            yield SessionOutput(0, stream=2, data=line.encode())
+        attached = True
         try:
+            # Not idle while a client is attached. Inside the try: a client gone (or a task
+            # cancelled) at any later point still detaches; the core thread runs both in order.
+            await self.core.call(sessions.attached, job.id)
+            if request.kind != "forward" and job.warning.startswith(IDLE_WARNING):
+                end = "\r\n" if request.tty else "\n"
+                line = f"rota: this session was warned: {job.warning}{end}"
+                yield SessionOutput(0, stream=2, data=line.encode())
             async for out in self.relay.run(node, opening, inputs):
                 if out.error and request.kind == "attach":
                     job = await self._end_of(job)
@@ -149,9 +152,15 @@ class InteractiveFacade:
                         async for event in self._ended(request, job):
                             yield event
                         return
+                if out.exited or out.error:
+                    # Detached before the end is handed on: a client that leaves as soon as
+                    # it has it may leave this generator unfinished until it is collected.
+                    attached = False
+                    await self.core.call(sessions.detached, job.id)
                 yield out
         finally:
-            await self.core.call(sessions.detached, job.id)
+            if attached:
+                await self.core.call(sessions.detached, job.id)
 
     async def may_open(self, request: ClientOpen, who: Principal) -> None:
         """Raise as ``interact`` does before anything opens (SpecError, NotFound,

@@ -33,13 +33,21 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TableValuedAlias
 from sqlalchemy.types import BigInteger
 
-from rota.jobends import notice_wanted
+from rota.jobends import idle_notice_wanted, notice_wanted
 from rota.jobmail import idle_mail
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
 from rota.scheduler.store.array_mail import mail_of, whole_arrays
 from rota.scheduler.store.codec import alloc_from_json, alloc_to_json, spec_from_json, spec_to_json
-from rota.scheduler.store.models import ARRAYS, EVENTS, JOBS, MAILS, NOTICES, REQUESTS
+from rota.scheduler.store.models import (
+    ARRAYS,
+    EVENTS,
+    JOB_WEBHOOKS,
+    JOBS,
+    MAILS,
+    NOTICES,
+    REQUESTS,
+)
 from rota.scheduler.store.protocols import DuplicateRequest, JobQuery
 from rota.scheduler.store.writer import BackgroundWriter
 from rota.states import TERMINAL_STATES, JobState
@@ -246,6 +254,29 @@ def _queue_notices(conn: Connection, notices: list[dict[str, Any]]) -> None:
         conn.execute(insert(NOTICES), fresh)
 
 
+def _event_webhooks(jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> list[dict[str, Any]]:
+    """The ``job_webhooks`` rows of events that carry a webhook their job's ``notify`` wants."""
+    by_id = {j.id: j for j in jobs if j.spec.notify_url}
+    out = []
+    for ev in events:
+        job = by_id.get(ev.job_id)
+        if not ev.webhook or job is None:
+            continue
+        if idle_notice_wanted(job.spec.notify_url, job.spec.notify_on):
+            event = str(json.loads(ev.webhook).get("event", ""))
+            out.append(
+                {
+                    "job_id": job.id,
+                    "event": event[:32],
+                    "url": job.spec.notify_url,
+                    "body": ev.webhook,
+                    "tries": 0,
+                    "next_at": ev.time,
+                }
+            )
+    return out
+
+
 def _mails(jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> list[dict[str, Any]]:
     """The mails the state changes of ``events`` call for (``rota.jobmail``; array tasks'
     candidates, which ``whole_arrays`` settles, ``store.array_mail``)."""
@@ -358,8 +389,9 @@ class SqlJobRepository:
         """Write the mutable fields of these jobs and append events, in one transaction
         (one UPDATE and one INSERT statement, each executed for many rows). A job saved as
         ended whose ``notify`` wants that end gets its webhook queued in the same transaction
-        (once: a job ends once), and a state change its ``mail_type`` asks for, its mail (an
-        array's as a whole unless it asks for ``ARRAY_TASKS``)."""
+        (once: a job ends once), so does an event's ``webhook`` its job's ``notify`` wants,
+        and a state change its ``mail_type`` asks for, its mail (an array's as a whole unless
+        it asks for ``ARRAY_TASKS``)."""
         jobs = list(jobs)
         events = list(events)
         mails = _mails(jobs, events) if self._mail else []
@@ -369,6 +401,7 @@ class SqlJobRepository:
             for j in jobs
             if notice_wanted(j.spec.notify_url, j.spec.notify_on, j.state)
         ]
+        hooks = _event_webhooks(jobs, events)
         rows = [event_row(ev) for ev in events]
         if not params and not rows:
             return
@@ -379,6 +412,8 @@ class SqlJobRepository:
                 conn.execute(insert(EVENTS), rows)
             if notices:
                 _queue_notices(conn, notices)
+            if hooks:
+                conn.execute(insert(JOB_WEBHOOKS), hooks)
             mails = whole_arrays(conn, jobs, mails) if mails else []
             if mails:
                 _queue_mails(conn, mails)

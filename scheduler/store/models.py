@@ -184,6 +184,22 @@ class NotificationRow(Base):
     next_at: Mapped[float] = mapped_column(Float, index=True)  # due; a claim moves it on
 
 
+class JobWebhookRow(Base):
+    """An idle rule's webhook still to deliver (``idle_warning``, ``idle_end``): written in
+    the transaction that records the warning or the stop, its JSON body whole; deleted once
+    delivered or given up. A job's rows are posted in ``id`` order, before its end webhook."""
+
+    __tablename__ = "job_webhooks"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
+    event: Mapped[str] = mapped_column(String(32))
+    url: Mapped[str] = mapped_column(String(2048))
+    body: Mapped[str] = mapped_column(Text)
+    tries: Mapped[int] = mapped_column(Integer, default=0)
+    next_at: Mapped[float] = mapped_column(Float, index=True)
+
+
 class UserRow(Base):
     """One user: admin flag, accounts, uid/gid and the hash of their current token."""
 
@@ -316,6 +332,7 @@ NODES = cast(Table, NodeRow.__table__)
 GPU_MARKS = cast(Table, GpuMarkRow.__table__)
 USAGE = cast(Table, JobUsageRow.__table__)
 NOTICES = cast(Table, NotificationRow.__table__)
+JOB_WEBHOOKS = cast(Table, JobWebhookRow.__table__)
 WEB_SESSIONS = cast(Table, WebSessionRow.__table__)
 MAILS = cast(Table, MailRow.__table__)
 BOOKING_MAILS = cast(Table, BookingMailRow.__table__)

@@ -68,11 +68,15 @@ class DuplicateRequest(Exception):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Notice:
-    """A job-end webhook due: the ended job, where to post, how many tries failed so far."""
+    """A webhook due: its job, where to post, how many tries failed so far; an idle rule's
+    (``webhook_id`` > 0) also its ``event`` and its JSON ``body`` as queued."""
 
     job: JobRecord
     url: str
     tries: int
+    webhook_id: int = 0
+    event: str = ""
+    body: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -113,7 +117,8 @@ class JobRepository(Protocol):
 
     def save(self, jobs: Iterable[JobRecord], events: Iterable[JobEvent] = ()) -> None:
         """Write the mutable fields of these jobs and append events (and queue the webhook of
-        a job saved as ended that wants one)."""
+        a job saved as ended that wants one, and those events carry that its ``notify``
+        wants)."""
         ...
 
     def write_reasons(self, reasons: Sequence[tuple[int, str]]) -> None:
@@ -138,17 +143,21 @@ class JobRepository(Protocol):
 
 
 class NoticeRepository(Protocol):
-    """Job-end webhooks still to deliver (queued by ``JobRepository.save``)."""
+    """Webhooks still to deliver (queued by ``JobRepository.save``): a job's end
+    (``webhook_id`` 0) and its idle rules' (``webhook_id`` > 0)."""
 
     def claim(self, now: float, lease: float, limit: int) -> list[Notice]:
-        """Up to ``limit`` webhooks due at ``now``, each leased for ``lease`` seconds."""
+        """Up to ``limit`` webhooks due at ``now``, each leased for ``lease`` seconds; at
+        most one per job, the first it queued (a job's end webhook after its idle ones)."""
         ...
 
-    def done(self, job_id: int, event: JobEvent) -> None:
+    def done(self, job_id: int, event: JobEvent, webhook_id: int = 0) -> None:
         """Forget a delivered (or given up) webhook and record ``event``."""
         ...
 
-    def retry(self, job_id: int, tries: int, next_at: float, event: JobEvent) -> None:
+    def retry(
+        self, job_id: int, tries: int, next_at: float, event: JobEvent, webhook_id: int = 0
+    ) -> None:
         """Try a failed webhook again at ``next_at`` and record ``event``."""
         ...
 

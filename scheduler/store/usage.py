@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine, Row
 
 from rota.scheduler.cluster.accounting import AccountingQuery, FinishedJob, JobUsage
 from rota.scheduler.store.jobs import ROW_CHUNK, TERMINAL, job_records
-from rota.scheduler.store.models import ARRAYS, EVENTS, JOBS, NOTICES, USAGE
+from rota.scheduler.store.models import ARRAYS, EVENTS, JOB_WEBHOOKS, JOBS, NOTICES, USAGE
 
 _PURGE_CHUNK = 500  # jobs per DELETE statement when purging
 
@@ -107,6 +107,7 @@ class SqlUsageRepository:
                 chunk = ids[start : start + _PURGE_CHUNK]
                 conn.execute(delete(USAGE).where(USAGE.c.job_id.in_(chunk)))
                 conn.execute(delete(NOTICES).where(NOTICES.c.job_id.in_(chunk)))
+                conn.execute(delete(JOB_WEBHOOKS).where(JOB_WEBHOOKS.c.job_id.in_(chunk)))
                 conn.execute(delete(EVENTS).where(EVENTS.c.job_id.in_(chunk)))
                 conn.execute(delete(JOBS).where(c.id.in_(chunk)))
             if ids:  # an array's spec goes with its last task

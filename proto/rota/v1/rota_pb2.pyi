@@ -953,7 +953,7 @@ class LogData(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output", "step_start", "step_output", "step_end", "step_cancel")
+    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output", "step_start", "step_output", "step_end", "step_cancel", "job_requeue")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     JOB_EVENT_FIELD_NUMBER: _ClassVar[int]
@@ -964,6 +964,7 @@ class AgentMessage(_message.Message):
     STEP_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     STEP_END_FIELD_NUMBER: _ClassVar[int]
     STEP_CANCEL_FIELD_NUMBER: _ClassVar[int]
+    JOB_REQUEUE_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     heartbeat: Heartbeat
     job_event: AgentJobEvent
@@ -974,7 +975,8 @@ class AgentMessage(_message.Message):
     step_output: StepOutput
     step_end: StepEnd
     step_cancel: StepCancel
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
+    job_requeue: JobRequeue
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ..., job_requeue: _Optional[_Union[JobRequeue, _Mapping]] = ...) -> None: ...
 
 class Keepalive(_message.Message):
     __slots__ = ()
@@ -1110,18 +1112,24 @@ class Pong(_message.Message):
     def __init__(self, time: _Optional[float] = ..., telemetry_period: _Optional[float] = ...) -> None: ...
 
 class StepLayout(_message.Message):
-    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label")
+    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label", "nodelist", "kill_on_bad_exit", "wait")
     NODES_FIELD_NUMBER: _ClassVar[int]
     NTASKS_FIELD_NUMBER: _ClassVar[int]
     NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    KILL_ON_BAD_EXIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
     nodes: int
     ntasks: int
     ntasks_per_node: int
     gpus_per_task: int
     label: bool
-    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ...) -> None: ...
+    nodelist: str
+    kill_on_bad_exit: bool
+    wait: int
+    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ..., nodelist: _Optional[str] = ..., kill_on_bad_exit: _Optional[bool] = ..., wait: _Optional[int] = ...) -> None: ...
 
 class StepStart(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "layout", "argv", "environment", "cwd")
@@ -1152,7 +1160,7 @@ class StepTask(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., local_id: _Optional[int] = ..., gpu_indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class StepLaunch(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node", "label")
+    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node", "label", "window")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1167,6 +1175,7 @@ class StepLaunch(_message.Message):
     NODELIST_FIELD_NUMBER: _ClassVar[int]
     TASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1181,17 +1190,20 @@ class StepLaunch(_message.Message):
     nodelist: str
     tasks_per_node: str
     label: bool
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., label: _Optional[bool] = ...) -> None: ...
+    window: int
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., label: _Optional[bool] = ..., window: _Optional[int] = ...) -> None: ...
 
 class StepOutput(_message.Message):
-    __slots__ = ("request_id", "data", "stderr")
+    __slots__ = ("request_id", "data", "stderr", "ack")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     STDERR_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     data: bytes
     stderr: bool
-    def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., stderr: _Optional[bool] = ...) -> None: ...
+    ack: int
+    def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., stderr: _Optional[bool] = ..., ack: _Optional[int] = ...) -> None: ...
 
 class StepEnd(_message.Message):
     __slots__ = ("request_id", "exit_code", "error", "timed_out", "step", "failed_task")
@@ -1214,6 +1226,14 @@ class StepCancel(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class JobRequeue(_message.Message):
+    __slots__ = ("job_id", "attempt")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    attempt: int
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window")
