@@ -234,7 +234,7 @@ def test_over_plain_http_a_jobs_page_gets_no_ticket_to_another_jobs_port(
     wait_until(browser, "#web-port").send_keys("8080")
     link = wait_until(browser, "#web-port-open")
     browser.get(str(link.get_attribute("href")).replace("/port/8080/?", "/port/8080/steal.html?"))
-    wait_text(browser, "#out", "bob")  # bob's page, on the ports origin
+    # bob's page, on the ports origin, sends the tab on to alice's port
     WebDriverWait(browser, 30).until(lambda d: f"/jobs/{hers}/" in d.current_url)
     shown = wait_until(browser, "body").text
     assert "hello from inside the job" not in shown and "rota_csrf" in shown, shown
