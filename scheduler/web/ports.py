@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from rota.inputs import SpecError
@@ -40,6 +41,7 @@ from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.port_door import TICKET, WAYS, door_of
 from rota.scheduler.web.port_grants import Door, PortGrants
 from rota.scheduler.web.sessions import COOKIE
+from rota.scheduler.web.slots import UserSlots
 
 log = logging.getLogger("rota.scheduler")
 PORT_COOKIE = "rota_port"
@@ -58,8 +60,15 @@ HOP_BY_HOP = frozenset(
         "content-length",
     ]
 )
-MAX_HEAD = 64 * 1024  # bytes of the app's answer's head that are looked at
+MAX_HEAD = 64 * 1024  # bytes of the app's answer's head; a longer one is answered 502
+SNIFF = 8  # bytes of an answer looked at for "HTTP" (``_is_http``)
 CHUNK = 64 * 1024  # bytes read from the browser at once (an upgraded connection)
+_OURS = tuple(name.encode() for name in OURS)
+# Clear-Site-Data would clear the dashboard's cookies (a page could then set its own);
+# Service-Worker-Allowed would let a job's service worker control every job's paths
+_DROPPED = (b"clear-site-data", b"service-worker-allowed")
+_STATUS = re.compile(rb"HTTP/1\.[01] ([1-5][0-9][0-9])(?: .*)?")
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a header's name
 NO_GRANT = (
     "this browser has no access to this job's port here: open it from the job's page on the "
     "dashboard (a link to it gets a fresh ticket)"
@@ -68,7 +77,7 @@ NO_GRANT = (
 
 class WebPorts:
     """The ports origin's routes; ``secure``: it serves TLS (its cookie is marked Secure);
-    ``clock`` dates audit entries."""
+    ``clock`` dates audit entries; ``slots`` bounds the requests one user has open."""
 
     def __init__(
         self,
@@ -77,12 +86,14 @@ class WebPorts:
         grants: PortGrants,
         secure: bool,
         clock: Callable[[], float],
+        slots: UserSlots,
     ) -> None:
         self.engine = engine
         self.tokens = tokens
         self.grants = grants
         self.secure = secure
         self.clock = clock
+        self.slots = slots
 
     def routes(self) -> list[Route]:
         routes = []
@@ -180,7 +191,10 @@ class WebPorts:
         to the relay (``_Exchange``)."""
         exchange = _Exchange(_head(request, door.way == "app"))
         opening = ClientOpen(door.job_id, "forward", port=door.port)
-        events = self.engine.interactive.interact(opening, exchange.inputs(), who, request.peer)
+        events = self.slots.held(
+            who.user,
+            self.engine.interactive.interact(opening, exchange.inputs(), who, request.peer),
+        )
         try:
             first = await anext(events)  # the rights and the job's state are checked here
         except StopAsyncIteration:
@@ -268,7 +282,9 @@ class _Exchange:
     async def _answer(
         self, writer: asyncio.StreamWriter, events: AsyncGenerator[SessionEvent, None]
     ) -> bool:
-        """Write the app's answer (its head filtered); whether it wrote any."""
+        """Write the app's answer, its head checked and filtered (``_filtered``); whether it
+        wrote any (not when the app closed before its head ended, or sent one that is too
+        long or refused). An answer a browser reads no head of passes as it came."""
         head, body_started = b"", False
         async for event in events:
             if not isinstance(event, SessionOutput) or not event.data:
@@ -278,22 +294,66 @@ class _Exchange:
                 await writer.drain()
                 continue
             head += event.data
-            end = head.find(b"\r\n\r\n")
-            if end < 0 and len(head) < MAX_HEAD:
+            if len(head) < SNIFF:
                 continue
-            split = end + 4 if end >= 0 else len(head)
-            writer.write(_filtered(head[:split]) + head[split:])
+            kept: bytes | None = b""
+            end = _end_of_head(head) if _is_http(head) else 0  # 0: no head (a raw stream)
+            if end < 0 and len(head) <= MAX_HEAD:
+                continue
+            if end:
+                kept = _filtered(head[:end]) if 0 < end <= MAX_HEAD else None
+            if kept is None:
+                return False
+            writer.write(kept + head[end:])
             await writer.drain()
             body_started = True
-        if head and not body_started:
-            writer.write(head)
-        return bool(head)
+        if head and not body_started and not _is_http(head):
+            writer.write(head)  # a few bytes, no HTTP answer: nothing a browser takes a head of
+            return True
+        return body_started
 
 
-def _filtered(head: bytes) -> bytes:
-    """The app's answer head less any ``Set-Cookie`` of rota's cookies."""
-    ours = tuple(b"set-cookie:" + name.encode() + b"=" for name in OURS)
-    kept = [
-        line for line in head.split(b"\r\n") if not line.lower().replace(b" ", b"").startswith(ours)
-    ]
-    return b"\r\n".join(kept)
+def _is_http(data: bytes) -> bool:
+    """Whether a browser reads an answer starting with ``data`` as an HTTP/1 answer with
+    headers: it looks for ``HTTP`` (any case) in its first bytes (Chromium: at offsets 0 to 4);
+    an answer without it is relayed as it came (a raw stream through an upgrade)."""
+    return b"http" in data[:SNIFF].lower()
+
+
+def _end_of_head(data: bytes) -> int:
+    """Where the body of an answer starting with ``data`` begins: after its first empty line
+    (browsers end lines at a bare LF too); -1 before that line came."""
+    ends = [at + len(blank) for blank in (b"\n\r\n", b"\n\n") if (at := data.find(blank)) >= 0]
+    return min(ends, default=-1)
+
+
+def _filtered(head: bytes) -> bytes | None:
+    """The app's answer head as the browser gets it: its lines ended by CRLF, less any
+    ``Set-Cookie`` of rota's cookies or of a cookie without a name (a browser sends such a
+    cookie as its bare value, which may read ``rota_session=...``), less ``Clear-Site-Data``
+    and ``Service-Worker-Allowed`` (``_DROPPED``: a job's service worker stays under the
+    job's prefix, never seeing another job's pages, tickets or tokens). None
+    (the answer is refused) for a head a browser could read otherwise than this: a bare CR,
+    a NUL, a folded line, a header line without a name, or an informational status other than
+    101 (another head would follow, read as the body here)."""
+    lines = [line.removesuffix(b"\r") for line in head.split(b"\n")][:-2]
+    if not lines or any(b"\r" in line or b"\0" in line for line in lines):
+        return None
+    status = _STATUS.fullmatch(lines[0])
+    if status is None or (status[1].startswith(b"1") and status[1] != b"101"):
+        return None
+    kept = [lines[0]]
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not _TOKEN.fullmatch(name):
+            return None
+        name = name.lower()
+        if name in _DROPPED:
+            continue
+        if name == b"set-cookie":
+            cookie, named, _ = value.split(b";")[0].partition(b"=")
+            cookie = cookie.strip(b" \t").lower()
+            if not named or not cookie or cookie in _OURS:
+                continue
+        kept.append(line)
+    return b"\r\n".join(kept) + b"\r\n\r\n"
