@@ -8,7 +8,8 @@ Counts (``a*2``) are not supported. An expression has at most ``MAX_CONSTRAINT``
 ``MAX_TERMS`` feature names and ``MAX_DEPTH`` nested groups.
 
 A node has a feature when one of its labels is that name with the value ``true``, or when its
-``features`` label lists the name (comma-separated).
+``features`` label lists the name (separated by commas or spaces: ``--labels`` flags split
+at commas, so ``--labels "features=a100 ib"``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ MAX_TERMS = 64
 MAX_DEPTH = 8
 FEATURES_LABEL = "features"
 SYNTAX = "feature names joined by & (and), | (or), ( ) and one [a|b] (matching or), e.g. a&(b|c)"
+_SEPARATORS = re.compile(r"[,\s]+")
 _TOKEN = re.compile(r"\s*(?:([A-Za-z0-9][A-Za-z0-9_.-]*)|([&|()\[\]]))")
 
 # A tree: ("f", name) | ("and", children) | ("or", children) | ("match", alternatives)
@@ -66,11 +68,11 @@ class Constraint:
 
 def node_features(labels: Mapping[str, str]) -> frozenset[str]:
     """The features a node's labels give it: keys labelled ``true``, and the names its
-    ``features`` label lists."""
+    ``features`` label lists (commas or spaces between them)."""
     names = {k for k, v in labels.items() if v == "true"}
     listed = labels.get(FEATURES_LABEL, "")
     if listed:
-        names.update(n.strip() for n in listed.split(",") if n.strip())
+        names.update(n for n in _SEPARATORS.split(listed) if n)
     return frozenset(names)
 
 

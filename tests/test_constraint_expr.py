@@ -11,7 +11,7 @@ from rota.jobspec import JobSpec, parse_job_file
 from rota.validate import CLIENT_RULES, check_spec
 
 V100 = {"v100": "true", "rack": "r1"}
-LISTED = {"features": "a100, ib,rack2"}
+LISTED = {"features": "a100, ib rack2"}
 
 
 @pytest.mark.parametrize(
