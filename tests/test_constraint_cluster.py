@@ -1,7 +1,7 @@
 """sbatch's -C/--constraint on a real cluster of two agents labelled differently: an OR runs on
 whichever matching node is free, a two-node matching OR runs where both nodes share the
 alternative, and a constraint no registered node (or pair of nodes) satisfies is refused at
-submission naming it; gqueue's %f shows it."""
+submission naming it; gqueue's %f and gcontrol show job show it."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ def test_jobs_run_only_on_nodes_with_their_features(
     assert cluster.wait_state(either, "COMPLETED")["nodes"] == [n2]  # n1 is busy
     shown = cluster.cli("gqueue", "-h", "-t", "all", "-j", either, "-o", "%f", check=True)
     assert shown.stdout.strip() == "v100|a100"
+    assert "Features: v100|a100" in cluster.cli("gcontrol", "show", "job", either).stdout
     cluster.cli("gcancel", blocker, check=True)
     cluster.wait_state(blocker, "CANCELLED")
 
