@@ -51,7 +51,7 @@ class Constraint:
     @property
     def matching(self) -> bool:
         """Whether it has a ``[...]`` group (all nodes must take the same alternative)."""
-        return "[" in self.text
+        return bool(_find_match(self.tree))
 
     def variants(self) -> tuple[Constraint, ...]:
         """One expression per alternative of the ``[...]`` group, in order (the group
@@ -59,11 +59,8 @@ class Constraint:
         satisfy one variant satisfies the matching OR."""
         if not self.matching:
             return (self,)
-        alternatives = _find_match(self.tree)
-        return tuple(
-            Constraint(f"{self.text}#{i}", _replace(self.tree, alt))
-            for i, alt in enumerate(alternatives)
-        )
+        trees = (_replace(self.tree, alt) for alt in _find_match(self.tree))
+        return tuple(Constraint(_render(tree), tree) for tree in trees)
 
 
 def node_features(labels: Mapping[str, str]) -> frozenset[str]:
@@ -183,6 +180,18 @@ def _find_match(tree: Tree) -> tuple[Tree, ...]:
         if found:
             return found
     return ()
+
+
+def _render(tree: Tree) -> str:
+    """The text of a tree, with parentheses where an OR sits inside an AND."""
+    kind, body = tree
+    if kind == "f":
+        return str(body)
+    if kind == "match":
+        return "[" + "|".join(map(_render, body)) + "]"
+    if kind == "or":
+        return "|".join(map(_render, body))
+    return "&".join(f"({_render(c)})" if c[0] == "or" else _render(c) for c in body)
 
 
 def _replace(tree: Tree, alternative: Tree) -> Tree:

@@ -11,9 +11,9 @@ rule of what is shown lives in ``job_json``:
   unset key of the object is null, not "").
 - ``reason``: the scheduler's reason; while the job is active and has none, its latest
   warning (what ``gqueue`` shows as ``WARN:``); ``warning`` carries the warning as well.
-- ``gpu_type``, ``qos``, ``dependency``, ``workdir``, ``constraint`` (node features): null when the job gives none; ``cpus``
-  and ``memory`` (bytes) per node, 0 when unlimited; ``job_id`` the integer id of the row (an
-  array task has its own).
+- ``gpu_type``, ``qos``, ``dependency``, ``workdir``, ``constraint`` (node features): null
+  when the job gives none; ``cpus`` and ``memory`` (bytes) per node, 0 when unlimited;
+  ``job_id`` the integer id of the row (an array task has its own).
 - ``partition``: the partition the job runs (or ran) in once placed, else the partitions it
   may run in (``a`` or ``a,b``); null for a job from before partitions.
 - ``interactive``: true for a session started by ``grun`` (docs/interactive.md).
