@@ -1,6 +1,6 @@
-"""sbatch's -C/--constraint on a real cluster of two agents labelled differently: an OR runs on
-whichever matching node is free, a two-node matching OR runs where both nodes share the
-alternative, and a constraint no registered node (or pair of nodes) satisfies is refused at
+"""sbatch's -C/--constraint on a real cluster of agents labelled differently: an OR runs on
+whichever matching node is free, a two-node matching OR waits for, and runs on, two nodes that
+share one alternative (never one of each), and a constraint no registered node (or pair of nodes) satisfies is refused at
 submission naming it; gqueue's %f and gcontrol show job show it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import Cluster
+from tests.cluster import Cluster, wait_for
 
 SCRIPT = """#!/bin/sh
 #SBATCH {directive}
@@ -26,6 +26,7 @@ def test_jobs_run_only_on_nodes_with_their_features(
     cluster.start_scheduler()
     cluster.start_agent("n1", 1, "--labels", "v100=true,rack1=true")
     cluster.start_agent("n2", 1, "--labels", "features=a100 rack1")
+    cluster.start_agent("n3", 1, "--labels", "features=rack2")
     n1, n2 = cluster.node_name("n1"), cluster.node_name("n2")
     cluster.env_extra["ROTA_DEFAULT_IMAGE"] = test_image
 
@@ -35,7 +36,14 @@ def test_jobs_run_only_on_nodes_with_their_features(
         return str(path)
 
     blocker = cluster.cli(
-        "gsub", "--parsable", "-C", "v100", "--gres=gpu:1", "--wrap", "sleep 60", check=True
+        "gsub",
+        "--parsable",
+        "-C",
+        "v100",
+        "--gres=gpu:1",
+        "--wrap",
+        "trap 'exit 0' TERM; sleep 60 & wait",
+        check=True,
     ).stdout.strip()
     assert cluster.wait_state(blocker, "RUNNING")["nodes"] == [n1]
     either = cluster.cli(
@@ -45,19 +53,21 @@ def test_jobs_run_only_on_nodes_with_their_features(
     shown = cluster.cli("gqueue", "-h", "-t", "all", "-j", either, "-o", "%f", check=True)
     assert shown.stdout.strip() == "v100|a100"
     assert "Features: v100|a100" in cluster.cli("gcontrol", "show", "job", either).stdout
-    cluster.cli("gcancel", blocker, check=True)
-    cluster.wait_state(blocker, "CANCELLED")
 
     rack = cluster.cli(
         "gsub", "--parsable", script("rack.sh", '-N 2 -C "[rack1|rack2]"'), check=True
     ).stdout.strip()
+    # n2 (rack1) and n3 (rack2) are free, but rack1 has a busy node and rack2 one node only
+    wait_for(lambda: cluster.job(rack)["reason"] == "Resources", 30, what="Resources")
+    assert cluster.job(rack)["state"] == "PENDING"
+    cluster.cli("gcancel", blocker, check=True)
     assert sorted(cluster.wait_state(rack, "COMPLETED")["nodes"]) == sorted([n1, n2])
 
     apart = cluster.cli("gsub", script("apart.sh", '-N 2 -C "[v100|a100]"'))
     assert apart.returncode == 2
     assert (
         "constraint: [v100|a100]: no 2 registered nodes that could hold it share one "
-        "alternative of its [...] group (features here: a100, rack1, v100)"
+        "alternative of its [...] group (features here: a100, rack1, rack2, v100)"
     ) in apart.stderr
     missing = cluster.cli("gsub", "-C", "h100|b200", "--wrap", "true")
     assert missing.returncode == 2
