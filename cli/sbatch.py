@@ -58,6 +58,7 @@ FIELD_ORDER = (
     "mail_type",
     "mail_user",
     "node_selector",
+    "constraint",
     "exclusive",
     "hold",
     "env",

@@ -27,7 +27,7 @@ from rota.cli.sbatch_options import (
 from rota.hostlist import expand
 from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
 
-_FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")
+_COUNT = re.compile(r"\s*\*\s*[0-9]+")
 
 
 @dataclass
@@ -280,12 +280,13 @@ def _time(req: Request, option: str, value: str | None) -> None:
 
 
 def _constraint(req: Request, option: str, value: str | None) -> None:
-    features = (value or "").split("&")
-    if not all(_FEATURE.match(f) for f in features):
-        req.warn("ignored: only FEATURE&FEATURE... becomes rota's node_selector")
-        return
-    req.job["node_selector"] = {f: "true" for f in features}
-    req.origins["node_selector"] = f"--{option}"
+    """SLURM's feature expression as the job's ``constraint`` (the scheduler checks it);
+    counts (``a*2``) are dropped with a warning."""
+    text = _COUNT.sub("", value or "")
+    if text != (value or ""):
+        req.warn("counts (FEATURE*N) are ignored: every node of the job needs the features")
+    req.job["constraint"] = text.strip()
+    req.origins["constraint"] = f"--{option}"
 
 
 def _container_image(req: Request, option: str, value: str | None) -> None:

@@ -98,6 +98,7 @@ class JobSpec:
     ntasks: int = 0  # srun's tasks in all (sbatch -n); 0 = one per node
     ntasks_per_node: int = 0  # sbatch --ntasks-per-node; 0 = from ntasks
     gpus_per_task: int = 0  # sbatch --gpus-per-task; 0 = the node's GPUs shared out
+    constraint: str = ""  # node features, SLURM's -C expression (rota.constraint); "" = any
 
 
 def _type_name(value: object) -> str:
@@ -392,6 +393,7 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "ntasks": ("ntasks", lambda k, v: _int(k, v, minimum=1)),
     "ntasks_per_node": ("ntasks_per_node", lambda k, v: _int(k, v, minimum=1)),
     "gpus_per_task": ("gpus_per_task", lambda k, v: _int(k, v, minimum=1)),
+    "constraint": ("constraint", lambda k, v: _str(k, v).strip()),
 }
 
 ALLOWED_KEYS = (*_TOP_FIELDS, "notify", "resources")

@@ -170,8 +170,10 @@ def _script(*directives: str, body: str = "echo hi\n") -> str:
         (["-n 8", "-N 2", "-c 4"], {"resources": {"cpus": 16}, "nodes": 2, "ntasks": 8}),
         (["--gres=gpu:2", "--cpus-per-gpu=6"], {"resources": {"gpus": 2, "cpus": 12}}),
         (["--mem=0"], {}),
-        (["-C a100&ib"], {"node_selector": {"a100": "true", "ib": "true"}}),
-        (["-C 'a100|h100'"], {}),
+        (["-C a100&ib"], {"constraint": "a100&ib"}),
+        (["--constraint=[rack1|rack2]"], {"constraint": "[rack1|rack2]"}),
+        (["-C a100*2&ib"], {"constraint": "a100&ib"}),
+        (["-C 'a100|h100'"], {"constraint": "a100|h100"}),
         (["-p gpu", "--exclusive=user"], {"partition": "gpu", "exclusive": True}),
         (["--partition=a,b"], {"partition": "a,b"}),
         (

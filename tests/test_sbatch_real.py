@@ -32,7 +32,7 @@ EXPECTED: dict[str, tuple[list[str], dict[str, Any]]] = {
     ),
     "variable_time.sh": (
         ["--time-min", "--comment", "--open-mode"],
-        {"signal": "B:USR1@60", "node_selector": {"haswell": "true"}},
+        {"signal": "B:USR1@60", "constraint": "haswell"},
     ),
     "array_by_line.sh": ([], {"array": "1-64", "time_limit": "0-3"}),
     "array_index.sh": ([], {"array": "0-550", "resources": {"cpus": 8, "memory": "32Gi"}}),

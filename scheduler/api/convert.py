@@ -149,7 +149,7 @@ def explanation_to_pb(
     msg.pending_jobs = pending
     msg.starts_now = why.starts_now
     msg.reason = reason
-    msg.reason_detail = reasons.describe(reason)
+    msg.reason_detail = why.detail or reasons.describe(reason)
     msg.estimated_start = why.est_start or 0.0
     msg.order_by = why.order_by
     msg.reservation = why.reservation

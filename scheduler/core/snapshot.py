@@ -15,6 +15,7 @@ from itertools import compress
 from operator import ne
 from typing import Protocol
 
+from rota.constraint import parse_constraint
 from rota.hostlist import expand
 from rota.jobspec import JobSpec, parse_array, parse_dependency
 from rota.messages import GpuTelemetry, Inventory
@@ -256,6 +257,7 @@ class SnapshotBuilder:
             attained=job.attained,
             nodelist=frozenset(expand(spec.nodelist)) if spec.nodelist else frozenset(),
             exclude=frozenset(expand(spec.exclude)) if spec.exclude else frozenset(),
+            constraint=parse_constraint(spec.constraint) if spec.constraint else None,
             interactive=spec.interactive,
         )
 
