@@ -22,6 +22,7 @@ from rota.scheduler.core.booking import BookingRules
 from rota.scheduler.partition_settings import PartitionSettings, check_partitions
 from rota.scheduler.policy import POLICIES
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
+from rota.scheduler.web.job_hosts import check_domain
 from rota.settings import (
     Bytes,
     Count,
@@ -171,6 +172,8 @@ class SchedulerConfig(Settings):
     http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
     # jobs' web ports on their own origin (docs/interactive.md "On the page"); "" = not served
     web_ports_listen: OptionalHostPort = ""
+    # each job's ports on its own host jID.DOMAIN (docs/interactive.md); "" = one shared origin
+    web_ports_domain: str = ""
     # job-end webhooks (docs/metrics.md "Notifications")
     notify_tries: Count = 8  # posts of one webhook before it is given up
     notify_backoff: PositiveSeconds = 2.0  # wait after the first failure; doubles each time
@@ -218,6 +221,11 @@ class SchedulerConfig(Settings):
         check_partitions(parts)
         return parts
 
+    @field_validator("web_ports_domain")
+    @classmethod
+    def _ports_domain(cls, domain: str) -> str:
+        return check_domain(domain)
+
     @field_validator("webhook_allowed_networks")
     @classmethod
     def _networks(cls, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -259,6 +267,11 @@ class SchedulerConfig(Settings):
     def _consistent(self) -> SchedulerConfig:
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("tls_cert and tls_key must be given together")
+        if self.web_ports_domain and not self.web_ports_listen:
+            raise ValueError(
+                "web_ports_domain needs web_ports_listen: the jobs' hosts under it are served "
+                "on that address"
+            )
         if self.tls_client_ca and not self.tls_cert:
             raise ValueError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
         low, high = self.master_port_range
