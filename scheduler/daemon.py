@@ -251,7 +251,12 @@ async def _start_http(
     tokens, grants = EngineTokens(engine), PortGrants(time.time)
     routes = [Route("GET", "/metrics", lambda _request: _scrape(engine, metrics))]
     routes += dashboard_routes(
-        engine, tokens, tls is not None, grants, config.http_max_connections, config.web_ports_domain
+        engine,
+        tokens,
+        tls is not None,
+        grants,
+        config.http_max_connections,
+        config.web_ports_domain,
     )
     http = HttpServer(routes, config.http_max_connections, config.handshake_timeout)
     if not config.http_listen:
@@ -297,7 +302,9 @@ async def _start_http(
     log.info(
         "serving jobs' web ports on %s://%s:%d/",
         scheme,
-        f"jID.{config.web_ports_domain}" if config.web_ports_domain else config.web_ports_listen.rsplit(":", 1)[0],
+        f"jID.{config.web_ports_domain}"
+        if config.web_ports_domain
+        else config.web_ports_listen.rsplit(":", 1)[0],
         grants.port,
     )
     return [http, ports]
