@@ -7,6 +7,7 @@ Each setting is one line of ``SchedulerConfig``: its name, its type from ``rota.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,7 +23,6 @@ from rota.scheduler.core.booking import BookingRules
 from rota.scheduler.partition_settings import PartitionSettings, check_partitions
 from rota.scheduler.policy import POLICIES
 from rota.scheduler.policy.config import DAY, Limits, PolicyConfig, Weights
-from rota.scheduler.web.job_hosts import check_domain
 from rota.settings import (
     Bytes,
     Count,
@@ -224,7 +224,7 @@ class SchedulerConfig(Settings):
     @field_validator("web_ports_domain")
     @classmethod
     def _ports_domain(cls, domain: str) -> str:
-        return check_domain(domain)
+        return _dns_domain(domain)
 
     @field_validator("webhook_allowed_networks")
     @classmethod
@@ -314,6 +314,27 @@ class SchedulerConfig(Settings):
         if not password:
             return url
         return make_url(url).set(password=password).render_as_string(hide_password=False)
+
+
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+MAX_DOMAIN = 200  # characters: room for a job's label (web_ports_domain) in 253
+
+
+def _dns_domain(text: str) -> str:
+    """``text`` as a DNS domain, lower case, without a trailing dot (ValueError naming the
+    problem otherwise): labels of letters, digits and inner hyphens, not an IP address."""
+    domain = text.strip().lower().removesuffix(".")
+    if not domain:
+        return ""
+    labels = domain.split(".")
+    if len(domain) > MAX_DOMAIN or not all(_LABEL.fullmatch(label) for label in labels):
+        raise ValueError(
+            f"{text[:80]!r} is not a DNS domain like ports.lab.example (labels of letters, "
+            f"digits and inner hyphens, at most {MAX_DOMAIN} characters)"
+        )
+    if labels[-1].isdigit():
+        raise ValueError(f"{text[:80]!r} is an address, not a DNS domain like ports.lab.example")
+    return domain
 
 
 def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:

@@ -4,12 +4,15 @@ grant only on the host of the job its path names (another job's host, or one out
 is 421), refuses several ``rota_port`` cookies (a sibling job's page may set one for the whole
 domain) and requests from another page than the job's own (a sibling's fetch or frame, to
 which the browser sends the grant: the hosts are same-site); the grant's cookie is host-only
-and the app's cookies are made so (tests/test_e2e_web_port_hosts.py has the browser)."""
+and the app's cookies are made so; over TLS a wildcard certificate serves every job's host
+(tests/test_e2e_web_port_hosts.py has the browser)."""
 
 from __future__ import annotations
 
 import asyncio
 import http.client
+import socket
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +20,14 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from rota.cli.certs import init_certs
 from rota.scheduler.config import load_config
 from rota.scheduler.http import HttpServer
 from rota.scheduler.web.dashboard import dashboard_routes, port_routes
 from rota.scheduler.web.identity import EngineTokens
 from rota.scheduler.web.job_hosts import host_of
-from rota.scheduler.web.port_grants import PortGrants
+from rota.scheduler.web.port_grants import Door, PortGrants
+from rota.tls import http_ssl_context
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
 from tests.support.inprocess import InProcessScheduler
@@ -120,6 +125,45 @@ def _check(web: Browserless, at: int) -> None:
     # plain HTTP off loopback: no Sec-Fetch-*, but every change names its Origin
     assert status("/jobs/1/port/80/x", one, Origin=f"http://{two}") == 403
     assert status("/jobs/1/port/80/x", one, Origin=f"http://{one}") == 409
+
+
+def test_with_tls_a_wildcard_certificate_serves_every_jobs_host(tmp_path: Path) -> None:
+    """The ports listener serves the scheduler's one certificate: made with
+    ``--scheduler-name '*.ports.localhost'``, a browser verifies it for any job's host, and
+    the grant's cookie is Secure and host-only."""
+    certs = tmp_path / "tls"
+    init_certs(certs, ["sched.lab.example", f"*.{DOMAIN}"])
+    trusted = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+
+    async def main() -> None:
+        async with InProcessScheduler(tmp_path) as sched:
+            tokens, grants = EngineTokens(sched.engine), PortGrants(lambda: 0.0)
+            ports = HttpServer(port_routes(sched.engine, tokens, grants, True, 256, DOMAIN))
+            tls = http_ssl_context(str(certs / "scheduler.pem"), str(certs / "scheduler-key.pem"))
+            at = await ports.start("127.0.0.1:0", tls)
+            ticket = grants.ticket("ann", "h", Door("7", "port", 80))
+            try:
+                head = await asyncio.to_thread(
+                    _tls_get, at, f"j7.{DOMAIN}", f"/jobs/7/port/80/?rota_ticket={ticket}", trusted
+                )
+            finally:
+                await ports.stop()
+            assert head.startswith("HTTP/1.1 303"), head
+            cookie = next(h for h in head.split("\r\n") if h.startswith("Set-Cookie:"))
+            assert "; Secure" in cookie and "domain" not in cookie.lower(), cookie
+
+    asyncio.run(main())
+
+
+def _tls_get(at: int, host: str, target: str, trusted: ssl.SSLContext) -> str:
+    """The head of a GET over TLS to 127.0.0.1:``at`` as ``host`` (its name verified)."""
+    raw = socket.create_connection(("127.0.0.1", at), timeout=20)
+    with trusted.wrap_socket(raw, server_hostname=host) as conn:
+        conn.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}:{at}\r\n\r\n".encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer and (chunk := conn.recv(4096)):
+            answer += chunk
+    return answer.decode("latin-1")
 
 
 def test_an_array_tasks_host_is_a_dns_name() -> None:

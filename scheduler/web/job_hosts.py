@@ -16,33 +16,11 @@ can neither fetch nor frame it (403).
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-if TYPE_CHECKING:
-    from rota.scheduler.http import Request
+from rota.scheduler.http import Request
 
-_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-MAX_DOMAIN = 200  # characters: room for the job's label in a 253-character name
 NAVIGATION = ("GET", "HEAD")  # the methods a navigation from elsewhere may use
-
-
-def check_domain(text: str) -> str:
-    """``text`` as a DNS domain, lower case, without a trailing dot (ValueError naming the
-    problem otherwise): labels of letters, digits and inner hyphens, not an IP address."""
-    domain = text.strip().lower().removesuffix(".")
-    labels = domain.split(".")
-    if not domain:
-        return ""
-    if len(domain) > MAX_DOMAIN or not all(_LABEL.fullmatch(label) for label in labels):
-        raise ValueError(
-            f"{text[:80]!r} is not a DNS domain like ports.lab.example (labels of letters, "
-            f"digits and inner hyphens, at most {MAX_DOMAIN} characters)"
-        )
-    if labels[-1].isdigit():
-        raise ValueError(f"{text[:80]!r} is an address, not a DNS domain like ports.lab.example")
-    return domain
 
 
 def host_of(job_id: str, domain: str) -> str:
