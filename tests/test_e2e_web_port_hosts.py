@@ -120,8 +120,10 @@ def test_a_sibling_jobs_page_cannot_use_the_viewers_grant(
         assert results.pop(tag + "fetch") == "blocked", shown
         assert results.pop(tag + "nocors") == "0", shown
         assert results.pop(tag + "frame") == "blocked", shown
-    assert results.pop("bomb-path") in ("400", "blocked"), shown  # bob's own host is bombed
-    assert results == {"bomb-fetch": "blocked", "bomb-nocors": "0", "bomb-frame": "blocked"}
+    # bob's page bombed its own host too: its requests may be refused or cut off (blocked)
+    assert results.pop("bomb-path") in ("400", "blocked"), shown
+    assert results.pop("bomb-nocors") in ("0", "blocked"), shown
+    assert results == {"bomb-fetch": "blocked", "bomb-frame": "blocked"}, shown
     assert forwards() == opened, "a request of bob's page reached alice's app"
 
     # the dashboard is not under the domain: neither the bomb nor the planted cookies reach it
