@@ -21,8 +21,8 @@ one per connection, as the grant's user (whose token must still be current): the
 (``port forward by USER on NODE`` in the job's events, ``Interact/forward`` in the audit log).
 The request goes on with ``Connection: close`` and without rota's cookies (``rota_session``,
 ``rota_port``), and the answer comes back as the app wrote it, less any ``Set-Cookie`` of
-those, its cookies host-only (no ``Domain``). A WebSocket upgrade passes through, both ways, until either side closes. Request bodies
-are bounded as the HTTP port bounds them (64 KiB).
+those, its cookies host-only (no ``Domain``). A WebSocket upgrade passes through, both ways,
+until either side closes. Request bodies are bounded as the HTTP port bounds them (64 KiB).
 """
 
 from __future__ import annotations
