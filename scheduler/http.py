@@ -104,6 +104,7 @@ _REASONS = {
     405: "Method Not Allowed",
     409: "Conflict",
     413: "Content Too Large",
+    421: "Misdirected Request",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }

@@ -32,11 +32,12 @@ def dashboard_routes(
     secure: bool,
     grants: PortGrants | None = None,
     max_connections: int = MAX_CONNECTIONS,
+    ports_domain: str = "",
 ) -> list[Route]:
     """Page, files and API (the commands' routes among it); ``secure``: the port serves TLS (the
     cookie is marked Secure); ``grants``: the job ports' tickets, shared with ``port_routes``
     (None: job web ports are not served); ``max_connections``: the port's (one user's open
-    terminals are bounded by it, ``slots``)."""
+    terminals are bounded by it, ``slots``); ``ports_domain``: ``web_ports_domain``."""
     sessions = Sessions(engine.users.web_sessions, time.time)
     grants = grants or PortGrants(time.time)
     api = Api(engine, tokens, sessions, secure, time.time, grants.end_session)
@@ -47,7 +48,7 @@ def dashboard_routes(
         + IcalFeed(engine).routes(api)
         + CommandRoutes(engine, api).routes()
         + Terminal(engine, UserSlots(per_user(max_connections))).routes(api)
-        + PortDoor(engine, grants, secure).routes(api)
+        + PortDoor(engine, grants, secure, ports_domain).routes(api)
         + SessionLauncher(engine).routes(api)
     )
     return Files().routes() + api.routes() + pages
@@ -59,8 +60,10 @@ def port_routes(
     grants: PortGrants,
     secure: bool,
     max_connections: int = MAX_CONNECTIONS,
+    domain: str = "",
 ) -> list[Route]:
     """The routes of the ports origin (``web_ports_listen``): jobs' web ports, nothing else;
-    ``max_connections``: the port's (one user's open requests are bounded by it)."""
+    ``max_connections``: the port's (one user's open requests are bounded by it);
+    ``domain``: ``web_ports_domain`` (each job on its own host), "" for one shared origin."""
     slots = UserSlots(per_user(max_connections))
-    return WebPorts(engine, tokens, grants, secure, time.time, slots).routes()
+    return WebPorts(engine, tokens, grants, secure, time.time, slots, domain).routes()

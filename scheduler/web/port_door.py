@@ -12,8 +12,9 @@ the request must come from the dashboard's own pages or the address bar (``Origi
 tickets for other jobs; and a request naming none of them (plain HTTP off loopback, where
 browsers send no ``Sec-Fetch-Site`` and a page may leave out ``Referer``) must carry the
 session's CSRF token as ``rota_csrf`` (the job page's link does; a page elsewhere cannot read
-it), which is dropped from the redirect. Without ``web_ports_listen`` the paths answer 503
-naming it.
+it), which is dropped from the redirect. The redirect goes to the dashboard's host name, or with
+``web_ports_domain`` to the job's own host (``jID.DOMAIN``). Without ``web_ports_listen`` the
+paths answer 503 naming it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rota.scheduler.engine import Engine
 from rota.scheduler.facade.interactive import ClientOpen
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web.api import Api, ApiError, Caller, Refused, session_cookie
+from rota.scheduler.web.job_hosts import host_of
 from rota.scheduler.web.port_grants import Door, PortGrants
 from rota.scheduler.web.sessions import Sessions, id_hash
 
@@ -57,9 +59,11 @@ def door_of(request: Request) -> Door:
 
 
 class PortDoor:
-    """The dashboard's routes for job web ports: tickets to the ports origin."""
+    """The dashboard's routes for job web ports: tickets to the ports origin, on the job's
+    own host under ``domain`` (``job_hosts``), or with "" on the dashboard's host."""
 
-    def __init__(self, engine: Engine, grants: PortGrants, secure: bool) -> None:
+    def __init__(self, engine: Engine, grants: PortGrants, secure: bool, domain: str = "") -> None:
+        self.domain = domain
         self.engine = engine
         self.grants = grants
         self.scheme = "https" if secure else "http"
@@ -102,6 +106,8 @@ class PortDoor:
         ours = (TICKET + "=", CSRF + "=")
         query = "&".join(p for p in query.split("&") if p and not p.startswith(ours))
         query = f"{query}&{TICKET}={ticket}" if query else f"{TICKET}={ticket}"
+        if self.domain:
+            name = host_of(door.job_id, self.domain)
         where = f"{self.scheme}://{name}:{self.grants.port}{path}?{query}"
         headers = (
             ("Location", where),

@@ -9,8 +9,11 @@ A browser comes here from the dashboard (``port_door``) with a ticket in ``rota_
 ticket is exchanged for a grant (``PortGrants``), whose id is this origin's cookie
 ``rota_port`` (``HttpOnly``, ``SameSite=Lax``, ``Path`` the job's prefix), and the browser is
 sent on to the same URL without the ticket. A refused ticket (unknown, used, expired, of
-another port) is 403 and audited; a request without a live grant for its prefix is 401. The
-dashboard's session cookie and bearer tokens are never accepted here.
+another port) is 403 and audited; a request without a live grant for its prefix is 401, one
+with several ``rota_port`` cookies 400, and one from another page than the job's own (a fetch
+or frame; ``job_hosts.foreign_use``) 403. The dashboard's session cookie and bearer tokens are
+never accepted here. With ``web_ports_domain`` each job has its own host (``job_hosts``), and
+a request whose ``Host`` is not its job's is 421.
 
 Each request is the engine's interactive session of kind ``forward``, as ``rota forward`` opens
 one per connection, as the grant's user (whose token must still be current): the same rights
@@ -18,8 +21,8 @@ one per connection, as the grant's user (whose token must still be current): the
 (``port forward by USER on NODE`` in the job's events, ``Interact/forward`` in the audit log).
 The request goes on with ``Connection: close`` and without rota's cookies (``rota_session``,
 ``rota_port``), and the answer comes back as the app wrote it, less any ``Set-Cookie`` of
-those. A WebSocket upgrade passes through, both ways, until either side closes. Request bodies
-are bounded as the HTTP port bounds them (64 KiB).
+those, its cookies host-only (no ``Domain``). A WebSocket upgrade passes through, both ways,
+until either side closes. Request bodies are bounded as the HTTP port bounds them (64 KiB).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from rota.scheduler.facade.interactive import ClientOpen, SessionEvent, Waiting
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web.api import ApiError, error
 from rota.scheduler.web.identity import TokenCheck
+from rota.scheduler.web.job_hosts import foreign_use, misdirected
 from rota.scheduler.web.port_door import TICKET, WAYS, door_of
 from rota.scheduler.web.port_grants import Door, PortGrants
 from rota.scheduler.web.sessions import COOKIE
@@ -69,6 +73,10 @@ _OURS = tuple(name.encode() for name in OURS)
 _DROPPED = (b"clear-site-data", b"service-worker-allowed")
 _STATUS = re.compile(rb"HTTP/1\.[01] ([1-5][0-9][0-9])(?: .*)?")
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a header's name
+SEVERAL = (
+    f"several {PORT_COOKIE} cookies: a page set one of its own next to this browser's grant; "
+    "clear this site's cookies and open the port again from the job's page on the dashboard"
+)
 NO_GRANT = (
     "this browser has no access to this job's port here: open it from the job's page on the "
     "dashboard (a link to it gets a fresh ticket)"
@@ -77,7 +85,9 @@ NO_GRANT = (
 
 class WebPorts:
     """The ports origin's routes; ``secure``: it serves TLS (its cookie is marked Secure);
-    ``clock`` dates audit entries; ``slots`` bounds the requests one user has open."""
+    ``clock`` dates audit entries; ``slots`` bounds the requests one user has open;
+    ``domain``: each job's ports are served on their own host under it (``job_hosts``), ""
+    for one shared origin."""
 
     def __init__(
         self,
@@ -87,7 +97,9 @@ class WebPorts:
         secure: bool,
         clock: Callable[[], float],
         slots: UserSlots,
+        domain: str = "",
     ) -> None:
+        self.domain = domain
         self.engine = engine
         self.tokens = tokens
         self.grants = grants
@@ -99,24 +111,28 @@ class WebPorts:
         routes = []
         for way in WAYS:
             base = f"/jobs/{{id}}/{way}/{{port}}"
-            routes.append(Route("GET", base, self.slash))
+            routes.append(Route("GET", base, self._guarded("", self.slash)))
             for method in METHODS:
                 action = f"web {method} {base}/{{rest*}}"
                 routes.append(Route(method, base + "/{rest*}", self._guarded(action)))
         return routes
 
-    async def slash(self, request: Request) -> Response:
+    async def slash(self, request: Request, _action: str) -> Response:
         """The port's root with its slash, so relative links resolve under it (and the
         grant's cookie, whose path ends with one, is sent)."""
+        self._on_its_host(request)
         return Response(303, b"", headers=(("Location", request.path + "/"),))
 
-    def _guarded(self, action: str) -> Callable[[Request], Awaitable[Response]]:
-        """``serve`` with its refusals answered (``serve`` audits a refused ticket or right
-        as ``action``)."""
+    def _guarded(
+        self, action: str, serve: Callable[[Request, str], Awaitable[Response]] | None = None
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """``serve`` (default ``self.serve``) with its refusals answered (``serve`` audits a
+        refused ticket or right as ``action``)."""
+        serving = serve or self.serve
 
         async def guarded(request: Request) -> Response:
             try:
-                return await self.serve(request, action)
+                return await serving(request, action)
             except ApiError as exc:
                 return error(exc.status, str(exc))
             except (UserError, SpecError) as exc:
@@ -127,12 +143,19 @@ class WebPorts:
         return guarded
 
     async def serve(self, request: Request, action: str) -> Response:
-        """A ticket exchanged for a grant, or a request under a grant relayed to the app."""
-        door = door_of(request)
+        """A ticket exchanged for a grant, or a request under a grant relayed to the app; on
+        the job's own host only (with ``domain``), from its own pages or a navigation."""
+        door = self._on_its_host(request)
+        foreign = foreign_use(request)
+        if foreign:
+            raise ApiError(403, foreign)
         ticket = request.query.get(TICKET)
         if ticket is not None:
             return await self._exchange(request, action, door, ticket)
-        grant = self.grants.grant(request.cookies(PORT_COOKIE), door)
+        grant_ids = request.cookies(PORT_COOKIE)
+        if len(grant_ids) > 1:
+            raise ApiError(400, SEVERAL)
+        grant = self.grants.grant(grant_ids, door)
         if grant is None:
             raise ApiError(401, NO_GRANT)
         who = await self.tokens.by_hash(grant.token_hash)
@@ -143,6 +166,14 @@ class WebPorts:
         except AccessDenied as exc:
             await self._record(request, action, str(exc), who.user)
             raise ApiError(403, str(exc)) from None
+
+    def _on_its_host(self, request: Request) -> Door:
+        """The door ``request`` names; with ``domain``, ApiError 421 unless its ``Host`` is
+        that job's own."""
+        door = door_of(request)
+        if self.domain and (why := misdirected(request, door.job_id, self.domain)):
+            raise ApiError(421, why)
+        return door
 
     async def _exchange(self, request: Request, action: str, door: Door, ticket: str) -> Response:
         """The grant's cookie for a current ticket of ``door``, and the URL without it."""
@@ -355,5 +386,18 @@ def _filtered(head: bytes) -> bytes | None:
             cookie = cookie.strip(b" \t").lower()
             if not named or not cookie or cookie in _OURS:
                 continue
+            line = _host_only(line)
         kept.append(line)
     return b"\r\n".join(kept) + b"\r\n\r\n"
+
+
+def _host_only(line: bytes) -> bytes:
+    """A ``Set-Cookie`` line without its ``Domain`` attributes (as a browser reads them: any
+    case, spaces or tabs around the name), so the cookie stays on the host that answered and
+    never covers a sibling job's host or the dashboard's."""
+    name, _, value = line.partition(b":")
+    parts = value.split(b";")
+    kept = [parts[0]] + [
+        p for p in parts[1:] if p.partition(b"=")[0].strip(b" \t").lower() != b"domain"
+    ]
+    return line if len(kept) == len(parts) else name + b":" + b";".join(kept)
