@@ -58,6 +58,8 @@ CASES: list[tuple[str, list[str]]] = [
     ("node list wider than -N", ["-N 1", "-w gpu[02-03]"]),
     ("exclude", ["-x gpu[02-03]"]),
     ("features", ["-C a100&ib"]),
+    ("features, or", ['-C "a100|h100"']),
+    ("features, matching or", ["-N 2", '-C "[rack1|rack2]"']),
     ("mail", ["--mail-type=END,FAIL", "--mail-user=ann@lab.example"]),
     ("mail ALL", ["--mail-type=ALL"]),
     ("exclusive, no requeue", ["--exclusive", "--no-requeue"]),
@@ -165,7 +167,6 @@ def rota_reads(path: Path, cwd: Path) -> tuple[dict[str, Any] | str, list[str]]:
     job = yaml.safe_load(done.stdout)
     res = job.get("resources", {})
     nodes = job.get("nodes", 1)
-    selector = job.get("node_selector") or {}
     mem = res.get("memory")
     return {
         "time": int(parse_duration(job["time_limit"])) if "time_limit" in job else None,
@@ -176,7 +177,7 @@ def rota_reads(path: Path, cwd: Path) -> tuple[dict[str, Any] | str, list[str]]:
         "partition": job.get("partition"),
         "nodelist": _hosts(job.get("nodelist", "")),
         "exclude": _hosts(job.get("exclude", "")),
-        "features": "&".join(selector) or None,
+        "features": job.get("constraint") or None,
         "mail_type": ",".join(job["mail_type"]) if job.get("mail_type") else None,
         "mail_user": job.get("mail_user") or (None if not job.get("mail_type") else USER),
         "exclusive": bool(job.get("exclusive")),

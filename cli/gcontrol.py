@@ -75,6 +75,7 @@ def _show(args: argparse.Namespace) -> int:
         ("Dependency", spec.dependency or "-"),
         ("ReqNodeList", spec.nodelist or "(null)"),
         ("ExcNodeList", spec.exclude or "(null)"),
+        ("Features", spec.constraint or "(null)"),
         ("MailType", ",".join(spec.mail_type) or "NONE"),
         ("MailUser", spec.mail_user or ("(the job's user)" if spec.mail_type else "-")),
     ]

@@ -108,6 +108,15 @@ def priority(job: Job, long: bool) -> str:
     return str(whole) if long else f"{whole / 0xFFFFFFFF:16.14f}"
 
 
+def features(job: Job) -> str:
+    """``%f``: the job's ``constraint`` and its ``node_selector`` labels, joined by ``&``."""
+    labels = [f"{k}={v}" for k, v in sorted((job.get("node_selector") or {}).items())]
+    constraint = job.get("constraint") or ""
+    if constraint and labels:
+        constraint = f"({constraint})" if "|" in constraint else constraint
+    return "&".join([*labels, constraint] if constraint else labels) or "(null)"
+
+
 def _null(value: object) -> str:
     return str(value) if value else "(null)"
 
@@ -139,13 +148,7 @@ LETTERS: dict[str, Letter] = {
     "C": Letter("CPUS", lambda j, _: cpus(j, per_node=False)),
     "m": Letter("MIN_MEMORY", lambda j, _: memory(j.get("memory") or 0)),
     "b": Letter("TRES_PER_NODE", lambda j, _: gres(j)),
-    "f": Letter(
-        "FEATURES",
-        lambda j, _: (
-            "&".join(f"{k}={v}" for k, v in sorted((j.get("node_selector") or {}).items()))
-            or "(null)"
-        ),
-    ),
+    "f": Letter("FEATURES", lambda j, _: features(j)),
     "E": Letter("DEPENDENCY", lambda j, _: _null(j.get("dependency"))),
     "R": Letter("NODELIST(REASON)", lambda j, _: where(j)),
     "N": Letter("NODELIST", lambda j, _: ",".join(j["nodes"])),

@@ -201,9 +201,24 @@ def _translate(name: str, text: str, script: Script) -> BatchJob:
         given = "wrap" if name == "--wrap" else Path(name).name
         if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}", given):
             batch.job = {"name": given, **batch.job}
+    _chdir(batch)
     for warning in batch.warnings:
         print(f"gsub: warning: {name}: {warning}", file=sys.stderr)
     return batch
+
+
+def _chdir(batch: BatchJob) -> None:
+    """``--chdir``/``-D`` as sbatch reads it: a relative directory is from here, and the
+    directory gsub runs in is the default's (the submit directory, mounted where the node
+    allows), so ``-D .`` changes nothing."""
+    workdir = batch.job.get("workdir")
+    if batch.origins.get("workdir") != "--chdir" or not isinstance(workdir, str):
+        return
+    path = os.path.normpath(os.path.join(os.getcwd(), workdir))
+    if path == os.path.normpath(os.getcwd()):
+        del batch.job["workdir"]
+    else:
+        batch.job["workdir"] = path
 
 
 def _job_file(name: str, text: str, script: Script) -> Any:
@@ -229,21 +244,25 @@ def _spec(name: str, data: Any, batch: BatchJob | None) -> JobSpec:
     from rota.jobspec import SpecError, parse_job_file
 
     try:
-        return parse_job_file(_absolute_outputs(data))
+        chdir = batch is not None and batch.origins.get("workdir") == "--chdir"
+        base = data.get("workdir") if chdir and isinstance(data, dict) else None
+        return parse_job_file(_absolute_outputs(data, base if isinstance(base, str) else None))
     except SpecError as exc:
         directive = batch.directive_for(exc.field) if batch else None
         where = f" (from {directive})" if directive else ""
         raise CliError(f"{name}: {exc}{where}", 2) from None
 
 
-def _absolute_outputs(data: Any) -> Any:
-    """The job file with relative ``output``/``error`` patterns made absolute from here."""
+def _absolute_outputs(data: Any, base: str | None = None) -> Any:
+    """The job file with relative ``output``/``error`` patterns made absolute from ``base``
+    (a script's ``--chdir``, as SLURM writes them in the job's working directory), else from
+    here."""
     if not isinstance(data, dict):
         return data
     out = dict(data)
     for key in ("output", "error"):
         if isinstance(out.get(key), str) and out[key] and not out[key].startswith("/"):
-            out[key] = os.path.join(os.getcwd(), out[key])
+            out[key] = os.path.join(base or os.getcwd(), out[key])
     return out
 
 

@@ -58,6 +58,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             db_password_file=args.db_password_file,
             http_listen=args.http_listen,
             web_ports_listen=args.web_ports_listen,
+            web_ports_domain=args.web_ports_domain,
             allowed_mounts=tuple(args.allowed_mount) if args.allowed_mount else None,
         )
         config.resolved_database_url()  # a bad password file is a usage error
@@ -206,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="serve jobs' web ports (Jupyter, TensorBoard) here, on their own origin, apart "
         "from the dashboard's (default: not served)",
+    )
+    s.add_argument(
+        "--web-ports-domain",
+        metavar="DOMAIN",
+        help="serve each job's web ports on its own host, jID.DOMAIN (a wildcard DNS record "
+        "*.DOMAIN pointing at --web-ports-listen; default: one shared origin)",
     )
 
     s.add_argument(

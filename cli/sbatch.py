@@ -58,6 +58,7 @@ FIELD_ORDER = (
     "mail_type",
     "mail_user",
     "node_selector",
+    "constraint",
     "exclusive",
     "hold",
     "env",
@@ -228,7 +229,7 @@ def _rota_directive(req: Request, words: list[str]) -> None:
                 f"{', '.join(ROTA_KEYS)}"
             )
         target = ROTA_KEYS[key]
-        req.origins[target] = f"#ROTA {key}"
+        req.origins[target] = f"#ROTA {key}"  # wins over pyxis' --container-image
         if key == "mount":
             req.job.setdefault("mounts", []).append(raw)
         elif key == "env":

@@ -1,5 +1,6 @@
-"""Every option sbatch knows (SLURM 22.05 to 24.x, ``man sbatch``): its short letter, whether
-it takes a value, and, for those rota does not carry out, the one line a warning says. Pure data.
+"""Every option sbatch knows (SLURM 22.05 to 24.x, ``man sbatch``, and the ``--container-*``
+options of NVIDIA's pyxis plugin): its short letter, whether it takes a value, and, for those
+rota does not carry out, the one line a warning says. Pure data.
 
 Options rota maps to job-file fields are read in ``sbatch_map.py``; every other option here is
 accepted with the warning in ``NOT_HERE``, so no real sbatch option is ever "unknown".
@@ -44,11 +45,25 @@ SHORT = {
     "w": "nodelist",
     "x": "exclude",
 }
+# Other spellings sbatch takes for an option (older releases' names among them).
+ALIASES = {
+    "share": "oversubscribe",
+    "tasks-per-node": "ntasks-per-node",
+    "workdir": "chdir",
+}
 # Options that take no value.
 FLAGS = frozenset(
     {
+        "container-entrypoint",
+        "container-mount-home",
+        "container-readonly",
+        "container-remap-root",
+        "container-writable",
         "contiguous",
         "help",
+        "no-container-entrypoint",
+        "no-container-mount-home",
+        "no-container-remap-root",
         "hold",
         "ignore-pbs",
         "no-requeue",
@@ -76,6 +91,7 @@ _NODES = "ignored: rota reads no node file; give the names with -w (a host list:
 _CLI = "ignored in a script: give it on gsub's command line"
 _ENV = "ignored: the container gets the image's environment, --export and SLURM's variables"
 _ACCOUNTING = "ignored: rota keeps its own accounting (gacct)"
+_PYXIS = "ignored: rota runs each job in a fresh container of its image, as the job's user"
 # What rota does not do for each option it accepts without carrying it out.
 NOT_HERE = {
     "acctg-freq": _ACCOUNTING,
@@ -88,6 +104,18 @@ NOT_HERE = {
     "container": "ignored: every job runs in a container; '#ROTA image=IMAGE' names it",
     "container-id": "ignored: every job runs in a container; '#ROTA image=IMAGE' names it",
     "contiguous": _LAYOUT,
+    # pyxis (NVIDIA's enroot plugin) options; --container-image and the like are mapped
+    "container-entrypoint": _PYXIS,
+    "container-env": _PYXIS,
+    "container-mount-home": _PYXIS,
+    "container-name": _PYXIS,
+    "container-readonly": _PYXIS,
+    "container-remap-root": _PYXIS,
+    "container-save": _PYXIS,
+    "container-writable": _PYXIS,
+    "no-container-entrypoint": _PYXIS,
+    "no-container-mount-home": _PYXIS,
+    "no-container-remap-root": _PYXIS,
     "core-spec": _LAYOUT,
     "cores-per-socket": _LAYOUT,
     "cpu-freq": _LAYOUT,
@@ -118,7 +146,6 @@ NOT_HERE = {
     "no-kill": "ignored: a job loses its allocation when a node fails (NODE_FAIL)",
     "nodefile": _NODES,
     "ntasks-per-core": _LAYOUT,
-    "ntasks-per-gpu": _LAYOUT,
     "ntasks-per-socket": _LAYOUT,
     "open-mode": "ignored: output files are written anew (truncated) for each attempt",
     "overcommit": _LAYOUT,
@@ -160,6 +187,9 @@ MAPPED = frozenset(
         "begin",
         "chdir",
         "constraint",
+        "container-image",
+        "container-mounts",
+        "container-workdir",
         "cpus-per-gpu",
         "cpus-per-task",
         "dependency",
@@ -182,6 +212,7 @@ MAPPED = frozenset(
         "nodelist",
         "nodes",
         "ntasks",
+        "ntasks-per-gpu",
         "ntasks-per-node",
         "output",
         "partition",

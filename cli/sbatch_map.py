@@ -27,7 +27,7 @@ from rota.cli.sbatch_options import (
 from rota.hostlist import expand
 from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
 
-_FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")
+_COUNT = re.compile(r"\s*\*\s*[0-9]+")
 
 
 @dataclass
@@ -47,6 +47,7 @@ class Request:
     memory: tuple[str, int, str] | None = None  # (node|cpu|gpu, number, unit); number 0: none
     ntasks: int | None = None
     ntasks_per_node: int | None = None
+    ntasks_per_gpu: int | None = None
     said: dict[str, str] = field(default_factory=dict)  # request -> "line N: --option=value"
     where: str = ""
 
@@ -79,6 +80,8 @@ class Request:
     def _resolve(self) -> None:
         self._listed_nodes()
         nodes = int(self.job.get("nodes", 1))
+        if self.ntasks_per_gpu is not None:
+            self._tasks_from_gpus(nodes, self.ntasks_per_gpu)
         tasks = self._tasks_per_node(nodes)
         gpus = self._gpus_per_node(nodes, tasks)
         cpus = self._cpus_per_node(tasks, gpus)
@@ -106,6 +109,28 @@ class Request:
                 f"{self.origins['nodelist']} names {listed} nodes but "
                 f"{self.origins['nodes']} asks for {self.job['nodes']}: the job gets every "
                 "node listed, as with sbatch"
+            )
+
+    def _tasks_from_gpus(self, nodes: int, each: int) -> None:
+        """``--ntasks-per-gpu=N`` as SLURM reads it: N tasks per GPU of a node (``--ntasks``
+        wins); without a GPU request, ``--ntasks`` / N GPUs. With N = 1 every task owns its
+        GPU, as SLURM's implied ``--gpu-bind=single:1``."""
+        if self.gpus is None:
+            if self.ntasks is None:
+                raise ScriptError(f"{self.said['per-gpu']}: needs GPUs (--gres or --gpus-*)")
+            self.gpus = ("job", "", -(-self.ntasks // each))
+            self.said["gpus"] = self.said["per-gpu"]
+        per, _kind, count = self.gpus
+        if per == "task":
+            return  # each task's GPUs are said already
+        per_node = count if per == "node" else count // nodes
+        if self.ntasks is None and self.ntasks_per_node is None:
+            self.ntasks_per_node = per_node * each
+        if each == 1 and (self.ntasks_per_node or -(-(self.ntasks or 1) // nodes)) <= per_node:
+            self.job["gpus_per_task"] = 1
+        elif each > 1:
+            self.warnings.append(
+                f"{self.said['per-gpu']}: tasks share their GPUs: rota binds a GPU to one task only"
             )
 
     def _tasks_per_node(self, nodes: int) -> int:
@@ -182,7 +207,12 @@ def _flag(target: str, setting: bool) -> Handler:
 def _gpus(per: str) -> Handler:
     def handle(req: Request, option: str, value: str | None) -> None:
         if option == "gres":
-            kind, count = gres_gpus(value or "")
+            found, others = gres_gpus(value or "")
+            if others:
+                req.warn(f"ignored for {', '.join(others)}: rota schedules GPUs only")
+            if found is None:
+                return
+            kind, count = found
         else:
             kind, count = gpu_count(option, value or "")
         req.gpus = (per, kind, count)
@@ -231,13 +261,59 @@ def _tasks(req: Request, option: str, value: str | None) -> None:
     req.note("tasks", option)
 
 
-def _constraint(req: Request, option: str, value: str | None) -> None:
-    features = (value or "").split("&")
-    if not all(_FEATURE.match(f) for f in features):
-        req.warn("ignored: only FEATURE&FEATURE... becomes rota's node_selector")
+def _per_gpu(req: Request, option: str, value: str | None) -> None:
+    req.ntasks_per_gpu = positive(option, value or "")
+    req.note("per-gpu", option)
+
+
+def _time(req: Request, option: str, value: str | None) -> None:
+    """SLURM's 0, UNLIMITED and INFINITE mean no limit; rota always has one."""
+    if (value or "").strip().lower() in ("0", "unlimited", "infinite"):
+        req.job.pop("time_limit", None)
+        req.warn(
+            "no unlimited time here: the job gets the default time limit (its partition's "
+            "default_time, else the scheduler's)"
+        )
         return
-    req.job["node_selector"] = {f: "true" for f in features}
-    req.origins["node_selector"] = f"--{option}"
+    req.job["time_limit"] = value or ""
+    req.origins["time_limit"] = f"--{option}"
+
+
+def _constraint(req: Request, option: str, value: str | None) -> None:
+    """SLURM's feature expression as the job's ``constraint`` (the scheduler checks it);
+    counts (``a*2``) are dropped with a warning."""
+    text = _COUNT.sub("", value or "")
+    if text != (value or ""):
+        req.warn("counts (FEATURE*N) are ignored: every node of the job needs the features")
+    req.job["constraint"] = text.strip()
+    req.origins["constraint"] = f"--{option}"
+
+
+def _container_image(req: Request, option: str, value: str | None) -> None:
+    """pyxis' enroot image, ``[docker://][REGISTRY#]IMAGE[:TAG]``, as a Docker image name
+    (``#ROTA image=`` wins); a squashfs file or directory is no image rota can run."""
+    text = (value or "").strip().removeprefix("docker://")
+    if req.origins.get("image", "").startswith("#ROTA"):
+        return
+    if text.startswith(("/", ".", "~")) or text.endswith(".sqsh"):
+        req.warn("ignored: a squashfs file is no image rota can run; '#ROTA image=IMAGE' names one")
+        return
+    req.job["image"] = text.replace("#", "/", 1)
+    req.origins["image"] = f"--{option}"
+
+
+def _container_mounts(req: Request, option: str, value: str | None) -> None:
+    """pyxis' ``SRC[:DST[:FLAGS]],...`` as rota mounts (``ro`` among the flags: read-only)."""
+    for item in (value or "").split(","):
+        parts = item.strip().split(":")
+        if not parts[0]:
+            continue
+        target = parts[1] if len(parts) > 1 and parts[1] else parts[0]
+        flags = set(parts[2].split("+")) if len(parts) > 2 else set()
+        req.job.setdefault("mounts", []).append(
+            f"{parts[0]}:{target}" + (":ro" if "ro" in flags else "")
+        )
+    req.origins["mounts"] = f"--{option}"
 
 
 def _mail_type(req: Request, option: str, value: str | None) -> None:
@@ -268,14 +344,36 @@ def _priority(value: str) -> int:
     return int(value)
 
 
-def _nodes(value: str) -> int:
-    return positive("nodes", value)
+def _nodes(req: Request, option: str, value: str | None) -> None:
+    """``-N N``, or SLURM's ``MIN-MAX`` range: rota gives the minimum, and says so."""
+    low, dash, high = (value or "").partition("-")
+    count = positive(option, low)
+    if dash:
+        if positive(option, high) < count:
+            raise ScriptError(f"--{option}: the range {value!r} ends below its start")
+        req.warn(f"the job gets {count} node(s), the minimum: rota has no node count ranges")
+    req.job["nodes"] = count
+    req.origins["nodes"] = f"--{option}"
+
+
+def _job_name(req: Request, option: str, value: str | None) -> None:
+    """SLURM takes any name; rota's are letters, digits and ``_ . : + -``: others become
+    ``_``, and the name used is said."""
+    name = value or ""
+    usable = re.sub(r"[^A-Za-z0-9_.:+-]", "_", name)[:128]
+    if usable and not usable[0].isalnum():
+        usable = f"j{usable}"[:128]
+    if usable != name:
+        req.warn(f"named {usable!r}: rota's job names hold letters, digits and _ . : + - only")
+    if usable:
+        req.job["name"] = usable
+        req.origins["name"] = f"--{option}"
 
 
 _HANDLERS: dict[str, Handler] = {
-    "job-name": _set("name"),
-    "time": _set("time_limit"),
-    "nodes": _set("nodes", _nodes),
+    "job-name": _job_name,
+    "time": _time,
+    "nodes": _nodes,
     "output": _set("output"),
     "error": _set("error"),
     "array": _set("array"),
@@ -287,6 +385,9 @@ _HANDLERS: dict[str, Handler] = {
     "account": _set("account"),
     "qos": _set("qos"),
     "chdir": _set("workdir"),
+    "container-workdir": _set("workdir"),
+    "container-image": _container_image,
+    "container-mounts": _container_mounts,
     "priority": _set("priority", _priority),
     "gres": _gpus("node"),
     "gpus-per-node": _gpus("node"),
@@ -299,6 +400,7 @@ _HANDLERS: dict[str, Handler] = {
     "mem-per-gpu": _memory("gpu"),
     "ntasks": _tasks,
     "ntasks-per-node": _tasks,
+    "ntasks-per-gpu": _per_gpu,
     "constraint": _constraint,
     "mail-type": _mail_type,
     "mail-user": _set("mail_user"),

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from rota.cli.sbatch_catalog import FLAGS, KNOWN, OPTIONAL, SHORT
+from rota.cli.sbatch_catalog import ALIASES, FLAGS, KNOWN, OPTIONAL, SHORT
 
 
 class ScriptError(ValueError):
@@ -24,11 +24,12 @@ def takes_value(name: str) -> bool:
 
 
 def long_name(word: str) -> str | None:
-    """The long name of an option word (``-J``, ``-Jx``, ``--job-name=x`` -> ``job-name``);
-    None when it is not an option sbatch knows."""
+    """The long name of an option word (``-J``, ``-Jx``, ``--job-name=x``, ``--job`` ->
+    ``job-name``); None when it is not an option sbatch knows."""
     if word.startswith("--"):
         name = word[2:].split("=", 1)[0]
-        return name if name in KNOWN else None
+        name = ALIASES.get(name, name)
+        return name if name in KNOWN else _unique_prefix(name)
     if word.startswith("-") and len(word) > 1:
         return SHORT.get(word[1])
     return None
@@ -47,6 +48,9 @@ def split_options(words: list[str]) -> tuple[list[Option], list[str]]:
         value: str | None = None
         if word.startswith("--"):
             name, eq, inline = word[2:].partition("=")
+            name = ALIASES.get(name, name)
+            if name not in KNOWN:
+                name = _unique_prefix(name) or name
             if eq:
                 value = inline
         elif word.startswith("-") and len(word) > 1:
@@ -75,6 +79,15 @@ def split_options(words: list[str]) -> tuple[list[Option], list[str]]:
             i += 1
         out.append((name, value))
     return out, problems
+
+
+def _unique_prefix(name: str) -> str | None:
+    """As sbatch's getopt_long: an abbreviation of exactly one long option stands for it
+    (``--err`` is ``--error``); None when it abbreviates none or several."""
+    if not name:
+        return None
+    found = {ALIASES.get(k, k) for k in (*KNOWN, *ALIASES) if k.startswith(name)}
+    return found.pop() if len(found) == 1 else None
 
 
 _GPU_COUNT = re.compile(r"^(?:(?P<type>[A-Za-z0-9_.+-]+):)?(?P<count>\d+)$")
@@ -110,16 +123,19 @@ def gpu_count(option: str, value: str) -> tuple[str, int]:
     return m.group("type") or "", int(m.group("count"))
 
 
-def gres_gpus(value: str) -> tuple[str, int]:
-    """``gpu``, ``gpu:N`` or ``gpu:TYPE:N`` -> (type, N); other generic resources are refused."""
+def gres_gpus(value: str) -> tuple[tuple[str, int] | None, list[str]]:
+    """``gpu``, ``gpu:N`` or ``gpu:TYPE:N`` -> (type, N), None without a gpu item, and the
+    other generic resources named (``lscratch:10`` -> ``lscratch``), which rota does not
+    have."""
     found: tuple[str, int] | None = None
+    others: list[str] = []
     for item in value.split(","):
         kind, _, rest = item.strip().partition(":")
-        if kind != "gpu":
-            raise ScriptError(f"--gres: only gpu is supported (gpu:N or gpu:TYPE:N), got {item!r}")
-        found = gpu_count("gres", rest or "1")
-    assert found is not None
-    return found
+        if kind == "gpu":
+            found = gpu_count("gres", rest or "1")
+        elif kind:
+            others.append(kind)
+    return found, others
 
 
 def memory_amount(option: str, value: str) -> tuple[int, str]:

@@ -40,6 +40,7 @@ _FIELD_LIMITS = {
     "page_token": 32,
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
+_ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+@-]*$")
 _JOB_ID = re.compile(r"[0-9]{1,18}(_[0-9]{1,9})?")  # ids fit a 64-bit integer
 _PAGE_TOKEN = re.compile(r"[0-9]{1,18}")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")  # fullmatch: agents' --node too
@@ -78,6 +79,17 @@ def check_name(field: str, value: str, max_len: int = MAX_NAME) -> None:
         raise SpecError(
             field,
             f"use up to {max_len} letters, digits and _ . : + - (starting alphanumeric)",
+        )
+
+
+def check_account(field: str, value: str, max_len: int = MAX_NAME) -> None:
+    """A name (``check_name``) that may also hold ``@``, as SLURM accounts do (``six@gpu``)."""
+    if not value:
+        return
+    if len(value) > max_len or not _ACCOUNT.match(value):
+        raise SpecError(
+            field,
+            f"use up to {max_len} letters, digits and _ . : + - @ (starting alphanumeric)",
         )
 
 

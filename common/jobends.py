@@ -35,8 +35,9 @@ _ENDS: dict[JobState, str] = {
     JobState.CANCELLED: "cancel",
     JobState.PREEMPTED: "cancel",
 }
-PATTERN_LETTERS = "jAaxuN%"
-_PATTERN = re.compile(r"%(.?)")
+PATTERN_LETTERS = "jJAaxuNnst%"
+# %[WIDTH]LETTER: a width zero-pads a number, as SLURM's file names do (%4j -> 0042)
+_PATTERN = re.compile(r"%(\d{0,2})(.?)")
 
 
 def end_event(state: JobState) -> str:
@@ -74,10 +75,10 @@ def url_problem(url: str) -> str:
 
 def pattern_problem(pattern: str) -> str:
     """Why ``pattern`` is not an output pattern ("" when it is)."""
-    for letter in _PATTERN.findall(pattern):
-        if letter not in PATTERN_LETTERS:
-            shown = f"%{letter}" if letter else "a lone % at the end"
-            return f"unknown pattern {shown}; allowed: %j %A %a %x %u %N %%"
+    for width, letter in _PATTERN.findall(pattern):
+        if letter not in PATTERN_LETTERS or (width and letter == "%"):
+            shown = f"%{width}{letter}" if letter else "a lone % at the end"
+            return f"unknown pattern {shown}; allowed: %j %J %A %a %x %u %N %n %s %t %%"
     return ""
 
 
@@ -86,10 +87,12 @@ def expand(pattern: str, fields: Mapping[str, str]) -> str:
     a placeholder gives that could move the path (``/``, NUL) becomes ``_``."""
 
     def one(m: re.Match[str]) -> str:
-        letter = m.group(1)
+        width, letter = m.group(1), m.group(2)
         if letter == "%":
             return "%"
         value = fields.get(letter, "")
+        if width and value.isdigit():
+            value = value.zfill(int(width))
         return value.replace("/", "_").replace("\x00", "_")
 
     return _PATTERN.sub(one, pattern)

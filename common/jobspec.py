@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rota.inputs import SpecError
+from rota.inputs import SpecError, check_account
 from rota.jobends import NOTIFY_EVENTS
 from rota.jobmail import normal_mail_types
 from rota.jobsignal import SIGNAL_HELP, canonical_signal
@@ -98,6 +98,7 @@ class JobSpec:
     ntasks: int = 0  # srun's tasks in all (sbatch -n); 0 = one per node
     ntasks_per_node: int = 0  # sbatch --ntasks-per-node; 0 = from ntasks
     gpus_per_task: int = 0  # sbatch --gpus-per-task; 0 = the node's GPUs shared out
+    constraint: str = ""  # node features, SLURM's -C expression (rota.constraint); "" = any
 
 
 def _type_name(value: object) -> str:
@@ -221,14 +222,21 @@ def _notify(key: str, value: Any) -> tuple[str, tuple[str, ...]]:
 
 
 def parse_dependency(text: str) -> list[tuple[str, list[str]]]:
-    """Parse SLURM's ``afterok:12:13,afterany:14`` into ``[(type, [ids])]``; ValueError if bad."""
-    out = []
+    """Parse SLURM's ``afterok:12:13,afterany:14`` into ``[(type, [ids])]``; ValueError if bad.
+    As SLURM reads them, a bare id (``12``) is ``afterany:12`` and ``singleton`` is
+    ``("singleton", [])``: after every earlier job of the same name and user has ended."""
+    out: list[tuple[str, list[str]]] = []
     for clause in text.replace("?", ",").split(","):
         parts = clause.strip().split(":")
+        if parts == ["singleton"]:
+            out.append(("singleton", []))
+            continue
+        if len(parts) == 1 and _JOB_ID.match(parts[0]):
+            parts = ["afterany", parts[0]]
         if len(parts) < 2 or parts[0] not in DEPENDENCY_TYPES:
             raise ValueError(
                 f"expected TYPE:ID[:ID...][,TYPE:ID...] with TYPE one of "
-                f"{', '.join(DEPENDENCY_TYPES)}, got {text!r}"
+                f"{', '.join(DEPENDENCY_TYPES)}, or singleton, got {text!r}"
             )
         ids = parts[1:]
         for job_id in ids:
@@ -295,6 +303,12 @@ def _name(key: str, value: Any) -> str:
     return text
 
 
+def _account(key: str, value: Any) -> str:
+    text = _str(key, value)
+    check_account(key, text)
+    return text
+
+
 def _partition(key: str, value: Any) -> str:
     """``a``, ``a,b`` or a list of names; kept as ``a,b``."""
     items = value if isinstance(value, list) else _str(key, value).split(",")
@@ -349,7 +363,7 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "command": ("command", _command),
     "nodes": ("nodes", lambda k, v: _int(k, v, minimum=1)),
     "time_limit": ("time_limit", _duration),
-    "account": ("account", _name),
+    "account": ("account", _account),
     "qos": ("qos", _name),
     "priority": ("priority", _int),
     "preemptible": ("preemptible", _bool),
@@ -379,6 +393,7 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "ntasks": ("ntasks", lambda k, v: _int(k, v, minimum=1)),
     "ntasks_per_node": ("ntasks_per_node", lambda k, v: _int(k, v, minimum=1)),
     "gpus_per_task": ("gpus_per_task", lambda k, v: _int(k, v, minimum=1)),
+    "constraint": ("constraint", lambda k, v: _str(k, v).strip()),
 }
 
 ALLOWED_KEYS = (*_TOP_FIELDS, "notify", "resources")

@@ -11,9 +11,9 @@ rule of what is shown lives in ``job_json``:
   unset key of the object is null, not "").
 - ``reason``: the scheduler's reason; while the job is active and has none, its latest
   warning (what ``gqueue`` shows as ``WARN:``); ``warning`` carries the warning as well.
-- ``gpu_type``, ``qos``, ``dependency``, ``workdir``: null when the job gives none; ``cpus``
-  and ``memory`` (bytes) per node, 0 when unlimited; ``job_id`` the integer id of the row (an
-  array task has its own).
+- ``gpu_type``, ``qos``, ``dependency``, ``workdir``, ``constraint`` (node features): null
+  when the job gives none; ``cpus`` and ``memory`` (bytes) per node, 0 when unlimited;
+  ``job_id`` the integer id of the row (an array task has its own).
 - ``partition``: the partition the job runs (or ran) in once placed, else the partitions it
   may run in (``a`` or ``a,b``); null for a job from before partitions.
 - ``interactive``: true for a session started by ``grun`` (docs/interactive.md).
@@ -68,6 +68,7 @@ class JobFacts:
     partition: str = ""  # where it was placed; "" while pending
     partitions: str = ""  # the partitions it may run in, "a,b"
     interactive: bool = False  # a grun session
+    constraint: str = ""  # node features, SLURM's -C expression
 
 
 def iso(ts: float | None) -> str | None:
@@ -121,6 +122,7 @@ def job_json(job: JobFacts) -> dict[str, Any]:
         "workdir": job.workdir or None,
         "command": list(job.command),
         "interactive": job.interactive,
+        "constraint": job.constraint or None,
     }
 
 
@@ -165,4 +167,5 @@ def facts_from_message(job: Any, state: JobState) -> JobFacts:
         partition=job.partition,
         partitions=job.spec.partition,
         interactive=job.spec.interactive,
+        constraint=job.spec.constraint,
     )

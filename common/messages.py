@@ -148,6 +148,9 @@ class StepLayout:
     ntasks_per_node: int = 0
     gpus_per_task: int = 0
     label: bool = False  # srun -l: each output line starts with its task's rank
+    nodelist: str = ""  # srun -w: a host list of the job's nodes the step runs on
+    kill_on_bad_exit: bool = False  # srun -K: a node's tasks failing stops the other nodes'
+    wait: int = 0  # srun -W N: N seconds after a node's tasks end, the other nodes' are stopped
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +377,14 @@ class SessionInput:
     close: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class JobRequeue:
+    """``scontrol requeue`` ran in the job's container on this node: requeue the job."""
+
+    job_id: int
+    attempt: int
+
+
 AgentMessage = (
     Hello
     | Heartbeat
@@ -385,6 +396,7 @@ AgentMessage = (
     | StepEnd
     | StepCancel
     | SessionOutput
+    | JobRequeue
 )
 AgentOrder = (
     LaunchOrder

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rota.allowlists import check_image, check_mount_source
+from rota.constraint import ConstraintError, parse_constraint
 from rota.destinations import parse_networks, url_refusal
 from rota.hostlist import expand
 from rota.inputs import (
@@ -27,6 +28,7 @@ from rota.inputs import (
     MAX_NAME,
     MAX_PATH,
     SpecError,
+    check_account,
     check_name,
     check_node_name,
     check_number,
@@ -178,6 +180,16 @@ def check_hostlist(field: str, text: str) -> None:
         check_node_name(field, name)
 
 
+def check_constraint(field: str, text: str) -> None:
+    """Empty, or a node-feature expression (``rota.constraint``'s syntax and bounds)."""
+    if not text:
+        return
+    try:
+        parse_constraint(text)
+    except ConstraintError as exc:
+        raise SpecError(field, f"{text[:80]!r}: {exc}") from None
+
+
 def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     """Every field of ``spec`` against ``rules``; SpecError naming the first bad one."""
     from rota.jobspec import parse_dependency  # jobspec imports this module
@@ -185,11 +197,13 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     def at(name: str) -> str:
         return f"{prefix}{name}"
 
-    for name in ("name", "account", "qos", "reservation"):
+    for name in ("name", "qos", "reservation"):
         check_name(at(name), getattr(spec, name))
+    check_account(at("account"), spec.account)
     check_partition(at("partition"), spec.partition)
     check_hostlist(at("nodelist"), spec.nodelist)
     check_hostlist(at("exclude"), spec.exclude)
+    check_constraint(at("constraint"), spec.constraint)
     problem = mail_type_problem(spec.mail_type)
     if problem:
         raise SpecError(at("mail_type"), problem)

@@ -73,6 +73,7 @@ def spec_from_message(msg: Any) -> JobSpec:
         ntasks=msg.ntasks,
         ntasks_per_node=msg.ntasks_per_node,
         gpus_per_task=msg.gpus_per_task,
+        constraint=msg.constraint,
     )
 
 
@@ -128,6 +129,7 @@ def spec_fields(spec: JobSpec) -> Fields:
         "ntasks": spec.ntasks,
         "ntasks_per_node": spec.ntasks_per_node,
         "gpus_per_task": spec.gpus_per_task,
+        "constraint": spec.constraint,
     }
 
 

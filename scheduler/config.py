@@ -7,6 +7,7 @@ Each setting is one line of ``SchedulerConfig``: its name, its type from ``rota.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -171,6 +172,8 @@ class SchedulerConfig(Settings):
     http_listen: str = "127.0.0.1:9718"  # /metrics (and later the dashboard); "" = off
     # jobs' web ports on their own origin (docs/interactive.md "On the page"); "" = not served
     web_ports_listen: OptionalHostPort = ""
+    # each job's ports on its own host jID.DOMAIN (docs/interactive.md); "" = one shared origin
+    web_ports_domain: str = ""
     # job-end webhooks (docs/metrics.md "Notifications")
     notify_tries: Count = 8  # posts of one webhook before it is given up
     notify_backoff: PositiveSeconds = 2.0  # wait after the first failure; doubles each time
@@ -218,6 +221,11 @@ class SchedulerConfig(Settings):
         check_partitions(parts)
         return parts
 
+    @field_validator("web_ports_domain")
+    @classmethod
+    def _ports_domain(cls, domain: str) -> str:
+        return _dns_domain(domain)
+
     @field_validator("webhook_allowed_networks")
     @classmethod
     def _networks(cls, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -259,6 +267,11 @@ class SchedulerConfig(Settings):
     def _consistent(self) -> SchedulerConfig:
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("tls_cert and tls_key must be given together")
+        if self.web_ports_domain and not self.web_ports_listen:
+            raise ValueError(
+                "web_ports_domain needs web_ports_listen: the jobs' hosts under it are served "
+                "on that address"
+            )
         if self.tls_client_ca and not self.tls_cert:
             raise ValueError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
         low, high = self.master_port_range
@@ -301,6 +314,27 @@ class SchedulerConfig(Settings):
         if not password:
             return url
         return make_url(url).set(password=password).render_as_string(hide_password=False)
+
+
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+MAX_DOMAIN = 200  # characters: room for a job's label (web_ports_domain) in 253
+
+
+def _dns_domain(text: str) -> str:
+    """``text`` as a DNS domain, lower case, without a trailing dot (ValueError naming the
+    problem otherwise): labels of letters, digits and inner hyphens, not an IP address."""
+    domain = text.strip().lower().removesuffix(".")
+    if not domain:
+        return ""
+    labels = domain.split(".")
+    if len(domain) > MAX_DOMAIN or not all(_LABEL.fullmatch(label) for label in labels):
+        raise ValueError(
+            f"{text[:80]!r} is not a DNS domain like ports.lab.example (labels of letters, "
+            f"digits and inner hyphens, at most {MAX_DOMAIN} characters)"
+        )
+    if labels[-1].isdigit():
+        raise ValueError(f"{text[:80]!r} is an address, not a DNS domain like ports.lab.example")
+    return domain
 
 
 def load_config(path: Path | None, **overrides: Any) -> SchedulerConfig:

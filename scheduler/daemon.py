@@ -250,7 +250,14 @@ async def _start_http(
         raise ListenError(str(exc)) from None
     tokens, grants = EngineTokens(engine), PortGrants(time.time)
     routes = [Route("GET", "/metrics", lambda _request: _scrape(engine, metrics))]
-    routes += dashboard_routes(engine, tokens, secure=tls is not None, grants=grants)
+    routes += dashboard_routes(
+        engine,
+        tokens,
+        tls is not None,
+        grants,
+        config.http_max_connections,
+        config.web_ports_domain,
+    )
     http = HttpServer(routes, config.http_max_connections, config.handshake_timeout)
     if not config.http_listen:
         return [http]
@@ -277,7 +284,14 @@ async def _start_http(
     if not config.web_ports_listen:
         return [http]
     ports = HttpServer(
-        port_routes(engine, tokens, grants, secure=tls is not None),
+        port_routes(
+            engine,
+            tokens,
+            grants,
+            tls is not None,
+            config.http_max_connections,
+            config.web_ports_domain,
+        ),
         config.http_max_connections,
         config.handshake_timeout,
     )
@@ -289,7 +303,9 @@ async def _start_http(
     log.info(
         "serving jobs' web ports on %s://%s:%d/",
         scheme,
-        config.web_ports_listen.rsplit(":", 1)[0],
+        f"jID.{config.web_ports_domain}"
+        if config.web_ports_domain
+        else config.web_ports_listen.rsplit(":", 1)[0],
         grants.port,
     )
     return [http, ports]

@@ -24,11 +24,14 @@ import re
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, unquote
 
 log = logging.getLogger("rota.scheduler")
 MAX_HEAD = 16 * 1024  # bytes of request line and headers
+HEAD_TOO_LARGE = (
+    b"request head over 16 KiB: the browser's cookies for this host count (a page on another "
+    b"port of it, such as a job's web port, may have set many); clear them\n"
+)
 MAX_BODY = 64 * 1024  # bytes of a request body (the API's changes are small JSON objects)
 READ_TIMEOUT = 10.0  # seconds for the TLS handshake and the request
 MAX_CONNECTIONS = 256
@@ -50,16 +53,6 @@ class Request:
     params: dict[str, str] = field(default_factory=dict)
     peer: str = ""
     target: str = ""
-
-    def cookie(self, name: str) -> str:
-        """The value of cookie ``name`` ("" when absent or unparsable)."""
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(self.headers.get("cookie", ""))
-        except CookieError:
-            return ""
-        morsel = jar.get(name)
-        return morsel.value if morsel is not None else ""
 
     def cookies(self, name: str) -> list[str]:
         """Every value of cookie ``name`` sent (a browser sends one per path it was set for)."""
@@ -112,6 +105,7 @@ _REASONS = {
     405: "Method Not Allowed",
     409: "Conflict",
     413: "Content Too Large",
+    421: "Misdirected Request",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
@@ -277,7 +271,7 @@ async def _read(reader: asyncio.StreamReader, peer: str) -> Request | Response:
     """The request on ``reader``, or the error response when it is malformed or too large."""
     head = await reader.readuntil(b"\r\n\r\n")
     if len(head) > MAX_HEAD:
-        return Response(400, b"request head too large\n")
+        return Response(400, HEAD_TOO_LARGE)
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split()
     if len(parts) != 3 or not parts[2].startswith("HTTP/"):

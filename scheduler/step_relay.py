@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from rota.hostlist import compress
-from rota.messages import StepCancel, StepEnd, StepLaunch, StepOutput, StepStart
+from rota.messages import StepCancel, StepEnd, StepLaunch, StepLayout, StepOutput, StepStart
 from rota.scheduler.agent_hub import AgentHub, AgentSession, Relay
 from rota.scheduler.core.errors import AccessDenied, UserError
 from rota.scheduler.core.job_steps import JobSteps, StepBegun
@@ -215,10 +215,52 @@ class StepRelay:
                 queue.put_nowait(StepEnd(request_id, 1, error=f"node {part.node} is not connected"))
             else:
                 live.outbox.put_nowait(order)
-            followers.append(self._follow(part.node, request_id, queue, running))
+            followers.append(
+                asyncio.create_task(self._follow(part.node, request_id, queue, running))
+            )
         if running.cancelled or running.lost:  # while the step was being numbered
             self._stop(running)
-        return list(await asyncio.gather(*followers))
+        return await self._ends(followers, start.layout, running)
+
+    async def _ends(
+        self,
+        followers: list[asyncio.Task[tuple[str, StepEnd]]],
+        layout: StepLayout,
+        running: _Running,
+    ) -> list[tuple[str, StepEnd]]:
+        """Each node's end, in the order they came; with srun's ``-K`` a node's tasks failing
+        stops the other nodes' at once, with ``-W N`` a node's tasks ending stops them N
+        seconds later, as SLURM's srun does."""
+        ends: list[tuple[str, StepEnd]] = []
+        later: asyncio.Task[None] | None = None
+        try:
+            for follower in asyncio.as_completed(followers):
+                node, end = await follower
+                ends.append((node, end))
+                if len(ends) == len(followers):
+                    break
+                ended = {n for n, _ in ends}
+                if layout.kill_on_bad_exit and (end.exit_code or end.error):
+                    self._stop_others(running, ended)
+                elif layout.wait and later is None:
+                    later = asyncio.create_task(self._stop_later(layout.wait, running, ended))
+        finally:
+            for task in [*followers, later]:
+                if task is not None and not task.done():
+                    task.cancel()
+        return ends
+
+    async def _stop_later(self, seconds: float, running: _Running, ended: set[str]) -> None:
+        await asyncio.sleep(seconds)
+        self._stop_others(running, ended)
+
+    def _stop_others(self, running: _Running, ended: set[str]) -> None:
+        """Stop the tasks of the step's nodes not in ``ended`` (they end KILLED)."""
+        for node, request_id in running.requests.items():
+            live = self.hub.live(node)
+            if node not in ended and live is not None and request_id not in running.stopped:
+                running.stopped.add(request_id)
+                live.outbox.put_nowait(StepCancel(request_id))
 
     async def _follow(
         self, node: str, request_id: int, queue: asyncio.Queue[StepData], running: _Running

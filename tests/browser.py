@@ -39,7 +39,17 @@ def network_browser(tmp_path: Path) -> Iterator[WebDriver]:
     yield from _chromium(tmp_path, True)
 
 
-def _chromium(tmp_path: Path, network_log: bool) -> Iterator[WebDriver]:
+@pytest.fixture
+def named_browser(tmp_path: Path) -> Iterator[WebDriver]:
+    """``browser`` that reaches 127.0.0.1 as ``http://sched.test:PORT``: a plain-HTTP origin
+    that is not loopback to it, as a lab's scheduler served with ``--insecure`` (no
+    ``Sec-Fetch-*`` headers, no secure context)."""
+    yield from _chromium(tmp_path, False, ("--host-resolver-rules=MAP sched.test 127.0.0.1",))
+
+
+def _chromium(
+    tmp_path: Path, network_log: bool, extra: tuple[str, ...] = ()
+) -> Iterator[WebDriver]:
     binary, driver = _found(CHROMIUM), _found(("chromedriver",))
     if not binary or not driver:
         if os.environ.get("CI"):
@@ -54,6 +64,7 @@ def _chromium(tmp_path: Path, network_log: bool) -> Iterator[WebDriver]:
         "--disable-gpu",
         "--window-size=1400,900",
         f"--user-data-dir={tmp_path / 'chromium'}",
+        *extra,
     ):
         options.add_argument(arg)
     if network_log:

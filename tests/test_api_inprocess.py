@@ -59,6 +59,8 @@ def test_bad_submissions_name_the_field_and_store_nothing(tmp_path: Path) -> Non
             "dependency": spec(dependency="afterok:424242"),
             "array": spec(array="9-1"),
             "reservation": spec(reservation="nope"),
+            "constraint": spec(constraint="(v100|a100"),
+            "constraint: no registered node has the features h100": spec(constraint="h100"),
         }
         for field, bad in cases.items():
             items = [pb.SubmitItem(spec=spec()), pb.SubmitItem(spec=bad, source="b.yaml")]

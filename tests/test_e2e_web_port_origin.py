@@ -115,7 +115,8 @@ def test_tickets_and_grants_open_only_their_own_port(cluster: Cluster) -> None:
     assert forged.status == 403
 
     # bob: no ticket for alice's job; his own ticket and grant open his job only
-    assert answer_of(port, path, {"Cookie": ben, "Host": f"127.0.0.1:{port}"}).status == 403
+    typed = {"Cookie": ben, "Host": f"127.0.0.1:{port}", "Sec-Fetch-Site": "none"}
+    assert answer_of(port, path, typed).status == 403
     his_url = urlsplit(ticket_url(port, f"/jobs/{his}/port/8080/index.html", ben))
     assert answer_of(ports, f"{path}?{his_url.query}", {}).status == 403
     his_grant = grant_of(ticket_url(port, f"/jobs/{his}/port/8080/index.html", ben))

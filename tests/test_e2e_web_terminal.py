@@ -70,7 +70,8 @@ def answer_of(port: int, path: str, headers: dict[str, str]) -> http.client.HTTP
 def ticket_url(port: int, path: str, cookie: str) -> str:
     """Where the dashboard on ``port`` sends a login (its ``cookie``) asking for a job's web
     port at ``path``: the ports origin's URL with a ticket."""
-    answer = answer_of(port, path, {"Cookie": cookie, "Host": f"127.0.0.1:{port}"})
+    typed = {"Sec-Fetch-Site": "none"}  # as a browser's address bar
+    answer = answer_of(port, path, {"Cookie": cookie, "Host": f"127.0.0.1:{port}", **typed})
     assert answer.status == 303, answer.status
     return str(answer.getheader("Location"))
 

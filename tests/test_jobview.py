@@ -216,6 +216,7 @@ def test_the_object_has_the_documented_keys() -> None:
         "workdir",
         "command",
         "interactive",
+        "constraint",
     ]
 
 

@@ -86,3 +86,32 @@ def test_a_step_the_allocation_cannot_hold_is_refused(
 ) -> None:
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
         plan(job, layout)
+
+
+@pytest.mark.parametrize(
+    ("layout", "expected"),
+    [
+        # a vLLM server on the job's last node beside training on the others
+        (StepLayout(nodes=1, ntasks=1, nodelist="n2"), [("n2", 0, 0, 0, (0,))]),
+        (StepLayout(nodelist="n[0,2]"), [("n0", 0, 0, 0, (0,)), ("n2", 1, 1, 0, (0,))]),
+        (StepLayout(nodes=2, nodelist="n2"), [("n0", 0, 0, 0, (0,)), ("n2", 1, 1, 0, (0,))]),
+    ],
+)
+def test_srun_w_runs_the_step_on_the_nodes_it_names(
+    layout: StepLayout, expected: list[object]
+) -> None:
+    assert _tasks(_job(3, 1), layout) == expected
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        (StepLayout(nodelist="n7"), "-w n7: n7 not among the job's nodes (n[0-2])"),
+        (StepLayout(nodes=1, nodelist="n[0-1]"), "-w n[0-1] names 2 nodes but -N asks 1"),
+    ],
+)
+def test_srun_w_outside_the_allocation_is_refused(layout: StepLayout, message: str) -> None:
+    with pytest.raises(
+        UserError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+    ):
+        plan(_job(3, 1), layout)

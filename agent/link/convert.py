@@ -10,6 +10,7 @@ from rota.messages import (
     EventAck,
     Heartbeat,
     Hello,
+    JobRequeue,
     Keepalive,
     KillOrder,
     LaunchOrder,
@@ -89,6 +90,8 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
         )
     if isinstance(msg, StepStart | StepOutput | StepEnd | StepCancel):
         return _step_to_pb(msg)
+    if isinstance(msg, JobRequeue):
+        return pb.AgentMessage(job_requeue=pb.JobRequeue(job_id=msg.job_id, attempt=msg.attempt))
     return pb.AgentMessage(
         log_data=pb.LogData(request_id=msg.request_id, data=msg.data, eof=msg.eof, error=msg.error)
     )
@@ -169,6 +172,9 @@ def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentM
                     ntasks_per_node=layout.ntasks_per_node,
                     gpus_per_task=layout.gpus_per_task,
                     label=layout.label,
+                    nodelist=layout.nodelist,
+                    kill_on_bad_exit=layout.kill_on_bad_exit,
+                    wait=layout.wait,
                 ),
                 argv=list(msg.argv),
                 environment=msg.environment,

@@ -270,6 +270,8 @@ class DockerRuntime:
         self.mounts.release(_stage_key(att))  # the started container keeps its own copy
         now = self._clock()
         att.started(now + order.time_limit if order.time_limit else 0.0)
+        if att.stop_kind is not None:  # ordered while launching, when there was nothing to stop
+            self._spawn(self._stop, att, self._kill_grace)
         target = Target(container.id, att.gpus, self.gpu_mode, now, att.deadline)
         self.steps.started(att.job_id, att.attempt, target)
         notes = "; ".join(place.notes)

@@ -87,11 +87,15 @@ def _fields(order: LaunchOrder, node: str) -> dict[str, str]:
     env = order.env
     return {
         "j": order.display_id,
+        "J": order.display_id,  # SLURM's jobid.stepid: the batch script's is the job id
         "A": env.get("ROTA_ARRAY_JOB_ID", "") or order.display_id,
         "a": env.get("ROTA_ARRAY_TASK_ID", ""),
         "x": env.get("ROTA_JOB_NAME", ""),
         "u": order.user,
         "N": node,
+        "n": "0",  # the node's rank in the job: files are written on the first node
+        "s": "batch",  # the batch script's step
+        "t": "0",
     }
 
 

@@ -46,6 +46,7 @@ from rota.agent.steps.srun import OutputBudget, Srun
 from rota.agent.steps.tasks import StepTasks, Target
 from rota.messages import (
     AgentMessage,
+    JobRequeue,
     LaunchOrder,
     StepCancel,
     StepEnd,
@@ -73,6 +74,7 @@ class Held:
     ctl: int = -1
     stopping: bool = False
     timed_out: bool = False
+    requeued: bool = False  # `scontrol requeue` asked once: the scheduler stops the attempt
 
 
 class NodeSteps:
@@ -89,6 +91,8 @@ class NodeSteps:
         self._held: dict[Key, Held] = {}
         self._sruns: dict[int, Srun] = {}
         self._tasks: dict[int, StepTasks] = {}  # by the scheduler's request id
+        self._starting: set[int] = set()  # launches whose tasks are not running yet
+        self._early_cancels: set[int] = set()  # of those, the ones cancelled already
         self._ids = itertools.count(1)
 
     def connect(self, send: Callable[[AgentMessage], None]) -> None:
@@ -199,11 +203,16 @@ class NodeSteps:
         elif isinstance(order, StepEnd):
             self._step_ended(order)
         else:
-            task = self._tasks.get(order.request_id)
+            with self._lock:
+                task = self._tasks.get(order.request_id)
+                if task is None and order.request_id in self._starting:
+                    self._early_cancels.add(order.request_id)  # _run cancels its tasks
             if task is not None:
                 task.cancel()
 
     def _launch(self, order: StepLaunch) -> None:
+        with self._lock:
+            self._starting.add(order.request_id)
         threading.Thread(target=self._run, args=(order,), daemon=True).start()
 
     def _run(self, order: StepLaunch) -> None:
@@ -219,6 +228,9 @@ class NodeSteps:
                 break
             time.sleep(0.02)
         if held is None or target is None:
+            with self._lock:
+                self._starting.discard(order.request_id)
+                self._early_cancels.discard(order.request_id)
             self._send(StepEnd(order.request_id, 1, error=f"the job does not run on {self.node}"))
             return
         found = held
@@ -232,6 +244,11 @@ class NodeSteps:
         )
         with self._lock:
             self._tasks[order.request_id] = tasks
+            cancelled = order.request_id in self._early_cancels
+            self._early_cancels.discard(order.request_id)
+            self._starting.discard(order.request_id)
+        if cancelled:
+            tasks.cancel()
         try:
             tasks.run()
         finally:
@@ -293,6 +310,11 @@ class NodeSteps:
         verb, _, name = line.partition(" ")
         if verb == "cancel":
             self._cancel(key, name)
+            return
+        if verb == "requeue":
+            if not held.requeued:
+                held.requeued = True
+                self._send(JobRequeue(*key))
             return
         if verb != "start" or not self._slot(key, held):
             return

@@ -35,9 +35,18 @@ HOLD = f"{CONTAINER_TOOLS}/rota-hold"  # the command of a batch job's other node
 MAX_ARGS = 4096
 MAX_REQUEST = 512 * 1024  # bytes of arguments, and separately of environment, per request
 MAX_PATH = 4096
+MAX_NODELIST = 2048  # characters of srun -w's host list
 PIPE_WAIT = 5.0  # seconds srun has to open its FIFOs once it asked
 _NAME = re.compile(r"^s\.[A-Za-z0-9]{1,32}$")
-_LAYOUT = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label")
+_LAYOUT = (
+    "nodes",
+    "ntasks",
+    "ntasks_per_node",
+    "gpus_per_task",
+    "label",
+    "kill_on_bad_exit",
+    "wait",
+)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -210,11 +219,15 @@ def _read_file(dir_fd: int, name: str, limit: int) -> bytes | None:
 
 def _layout(opts: str) -> StepLayout:
     values: dict[str, int] = {}
+    nodelist = ""
     for line in opts.splitlines():
         key, _, value = line.partition("=")
-        if key in _LAYOUT and value:
+        if key == "nodelist":
+            nodelist = value[:MAX_NODELIST]  # the scheduler checks the names
+        elif key in _LAYOUT and value:
             if not value.isdigit() or len(value) > 9:
                 raise SpoolError(f"--{key.replace('_', '-')} needs a positive number")
             values[key] = int(value)
     label = bool(values.pop("label", 0))
-    return StepLayout(**values, label=label)
+    kill = bool(values.pop("kill_on_bad_exit", 0))
+    return StepLayout(**values, label=label, nodelist=nodelist, kill_on_bad_exit=kill)

@@ -28,6 +28,7 @@ from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTas
 log = logging.getLogger("rota.agent")
 CHUNK = 256 * 1024  # bytes of output per message
 DRAIN_WAIT = 10.0  # seconds stopped tasks' output may wait for room in the window
+START_LOOK = 2.0  # seconds a task cancelled as it started waits to see its process
 
 # Variables that describe the node srun ran on: a task on another node keeps its container's.
 NODE_VARIABLES = frozenset(
@@ -158,7 +159,8 @@ class StepTasks:
 
     def cancel(self, abandon: bool = False) -> None:
         """Stop the tasks: SIGTERM to each exec's process and every process under it (what
-        they write then, a trap's last words, still goes out while the window has room).
+        they write then, a trap's last words, still goes out while the window has room; a
+        task whose process has not started yet stops itself once it has, ``_task``).
         ``abandon``: the scheduler's stream is gone, so output waiting for room is dropped."""
         with self._lock:
             self._cancelled = True
@@ -166,10 +168,22 @@ class StepTasks:
             self._abandoned = self._abandoned or abandon
             execs = list(self._execs.values())
             self._lock.notify_all()
-        pids = []
+        self._terminate(execs)
+
+    def _terminate(self, execs: list[str], wait: float = 0.0) -> None:
+        """SIGTERM to the processes of ``execs`` and those under them; for up to ``wait``
+        seconds, an exec whose process is not up yet is looked at again."""
+        deadline = time.monotonic() + wait
+        pids: list[int] = []
         for exec_id in execs:
-            with contextlib.suppress(DockerException):
-                pids.append(int(self.api.exec_inspect(exec_id).get("Pid") or 0))
+            pid = 0
+            while True:
+                with contextlib.suppress(DockerException):
+                    pid = int(self.api.exec_inspect(exec_id).get("Pid") or 0)
+                if pid or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+            pids.append(pid)
         for pid in with_descendants([p for p in pids if p]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
@@ -225,6 +239,10 @@ class StepTasks:
                 return
             self.records.add(exec_id, f"{order.job_id}.{order.step} task {task.rank}")
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
+            with self._lock:
+                cancelled = self._cancelled
+            if cancelled:  # cancel() may have looked before this process was up
+                self._terminate([exec_id], wait=START_LOOK)
             label = _Label(task.rank) if order.label else None
             for out, err in stream:
                 for data, stderr in ((out, False), (err, True)):

@@ -17,6 +17,7 @@ from rota.messages import (
     Heartbeat,
     Hello,
     Inventory,
+    JobRequeue,
     KillOrder,
     LaunchOrder,
     LogData,
@@ -148,7 +149,7 @@ def explanation_to_pb(
     msg.pending_jobs = pending
     msg.starts_now = why.starts_now
     msg.reason = reason
-    msg.reason_detail = reasons.describe(reason)
+    msg.reason_detail = why.detail or reasons.describe(reason)
     msg.estimated_start = why.est_start or 0.0
     msg.order_by = why.order_by
     msg.reservation = why.reservation
@@ -226,11 +227,24 @@ def step_start_from_pb(msg: pb.StepStart) -> StepStart:
         request_id=msg.request_id,
         job_id=msg.job_id,
         attempt=msg.attempt,
-        layout=StepLayout(lay.nodes, lay.ntasks, lay.ntasks_per_node, lay.gpus_per_task, lay.label),
+        layout=StepLayout(
+            lay.nodes,
+            lay.ntasks,
+            lay.ntasks_per_node,
+            lay.gpus_per_task,
+            lay.label,
+            lay.nodelist,
+            lay.kill_on_bad_exit,
+            lay.wait,
+        ),
         argv=tuple(msg.argv),
         environment=msg.environment,
         cwd=msg.cwd,
     )
+
+
+def job_requeue_from_pb(msg: pb.JobRequeue) -> JobRequeue:
+    return JobRequeue(msg.job_id, msg.attempt)
 
 
 def step_data_from_pb(msg: pb.AgentMessage) -> StepOutput | StepEnd | StepCancel:

@@ -225,6 +225,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             "step_start": lambda m: engine.agents.agent_step_start(
                 session, convert.step_start_from_pb(m.step_start)
             ),
+            "job_requeue": lambda m: engine.agents.agent_job_requeue(
+                session, convert.job_requeue_from_pb(m.job_requeue)
+            ),
         }
         for kind in ("step_output", "step_end", "step_cancel"):
             handlers[kind] = lambda m: engine.agents.agent_step_data(

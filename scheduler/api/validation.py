@@ -23,6 +23,7 @@ import grpc
 from rota.inputs import (
     MAX_REASON,
     SpecError,
+    check_account,
     check_host_id,
     check_job_ids,
     check_labels,
@@ -69,7 +70,7 @@ def _filters(
         if len(values) > rules.max_ids_per_request:
             raise SpecError(name, f"at most {rules.max_ids_per_request} are allowed")
         for i, value in enumerate(values):
-            check_name(f"{name}[{i}]", value)
+            (check_account if name == "accounts" else check_name)(f"{name}[{i}]", value)
 
 
 def _act(req: pb.CancelJobsRequest | pb.ControlJobsRequest, rules: Rules) -> None:
@@ -110,7 +111,7 @@ def _check_booking(req: pb.CreateReservationRequest, where: str) -> None:
         check_node_name(f"{where}nodes[{i}]", node)
     for name in ("users", "accounts"):
         for i, value in enumerate(getattr(req, name)):
-            check_name(f"{where}{name}[{i}]", value)
+            (check_account if name == "accounts" else check_name)(f"{where}{name}[{i}]", value)
     for i, flag in enumerate(req.flags):
         if flag not in FLAGS:
             raise SpecError(
@@ -175,9 +176,9 @@ def _add_user(req: pb.AddUserRequest, rules: Rules) -> None:
     _user_name(req, rules)
     _set(req.accounts, normal_names(req.accounts))
     for i, account in enumerate(req.accounts):
-        check_name(f"accounts[{i}]", account)
+        check_account(f"accounts[{i}]", account)
     req.default_account = normal_name(req.default_account)
-    check_name("default_account", req.default_account)
+    check_account("default_account", req.default_account)
     for name in ("uid", "gid"):
         value = getattr(req, name)
         if value != -1:  # -1: unset

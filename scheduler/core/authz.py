@@ -225,6 +225,17 @@ def may_start_step(node: str, job: JobRecord | None, attempt: int) -> str:
     return f"node {node} asked for a step of job {job.display_id} attempt {attempt}, which it does not run"
 
 
+def may_requeue_itself(node: str, job: JobRecord | None, attempt: int) -> str:
+    """``scontrol requeue`` inside a job is asked for by a node its current attempt runs (or,
+    when the script ended right after asking, ran) on, and by no other: "" when ``node`` may,
+    else why not. The job is then requeued as its own user would requeue it."""
+    if job is None:
+        return f"node {node} asked to requeue a job that does not exist"
+    if attempt == job.attempt and node in job.node_names:
+        return ""
+    return f"node {node} asked to requeue job {job.display_id} attempt {attempt}, which it does not run"
+
+
 def may_send_data(node: str, asked_of: str) -> str:
     """Data (log output) answers a request made of one node; only that node may answer it."""
     if node == asked_of:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rota.inputs import SpecError, check_labels, check_name, normal_name
+from rota.inputs import SpecError, check_account, check_labels, check_name, normal_name
 from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AlreadyExists, Conflict, NotFound, UserError
@@ -165,7 +165,7 @@ class PartitionService:
             check_labels("labels", settings.labels)
             for field in ("allow_users", "allow_accounts"):
                 for value in getattr(settings, field):
-                    check_name(field, value)
+                    (check_account if field == "allow_accounts" else check_name)(field, value)
         except (SettingsError, SpecError) as exc:
             raise UserError(str(exc)) from None
         for pattern in settings.nodes:

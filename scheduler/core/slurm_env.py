@@ -11,12 +11,14 @@ script runs once, on the first node, as task 0.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 
 from rota.hostlist import compress
 from rota.scheduler.cluster.model import JobRecord, NodeAlloc
 from rota.scheduler.core.step_layout import counts_text, spread
-from rota.validate import tasks_per_node
+from rota.validate import array_size, tasks_per_node
 
 MIB = 1 << 20
 
@@ -49,12 +51,18 @@ def slurm_job_env(job: JobRecord) -> dict[str, str]:
     if job.array_job_id is not None:
         env["SLURM_ARRAY_JOB_ID"] = str(job.array_job_id)
         env["SLURM_ARRAY_TASK_ID"] = str(job.array_task_id)
+        if spec.array:
+            count, low, high, step = array_shape(spec.array)
+            env["SLURM_ARRAY_TASK_COUNT"] = str(count)
+            env["SLURM_ARRAY_TASK_MIN"] = str(low)
+            env["SLURM_ARRAY_TASK_MAX"] = str(high)
+            env["SLURM_ARRAY_TASK_STEP"] = str(step)
     if spec.submit_dir:
         env["SLURM_SUBMIT_DIR"] = spec.submit_dir
     if spec.submit_host:
         env["SLURM_SUBMIT_HOST"] = spec.submit_host
-    if spec.cpus:
-        env["SLURM_CPUS_PER_TASK"] = str(math.ceil(spec.cpus))
+    if spec.cpus:  # per node, as rota counts them: shared out over the node's tasks
+        env["SLURM_CPUS_PER_TASK"] = str(max(1, math.floor(spec.cpus / per_node)))
     if spec.memory:
         env["SLURM_MEM_PER_NODE"] = str(max(spec.memory // MIB, 1))
     if spec.gpus:
@@ -82,3 +90,30 @@ def slurm_node_env(rank: int, alloc: NodeAlloc) -> dict[str, str]:
     if alloc.cpus:
         env["SLURM_CPUS_ON_NODE"] = str(math.ceil(alloc.cpus))
     return env
+
+
+@functools.lru_cache(maxsize=256)
+def array_shape(text: str) -> tuple[int, int, int, int]:
+    """(count, first id, last id, step) of an ``array:`` value, read without expanding it (an
+    array may name 10,000 tasks, each launched with these): the step is a single range's, or
+    the common difference of a list, else 1."""
+    body = text.replace(" ", "").split("%", 1)[0]
+    lows: list[int] = []
+    highs: list[int] = []
+    steps: list[int] = []
+    for part in body.split(","):
+        span, _, step_text = part.partition(":")
+        low_text, _, high_text = span.partition("-")
+        low, step = int(low_text), int(step_text or 1)
+        high = low + (int(high_text or low) - low) // step * step
+        lows.append(low)
+        highs.append(high)
+        steps.append(step if high > low else 0)
+    gaps = {b - a for a, b in itertools.pairwise(lows)}
+    if len(lows) == 1:
+        step = steps[0] or 1
+    elif all(s == 0 for s in steps) and len(gaps) == 1:
+        step = gaps.pop()
+    else:
+        step = 1
+    return array_size(text), min(lows), max(highs), max(step, 1)

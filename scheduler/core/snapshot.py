@@ -15,6 +15,7 @@ from itertools import compress
 from operator import ne
 from typing import Protocol
 
+from rota.constraint import parse_constraint
 from rota.hostlist import expand
 from rota.jobspec import JobSpec, parse_array, parse_dependency
 from rota.messages import GpuTelemetry, Inventory
@@ -256,6 +257,7 @@ class SnapshotBuilder:
             attained=job.attained,
             nodelist=frozenset(expand(spec.nodelist)) if spec.nodelist else frozenset(),
             exclude=frozenset(expand(spec.exclude)) if spec.exclude else frozenset(),
+            constraint=parse_constraint(spec.constraint) if spec.constraint else None,
             interactive=spec.interactive,
         )
 
@@ -301,12 +303,14 @@ class SnapshotBuilder:
         if job.spec.begin_time and job.spec.begin_time > now:
             return reasons.BEGIN_TIME
         if job.spec.dependency:
-            return self._dependency_reason(job.spec.dependency)
+            return self._dependency_reason(job, job.spec.dependency)
         return None
 
-    def _dependency_reason(self, text: str) -> str | None:
+    def _dependency_reason(self, job: JobRecord, text: str) -> str | None:
         waiting = False
         for kind, ids in parse_dependency(text):
+            if kind == "singleton":
+                waiting = waiting or self._earlier_namesake(job)
             for display_id in ids:
                 for state in self._target_states(display_id):
                     ok, never = _dependency_outcome(kind, state)
@@ -314,6 +318,17 @@ class SnapshotBuilder:
                         return reasons.DEPENDENCY_NEVER_SATISFIED
                     waiting = waiting or not ok
         return reasons.DEPENDENCY if waiting else None
+
+    def _earlier_namesake(self, job: JobRecord) -> bool:
+        """``singleton``: an earlier job of the same name and user has not ended (live jobs
+        are the model's; ended ones have left it)."""
+        return any(
+            other.id < job.id
+            and other.user == job.user
+            and other.name == job.name
+            and not other.state.terminal
+            for other in self.model.jobs.values()
+        )
 
     def _target_states(self, display_id: str) -> list[JobState]:
         """States of the jobs a dependency names, from memory: the ids a display id names

@@ -3,7 +3,9 @@
 As SLURM's srun inside an allocation: without options a step has the job's tasks on all its
 nodes; ``-N`` takes the first nodes of the allocation; ``-n`` alone uses as few nodes as the
 job's tasks per node allow; tasks are spread in blocks (ranks in order, node by node, the
-first nodes taking one more when they do not divide evenly). A task with ``--gpus-per-task``
+first nodes taking one more when they do not divide evenly); ``-w`` names the nodes (with ``-N``
+larger than the list, the allocation's first other nodes are added). A task with
+``--gpus-per-task``
 owns that many of its node's GPUs, in order; without it every task sees all its node's GPUs.
 """
 
@@ -11,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rota.hostlist import compress, expand
 from rota.messages import StepLayout, StepTask
-from rota.scheduler.cluster.model import JobRecord
+from rota.scheduler.cluster.model import JobRecord, NodeAlloc
 from rota.scheduler.core.errors import UserError
 from rota.validate import MAX_TASKS_PER_NODE, tasks_per_node
 
@@ -64,8 +67,10 @@ def counts_text(counts: list[int]) -> str:
 def plan(job: JobRecord, layout: StepLayout) -> StepPlan:
     """The step's tasks; UserError (srun's message) when the allocation cannot hold them."""
     spec = job.spec
-    have = len(job.allocation)
-    job_per_node = tasks_per_node(have, spec.ntasks, spec.ntasks_per_node)
+    pool = _pool(job.allocation, layout)
+    have = len(pool)
+    whole = len(job.allocation)
+    job_per_node = tasks_per_node(whole, spec.ntasks, spec.ntasks_per_node)
     if layout.nodes > have:
         raise UserError(f"-N {layout.nodes}: the job has {have} node(s)")
     if layout.ntasks_per_node:
@@ -78,7 +83,7 @@ def plan(job: JobRecord, layout: StepLayout) -> StepPlan:
         nodes = layout.nodes or min(have, -(-ntasks // job_per_node))
     else:
         nodes = layout.nodes or have
-        ntasks = (spec.ntasks or have * job_per_node) if nodes == have else nodes * job_per_node
+        ntasks = (spec.ntasks or whole * job_per_node) if nodes == whole else nodes * job_per_node
     if nodes > have:
         raise UserError(f"{ntasks} tasks need {nodes} nodes; the job has {have}")
     if ntasks < nodes:
@@ -89,7 +94,7 @@ def plan(job: JobRecord, layout: StepLayout) -> StepPlan:
     gpus_each = layout.gpus_per_task or spec.gpus_per_task
     out: list[NodeTasks] = []
     rank = 0
-    for node_id, alloc in enumerate(job.allocation[:nodes]):
+    for node_id, alloc in enumerate(pool[:nodes]):
         count = counts[node_id]
         if gpus_each and gpus_each * count > len(alloc.gpus):
             raise UserError(
@@ -109,3 +114,29 @@ def plan(job: JobRecord, layout: StepLayout) -> StepPlan:
         out.append(NodeTasks(alloc.node, node_id, tasks))
         rank += count
     return StepPlan(tuple(out))
+
+
+def _pool(allocation: list[NodeAlloc], layout: StepLayout) -> list[NodeAlloc]:
+    """The nodes a step may use, in the allocation's order: all of them, or those ``-w``
+    lists (and, for a larger ``-N``, the first others)."""
+    if not layout.nodelist:
+        return allocation
+    try:
+        wanted = set(expand(layout.nodelist))
+    except ValueError as exc:
+        raise UserError(f"-w {layout.nodelist}: {exc}") from None
+    names = [a.node for a in allocation]
+    missing = sorted(wanted - set(names))
+    if missing:
+        raise UserError(
+            f"-w {layout.nodelist}: {compress(missing)} not among the job's nodes "
+            f"({compress(names)})"
+        )
+    if layout.nodes and layout.nodes < len(wanted):
+        raise UserError(
+            f"-w {layout.nodelist} names {len(wanted)} nodes but -N asks {layout.nodes}"
+        )
+    listed = [a for a in allocation if a.node in wanted]
+    others = [a for a in allocation if a.node not in wanted]
+    extra = {a.node for a in others[: max(0, layout.nodes - len(listed))]}
+    return [a for a in allocation if a.node in wanted or a.node in extra]

@@ -180,6 +180,21 @@ class CoreSteps:
         self.check_acts(ids, who, action)
         return self.services.control.control(action, ids, who.user, who.admin)
 
+    def requeue_itself(self, node: str, job_id: int, attempt: int) -> Orders:
+        """``scontrol requeue`` inside the job: requeue it as its user would, when ``node`` runs
+        its current attempt (``authz.may_requeue_itself``); otherwise logged and ignored."""
+        lookup = self.services.lookup
+        job = next((j for j in lookup.resolve(str(job_id)) if j.id == job_id), None)
+        why = authz.may_requeue_itself(node, job, attempt)
+        if why or job is None:
+            log.warning("requeue refused: %s", why)
+            return []
+        results, orders = self.services.control.control("requeue", [job.display_id], job.user)
+        for result in results:
+            if not result.ok:
+                log.info("job %s: scontrol requeue: %s", job.display_id, result.message)
+        return orders
+
     def log_location(
         self, display_id: str, attempt: int, node: str, who: Principal
     ) -> tuple[JobRecord, str, int]:

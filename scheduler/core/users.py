@@ -13,7 +13,7 @@ import dataclasses
 import hmac
 from collections.abc import Callable, Sequence
 
-from rota.inputs import SpecError, check_host_id, check_name
+from rota.inputs import SpecError, check_account, check_host_id, check_name
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core.audit import RefusalLimiter
 from rota.scheduler.core.errors import AlreadyExists, NotFound, UserError
@@ -125,9 +125,9 @@ class UsersService:
         try:
             check_name("name", name)
             for i, account in enumerate(accounts):
-                check_name(f"accounts[{i}]", account)
+                check_account(f"accounts[{i}]", account)
             if default_account:
-                check_name("default_account", default_account)
+                check_account("default_account", default_account)
         except SpecError as exc:
             raise UserError(str(exc)) from None
         if not name:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from rota.messages import (
     AgentEvent,
     AgentOrder,
     Hello,
+    JobRequeue,
     LogData,
     Pong,
     SessionOutput,
@@ -55,6 +57,7 @@ class AgentsFacade:
         self.events = events
         self.sessions = sessions
         self.step_relay = step_relay
+        self._requeues: set[asyncio.Task[None]] = set()
 
     async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
         """Authenticate and reconcile; the new session replaces any older one of that node.
@@ -109,6 +112,19 @@ class AgentsFacade:
         """Stamp liveness and start the srun step the node asks for (``StepRelay``)."""
         self.services.liveness.stamp(session.node, session.id)
         self.step_relay.start(session, start)
+
+    def agent_job_requeue(self, session: AgentSession, req: JobRequeue) -> None:
+        """Stamp liveness and requeue the job ``scontrol requeue`` ran in (on a task of its
+        own: the core thread decides whether this node may ask, ``authz.may_requeue_itself``)."""
+        self.services.liveness.stamp(session.node, session.id)
+        task = asyncio.create_task(self._requeue(session.node, req))
+        self._requeues.add(task)
+        task.add_done_callback(self._requeues.discard)
+
+    async def _requeue(self, node: str, req: JobRequeue) -> None:
+        orders = await self.core.call(self.steps.requeue_itself, node, req.job_id, req.attempt)
+        self.hub.dispatch(orders)
+        self.passes.want()
 
     def agent_step_data(
         self, session: AgentSession, data: StepOutput | StepEnd | StepCancel

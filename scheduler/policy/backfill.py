@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.attained import AttainedQueues
 from rota.scheduler.policy.earliest import earliest_start
-from rota.scheduler.policy.fit import node_matches
+from rota.scheduler.policy.fit import node_matches, same_alternative
 from rota.scheduler.policy.limits import LimitCounter
-from rota.scheduler.policy.node_state import INF
+from rota.scheduler.policy.node_state import INF, NodeState
 from rota.scheduler.policy.preemption import Preemptor
 from rota.scheduler.policy.queue import OrderCache
 from rota.scheduler.policy.snapshot import (
     Allocation,
+    NodeView,
     PendingJob,
     Placement,
     Plan,
@@ -359,7 +360,7 @@ def _pass(
             and job.gpus < len(plain_failed)
             and not (job.exclusive or job.cpus or job.memory)
             and not (job.gpu_type or job.gpu_memory or job.node_selector or job.partitions)
-            and not (job.nodelist or job.exclude)
+            and not (job.nodelist or job.exclude or job.constraint)
         )
         key = None if plain else constraint_key(job)
         if plain:
@@ -399,8 +400,9 @@ def _pass(
                 known[size] = min(length, known.get(size, INF))
         if not full and reserved >= depth:
             continue  # no reason wanted, no reservation to make
-        if len(state.matching(job, key)) < job.nodes:
-            capable = sum(node_matches(job, n) for n in snapshot.nodes) >= job.nodes
+        if same_alternative(job, state.matching(job, key), _view) is None:
+            every = [n for n in snapshot.nodes if node_matches(job, n)]
+            capable = same_alternative(job, every, _self) is not None
             why[job.id] = reasons.NODE_DOWN if capable else reasons.BAD_CONSTRAINTS
             continue
         why[job.id] = reasons.PRIORITY if waiting else reasons.RESOURCES
@@ -480,3 +482,11 @@ def _known_misfit(known: dict[_Size, float], size: _Size, length: float) -> bool
         if gpus >= g and cpus >= c and memory >= m and length >= shortest:
             return True
     return False
+
+
+def _view(node: NodeState) -> NodeView:
+    return node.view
+
+
+def _self(node: NodeView) -> NodeView:
+    return node

@@ -14,10 +14,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol
 
+from rota.scheduler.policy import reasons
 from rota.scheduler.policy.attained import AttainedQueues
 from rota.scheduler.policy.backfill import Duration, RunningEnd, run_pass
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.explain import Explanation
+from rota.scheduler.policy.never_fits import never_fits
 from rota.scheduler.policy.priority import Factor
 from rota.scheduler.policy.queue import OrderCache, SortKey
 from rota.scheduler.policy.snapshot import PendingJob, Plan, RunningJob, Snapshot
@@ -95,6 +97,8 @@ class PolicyBase(ABC):
         starts = any(p.job_id == job_id for p in plan.placements)
         queues = self.queues(snapshot)
         attained = queues.describe(job, snapshot.running) if queues and queues.active else ""
+        reason = None if starts else plan.reasons.get(job_id)
+        detail = never_fits(job, snapshot.nodes) if reason == reasons.BAD_CONSTRAINTS else None
         return Explanation(
             job_id=job_id,
             policy=self.name,
@@ -102,10 +106,11 @@ class PolicyBase(ABC):
             factors=factors,
             rank=next(i for i, j in enumerate(order, 1) if j.id == job_id),
             starts_now=starts,
-            reason=None if starts else plan.reasons.get(job_id),
+            reason=reason,
             est_start=plan.est_start.get(job_id),
             order_by=self.order_by,
             attained=attained,
+            detail=detail or "",
         )
 
 

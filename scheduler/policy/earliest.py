@@ -34,6 +34,14 @@ def earliest_start(
             if t < best:
                 best, best_node = t, node
         return (best, [best_node]) if best_node is not None else (INF, [])
+    if job.constraint is not None and job.constraint.matching:  # [a|b]: one alternative
+        best_t, best_nodes = INF, []
+        for variant in job.constraint.variants():
+            some = [b for b in bounds if variant.matches(state.nodes[b[1]].view.labels)]
+            t, chosen = _earliest_gang(state, job, duration, some)
+            if t < best_t:
+                best_t, best_nodes = t, chosen
+        return best_t, best_nodes
     return _earliest_gang(state, job, duration, bounds)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rota.scheduler.policy import reasons
 from rota.scheduler.policy.base import PolicyBase
-from rota.scheduler.policy.fit import fits_now, free_resources, node_matches
+from rota.scheduler.policy.fit import fits_now, free_resources, node_matches, same_alternative
 from rota.scheduler.policy.snapshot import Allocation, PendingJob, Placement, Plan, Snapshot
 
 
@@ -30,14 +30,16 @@ def _first_fit(snapshot: Snapshot, order: list[PendingJob]) -> Plan:
         if job.blocked is not None:
             why[job.id] = job.blocked
             continue
-        chosen: list[Allocation] = []
+        fitting: list[Allocation] = []
+        every = job.constraint is not None and job.constraint.matching  # [a|b]: pick after
         for node_free in free.values():
             indices = fits_now(job, node_free)
             if indices is not None:
-                chosen.append(Allocation(node_free.node.name, indices, job.cpus, job.memory))
-                if len(chosen) == job.nodes:
+                fitting.append(Allocation(node_free.node.name, indices, job.cpus, job.memory))
+                if len(fitting) == job.nodes and not every:
                     break
-        if len(chosen) < job.nodes:
+        chosen = same_alternative(job, fitting, lambda a: free[a.node].node)
+        if chosen is None:
             capable = [n for n in snapshot.nodes if node_matches(job, n)]
             up = [n for n in capable if n.schedulable]
             why[job.id] = reasons.NODE_DOWN if capable and not up else reasons.RESOURCES

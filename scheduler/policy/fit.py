@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
+
+T = TypeVar("T")
 
 
 class NodeFree:
@@ -29,7 +32,7 @@ class NodeFree:
 
 
 def node_matches(job: PendingJob, node: NodeView) -> bool:
-    """Static constraints: node names, partitions, labels, GPU type, GPU memory and totals
+    """Static constraints: node names, partitions, labels, features, GPU type, GPU memory and totals
     (could it ever fit)."""
     if not named_ok(job, node.name):
         return False
@@ -38,12 +41,40 @@ def node_matches(job: PendingJob, node: NodeView) -> bool:
     for key, value in job.node_selector.items():
         if node.labels.get(key) != value:
             return False
+    if job.constraint is not None and not job.constraint.matches(node.labels):
+        return False
     gpus = [g for g in node.gpus if gpu_ok(job, g.name, g.memory_total)]
     if len(gpus) < job.gpus:
         return False
     if job.cpus and node.cpus and job.cpus > node.cpus:
         return False
     return not (job.memory and node.memory and job.memory > node.memory)
+
+
+def same_alternative(
+    job: PendingJob,
+    candidates: Sequence[T],
+    view: Callable[[T], NodeView],
+    cost: Callable[[T], float] | None = None,
+) -> list[T] | None:
+    """The first ``job.nodes`` of ``candidates`` (each matching the job on its own), or None
+    when there are too few. With a matching OR (``[a|b]``) in its constraint, all of them
+    satisfy the same alternative: the first alternative (in the written order) that enough
+    candidates satisfy, or with ``cost``, the one whose first nodes cost least in all."""
+    if len(candidates) < job.nodes:
+        return None
+    if job.constraint is None or not job.constraint.matching or job.nodes == 1:
+        return list(candidates[: job.nodes])
+    best: list[T] | None = None
+    for variant in job.constraint.variants():
+        chosen = [c for c in candidates if variant.matches(view(c).labels)][: job.nodes]
+        if len(chosen) < job.nodes:
+            continue
+        if cost is None:
+            return chosen
+        if best is None or sum(map(cost, chosen)) < sum(map(cost, best)):
+            best = chosen
+    return best
 
 
 def named_ok(job: PendingJob, node: str) -> bool:

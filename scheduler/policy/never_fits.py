@@ -3,9 +3,10 @@ largest node's figure for it (for the submit-time refusal).
 
 Checked in this order: the node list and exclusions (``nodelist``, ``exclude``: names not
 registered, too few nodes left), then, each against every node left on its own: labels
-(``node_selector``), ``resources.gpu_type``, ``resources.gpu_memory``, ``resources.gpus``,
-``resources.cpus``, ``resources.memory``; then all of them at once, then ``nodes`` (how many
-nodes hold it all).
+(``node_selector``), features (``constraint``), ``resources.gpu_type``,
+``resources.gpu_memory``, ``resources.gpus``, ``resources.cpus``, ``resources.memory``; then
+all of them at once, then ``nodes`` (how many nodes hold it all; for a ``[a|b]`` constraint,
+how many that share one alternative).
 A node whose CPUs or memory are unknown (0) is taken to have enough, as ``fit.node_matches``
 does.
 """
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from rota.constraint import node_features
 from rota.hostlist import compress
-from rota.scheduler.policy.fit import gpu_ok, named_ok, node_matches
+from rota.scheduler.policy.fit import gpu_ok, named_ok, node_matches, same_alternative
 from rota.scheduler.policy.snapshot import NodeView, PendingJob
 from rota.units import format_size
 
@@ -57,6 +59,24 @@ def _labels(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
         here = f"values of {key} here: {', '.join(seen)}" if seen else f"no node has {key}"
         return f"node_selector: no node has the label {key}={value} ({here})"
     return None
+
+
+def _features(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
+    """Why no node has the job's features (``constraint``), if none has."""
+    if job.constraint is None or any(job.constraint.matches(n.labels) for n in nodes):
+        return None
+    return (
+        f"constraint: no registered node has the features {job.constraint.text} ({_known(nodes)})"
+    )
+
+
+def _known(nodes: Sequence[NodeView]) -> str:
+    here = sorted(set().union(*(node_features(n.labels) for n in nodes)))
+    return f"features here: {', '.join(here)}" if here else "no node has features"
+
+
+def _self(node: NodeView) -> NodeView:
+    return node
 
 
 def _gpus(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
@@ -112,6 +132,8 @@ def _asked(job: PendingJob) -> str:
         parts.append(f"{_size(job.memory)} memory")
     if job.node_selector:
         parts.append("labels " + ",".join(f"{k}={v}" for k, v in sorted(job.node_selector.items())))
+    if job.constraint is not None:
+        parts.append(f"features {job.constraint.text}")
     return ", ".join(parts)
 
 
@@ -119,19 +141,23 @@ def never_fits(job: PendingJob, every: Iterable[NodeView]) -> str | None:
     """Why no ``job.nodes`` of ``every`` registered node (whatever its state) could ever hold
     ``job`` (field first), or None when enough could. Reads nodes only until enough match,
     unless the job lists nodes (every name listed must be registered, as with sbatch -w)."""
-    capable = 0
     nodes: list[NodeView] = []
+    fit: list[NodeView] = []
     if job.nodelist:
         every = list(every)
         missing = _missing(job, every)
         if missing is not None:
             return missing
+    alike = job.nodes > 1 and job.constraint is not None and job.constraint.matching
     for node in every:
         nodes.append(node)
         if node_matches(job, node):
-            capable += 1
-            if capable >= job.nodes:
+            fit.append(node)
+            if len(fit) >= job.nodes and not alike:
                 return None
+    if alike and same_alternative(job, fit, _self) is not None:
+        return None
+    capable = len(fit)
     if not nodes:
         return "no node is registered yet, so nothing could ever run this job"
     named = _named(job, nodes)
@@ -139,9 +165,14 @@ def never_fits(job: PendingJob, every: Iterable[NodeView]) -> str | None:
         return named
     if job.nodelist or job.exclude:
         nodes = [n for n in nodes if named_ok(job, n.name)]
-    alone = _labels(job, nodes) or _gpus(job, nodes) or _totals(job, nodes)
+    alone = _labels(job, nodes) or _features(job, nodes) or _gpus(job, nodes) or _totals(job, nodes)
     if alone is not None:
         return alone
+    if alike and capable >= job.nodes and job.constraint is not None:
+        return (
+            f"constraint: {job.constraint.text}: no {job.nodes} registered nodes that could "
+            f"hold it share one alternative of its [...] group ({_known(nodes)})"
+        )
     if not capable:
         return f"resources: no node has all of {_asked(job)} at once (each alone fits some node)"
     return f"nodes: {job.nodes} nodes with {_asked(job)} each, but only {capable} node(s) have that"

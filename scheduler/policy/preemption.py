@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from rota.scheduler.policy.attained import AttainedQueues
 from rota.scheduler.policy.config import PolicyConfig
-from rota.scheduler.policy.fit import gpu_ok
+from rota.scheduler.policy.fit import gpu_ok, same_alternative
 from rota.scheduler.policy.node_state import INF, NodeState, window_ok
 from rota.scheduler.policy.snapshot import PendingJob, RunningJob
 from rota.scheduler.policy.state import ClusterState, ConstraintKey
@@ -151,10 +151,10 @@ class Preemptor:
                 continue
             lost = sum(len(a.gpu_indices) for v in chosen for a in v.job.allocations)
             scored.append((lost, len(chosen), node.idx, chosen, node))
-        if len(scored) < job.nodes:
-            return None
         scored.sort(key=lambda s: s[:3])
-        picked = scored[: job.nodes]
+        picked = same_alternative(job, scored, lambda s: s[4].view, lambda s: s[0])
+        if picked is None:
+            return None
         victims = {v.job.id: v for s in picked for v in s[3]}
         if not victims:
             return [], [s[4] for s in picked]

@@ -200,7 +200,7 @@ def simple(job: PendingJob) -> bool:
         and not job.array_task_limit
         and not (job.exclusive or job.cpus or job.memory)
         and not (job.gpu_type or job.gpu_memory or job.node_selector or job.partitions)
-        and not (job.nodelist or job.exclude)
+        and not (job.nodelist or job.exclude or job.constraint)
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from rota.constraint import Constraint
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.usage import Usage
 
@@ -139,6 +140,7 @@ class PendingJob:
     attained: float = 0.0
     nodelist: frozenset[str] = frozenset()  # only these nodes (empty: any); sbatch -w
     exclude: frozenset[str] = frozenset()  # never these nodes; sbatch -x
+    constraint: Constraint | None = None  # node features (sbatch -C); None: any node
     interactive: bool = False  # a grun session: may borrow lent reserved GPUs (preemptible there)
 
 

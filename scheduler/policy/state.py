@@ -12,13 +12,22 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Callable, Iterable
 
+from rota.constraint import Constraint
 from rota.scheduler.policy.fit import gpu_ok, named_ok, node_matches
 from rota.scheduler.policy.node_state import INF, NodeState, Saved
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 from rota.scheduler.policy.topology import choose_gpus
 
 ConstraintKey = (
-    tuple[str, int, tuple[tuple[str, str], ...], tuple[str, ...], frozenset[str], frozenset[str]]
+    tuple[
+        str,
+        int,
+        tuple[tuple[str, str], ...],
+        tuple[str, ...],
+        frozenset[str],
+        frozenset[str],
+        Constraint | None,
+    ]
     | None
 )
 # (job, [(node idx, GPUs taken)], release time, regular)
@@ -34,6 +43,7 @@ def constraint_key(job: PendingJob) -> ConstraintKey:
         or job.partitions
         or job.nodelist
         or job.exclude
+        or job.constraint
     ):
         return None
     return (
@@ -43,6 +53,7 @@ def constraint_key(job: PendingJob) -> ConstraintKey:
         tuple(sorted(job.partitions)),
         job.nodelist,
         job.exclude,
+        job.constraint,
     )
 
 
@@ -323,6 +334,7 @@ class ClusterState:
                     all(n.view.labels.get(k) == v for k, v in key[2])
                     and (not key[3] or not n.view.partitions.isdisjoint(key[3]))
                     and named_ok(job, n.view.name)
+                    and (key[6] is None or key[6].matches(n.view.labels))
                 ):
                     usable.append(
                         (n, sum(gpu_ok(job, g.name, g.memory_total) for g in n.view.gpus))
@@ -351,14 +363,28 @@ class ClusterState:
         return not node.reserved or node.window_ok(need, self.now, end, job.exclusive)
 
     def find(self, job: PendingJob, key: ConstraintKey, end: float) -> list[NodeState] | None:
-        """Best-fit nodes (fewest free GPUs first) where ``job`` fits now until ``end``."""
+        """Best-fit nodes (fewest free GPUs first) where ``job`` fits now until ``end``; a
+        gang with a matching OR (``[a|b]``) gets nodes that all satisfy one alternative."""
         if job.gpus * job.nodes > self.total_free:
             return None
+        if job.nodes > 1 and job.constraint is not None and job.constraint.matching:
+            for variant in job.constraint.variants():
+                found = self._find(job, key, end, variant)
+                if found is not None:
+                    return found
+            return None
+        return self._find(job, key, end, None)
+
+    def _find(
+        self, job: PendingJob, key: ConstraintKey, end: float, variant: Constraint | None
+    ) -> list[NodeState] | None:
         chosen: list[NodeState] = []
         for count in range(job.gpus, len(self.buckets)):
             for idx in self.buckets[count]:
                 node = self.nodes[idx]
-                if self._fits(job, node, key, end):
+                if self._fits(job, node, key, end) and (
+                    variant is None or variant.matches(node.view.labels)
+                ):
                     chosen.append(node)
                     if len(chosen) == job.nodes:
                         return chosen

@@ -47,7 +47,14 @@ from rota.scheduler.web.changes import Feeds
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.origin import foreign_login, foreign_origin
 from rota.scheduler.web.query import query_int
-from rota.scheduler.web.sessions import COOKIE, CSRF_HEADER, Session, Sessions, TooManySessions
+from rota.scheduler.web.sessions import (
+    COOKIE,
+    CSRF_HEADER,
+    Session,
+    Sessions,
+    TooManySessions,
+    id_hash,
+)
 from rota.states import parse_state
 
 log = logging.getLogger("rota.scheduler")
@@ -55,6 +62,10 @@ JSON = "application/json"
 LOG_TAIL = 64 * 1024  # bytes of a job's output the log route returns by default
 ENDED_LIMIT = 50  # ended jobs ``state=ended`` lists by default
 LOG_TIMEOUT = 15.0  # seconds to wait for a node to send a job's output
+SEVERAL_SESSIONS = (
+    f"several {COOKIE} cookies came with this request: a page on another port of this host "
+    "(a job's web port) set one; clear this site's cookies in the browser and log in again"
+)
 API_HEADERS = (
     ("Cache-Control", "no-store"),
     ("X-Content-Type-Options", "nosniff"),
@@ -96,7 +107,8 @@ def error(status: int, message: str) -> Response:
 
 class Api:
     """The routes of ``/api/v1``; ``secure`` marks the cookie Secure (the port serves TLS);
-    ``clock`` dates audit entries."""
+    ``clock`` dates audit entries; ``logged_out`` is told the id hash of a session that logged
+    out (its job ports' grants end)."""
 
     def __init__(
         self,
@@ -105,12 +117,14 @@ class Api:
         sessions: Sessions,
         secure: bool,
         clock: Callable[[], float],
+        logged_out: Callable[[str], None] = lambda _session: None,
     ) -> None:
         self.engine = engine
         self.tokens = tokens
         self.sessions = sessions
         self.secure = secure
         self.clock = clock
+        self.logged_out = logged_out
         self.feeds = Feeds()
 
     def routes(self) -> list[Route]:
@@ -232,12 +246,13 @@ class Api:
             return Caller(who, None)
         if as_rpc:
             raise Refused(401, token_refusal(""))
-        session = await self.sessions.get(request.cookie(COOKIE))
+        session_id = session_cookie(request)
+        session = await self.sessions.get(session_id)
         if session is None:
             raise ApiError(401, "log in first (POST /api/v1/login with your rota token)")
         who = await self.tokens.by_hash(session.token_hash)
         if who is None:
-            await self.sessions.close(request.cookie(COOKIE))
+            await self.sessions.close(session_id)
             raise Refused(401, "your rota token is no longer current; log in again")
         return Caller(who, session)
 
@@ -274,7 +289,10 @@ class Api:
         return reply(self._who(who, session), headers=(("Set-Cookie", cookie),))
 
     async def logout(self, request: Request, caller: Caller) -> Response:
-        await self.sessions.close(request.cookie(COOKIE))
+        session_id = session_cookie(request)
+        await self.sessions.close(session_id)
+        if session_id:
+            self.logged_out(id_hash(session_id))
         expired = f"{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
         return reply({}, headers=(("Set-Cookie", expired),))
 
@@ -417,6 +435,17 @@ class Api:
         except TimeoutError:
             raise ApiError(503, f"the node of job {display_id} did not send its output") from None
         return Response(200, bytes(kept), "text/plain; charset=utf-8", API_HEADERS)
+
+
+def session_cookie(request: Request) -> str:
+    """The session id of the request's ``rota_session`` cookie ("" without one). Refused (401)
+    when it carries several different ones: a page on another port of this host (a job's web
+    port) may set cookies for the host, a ``rota_session`` for a longer path among them, which
+    the browser sends next to the dashboard's own; neither is taken."""
+    ids = set(request.cookies(COOKIE))
+    if len(ids) > 1:
+        raise Refused(401, SEVERAL_SESSIONS)
+    return ids.pop() if ids else ""
 
 
 def _name(row: views.Json) -> str:

@@ -5,7 +5,8 @@
 rota-tcp`` and the user's bearer token opens a forward to TCP ``port`` of the running job's
 container (``ForwardFacade``: the same checks, rights and records as the gRPC forward; a
 refusal is answered before the switch, 403 ones audited). The answer is ``101`` and the
-connection then carries the port's bytes both ways until either side closes.
+connection then carries the port's bytes both ways until either side closes. An open forward
+holds one of its user's slots (``UserSlots``, shared with the terminals): 503 beyond them.
 
 ``GET /api/v1/forward-dial`` with the same upgrade and a ``Rota-Dial-Ticket`` header is the
 node's agent dialling the forward's data connection back; a ticket that was never issued, was
@@ -14,6 +15,7 @@ claimed already or expired is refused (403) and logged.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from rota.inputs import SpecError
@@ -21,6 +23,7 @@ from rota.scheduler.engine import Engine
 from rota.scheduler.facade.interactive import ClientOpen
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web.api import Api, ApiError, Caller, error
+from rota.scheduler.web.slots import UserSlots
 
 log = logging.getLogger("rota.scheduler")
 
@@ -29,10 +32,12 @@ TICKET_HEADER = "rota-dial-ticket"
 
 
 class RawForwards:
-    """The forward and dial routes."""
+    """The forward and dial routes; ``slots`` bounds the forwards (and terminals) one user
+    holds open."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, slots: UserSlots) -> None:
         self.engine = engine
+        self.slots = slots
 
     def routes(self, api: Api) -> list[Route]:
         return [
@@ -51,11 +56,25 @@ class RawForwards:
         opening = ClientOpen(
             request.params["id"], "forward", port=int(text), node=request.query.get("node", "")
         )
+        user = caller.who.user
+        self.slots.check(user)  # before anything is recorded or asked of the node
         try:
             serve = await self.engine.forwards.open(opening, caller.who, request.peer)
         except SpecError as exc:
             raise ApiError(400, str(exc)) from None
-        return Response(101, b"", takeover=serve)
+
+        async def takeover(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:  # taken here: a connection the port refuses a slot (503) never holds one
+                self.slots.take(user)
+            except ApiError as exc:  # another of the user's forwards took the last one
+                writer.write(_refusal(exc))
+                return
+            try:
+                await serve(reader, writer)
+            finally:
+                self.slots.give(user)
+
+        return Response(101, b"", takeover=takeover)
 
     async def dial(self, request: Request) -> Response:
         """An agent's data connection: paired with its forward when its ticket is good."""
@@ -67,6 +86,15 @@ class RawForwards:
             log.warning("refused a forward data connection from %s: bad ticket", request.peer)
             return error(403, "unknown, used or expired dial ticket")
         return Response(101, b"", takeover=serve)
+
+
+def _refusal(exc: ApiError) -> bytes:
+    """``exc`` as a whole answer, written where a takeover was to answer 101."""
+    body = error(exc.status, str(exc)).body
+    return (
+        f"HTTP/1.1 {exc.status} Refused\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
 
 
 def _upgrade_refusal(request: Request) -> str:

@@ -9,7 +9,12 @@ The caller is the dashboard's (login cookie or bearer token), with the owner-or-
 of ``authz`` made before the ticket is handed out (403 otherwise, audited); with the cookie,
 the request must come from the dashboard's own pages or the address bar (``Origin``,
 ``Sec-Fetch-Site``, ``Referer``), so a job's page cannot have a viewer's browser fetch
-tickets for other jobs. Without ``web_ports_listen`` the paths answer 503 naming it.
+tickets for other jobs; and a request naming none of them (plain HTTP off loopback, where
+browsers send no ``Sec-Fetch-Site`` and a page may leave out ``Referer``) must carry the
+session's CSRF token as ``rota_csrf`` (the job page's link does; a page elsewhere cannot read
+it), which is dropped from the redirect. The redirect goes to the dashboard's host name, or with
+``web_ports_domain`` to the job's own host (``jID.DOMAIN``). Without ``web_ports_listen`` the
+paths answer 503 naming it.
 """
 
 from __future__ import annotations
@@ -21,15 +26,23 @@ from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.engine import Engine
 from rota.scheduler.facade.interactive import ClientOpen
 from rota.scheduler.http import Request, Response, Route
-from rota.scheduler.web.api import Api, ApiError, Caller
+from rota.scheduler.web.api import Api, ApiError, Caller, Refused, session_cookie
+from rota.scheduler.web.job_hosts import host_of
 from rota.scheduler.web.port_grants import Door, PortGrants
+from rota.scheduler.web.sessions import Sessions, id_hash
 
 TICKET = "rota_ticket"  # the query parameter carrying a ticket to the ports origin
+CSRF = "rota_csrf"  # the query parameter of the job page's link: its login's CSRF token
 WAYS = ("port", "app")  # the app is asked for the path under the prefix / the whole path
 NOT_SERVED = (
     "job web ports are served on their own address, which is not configured: set "
     "web_ports_listen (--web-ports-listen HOST:PORT) in the scheduler's settings, or use "
     "rota forward JOB PORT"
+)
+UNPROVEN = (
+    f"{CSRF}: this request names no origin (no Sec-Fetch-Site, Origin or Referer: plain HTTP "
+    "off loopback), so a job's web port opens only from the Web port link of the job's page on "
+    "the dashboard (or serve the dashboard over TLS)"
 )
 _HOST = re.compile(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]")
 
@@ -46,9 +59,11 @@ def door_of(request: Request) -> Door:
 
 
 class PortDoor:
-    """The dashboard's routes for job web ports: tickets to the ports origin."""
+    """The dashboard's routes for job web ports: tickets to the ports origin, on the job's
+    own host under ``domain`` (``job_hosts``), or with "" on the dashboard's host."""
 
-    def __init__(self, engine: Engine, grants: PortGrants, secure: bool) -> None:
+    def __init__(self, engine: Engine, grants: PortGrants, secure: bool, domain: str = "") -> None:
+        self.domain = domain
         self.engine = engine
         self.grants = grants
         self.scheme = "https" if secure else "http"
@@ -71,18 +86,28 @@ class PortDoor:
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         if not _HOST.fullmatch(name):
             raise ApiError(400, f"Host: {host[:100]!r} is not a host name or address")
+        if (
+            caller.session is not None
+            and not any(h in request.headers for h in ("sec-fetch-site", "origin", "referer"))
+            and not Sessions.csrf_ok(caller.session, request.query.get(CSRF, ""))
+        ):
+            raise Refused(403, UNPROVEN)
         opening = ClientOpen(door.job_id, "forward", port=door.port)
         await self.engine.interactive.may_open(opening, caller.who)
         if caller.session is not None:
             token_hash = caller.session.token_hash
         else:
             token_hash = hash_token(request.headers["authorization"].partition(" ")[2].strip())
-        ticket = self.grants.ticket(caller.who.user, token_hash, door)
+        session = id_hash(session_cookie(request)) if caller.session is not None else ""
+        ticket = self.grants.ticket(caller.who.user, token_hash, door, session)
         path, _, query = request.target.partition("?")
         if path.rstrip("/").count("/") == 4:  # the port's root: with its slash
             path = path.rstrip("/") + "/"
-        query = "&".join(p for p in query.split("&") if p and not p.startswith(TICKET + "="))
+        ours = (TICKET + "=", CSRF + "=")
+        query = "&".join(p for p in query.split("&") if p and not p.startswith(ours))
         query = f"{query}&{TICKET}={ticket}" if query else f"{TICKET}={ticket}"
+        if self.domain:
+            name = host_of(door.job_id, self.domain)
         where = f"{self.scheme}://{name}:{self.grants.port}{path}?{query}"
         headers = (
             ("Location", where),

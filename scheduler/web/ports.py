@@ -9,8 +9,11 @@ A browser comes here from the dashboard (``port_door``) with a ticket in ``rota_
 ticket is exchanged for a grant (``PortGrants``), whose id is this origin's cookie
 ``rota_port`` (``HttpOnly``, ``SameSite=Lax``, ``Path`` the job's prefix), and the browser is
 sent on to the same URL without the ticket. A refused ticket (unknown, used, expired, of
-another port) is 403 and audited; a request without a live grant for its prefix is 401. The
-dashboard's session cookie and bearer tokens are never accepted here.
+another port) is 403 and audited; a request without a live grant for its prefix is 401, one
+with several ``rota_port`` cookies 400, and one from another page than the job's own (a fetch
+or frame; ``job_hosts.foreign_use``) 403. The dashboard's session cookie and bearer tokens are
+never accepted here. With ``web_ports_domain`` each job has its own host (``job_hosts``), and
+a request whose ``Host`` is not its job's is 421.
 
 Each request is the engine's interactive session of kind ``forward``, as ``rota forward`` opens
 one per connection, as the grant's user (whose token must still be current): the same rights
@@ -18,14 +21,15 @@ one per connection, as the grant's user (whose token must still be current): the
 (``port forward by USER on NODE`` in the job's events, ``Interact/forward`` in the audit log).
 The request goes on with ``Connection: close`` and without rota's cookies (``rota_session``,
 ``rota_port``), and the answer comes back as the app wrote it, less any ``Set-Cookie`` of
-those. A WebSocket upgrade passes through, both ways, until either side closes. Request bodies
-are bounded as the HTTP port bounds them (64 KiB).
+those, its cookies host-only (no ``Domain``). A WebSocket upgrade passes through, both ways,
+until either side closes. Request bodies are bounded as the HTTP port bounds them (64 KiB).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from rota.inputs import SpecError
@@ -37,9 +41,11 @@ from rota.scheduler.facade.interactive import ClientOpen, SessionEvent, Waiting
 from rota.scheduler.http import Request, Response, Route
 from rota.scheduler.web.api import ApiError, error
 from rota.scheduler.web.identity import TokenCheck
+from rota.scheduler.web.job_hosts import foreign_use, misdirected
 from rota.scheduler.web.port_door import TICKET, WAYS, door_of
 from rota.scheduler.web.port_grants import Door, PortGrants
 from rota.scheduler.web.sessions import COOKIE
+from rota.scheduler.web.slots import UserSlots
 
 log = logging.getLogger("rota.scheduler")
 PORT_COOKIE = "rota_port"
@@ -58,8 +64,19 @@ HOP_BY_HOP = frozenset(
         "content-length",
     ]
 )
-MAX_HEAD = 64 * 1024  # bytes of the app's answer's head that are looked at
+MAX_HEAD = 64 * 1024  # bytes of the app's answer's head; a longer one is answered 502
+SNIFF = 8  # bytes of an answer looked at for "HTTP" (``_is_http``)
 CHUNK = 64 * 1024  # bytes read from the browser at once (an upgraded connection)
+_OURS = tuple(name.encode() for name in OURS)
+# Clear-Site-Data would clear the dashboard's cookies (a page could then set its own);
+# Service-Worker-Allowed would let a job's service worker control every job's paths
+_DROPPED = (b"clear-site-data", b"service-worker-allowed")
+_STATUS = re.compile(rb"HTTP/1\.[01] ([1-5][0-9][0-9])(?: .*)?")
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a header's name
+SEVERAL = (
+    f"several {PORT_COOKIE} cookies: a page set one of its own next to this browser's grant; "
+    "clear this site's cookies and open the port again from the job's page on the dashboard"
+)
 NO_GRANT = (
     "this browser has no access to this job's port here: open it from the job's page on the "
     "dashboard (a link to it gets a fresh ticket)"
@@ -68,7 +85,9 @@ NO_GRANT = (
 
 class WebPorts:
     """The ports origin's routes; ``secure``: it serves TLS (its cookie is marked Secure);
-    ``clock`` dates audit entries."""
+    ``clock`` dates audit entries; ``slots`` bounds the requests one user has open;
+    ``domain``: each job's ports are served on their own host under it (``job_hosts``), ""
+    for one shared origin."""
 
     def __init__(
         self,
@@ -77,35 +96,43 @@ class WebPorts:
         grants: PortGrants,
         secure: bool,
         clock: Callable[[], float],
+        slots: UserSlots,
+        domain: str = "",
     ) -> None:
+        self.domain = domain
         self.engine = engine
         self.tokens = tokens
         self.grants = grants
         self.secure = secure
         self.clock = clock
+        self.slots = slots
 
     def routes(self) -> list[Route]:
         routes = []
         for way in WAYS:
             base = f"/jobs/{{id}}/{way}/{{port}}"
-            routes.append(Route("GET", base, self.slash))
+            routes.append(Route("GET", base, self._guarded("", self.slash)))
             for method in METHODS:
                 action = f"web {method} {base}/{{rest*}}"
                 routes.append(Route(method, base + "/{rest*}", self._guarded(action)))
         return routes
 
-    async def slash(self, request: Request) -> Response:
+    async def slash(self, request: Request, _action: str) -> Response:
         """The port's root with its slash, so relative links resolve under it (and the
         grant's cookie, whose path ends with one, is sent)."""
+        self._on_its_host(request)
         return Response(303, b"", headers=(("Location", request.path + "/"),))
 
-    def _guarded(self, action: str) -> Callable[[Request], Awaitable[Response]]:
-        """``serve`` with its refusals answered (``serve`` audits a refused ticket or right
-        as ``action``)."""
+    def _guarded(
+        self, action: str, serve: Callable[[Request, str], Awaitable[Response]] | None = None
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """``serve`` (default ``self.serve``) with its refusals answered (``serve`` audits a
+        refused ticket or right as ``action``)."""
+        serving = serve or self.serve
 
         async def guarded(request: Request) -> Response:
             try:
-                return await self.serve(request, action)
+                return await serving(request, action)
             except ApiError as exc:
                 return error(exc.status, str(exc))
             except (UserError, SpecError) as exc:
@@ -116,12 +143,19 @@ class WebPorts:
         return guarded
 
     async def serve(self, request: Request, action: str) -> Response:
-        """A ticket exchanged for a grant, or a request under a grant relayed to the app."""
-        door = door_of(request)
+        """A ticket exchanged for a grant, or a request under a grant relayed to the app; on
+        the job's own host only (with ``domain``), from its own pages or a navigation."""
+        door = self._on_its_host(request)
+        foreign = foreign_use(request)
+        if foreign:
+            raise ApiError(403, foreign)
         ticket = request.query.get(TICKET)
         if ticket is not None:
             return await self._exchange(request, action, door, ticket)
-        grant = self.grants.grant(request.cookies(PORT_COOKIE), door)
+        grant_ids = request.cookies(PORT_COOKIE)
+        if len(grant_ids) > 1:
+            raise ApiError(400, SEVERAL)
+        grant = self.grants.grant(grant_ids, door)
         if grant is None:
             raise ApiError(401, NO_GRANT)
         who = await self.tokens.by_hash(grant.token_hash)
@@ -132,6 +166,14 @@ class WebPorts:
         except AccessDenied as exc:
             await self._record(request, action, str(exc), who.user)
             raise ApiError(403, str(exc)) from None
+
+    def _on_its_host(self, request: Request) -> Door:
+        """The door ``request`` names; with ``domain``, ApiError 421 unless its ``Host`` is
+        that job's own."""
+        door = door_of(request)
+        if self.domain and (why := misdirected(request, door.job_id, self.domain)):
+            raise ApiError(421, why)
+        return door
 
     async def _exchange(self, request: Request, action: str, door: Door, ticket: str) -> Response:
         """The grant's cookie for a current ticket of ``door``, and the URL without it."""
@@ -180,7 +222,10 @@ class WebPorts:
         to the relay (``_Exchange``)."""
         exchange = _Exchange(_head(request, door.way == "app"))
         opening = ClientOpen(door.job_id, "forward", port=door.port)
-        events = self.engine.interactive.interact(opening, exchange.inputs(), who, request.peer)
+        events = self.slots.held(
+            who.user,
+            self.engine.interactive.interact(opening, exchange.inputs(), who, request.peer),
+        )
         try:
             first = await anext(events)  # the rights and the job's state are checked here
         except StopAsyncIteration:
@@ -268,7 +313,9 @@ class _Exchange:
     async def _answer(
         self, writer: asyncio.StreamWriter, events: AsyncGenerator[SessionEvent, None]
     ) -> bool:
-        """Write the app's answer (its head filtered); whether it wrote any."""
+        """Write the app's answer, its head checked and filtered (``_filtered``); whether it
+        wrote any (not when the app closed before its head ended, or sent one that is too
+        long or refused). An answer a browser reads no head of passes as it came."""
         head, body_started = b"", False
         async for event in events:
             if not isinstance(event, SessionOutput) or not event.data:
@@ -278,22 +325,79 @@ class _Exchange:
                 await writer.drain()
                 continue
             head += event.data
-            end = head.find(b"\r\n\r\n")
-            if end < 0 and len(head) < MAX_HEAD:
+            if len(head) < SNIFF:
                 continue
-            split = end + 4 if end >= 0 else len(head)
-            writer.write(_filtered(head[:split]) + head[split:])
+            kept: bytes | None = b""
+            end = _end_of_head(head) if _is_http(head) else 0  # 0: no head (a raw stream)
+            if end < 0 and len(head) <= MAX_HEAD:
+                continue
+            if end:
+                kept = _filtered(head[:end]) if 0 < end <= MAX_HEAD else None
+            if kept is None:
+                return False
+            writer.write(kept + head[end:])
             await writer.drain()
             body_started = True
-        if head and not body_started:
-            writer.write(head)
-        return bool(head)
+        if head and not body_started and not _is_http(head):
+            writer.write(head)  # a few bytes, no HTTP answer: nothing a browser takes a head of
+            return True
+        return body_started
 
 
-def _filtered(head: bytes) -> bytes:
-    """The app's answer head less any ``Set-Cookie`` of rota's cookies."""
-    ours = tuple(b"set-cookie:" + name.encode() + b"=" for name in OURS)
-    kept = [
-        line for line in head.split(b"\r\n") if not line.lower().replace(b" ", b"").startswith(ours)
+def _is_http(data: bytes) -> bool:
+    """Whether a browser reads an answer starting with ``data`` as an HTTP/1 answer with
+    headers: it looks for ``HTTP`` (any case) in its first bytes (Chromium: at offsets 0 to 4);
+    an answer without it is relayed as it came (a raw stream through an upgrade)."""
+    return b"http" in data[:SNIFF].lower()
+
+
+def _end_of_head(data: bytes) -> int:
+    """Where the body of an answer starting with ``data`` begins: after its first empty line
+    (browsers end lines at a bare LF too); -1 before that line came."""
+    ends = [at + len(blank) for blank in (b"\n\r\n", b"\n\n") if (at := data.find(blank)) >= 0]
+    return min(ends, default=-1)
+
+
+def _filtered(head: bytes) -> bytes | None:
+    """The app's answer head as the browser gets it: its lines ended by CRLF, less any
+    ``Set-Cookie`` of rota's cookies or of a cookie without a name (a browser sends such a
+    cookie as its bare value, which may read ``rota_session=...``), less ``Clear-Site-Data``
+    and ``Service-Worker-Allowed`` (``_DROPPED``: a job's service worker stays under the
+    job's prefix, never seeing another job's pages, tickets or tokens). None
+    (the answer is refused) for a head a browser could read otherwise than this: a bare CR,
+    a NUL, a folded line, a header line without a name, or an informational status other than
+    101 (another head would follow, read as the body here)."""
+    lines = [line.removesuffix(b"\r") for line in head.split(b"\n")][:-2]
+    if not lines or any(b"\r" in line or b"\0" in line for line in lines):
+        return None
+    status = _STATUS.fullmatch(lines[0])
+    if status is None or (status[1].startswith(b"1") and status[1] != b"101"):
+        return None
+    kept = [lines[0]]
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not _TOKEN.fullmatch(name):
+            return None
+        name = name.lower()
+        if name in _DROPPED:
+            continue
+        if name == b"set-cookie":
+            cookie, named, _ = value.split(b";")[0].partition(b"=")
+            cookie = cookie.strip(b" \t").lower()
+            if not named or not cookie or cookie in _OURS:
+                continue
+            line = _host_only(line)
+        kept.append(line)
+    return b"\r\n".join(kept) + b"\r\n\r\n"
+
+
+def _host_only(line: bytes) -> bytes:
+    """A ``Set-Cookie`` line without its ``Domain`` attributes (as a browser reads them: any
+    case, spaces or tabs around the name), so the cookie stays on the host that answered and
+    never covers a sibling job's host or the dashboard's."""
+    name, _, value = line.partition(b":")
+    parts = value.split(b";")
+    kept = [parts[0]] + [
+        p for p in parts[1:] if p.partition(b"=")[0].strip(b" \t").lower() != b"domain"
     ]
-    return b"\r\n".join(kept)
+    return line if len(kept) == len(parts) else name + b":" + b";".join(kept)

@@ -5,8 +5,10 @@ carrying a shell in the running job's container, as ``gattach JOB`` opens one; w
 It is the engine's interactive session of kind ``exec`` (``/bin/sh`` with a terminal; or
 ``attach``), so the same rights apply (``authz``: the job's owner or an admin; a refusal is 403 before the socket
 opens, and is audited) and it is recorded the same way (``gattach by USER on NODE`` in the
-job's events, ``Interact/exec`` in the audit log). The login cookie authenticates it and the
-browser's ``Origin`` must be this server's own.
+job's events, ``Interact/exec`` in the audit log). The login cookie authenticates it, with
+the session's CSRF token as ``csrf=`` (the page keeps it in its own origin's storage, so a
+cookie a page on another port of this host planted opens nothing), and the browser's
+``Origin`` must be this server's own.
 
 On the socket, the browser sends binary messages (keystrokes, at most 64 KiB each) and text
 messages ``{"rows": R, "cols": C}`` (a resize); the server sends binary messages (the
@@ -26,8 +28,10 @@ from rota.messages import SessionInput, SessionOutput
 from rota.scheduler.engine import Engine
 from rota.scheduler.facade.interactive import MAX_TERMINAL, ClientOpen, SessionEvent, Started
 from rota.scheduler.http import Request, Response, Route
-from rota.scheduler.web.api import Api, ApiError, Caller
+from rota.scheduler.web.api import Api, ApiError, Caller, Refused
 from rota.scheduler.web.query import query_int
+from rota.scheduler.web.sessions import Sessions
+from rota.scheduler.web.slots import UserSlots
 from rota.scheduler.web.websocket import (
     BINARY,
     TEXT,
@@ -38,13 +42,18 @@ from rota.scheduler.web.websocket import (
 )
 
 SHELL: tuple[str, ...] = ("/bin/sh",)
+STALE = (
+    "csrf: the terminal opens with the CSRF token of the page's own login (?csrf=), and this "
+    "is not the session's: the browser's session cookie was replaced; log in again"
+)
 
 
 class Terminal:
-    """The terminal route."""
+    """The terminal route; ``slots`` bounds the terminals one user has open."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, slots: UserSlots) -> None:
         self.engine = engine
+        self.slots = slots
 
     def routes(self, api: Api) -> list[Route]:
         return [api.route("GET", "/api/v1/jobs/{id}/terminal", self.open, same_origin=True)]
@@ -55,14 +64,19 @@ class Terminal:
         refusal = handshake_refusal(request)
         if refusal:
             raise ApiError(400, refusal)
+        if caller.session is not None and not Sessions.csrf_ok(
+            caller.session, request.query.get("csrf", "")
+        ):
+            raise Refused(403, STALE)
         rows = query_int(request.query, "rows", 24, 1, MAX_TERMINAL)
         cols = query_int(request.query, "cols", 80, 1, MAX_TERMINAL)
         attach = request.query.get("attach", "") in ("1", "true")
         kind, command = ("attach", ()) if attach else ("exec", SHELL)
         opening = ClientOpen(request.params["id"], kind, command, True, rows, cols)
         session = _Session()
-        events = self.engine.interactive.interact(
-            opening, session.inputs(), caller.who, request.peer
+        events = self.slots.held(
+            caller.who.user,
+            self.engine.interactive.interact(opening, session.inputs(), caller.who, request.peer),
         )
         try:
             first = await anext(events)  # the rights and the job's state are checked here
@@ -102,7 +116,7 @@ class _Session:
             try:
                 size = json.loads(payload)
                 rows, cols = int(size["rows"]), int(size["cols"])
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, OverflowError):  # Infinity is JSON to Python
                 continue  # not a resize: nothing else is asked of text messages
             if 0 < rows <= MAX_TERMINAL and 0 < cols <= MAX_TERMINAL:
                 yield SessionInput(0, rows=rows, cols=cols)

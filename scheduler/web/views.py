@@ -75,6 +75,7 @@ def job_json(job: JobRecord) -> Json:
             partition=job.partition,
             partitions=job.spec.partition,
             interactive=job.spec.interactive,
+            constraint=job.spec.constraint,
         )
     )
 

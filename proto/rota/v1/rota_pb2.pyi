@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "checkpointable", "signal", "interactive", "tty", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "checkpointable", "signal", "interactive", "tty", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task", "constraint")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -144,6 +144,7 @@ class JobSpec(_message.Message):
     NTASKS_FIELD_NUMBER: _ClassVar[int]
     NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAINT_FIELD_NUMBER: _ClassVar[int]
     name: str
     image: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -186,7 +187,8 @@ class JobSpec(_message.Message):
     ntasks: int
     ntasks_per_node: int
     gpus_per_task: int
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., checkpointable: _Optional[bool] = ..., signal: _Optional[str] = ..., interactive: _Optional[bool] = ..., tty: _Optional[bool] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ...) -> None: ...
+    constraint: str
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., checkpointable: _Optional[bool] = ..., signal: _Optional[str] = ..., interactive: _Optional[bool] = ..., tty: _Optional[bool] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., constraint: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
@@ -955,7 +957,7 @@ class LogData(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output", "step_start", "step_output", "step_end", "step_cancel")
+    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output", "step_start", "step_output", "step_end", "step_cancel", "job_requeue")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     JOB_EVENT_FIELD_NUMBER: _ClassVar[int]
@@ -966,6 +968,7 @@ class AgentMessage(_message.Message):
     STEP_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     STEP_END_FIELD_NUMBER: _ClassVar[int]
     STEP_CANCEL_FIELD_NUMBER: _ClassVar[int]
+    JOB_REQUEUE_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     heartbeat: Heartbeat
     job_event: AgentJobEvent
@@ -976,7 +979,8 @@ class AgentMessage(_message.Message):
     step_output: StepOutput
     step_end: StepEnd
     step_cancel: StepCancel
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
+    job_requeue: JobRequeue
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ..., job_requeue: _Optional[_Union[JobRequeue, _Mapping]] = ...) -> None: ...
 
 class Keepalive(_message.Message):
     __slots__ = ()
@@ -1112,18 +1116,24 @@ class Pong(_message.Message):
     def __init__(self, time: _Optional[float] = ..., telemetry_period: _Optional[float] = ...) -> None: ...
 
 class StepLayout(_message.Message):
-    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label")
+    __slots__ = ("nodes", "ntasks", "ntasks_per_node", "gpus_per_task", "label", "nodelist", "kill_on_bad_exit", "wait")
     NODES_FIELD_NUMBER: _ClassVar[int]
     NTASKS_FIELD_NUMBER: _ClassVar[int]
     NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    NODELIST_FIELD_NUMBER: _ClassVar[int]
+    KILL_ON_BAD_EXIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
     nodes: int
     ntasks: int
     ntasks_per_node: int
     gpus_per_task: int
     label: bool
-    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ...) -> None: ...
+    nodelist: str
+    kill_on_bad_exit: bool
+    wait: int
+    def __init__(self, nodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., label: _Optional[bool] = ..., nodelist: _Optional[str] = ..., kill_on_bad_exit: _Optional[bool] = ..., wait: _Optional[int] = ...) -> None: ...
 
 class StepStart(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "layout", "argv", "environment", "cwd")
@@ -1220,6 +1230,14 @@ class StepCancel(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class JobRequeue(_message.Message):
+    __slots__ = ("job_id", "attempt")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    attempt: int
+    def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls")

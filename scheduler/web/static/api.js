@@ -5,6 +5,14 @@
 
 export const session = { me: null, onLoggedOut: () => {} };
 
+/** The CSRF token of the session this page logged in, kept in this origin's own storage: a
+ * page on another port of this host (a job's web port) can replace the session cookie
+ * (cookies are not kept apart by port), never this. A session whose token is another is not
+ * this browser's login (app.js logs out); changes and the terminal carry this one, so they
+ * are refused under a replaced cookie. */
+export const PINNED = "rota.csrf";
+export const pinned = () => localStorage.getItem(PINNED) || "";
+
 /** What the poll loop paces itself by: ``changed`` is set when a read brought something new (a
  * listing's rows, or a detail view, which is always live) and cleared by the loop once it has
  * looked; ``onAction`` is called when the page sends a change (submit, cancel, booking). */
@@ -27,7 +35,7 @@ export function isOutage(err) {
 
 export async function api(method, path, body) {
   const headers = {};
-  if (method !== "GET") headers["X-CSRF-Token"] = session.me ? session.me.csrf : "";
+  if (method !== "GET") headers["X-CSRF-Token"] = pinned();
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET") pace.onAction();
   let res, data;
@@ -45,7 +53,7 @@ export async function api(method, path, body) {
   }
   if (!res.ok) {
     const message = typeof data === "object" ? data.error : data;
-    if (res.status === 401 && path !== "/login") session.onLoggedOut();
+    if (res.status === 401 && path !== "/login") session.onLoggedOut(message);
     throw new HttpError(res.status, message);
   }
   return data;

@@ -3,7 +3,7 @@
 // while nothing changes (up to every 8 s); an outage keeps the data shown and says since when
 // it is old.
 
-import { api, isOutage, pace, session } from "./api.js";
+import { PINNED, api, isOutage, pace, pinned, session } from "./api.js";
 import { $, hhmm } from "./dom.js";
 import { renderGpus, renderOverview } from "./cluster.js";
 import { renderQueue } from "./queue.js";
@@ -28,6 +28,10 @@ const VIEWS = {
   accounting: renderAccounting,
 };
 
+const REPLACED =
+  "This browser's dashboard login was replaced by another (a page on another port of this host, " +
+  "such as a job's web port, can set this site's cookies): log in again.";
+
 function showError(message) {
   const box = $("#error");
   box.textContent = message || "";
@@ -46,7 +50,10 @@ function showConnection(down) {
 
 // ------------------------------------------------------------------ login
 
-function loggedOut() {
+/** Back to the login form; ``why``: the server's refusal, shown unless it only asks for a
+ * login (several session cookies, a replaced login: the person must act on it). */
+function loggedOut(why) {
+  if (typeof why === "string" && why && !why.startsWith("log in first")) showError(why);
   session.me = null;
   clearTimeout(run.timer);
   run.next = null;
@@ -73,6 +80,7 @@ async function login(event) {
   event.preventDefault();
   try {
     const me = await api("POST", "/login", { token: $("#login-token").value.trim() });
+    localStorage.setItem(PINNED, me.csrf);
     $("#login-token").value = "";
     showError("");
     loggedIn(me);
@@ -85,6 +93,7 @@ async function logout() {
   try {
     await api("POST", "/logout");
   } finally {
+    localStorage.removeItem(PINNED);
     loggedOut();
   }
 }
@@ -219,7 +228,12 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   for (;;) {
     try {
-      loggedIn(await api("GET", "/session"));
+      const me = await api("GET", "/session");
+      if (me.csrf !== pinned()) {
+        showError(me.csrf && pinned() ? REPLACED : "");
+        return loggedOut();
+      }
+      loggedIn(me);
       return;
     } catch (err) {
       if (!isOutage(err)) return loggedOut();

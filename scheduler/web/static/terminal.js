@@ -3,6 +3,7 @@
 // one of the job's web ports (/jobs/ID/port/PORT/). Both for the job's owner or an admin.
 
 import { Terminal } from "./vendor/xterm.mjs";
+import { pinned } from "./api.js";
 import { $ } from "./dom.js";
 
 const open = { id: "", term: null, socket: null }; // the terminal on screen, if any
@@ -27,7 +28,9 @@ export function showInteractive(job, may) {
   port.oninput = () => {
     const n = Number(port.value);
     link.hidden = !(Number.isInteger(n) && n >= 1 && n <= 65535);
-    link.href = `/jobs/${encodeURIComponent(job.id)}/port/${n}/`;
+    // the pinned CSRF token: the door's proof that this page asked, where the browser sends
+    // no Sec-Fetch-Site (plain HTTP off loopback); the door drops it
+    link.href = `/jobs/${encodeURIComponent(job.id)}/port/${n}/?rota_csrf=${pinned()}`;
   };
   if (running && pending.id === job.id && !open.term) {
     pending.id = "";
@@ -61,7 +64,7 @@ function openTerminal(job) {
   const term = new Terminal({ cols, rows, fontFamily: "monospace", fontSize: 15, convertEol: false });
   term.open(box);
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const url = `${scheme}://${location.host}/api/v1/jobs/${encodeURIComponent(id)}/terminal?rows=${rows}&cols=${cols}${job.interactive ? "&attach=1" : ""}`;
+  const url = `${scheme}://${location.host}/api/v1/jobs/${encodeURIComponent(id)}/terminal?rows=${rows}&cols=${cols}${job.interactive ? "&attach=1" : ""}&csrf=${pinned()}`;
   const socket = new WebSocket(url);
   socket.binaryType = "arraybuffer";
   Object.assign(open, { id, term, socket });

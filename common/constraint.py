@@ -1,0 +1,203 @@
+"""SLURM's node-feature constraint (``sbatch -C``): parsing, checking and matching.
+
+Syntax: feature names (letters, digits, ``_ . -``, starting alphanumeric, at most
+``MAX_FEATURE`` characters), ``&`` (AND), ``|`` (OR; each node may satisfy a different
+alternative), parentheses for grouping and one ``[a|b|c]`` group (matching OR: all the job's
+nodes satisfy the SAME alternative). ``&`` binds tighter than ``|``; spaces are ignored.
+Counts (``a*2``) are not supported. An expression has at most ``MAX_CONSTRAINT`` characters,
+``MAX_TERMS`` feature names and ``MAX_DEPTH`` nested groups.
+
+A node has a feature when one of its labels is that name with the value ``true``, or when its
+``features`` label lists the name (separated by commas or spaces: ``--labels`` flags split
+at commas, so ``--labels "features=a100 ib"``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_CONSTRAINT = 1024
+MAX_FEATURE = 63
+MAX_TERMS = 64
+MAX_DEPTH = 8
+FEATURES_LABEL = "features"
+SYNTAX = "feature names joined by & (and), | (or), ( ) and one [a|b] (matching or), e.g. a&(b|c)"
+_SEPARATORS = re.compile(r"[,\s]+")
+_TOKEN = re.compile(r"\s*(?:([A-Za-z0-9][A-Za-z0-9_.-]*)|([&|()\[\]]))")
+
+# A tree: ("f", name) | ("and", children) | ("or", children) | ("match", alternatives)
+Tree = tuple[str, Any]
+
+
+class ConstraintError(ValueError):
+    """The expression is not valid; the message says where and what is allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """A parsed expression; ``text`` is the normalised form (no spaces)."""
+
+    text: str
+    tree: Tree
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a node with these labels satisfies the expression (a matching-OR group
+        as a plain OR: which alternative the job's other nodes took is ``variants``' concern)."""
+        return _eval(self.tree, node_features(labels))
+
+    @property
+    def matching(self) -> bool:
+        """Whether it has a ``[...]`` group (all nodes must take the same alternative)."""
+        return bool(_find_match(self.tree))
+
+    def variants(self) -> tuple[Constraint, ...]:
+        """One expression per alternative of the ``[...]`` group, in order (the group
+        replaced by that alternative); ``(self,)`` without a group. A set of nodes that all
+        satisfy one variant satisfies the matching OR."""
+        if not self.matching:
+            return (self,)
+        trees = (_replace(self.tree, alt) for alt in _find_match(self.tree))
+        return tuple(Constraint(_render(tree), tree) for tree in trees)
+
+
+def node_features(labels: Mapping[str, str]) -> frozenset[str]:
+    """The features a node's labels give it: keys labelled ``true``, and the names its
+    ``features`` label lists (commas or spaces between them)."""
+    names = {k for k, v in labels.items() if v == "true"}
+    listed = labels.get(FEATURES_LABEL, "")
+    if listed:
+        names.update(n for n in _SEPARATORS.split(listed) if n)
+    return frozenset(names)
+
+
+def parse_constraint(text: str) -> Constraint:
+    """The parsed expression; ConstraintError naming the problem and the allowed syntax."""
+    if len(text) > MAX_CONSTRAINT:
+        raise ConstraintError(f"{len(text)} characters; at most {MAX_CONSTRAINT} are allowed")
+    tokens = _tokens(text)
+    if not tokens:
+        raise ConstraintError(f"is empty; expected {SYNTAX}")
+    parser = _Parser(tokens)
+    tree = parser.expr(0)
+    if parser.pos != len(tokens):
+        raise ConstraintError(f"unexpected {tokens[parser.pos]!r}; expected {SYNTAX}")
+    return Constraint("".join(tokens), tree)
+
+
+def _tokens(text: str) -> list[str]:
+    tokens: list[str] = []
+    pos, end = 0, len(text.rstrip())
+    while pos < end:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            bad = text[pos:].lstrip()[:1]
+            hint = "; counts (a*2) are not supported" if bad == "*" else ""
+            raise ConstraintError(f"unexpected {bad!r}{hint}; expected {SYNTAX}")
+        name = m.group(1)
+        if name is not None and len(name) > MAX_FEATURE:
+            raise ConstraintError(
+                f"feature name {name[:20]}... is {len(name)} characters; at most {MAX_FEATURE}"
+            )
+        tokens.append(name or m.group(2))
+        pos = m.end()
+    if sum(t[0].isalnum() for t in tokens) > MAX_TERMS:
+        raise ConstraintError(f"more than {MAX_TERMS} feature names")
+    return tokens
+
+
+class _Parser:
+    """Recursive descent: expr := conj ('|' conj)*; conj := atom ('&' atom)*;
+    atom := NAME | '(' expr ')' | '[' expr ']'."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.groups = 0  # [...] seen
+
+    def _peek(self) -> str:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else ""
+
+    def _join(self, op: str, depth: int, part: str) -> Tree:
+        items = [self.atom(depth) if part == "atom" else self.conj(depth)]
+        while self._peek() == op:
+            self.pos += 1
+            items.append(self.atom(depth) if part == "atom" else self.conj(depth))
+        return items[0] if len(items) == 1 else ("and" if op == "&" else "or", tuple(items))
+
+    def expr(self, depth: int) -> Tree:
+        return self._join("|", depth, "conj")
+
+    def conj(self, depth: int) -> Tree:
+        return self._join("&", depth, "atom")
+
+    def atom(self, depth: int) -> Tree:
+        tok = self._peek()
+        if not tok:
+            raise ConstraintError(f"ends too early; expected {SYNTAX}")
+        self.pos += 1
+        if tok[0].isalnum():
+            return ("f", tok)
+        if tok not in "([":
+            raise ConstraintError(f"unexpected {tok!r}; expected {SYNTAX}")
+        if depth >= MAX_DEPTH:
+            raise ConstraintError(f"more than {MAX_DEPTH} nested groups")
+        if tok == "[":
+            if depth or self.groups:
+                raise ConstraintError("only one [...] group is allowed, and not inside another")
+            self.groups += 1
+        inner = self.expr(depth + 1)
+        close = ")" if tok == "(" else "]"
+        if self._peek() != close:
+            raise ConstraintError(f"missing {close!r}; expected {SYNTAX}")
+        self.pos += 1
+        if tok == "[":
+            alternatives = inner[1] if inner[0] == "or" else (inner,)
+            return ("match", alternatives)
+        return inner
+
+
+def _eval(tree: Tree, features: frozenset[str]) -> bool:
+    kind, body = tree
+    if kind == "f":
+        return body in features
+    children: tuple[Tree, ...] = body
+    if kind == "and":
+        return all(_eval(c, features) for c in children)
+    return any(_eval(c, features) for c in children)  # "or", "match"
+
+
+def _find_match(tree: Tree) -> tuple[Tree, ...]:
+    kind, body = tree
+    if kind == "match":
+        return body
+    if kind == "f":
+        return ()
+    for child in body:
+        found = _find_match(child)
+        if found:
+            return found
+    return ()
+
+
+def _render(tree: Tree) -> str:
+    """The text of a tree, with parentheses where an OR sits inside an AND."""
+    kind, body = tree
+    if kind == "f":
+        return str(body)
+    if kind == "match":
+        return "[" + "|".join(map(_render, body)) + "]"
+    if kind == "or":
+        return "|".join(map(_render, body))
+    return "&".join(f"({_render(c)})" if c[0] == "or" else _render(c) for c in body)
+
+
+def _replace(tree: Tree, alternative: Tree) -> Tree:
+    kind, body = tree
+    if kind == "match":
+        return alternative
+    if kind == "f":
+        return tree
+    return (kind, tuple(_replace(c, alternative) for c in body))
