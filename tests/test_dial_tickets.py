@@ -1,14 +1,19 @@
-"""Forward data connections' tickets: random, single-use, expiring, revocable."""
+"""Forward data connections' tickets: random, single-use, expiring, revocable; and the
+per-user slots a raw forward holds."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from rota.scheduler.dial_tickets import DialTickets
 from rota.scheduler.http import HttpServer
+from rota.scheduler.web.api import ApiError
 from rota.scheduler.web.dashboard import dashboard_routes
 from rota.scheduler.web.identity import EngineTokens
+from rota.scheduler.web.slots import UserSlots
 from tests.support.inprocess import InProcessScheduler
 from tests.test_security_input import DaemonChain, run
 
@@ -88,3 +93,17 @@ async def _dial(port: int, ticket: str) -> bytes:
         return await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
     finally:
         writer.close()
+
+
+def test_a_users_forwards_and_terminals_share_their_slots() -> None:
+    """A raw forward takes one of its user's slots for as long as it is open; one beyond them
+    is refused (503) before anything opens, and another user is not affected."""
+    slots = UserSlots(2)
+    slots.take("alice")
+    slots.take("alice")
+    with pytest.raises(ApiError) as refused:
+        slots.check("alice")
+    assert refused.value.status == 503 and "alice has 2 terminals, forwards" in str(refused.value)
+    slots.take("bob")
+    slots.give("alice")
+    slots.take("alice")  # the slot given back is free again
