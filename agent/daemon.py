@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from rota import __version__
 from rota.agent.config import AgentConfig
+from rota.agent.dial import Dialer
 from rota.agent.fence import SelfFence
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
@@ -99,7 +100,9 @@ class Agent:
         self._health_sent: tuple[object, ...] = ()
         self._stop = threading.Event()
         self._log_cancels: dict[int, threading.Event] = {}
-        self.sessions = Sessions(self.runtime.open_session, self.link.send)
+        tls = (config.ca, config.cert, config.key) if config.ca else None
+        dialer = Dialer(lambda: self.link.address, tls)
+        self.sessions = Sessions(self.runtime.open_session, self.link.send, dialer)
         self.readings = AgentReadings()
         self.metrics = MetricsServer(
             AgentCollector(
@@ -167,6 +170,7 @@ class Agent:
             attempts=tuple(self.runtime.attempts()),
             address=self.config.address or socket.gethostname(),
             agent_version=__version__,
+            dials_forwards=True,
         )
 
     def _disconnected(self) -> None:

@@ -6,6 +6,11 @@ acknowledges what its client took), so a slow client slows the process down inst
 filling anyone's memory. Input: each chunk written is acknowledged (``SessionOutput.ack``), and
 the scheduler keeps at most its window of input in flight. Each session has a reader and a
 writer thread; nothing here blocks the link's thread.
+
+A forward whose opening carries a dial ticket goes another way: once the port is open, the
+agent dials a raw data connection back to the scheduler (``agent/dial.py``) and copies bytes
+between the two sockets (``rota.bytepipe``), no message per chunk; when it cannot, it says why
+(``dial_error``) and closes the port, and the scheduler opens a session of the usual kind.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import struct
 import threading
 from collections.abc import Callable
 
+from rota.agent.dial import Dialer, DialError
 from rota.agent.runtime.sessions import SessionError, SessionHandle
+from rota.bytepipe import relay
 from rota.messages import SessionInput, SessionOpen, SessionOutput
 
 log = logging.getLogger("rota.agent")
@@ -29,20 +36,26 @@ DEFAULT_WINDOW = 4 << 20
 
 class Sessions:
     """Open sessions by request id. ``open_handle`` opens one in the engine (may block);
-    ``send`` queues a message for the scheduler."""
+    ``send`` queues a message for the scheduler; ``dialer`` makes forwards' data connections
+    (None: none is made, every forward is relayed over the stream)."""
 
     def __init__(
         self,
         open_handle: Callable[[SessionOpen], SessionHandle],
         send: Callable[[SessionOutput], None],
+        dialer: Dialer | None = None,
     ) -> None:
         self._open_handle = open_handle
         self._send = send
+        self._dialer = dialer
         self._sessions: dict[int, _Session] = {}
         self._lock = threading.Lock()
 
     def order(self, order: SessionOpen | SessionInput) -> None:
         """Open a session, or hand it input, a resize, an acknowledgement or its close."""
+        if isinstance(order, SessionOpen) and order.dial_ticket:
+            threading.Thread(target=self._raw_forward, args=(order,), daemon=True).start()
+            return
         if isinstance(order, SessionOpen):
             session = _Session(order, self._open_handle, self._send, self._forget)
             with self._lock:
@@ -64,6 +77,34 @@ class Sessions:
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
+
+    def _raw_forward(self, order: SessionOpen) -> None:
+        """Open the port, dial the data connection back and copy bytes until either ends."""
+        rid = order.request_id
+        try:
+            handle = self._open_handle(order)
+        except SessionError as exc:
+            self._send(SessionOutput(rid, error=str(exc)))
+            return
+        except Exception:
+            log.exception("forward of job %d failed", order.job_id)
+            self._send(SessionOutput(rid, error="the session broke on the node"))
+            return
+        try:
+            if not handle.direct:
+                raise DialError("this agent may not enter the container's network namespace")
+            if self._dialer is None:
+                raise DialError("this agent dials no data connections")
+            data, rest = self._dialer.connect(order)
+        except Exception as exc:  # DialError, or a failure of this agent's own
+            handle.sock.close()
+            if not isinstance(exc, DialError):
+                log.exception("forward of job %d failed", order.job_id)
+            log.warning("forward of job %d: no data connection: %s", order.job_id, exc)
+            self._send(SessionOutput(rid, dial_error=str(exc) or "the agent failed"))
+            return
+        log.info("forward of job %d port %d: raw data connection", order.job_id, order.port)
+        relay(handle.sock, data, b"", rest)
 
     def _forget(self, request_id: int) -> None:
         with self._lock:

@@ -8,7 +8,11 @@ It starts a real scheduler (SQLite) and agent (1 simulated GPU) on 127.0.0.1, th
 - keystroke echo: a key written to the terminal until its echo (by the container's terminal,
   through agent, scheduler and grun) is read back, 200 keys into ``cat``;
 - a forwarded port's download throughput (``rota forward`` to busybox httpd in a job, 64 MiB)
-  against the same file from busybox httpd on the host's loopback (a direct connection).
+  against the same file from busybox httpd on the host's loopback (a direct connection), by
+  both ways a forward goes: the raw data path through the HTTP port (``Upgrade: rota-tcp``)
+  and the gRPC session relay (``ROTA_HTTP=off``, the fallback), in turns in the same run; each
+  forwarded download is compared with the direct one of its round (the machine's load moves
+  both alike).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from tests.cluster import Cluster, build_test_image, free_port, wait_for
 from tests.terminal import Terminal
 
 SIZE = 64 * 2**20
+ROUNDS = 5  # downloads of each way
 
 
 def ms(values: list[float]) -> str:
@@ -87,7 +92,8 @@ def download(url: str) -> float:
     return SIZE / (time.perf_counter() - start) / 2**20
 
 
-def throughput(cluster: Cluster, image: str, root: Path) -> tuple[float, float]:
+def throughput(cluster: Cluster, image: str, root: Path) -> dict[str, list[float]]:
+    """MiB/s of ``ROUNDS`` downloads each, in turns: ``raw``, ``grpc`` (forwarded), ``direct``."""
     www = root / "www"
     www.mkdir(mode=0o755)
     (www / "big").write_bytes(b"\0" * SIZE)
@@ -98,26 +104,34 @@ def throughput(cluster: Cluster, image: str, root: Path) -> tuple[float, float]:
     )
     job_id = cluster.cli("gsub", "--parsable", str(job), check=True).stdout.strip()
     cluster.wait_state(job_id, "RUNNING")
-    port, direct_port = free_port(), free_port()
-    forward = subprocess.Popen(
-        [sys.executable, "-m", "rota.cli.rota_main", "forward", job_id, f"{port}:8080"],
-        env=cluster.env,
-        stdout=subprocess.PIPE,
-    )
+    ports = {"raw": free_port(), "grpc": free_port(), "direct": free_port()}
+    forwards = [
+        subprocess.Popen(
+            [sys.executable, "-m", "rota.cli.rota_main", "forward", job_id, f"{ports[way]}:8080"],
+            env={**cluster.env, **({"ROTA_HTTP": "off"} if way == "grpc" else {})},
+            stdout=subprocess.PIPE,
+        )
+        for way in ("raw", "grpc")
+    ]
+    direct_port = ports["direct"]
     busybox = shutil.which("busybox") or "busybox"
     direct = subprocess.Popen(
         [busybox, "httpd", "-f", "-p", f"127.0.0.1:{direct_port}", "-h", str(www)]
     )
+    speeds: dict[str, list[float]] = {way: [] for way in ports}
     try:
-        assert forward.stdout is not None
-        forward.stdout.readline()
+        for forward in forwards:
+            assert forward.stdout is not None
+            forward.stdout.readline()
         wait_for(lambda: _answers(direct_port), 10, what="host httpd")
-        forwarded = [download(f"http://127.0.0.1:{port}/big") for _ in range(3)]
-        straight = [download(f"http://127.0.0.1:{direct_port}/big") for _ in range(3)]
+        for _ in range(ROUNDS):  # in turns: a change of the machine's load touches all three
+            for way, port in ports.items():
+                speeds[way].append(download(f"http://127.0.0.1:{port}/big"))
     finally:
-        forward.terminate()
+        for forward in forwards:
+            forward.terminate()
         direct.terminate()
-    return statistics.median(forwarded), statistics.median(straight)
+    return speeds
 
 
 def _answers(port: int) -> bool:
@@ -134,24 +148,30 @@ def main(runs: int) -> None:
         root = Path(tmp)
         root.chmod(0o755)
         settings = root / "sched.yaml"
+        http = f"127.0.0.1:{free_port()}"
         settings.write_text(
             f"scheduler:\n  interactive_max_sessions: 0\n  allowed_mounts: [{root}]\n"
+            f"  http_listen: '{http}'\n"
         )
-        cluster = Cluster(root)
+        cluster = Cluster(root, env_extra={"ROTA_HTTP": http})
         try:
             cluster.start_scheduler("--open-registration", "--config", str(settings))
             cluster.start_agent("bench", 1)
             prompt = to_prompt(cluster, image, runs)
             echo = echo_times(cluster, image)
-            forwarded, direct = throughput(cluster, image, root)
+            speed = throughput(cluster, image, root)
         finally:
             cluster.stop()
     print(f"grun --pty to a usable prompt : {ms(prompt)}")
     print(f"keystroke echo round trip     : {ms(echo)}")
-    print(
-        f"download throughput           : forwarded {forwarded:.0f} MiB/s, direct {direct:.0f} "
-        f"MiB/s ({100 * forwarded / direct:.0f} % of direct)"
-    )
+    direct = statistics.median(speed["direct"])
+    for way, name in (("raw", "raw data path"), ("grpc", "gRPC relay   ")):
+        ratios = [100 * f / d for f, d in zip(speed[way], speed["direct"], strict=True)]
+        print(
+            f"forwarded, {name}      : {statistics.median(speed[way]):.0f} MiB/s, direct "
+            f"{direct:.0f} MiB/s (medians of {ROUNDS}); of its round's direct download: "
+            f"median {statistics.median(ratios):.0f} % ({min(ratios):.0f}-{max(ratios):.0f} %)"
+        )
 
 
 if __name__ == "__main__":

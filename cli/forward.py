@@ -2,9 +2,12 @@
 container reached through the scheduler, with the user's token (owner or admin only).
 
 ``forward`` listens on 127.0.0.1:LOCAL (default: REMOTE; 0 picks a free port) and opens one
-session per connection; ``proxy`` relays stdin and stdout, for ``ssh -o ProxyCommand="rota
-proxy %h 22"``. The job's image needs ``nc`` (busybox has it): containers may have no network,
-so the agent reaches the port from inside the container.
+forward per connection; ``proxy`` relays stdin and stdout, for ``ssh -o ProxyCommand="rota
+proxy %h 22"``. Each forward is first asked of the scheduler's HTTP port (``Target.http``) as a
+raw byte stream (``Upgrade: rota-tcp``, docs/interactive.md); when that port is unknown or does
+not answer, it is an interactive session over gRPC. The agent reaches the port from inside the
+container's network namespace (containers may have no network); an agent that may not enter
+it runs the image's ``nc`` instead (busybox has it).
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import contextlib
 import socket
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rota.cli.client import Client
+    from rota.cli.http_client import HttpClient
 
 
 def build_parser(command: str) -> argparse.ArgumentParser:
@@ -68,10 +72,35 @@ def _opening(args: argparse.Namespace, port: int) -> dict[str, object]:
     return {"job_id": args.id, "kind": "forward", "port": port, "node": args.node}
 
 
+def _raw(http: HttpClient | None, opening: dict[str, object]) -> tuple[Any, bytes] | None:
+    """The forward ``opening`` as a raw connection through the HTTP port and the bytes
+    already received from it, or None (use gRPC); CliError for a refusal."""
+    if http is None:
+        return None
+    from urllib.parse import quote
+
+    path = f"/api/v1/jobs/{quote(str(opening['job_id']), safe='')}/forward/{opening['port']}"
+    if opening.get("node"):
+        path += f"?node={quote(str(opening['node']), safe='')}"
+    return http.upgrade(path, "rota-tcp")
+
+
 def _proxy(args: argparse.Namespace) -> int:
     from rota.cli.client import connect
+    from rota.cli.http_client import http_client
     from rota.cli.session import run_session
 
+    raw = _raw(http_client(args.scheduler, args.ca), _opening(args, args.port))
+    if raw is not None:
+        from rota.bytepipe import nodelay, pump
+
+        sock, early = raw
+        nodelay(sock)
+        # stdin's end is passed on as a half-close (not over TLS); either way the proxy ends
+        # when the port's side does
+        threading.Thread(target=pump, args=(sys.stdin.fileno(), sock), daemon=True).start()
+        pump(sock, sys.stdout.fileno(), early)
+        return 0
     with connect(args.scheduler, args.ca) as client:
         run_session(client, _opening(args, args.port), False)
     return 0
@@ -80,6 +109,7 @@ def _proxy(args: argparse.Namespace) -> int:
 def _forward(args: argparse.Namespace, local: int, remote: int) -> int:
     from rota.cli.client import connect
     from rota.cli.errors import CliError
+    from rota.cli.http_client import http_client
 
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -95,24 +125,40 @@ def _forward(args: argparse.Namespace, local: int, remote: int) -> int:
             f"Forwarding 127.0.0.1:{bound} -> job {args.id} port {remote} (Ctrl-C to stop)",
             flush=True,
         )
-        serve_connections(client, listener, _opening(args, remote))
+        http = http_client(args.scheduler, args.ca)
+        serve_connections(client, listener, _opening(args, remote), http)
     return 0
 
 
-def serve_connections(client: Client, listener: socket.socket, opening: dict[str, object]) -> None:
-    """Accept connections for ever, each a forward session of its own."""
+def serve_connections(
+    client: Client,
+    listener: socket.socket,
+    opening: dict[str, object],
+    http: HttpClient | None = None,
+) -> None:
+    """Accept connections for ever, each a forward of its own (through ``http`` when it
+    answers, else a gRPC session)."""
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=_serve, args=(client, conn, opening), daemon=True).start()
+        threading.Thread(target=_serve, args=(client, conn, opening, http), daemon=True).start()
 
 
-def _serve(client: Client, conn: socket.socket, opening: dict[str, object]) -> None:
-    """One forwarded connection: a session of its own until either side ends."""
+def _serve(
+    client: Client, conn: socket.socket, opening: dict[str, object], http: HttpClient | None
+) -> None:
+    """One forwarded connection: a raw connection or a session of its own until either side
+    ends."""
     from rota.cli.errors import CliError
     from rota.cli.session import run_session
 
     with conn:
         try:
+            raw = _raw(http, opening)
+            if raw is not None:
+                from rota.bytepipe import relay
+
+                relay(conn, raw[0], b"", raw[1])
+                return
             run_session(client, opening, False, stdin_fd=conn.fileno(), stdout_fd=conn.fileno())
         except CliError as exc:
             print(f"rota forward: {exc}", file=sys.stderr, flush=True)

@@ -121,8 +121,11 @@ def _grun(args: argparse.Namespace) -> int:
         token, command = jupyter_command()
         spec = dataclasses.replace(spec, command=command, name=args.job_name or "jupyter")
         spec = dataclasses.replace(spec, interactive=True)
+        from rota.cli.http_client import http_client
+
         with connect(args.scheduler, args.ca) as client:
-            return run_jupyter(client, spec, token, args.port)
+            http = http_client(args.scheduler, args.ca)
+            return run_jupyter(client, spec, token, args.port, http)
     spec = dataclasses.replace(spec, interactive=True, tty=use_tty)
     with connect(args.scheduler, args.ca) as client:
         reply = client.submit([(os.urandom(16).hex(), "grun", spec)], current_user())

@@ -98,24 +98,42 @@ class HttpClient:
             status, kind, data = self._exchange(method, path, body)
         except (OSError, ValueError):  # ssl.SSLError is an OSError
             return None
-        if not kind.startswith("application/json"):
-            return None  # not the API's answer (an older scheduler: 404, 405)
+        return _answer(status, kind, data)
+
+    def upgrade(self, path: str, protocol: str) -> tuple[Any, bytes] | None:
+        """A connection that ``GET path`` switched to ``protocol`` (raw bytes after the
+        ``101``), and the bytes that came past the answer; None when this way does not
+        answer (as ``_call``), CliError for a refusal."""
+        import socket
+
+        head = (
+            f"GET {path} HTTP/1.1\r\nHost: {self.target.http}\r\n"
+            f"Authorization: Bearer {self.token}\r\nConnection: Upgrade\r\n"
+            f"Upgrade: {protocol}\r\n\r\n"
+        )
         try:
-            reply = json.loads(data)
-        except ValueError:
+            sock = socket.create_connection((self.host, self.port), timeout=CONNECT_TIMEOUT)
+        except OSError:
             return None
-        if status == 200:
-            return reply
-        message = str(reply.get("error", "")) if isinstance(reply, dict) else ""
-        if status == 400:
-            raise CliError(message or "invalid request", 2)
-        if status == 401:
-            raise CliError(f"not signed in to the rota scheduler: {message}", 1)
-        if status == 403:
-            raise CliError(f"permission denied: {message}", 1)
-        if status in (404, 409):
-            raise CliError(message, 1)
-        return None  # 413, 5xx: gRPC may yet answer
+        try:
+            if self.target.ca:
+                sock = self._wrap(sock)
+            sock.settimeout(REPLY_TIMEOUT)
+            sock.sendall(head.encode())
+            data = b""
+            while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):
+                data += chunk
+            if data.startswith(b"HTTP/1.1 101 "):
+                sock.settimeout(None)
+                return sock, data.partition(b"\r\n\r\n")[2]
+            while chunk := sock.recv(65536):
+                data += chunk
+            sock.close()
+            _answer(*_parse(data))  # CliError for a refusal
+            return None
+        except (OSError, ValueError):
+            sock.close()
+            return None
 
     def _exchange(self, method: str, path: str, body: bytes) -> tuple[int, str, bytes]:
         """Send one request; (status, content type, body) of the answer."""
@@ -156,17 +174,43 @@ class HttpClient:
     def _tls(self) -> Any:
         """A connection verified with the cluster's CA (presenting the client certificate)."""
         import socket
-        import ssl
 
         sock = socket.create_connection((self.host, self.port), timeout=CONNECT_TIMEOUT)
         try:
-            context = ssl.create_default_context(cafile=self.target.ca)
-            if self.target.cert and self.target.key:
-                context.load_cert_chain(self.target.cert, self.target.key)
-            return context.wrap_socket(sock, server_hostname=self.host)
+            return self._wrap(sock)
         except BaseException:
             sock.close()
             raise
+
+    def _wrap(self, sock: Any) -> Any:
+        import ssl
+
+        context = ssl.create_default_context(cafile=self.target.ca)
+        if self.target.cert and self.target.key:
+            context.load_cert_chain(self.target.cert, self.target.key)
+        return context.wrap_socket(sock, server_hostname=self.host)
+
+
+def _answer(status: int, kind: str, data: bytes) -> Any:
+    """The JSON answer of a 200, None for an answer not to use, CliError for a refusal."""
+    if not kind.startswith("application/json"):
+        return None  # not the API's answer (an older scheduler: 404, 405)
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        return None
+    if status == 200:
+        return reply
+    message = str(reply.get("error", "")) if isinstance(reply, dict) else ""
+    if status == 400:
+        raise CliError(message or "invalid request", 2)
+    if status == 401:
+        raise CliError(f"not signed in to the rota scheduler: {message}", 1)
+    if status == 403:
+        raise CliError(f"permission denied: {message}", 1)
+    if status in (404, 409):
+        raise CliError(message, 1)
+    return None  # 413, 5xx: gRPC may yet answer
 
 
 def _objects(reply: Any, key: str, field: str = "jobs") -> list[dict[str, Any]] | None:

@@ -25,6 +25,7 @@ from rota.cli.session import say
 
 if TYPE_CHECKING:
     from rota.cli.client import Client
+    from rota.cli.http_client import HttpClient
     from rota.jobspec import JobSpec
 
 JUPYTER_PORT = 8888  # inside the job's container
@@ -48,7 +49,11 @@ def base_path(job_id: str) -> str:
     return f"/jobs/{job_id}/app/{JUPYTER_PORT}/"
 
 
-def run_jupyter(client: Client, spec: JobSpec, token: str, local_port: int) -> int:
+def run_jupyter(
+    client: Client, spec: JobSpec, token: str, local_port: int, http: HttpClient | None = None
+) -> int:
+    """Submit the lab, forward its port (through ``http``'s raw path when it answers) and
+    print its URL; until the job ends or Ctrl-C (which cancels it)."""
     from rota.cli.client import current_user, state_of
     from rota.cli.forward import serve_connections
 
@@ -68,7 +73,7 @@ def run_jupyter(client: Client, spec: JobSpec, token: str, local_port: int) -> i
         opening = {"job_id": job_id, "kind": "forward", "port": JUPYTER_PORT}
         port = listener.getsockname()[1]
         threading.Thread(
-            target=serve_connections, args=(client, listener, opening), daemon=True
+            target=serve_connections, args=(client, listener, opening, http), daemon=True
         ).start()
         base = f"http://127.0.0.1:{port}{base_path(job_id)}"
         _wait_for_lab(client, job_id, f"{base}api")

@@ -97,6 +97,7 @@ class Hello:
     attempts: tuple[RunningAttempt, ...] = ()
     address: str = ""
     agent_version: str = ""
+    dials_forwards: bool = False  # it dials forwards' data connections back (SessionOpen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +335,7 @@ class SessionOutput:
     exited: bool = False
     exit_code: int = 0
     error: str = ""
+    dial_error: str = ""  # a forward's data connection could not be dialled back: why
 
 
 SESSION_KINDS = ("attach", "exec", "forward")
@@ -356,6 +358,9 @@ class SessionOpen:
     cols: int = 0
     port: int = 0
     window: int = 0
+    dial_ticket: str = ""  # forward: dial the data connection back with it (see rota.proto)
+    dial_port: int = 0
+    dial_tls: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ class AgentSession:
     node: str
     id: int
     peer: str = ""  # the stream's peer address, for the audit log
+    dials: bool = False  # the agent dials forwards' data connections back
     outbox: asyncio.Queue[AgentOrder | None] = field(default_factory=asyncio.Queue)
 
     def refusal(self, what: str, target: str, why: str) -> AuditEntry:
@@ -57,9 +58,9 @@ class AgentHub:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def new_session(self, node: str, peer: str = "") -> AgentSession:
+    def new_session(self, node: str, peer: str = "", dials: bool = False) -> AgentSession:
         """A session for ``node``, not yet live (``attach`` makes it so)."""
-        return AgentSession(node, next(self._ids), peer)
+        return AgentSession(node, next(self._ids), peer, dials)
 
     def joined_count(self, node: str) -> int:
         """How many nodes are connected once ``node`` is."""

@@ -273,6 +273,7 @@ async def _start_http(
     except (OSError, ValueError) as exc:
         log.error("HTTP port off: cannot listen on %s: %s", config.http_listen, exc)
         return [http]
+    engine.forwards.listening(port, tls is not None)
     scheme = "https" if tls else "http"
     log.info(
         "serving the dashboard and /metrics on %s://%s:%d/",

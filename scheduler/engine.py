@@ -30,6 +30,7 @@ from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
 from rota.scheduler.core_thread import CoreExecutor, Executor
 from rota.scheduler.facade.agents import AgentsFacade
+from rota.scheduler.facade.forwards import ForwardFacade
 from rota.scheduler.facade.interactive import InteractiveFacade
 from rota.scheduler.facade.jobs import JobsFacade
 from rota.scheduler.facade.nodes import NodesFacade
@@ -93,6 +94,7 @@ class Engine:
             sessions,
         )
         self.interactive = InteractiveFacade(services, core, sessions, logs)
+        self.forwards = ForwardFacade(services, core, sessions)
 
     def start(self) -> None:
         self.passes.start()

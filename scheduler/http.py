@@ -3,15 +3,16 @@ one request and one response per connection, optional TLS.
 
 A connection has ``head_timeout`` seconds for its TLS handshake and whole request; at most
 ``max_connections`` are open at once (at most half of them taken over: a WebSocket, a proxied
-port; one more is answered 503), and a new one beyond that evicts the connection that has
+port, a raw forward; one more is answered 503), and a new one beyond that evicts the connection that has
 been sending its request the longest (a slowloris holds no slot a quick client needs), or is
 closed at once when every slot is answering.
 
 ``/metrics``, the dashboard's files and its JSON API (``rota.scheduler.web``) are its routes.
 A handler gets the parsed ``Request`` and returns a ``Response``; an exception it raises is
 logged and answered 500, so one bad handler never takes the port down. A response with a
-``takeover`` hands the connection to it instead (a WebSocket, a proxied request): it writes
-everything itself, and the connection closes when it returns.
+``takeover`` hands the connection to it instead (a WebSocket, a proxied request, a raw
+forward): it writes everything itself, or takes the socket off the loop, and the connection
+closes when it returns.
 """
 
 from __future__ import annotations

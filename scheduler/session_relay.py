@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 from rota.messages import SessionInput, SessionOpen, SessionOutput
 from rota.scheduler.agent_hub import AgentHub, AgentSession
@@ -90,6 +91,41 @@ class SessionRelay:
             if item.data:
                 await credit.take(len(item.data))
             self._send(node, dataclasses.replace(item, request_id=request_id))
+
+    async def dial(
+        self, node: str, request: SessionOpen, connected: asyncio.Future[Any], wait: float
+    ) -> SessionOutput | None:
+        """Open forward ``request`` (with a dial ticket) on ``node`` and wait up to ``wait``
+        seconds for its data connection (``connected`` done): None once it is. Else the
+        node's answer: ``error`` (the port cannot be opened) or ``dial_error`` (no data
+        connection: relay the forward over the stream instead; also when ``wait`` passed, or
+        at once for an agent that does not dial back)."""
+        session = self.hub.live(node)
+        if session is None:
+            raise NotFound(f"node {node} is not connected")
+        if not session.dials:  # an older agent: it would take the order for a session
+            return SessionOutput(0, dial_error=f"node {node}'s agent dials no data connections")
+        request_id, queue = self.relay.open(node)
+        self._queued[request_id] = 0
+        self._nodes[request_id] = node
+        answer = asyncio.ensure_future(queue.get())
+        try:
+            self._send(node, dataclasses.replace(request, request_id=request_id))
+            await asyncio.wait((answer, connected), timeout=wait, return_when="FIRST_COMPLETED")
+            if connected.done():
+                return None
+            out = answer.result() if answer.done() else SessionOutput(request_id)
+            if not out.error:  # an agent that ignored the ticket may have opened a session
+                self._send(node, SessionInput(request_id, close=True))
+            if out.error or out.dial_error:
+                return out
+            why = f"no data connection from node {node} within {wait:g}s"
+            return SessionOutput(request_id, dial_error=why)
+        finally:
+            answer.cancel()
+            self.relay.close(request_id)
+            self._queued.pop(request_id, None)
+            self._nodes.pop(request_id, None)
 
     def _send(self, node: str, order: SessionOpen | SessionInput) -> None:
         session = self.hub.live(node)

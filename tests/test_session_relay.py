@@ -74,3 +74,39 @@ def test_windows_bound_both_directions_and_foreign_output_is_refused() -> None:
         assert len(relay) == 0  # the session is closed
 
     asyncio.run(asyncio.wait_for(main(), 10))
+
+
+def test_a_forward_is_dialled_only_by_agents_that_dial_back() -> None:
+    """An agent that said it dials forwards back gets the ticket, and an answer comes as soon
+    as it has its data connection or says it cannot make one; an older agent is not asked
+    (it would open a session of the usual kind and leave the client waiting)."""
+
+    async def main() -> None:
+        async def record(entry: AuditEntry) -> None:
+            pass
+
+        hub = AgentHub(record)
+        old, new = hub.new_session("n1"), hub.new_session("n2", dials=True)
+        hub.attach(old)
+        hub.attach(new)
+        relay = SessionRelay(hub, window=WINDOW)
+        order = SessionOpen(0, 7, 1, "forward", port=80, dial_ticket="t", dial_port=9)
+        connected: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        answer = await relay.dial("n1", order, connected, 5.0)
+        assert answer is not None and "dials no data connections" in answer.dial_error
+        assert await drained(old.outbox) == []  # type: ignore[arg-type]
+
+        asked = asyncio.ensure_future(relay.dial("n2", order, connected, 5.0))
+        (sent,) = await drained(new.outbox)  # type: ignore[arg-type]
+        assert isinstance(sent, SessionOpen) and sent.dial_ticket == "t"
+        connected.set_result(object())
+        assert await asked is None
+        assert len(relay) == 0
+
+        refused = asyncio.ensure_future(relay.dial("n2", order, asyncio.Future(), 5.0))
+        (sent,) = await drained(new.outbox)  # type: ignore[arg-type]
+        relay.deliver(new, SessionOutput(sent.request_id, dial_error="no route"))  # type: ignore[attr-defined]
+        answer = await refused
+        assert answer is not None and answer.dial_error == "no route"
+
+    asyncio.run(main())

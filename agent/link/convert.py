@@ -47,6 +47,7 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 inventory=inventory_fields(msg.inventory),
                 attempts=[attempt_fields(a) for a in msg.attempts],
                 address=msg.address,
+                dials_forwards=msg.dials_forwards,
             )
         )
     if isinstance(msg, Heartbeat):
@@ -84,6 +85,7 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 exited=msg.exited,
                 exit_code=msg.exit_code,
                 error=msg.error,
+                dial_error=msg.dial_error,
             )
         )
     if isinstance(msg, StepStart | StepOutput | StepEnd | StepCancel):
@@ -143,6 +145,9 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             o.cols,
             o.port,
             o.window,
+            o.dial_ticket,
+            o.dial_port,
+            o.dial_tls,
         )
     if kind == "session_input":
         i = msg.session_input

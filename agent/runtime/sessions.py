@@ -80,7 +80,8 @@ def open_session(api: Any, container_id: str, request: SessionOpen, node: str) -
             f"job {request.job_id} attempt {request.attempt} is not running on node {node}"
         )
     try:
-        config = api.inspect_container(container_id).get("Config") or {}
+        info = api.inspect_container(container_id)
+        config = info.get("Config") or {}
         if request.kind == "attach":
             if not config.get("OpenStdin"):
                 raise SessionError(
@@ -97,7 +98,7 @@ def open_session(api: Any, container_id: str, request: SessionOpen, node: str) -
             tty = bool(config.get("Tty"))
             return SessionHandle(api, _raw(sock), not tty, container_id)
         if request.kind == "forward":
-            pid = int(api.inspect_container(container_id).get("State", {}).get("Pid") or 0)
+            pid = int(info.get("State", {}).get("Pid") or 0)
             direct = connect_inside(pid, request.port) if pid else None
             if direct is not None:
                 return SessionHandle(api, direct, False, container_id, direct=True)

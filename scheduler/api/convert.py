@@ -177,6 +177,7 @@ def hello_from_pb(msg: pb.Hello) -> Hello:
         attempts=attempts_from_messages(msg.attempts),
         address=msg.address,
         agent_version=msg.agent_version,
+        dials_forwards=msg.dials_forwards,
     )
 
 
@@ -209,7 +210,14 @@ def log_data_from_pb(msg: pb.LogData) -> LogData:
 
 def session_output_from_pb(msg: pb.SessionOutput) -> SessionOutput:
     return SessionOutput(
-        msg.request_id, msg.stream, msg.data, msg.ack, msg.exited, msg.exit_code, msg.error
+        msg.request_id,
+        msg.stream,
+        msg.data,
+        msg.ack,
+        msg.exited,
+        msg.exit_code,
+        msg.error,
+        msg.dial_error,
     )
 
 
@@ -320,6 +328,9 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 cols=order.cols,
                 port=order.port,
                 window=order.window,
+                dial_ticket=order.dial_ticket,
+                dial_port=order.dial_port,
+                dial_tls=order.dial_tls,
             )
         )
     if isinstance(order, LaunchOrder):

@@ -15,6 +15,7 @@ from rota.scheduler.web.api import Api
 from rota.scheduler.web.bookings import Bookings
 from rota.scheduler.web.commands import CommandRoutes
 from rota.scheduler.web.files import Files
+from rota.scheduler.web.forward import RawForwards
 from rota.scheduler.web.ical import IcalFeed
 from rota.scheduler.web.identity import TokenCheck
 from rota.scheduler.web.launch import SessionLauncher
@@ -41,14 +42,16 @@ def dashboard_routes(
     sessions = Sessions(engine.users.web_sessions, time.time)
     grants = grants or PortGrants(time.time)
     api = Api(engine, tokens, sessions, secure, time.time, grants.end_session)
+    slots = UserSlots(per_user(max_connections))  # a user's terminals and raw forwards
     pages = (
         JobActions(engine).routes(api)
         + Accounting(engine).routes(api)
         + Bookings(engine, api).routes()
         + IcalFeed(engine).routes(api)
         + CommandRoutes(engine, api).routes()
-        + Terminal(engine, UserSlots(per_user(max_connections))).routes(api)
+        + Terminal(engine, slots).routes(api)
         + PortDoor(engine, grants, secure, ports_domain).routes(api)
+        + RawForwards(engine, slots).routes(api)
         + SessionLauncher(engine).routes(api)
     )
     return Files().routes() + api.routes() + pages

@@ -893,20 +893,22 @@ class AttemptStatus(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., container_id: _Optional[str] = ..., running: _Optional[bool] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("node_name", "token", "agent_version", "inventory", "attempts", "address")
+    __slots__ = ("node_name", "token", "agent_version", "inventory", "attempts", "address", "dials_forwards")
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     INVENTORY_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DIALS_FORWARDS_FIELD_NUMBER: _ClassVar[int]
     node_name: str
     token: str
     agent_version: str
     inventory: Inventory
     attempts: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
     address: str
-    def __init__(self, node_name: _Optional[str] = ..., token: _Optional[str] = ..., agent_version: _Optional[str] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., address: _Optional[str] = ...) -> None: ...
+    dials_forwards: bool
+    def __init__(self, node_name: _Optional[str] = ..., token: _Optional[str] = ..., agent_version: _Optional[str] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., address: _Optional[str] = ..., dials_forwards: _Optional[bool] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("gpus", "attempts", "engine_healthy", "engine_error", "time")
@@ -1238,7 +1240,7 @@ class JobRequeue(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window")
+    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1249,6 +1251,9 @@ class SessionOpen(_message.Message):
     COLS_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
+    DIAL_TICKET_FIELD_NUMBER: _ClassVar[int]
+    DIAL_PORT_FIELD_NUMBER: _ClassVar[int]
+    DIAL_TLS_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1259,7 +1264,10 @@ class SessionOpen(_message.Message):
     cols: int
     port: int
     window: int
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ...) -> None: ...
+    dial_ticket: str
+    dial_port: int
+    dial_tls: bool
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ..., dial_ticket: _Optional[str] = ..., dial_port: _Optional[int] = ..., dial_tls: _Optional[bool] = ...) -> None: ...
 
 class SessionInput(_message.Message):
     __slots__ = ("request_id", "data", "eof", "rows", "cols", "ack", "close")
@@ -1280,7 +1288,7 @@ class SessionInput(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., ack: _Optional[int] = ..., close: _Optional[bool] = ...) -> None: ...
 
 class SessionOutput(_message.Message):
-    __slots__ = ("request_id", "stream", "data", "ack", "exited", "exit_code", "error")
+    __slots__ = ("request_id", "stream", "data", "ack", "exited", "exit_code", "error", "dial_error")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
@@ -1288,6 +1296,7 @@ class SessionOutput(_message.Message):
     EXITED_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    DIAL_ERROR_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     stream: int
     data: bytes
@@ -1295,7 +1304,8 @@ class SessionOutput(_message.Message):
     exited: bool
     exit_code: int
     error: str
-    def __init__(self, request_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., ack: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+    dial_error: str
+    def __init__(self, request_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., ack: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., dial_error: _Optional[str] = ...) -> None: ...
 
 class User(_message.Message):
     __slots__ = ("name", "admin", "accounts", "default_account", "uid", "gid", "revoked", "created")
