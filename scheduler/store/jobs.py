@@ -33,19 +33,17 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TableValuedAlias
 from sqlalchemy.types import BigInteger
 
-from rota.jobends import idle_notice_wanted, notice_wanted
-from rota.jobmail import idle_mail
+from rota.jobends import notice_wanted
 from rota.jobspec import JobSpec
 from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord
-from rota.scheduler.store.array_mail import mail_of, whole_arrays
+from rota.scheduler.store.array_mail import whole_arrays
 from rota.scheduler.store.codec import alloc_from_json, alloc_to_json, spec_from_json, spec_to_json
+from rota.scheduler.store.job_notices import event_webhooks, mails_of, queue_mails, queue_notices
 from rota.scheduler.store.models import (
     ARRAYS,
     EVENTS,
     JOB_WEBHOOKS,
     JOBS,
-    MAILS,
-    NOTICES,
     REQUESTS,
 )
 from rota.scheduler.store.protocols import DuplicateRequest, JobQuery
@@ -243,83 +241,6 @@ def _id_table(conn: Connection, ids: list[int | None]) -> TableValuedAlias | Non
     return None
 
 
-def _queue_notices(conn: Connection, notices: list[dict[str, Any]]) -> None:
-    """Queue webhooks of jobs that ended; one already queued for a job stays as it is."""
-    n = NOTICES.c
-    queued = set(
-        conn.execute(select(n.job_id).where(n.job_id.in_([x["job_id"] for x in notices]))).scalars()
-    )
-    fresh = [x for x in notices if x["job_id"] not in queued]
-    if fresh:
-        conn.execute(insert(NOTICES), fresh)
-
-
-def _event_webhooks(jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> list[dict[str, Any]]:
-    """The ``job_webhooks`` rows of events that carry a webhook their job's ``notify`` wants."""
-    by_id = {j.id: j for j in jobs if j.spec.notify_url}
-    out = []
-    for ev in events:
-        job = by_id.get(ev.job_id)
-        if not ev.webhook or job is None:
-            continue
-        if idle_notice_wanted(job.spec.notify_url, job.spec.notify_on):
-            event = str(json.loads(ev.webhook).get("event", ""))
-            out.append(
-                {
-                    "job_id": job.id,
-                    "event": event[:32],
-                    "url": job.spec.notify_url,
-                    "body": ev.webhook,
-                    "tries": 0,
-                    "next_at": ev.time,
-                }
-            )
-    return out
-
-
-def _mails(jobs: Sequence[JobRecord], events: Sequence[JobEvent]) -> list[dict[str, Any]]:
-    """The mails the state changes of ``events`` call for (``rota.jobmail``; array tasks'
-    candidates, which ``whole_arrays`` settles, ``store.array_mail``)."""
-    by_id = {j.id: j for j in jobs if j.spec.mail_type}
-    out = []
-    for ev in events:
-        job = by_id.get(ev.job_id)
-        if job is None:
-            continue
-        if ev.kind is HistoryKind.WARNING and job.array_job_id is None:
-            kind = idle_mail(job.spec.mail_type, ev.reason)
-        elif ev.kind is HistoryKind.STATE:
-            kind = mail_of(job, ev.old_state, ev.new_state)
-        else:
-            continue
-        if kind is not None:
-            out.append(
-                {
-                    "job_id": job.id,
-                    "attempt": ev.attempt,
-                    "kind": kind,
-                    "to": job.spec.mail_user,
-                    "tries": 0,
-                    "next_at": ev.time,
-                }
-            )
-    return out
-
-
-def _queue_mails(conn: Connection, mails: list[dict[str, Any]]) -> None:
-    """Queue mails; one already queued (same job, attempt and kind) stays as it is."""
-    m = MAILS.c
-    keys = [(x["job_id"], x["attempt"], x["kind"]) for x in mails]
-    queued = set(
-        conn.execute(
-            select(m.job_id, m.attempt, m.kind).where(tuple_(m.job_id, m.attempt, m.kind).in_(keys))
-        ).tuples()
-    )
-    fresh = [x for x, key in zip(mails, keys, strict=True) if key not in queued]
-    if fresh:
-        conn.execute(insert(MAILS), fresh)
-
-
 class SqlJobRepository:
     """``JobRepository`` on one SQLAlchemy engine; why jobs wait is written by ``writer``.
     With ``mail``, state changes queue the mails jobs ask for (``--mail-type``)."""
@@ -394,14 +315,14 @@ class SqlJobRepository:
         it asks for ``ARRAY_TASKS``)."""
         jobs = list(jobs)
         events = list(events)
-        mails = _mails(jobs, events) if self._mail else []
+        mails = mails_of(jobs, events) if self._mail else []
         params = [_mutable(j) for j in jobs]
         notices = [
             {"job_id": j.id, "url": j.spec.notify_url, "tries": 0, "next_at": j.end_time or 0.0}
             for j in jobs
             if notice_wanted(j.spec.notify_url, j.spec.notify_on, j.state)
         ]
-        hooks = _event_webhooks(jobs, events)
+        hooks = event_webhooks(jobs, events)
         rows = [event_row(ev) for ev in events]
         if not params and not rows:
             return
@@ -411,12 +332,12 @@ class SqlJobRepository:
             if rows:
                 conn.execute(insert(EVENTS), rows)
             if notices:
-                _queue_notices(conn, notices)
+                queue_notices(conn, notices)
             if hooks:
                 conn.execute(insert(JOB_WEBHOOKS), hooks)
             mails = whole_arrays(conn, jobs, mails) if mails else []
             if mails:
-                _queue_mails(conn, mails)
+                queue_mails(conn, mails)
 
     def write_reasons(self, reasons: Sequence[tuple[int, str]]) -> None:
         """Store why pending jobs wait, later and off the caller's thread, ``ROW_CHUNK``
