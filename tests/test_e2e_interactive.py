@@ -89,10 +89,13 @@ def test_grun_pty_ctrl_z_stops_the_job_not_grun(cluster: Cluster) -> None:
         term.expect(b"$ ")
         term.send(b"sleep 300\r")
         term.expect(b"sleep 300")
-        for _ in range(30):  # until the shell has made the sleep the foreground (as interrupt)
+        # Until the shell has made the sleep the foreground (as interrupt), one key at a time
+        # and long apart: a second Ctrl-Z sent while a slow machine had not yet shown the
+        # first one's "Stopped" would be typed at the prompt and stop the sleep again at `fg`.
+        for _ in range(6):
             term.send(b"\x1a")
             try:
-                term.expect(b"Stopped", timeout=2)
+                term.expect(b"Stopped", timeout=10)
                 break
             except AssertionError:
                 continue
