@@ -51,6 +51,16 @@ class _DataConnection:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """An opened forward: ``serve`` serves the client's connection (answering ``101`` first);
+    ``drop`` is called instead when that connection is refused (the agent's data connection
+    is then closed at once, not held for its ticket's lifetime)."""
+
+    serve: Serve
+    drop: Callable[[], None]
+
+
 class ForwardFacade:
     """Raw forwards as a principal may open them. ``listening`` tells it the HTTP port the
     agents dial back to (until then, and when it is off, there is no raw path)."""
@@ -78,9 +88,8 @@ class ForwardFacade:
         """The HTTP port is served on ``port`` (``tls``: with TLS)."""
         self.port, self.tls = port, tls
 
-    async def open(self, request: ClientOpen, who: Principal, peer: str) -> Serve:
-        """Check, authorize and record the forward, open it on the node; what then serves the
-        client's connection (answering ``101`` first). SpecError, NotFound, AccessDenied or
+    async def open(self, request: ClientOpen, who: Principal, peer: str) -> Opened:
+        """Check, authorize and record the forward, open it on the node. SpecError, NotFound, AccessDenied or
         Conflict (the job does not run) before anything is recorded; Conflict when the port
         cannot be opened (recorded, as a gRPC forward is)."""
         check_open(request)
@@ -116,7 +125,12 @@ class ForwardFacade:
             finally:
                 await self.core.call(sessions.detached, job.id)
 
-        return serve
+        def drop() -> None:
+            if agent is not None:
+                agent.taken.set()
+                agent.ended.set()
+
+        return Opened(serve, drop)
 
     def claim(self, ticket: str) -> Serve | None:
         """What serves an agent's data connection presenting ``ticket``; None when the ticket

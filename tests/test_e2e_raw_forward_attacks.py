@@ -1,0 +1,54 @@
+"""Attacks on issue 25's raw forward path with real processes: one user's burst of forwards
+that never send a byte must not take the HTTP port's taken-over connections from the others."""
+
+from __future__ import annotations
+
+import socket
+
+from tests.cluster import Cluster, free_port
+from tests.test_e2e_attach_forward import start_servers
+
+
+def ask_forward(http: int, job_id: str, token: str) -> socket.socket:
+    """A forward upgrade to the job's port 8080, sent and left open (nothing read yet)."""
+    sock = socket.create_connection(("127.0.0.1", http), timeout=60)
+    sock.sendall(
+        f"GET /api/v1/jobs/{job_id}/forward/8080 HTTP/1.1\r\nHost: 127.0.0.1:{http}\r\n"
+        f"Authorization: Bearer {token}\r\nConnection: Upgrade\r\nUpgrade: rota-tcp\r\n\r\n".encode()
+    )
+    return sock
+
+
+def test_one_users_burst_of_forwards_leaves_others_theirs(cluster: Cluster) -> None:
+    """bob asks for eight forwards to his own job at once and sends nothing on them. Beyond
+    his share (16 // 8 = 2) he is refused 503 before the node is asked anything: no data
+    connection of his waits on the port for a client that was refused, and alice's forward
+    still switches (101) at once."""
+    http = free_port()
+    settings = cluster.root / "scheduler.yaml"
+    settings.write_text(
+        f"http_listen: 127.0.0.1:{http}\nhttp_max_connections: 16\nopen_registration: true\n"
+        f"allowed_mounts: [{cluster.root}]\n"
+    )
+    cluster.start_scheduler("--config", str(settings))
+    cluster.start_agent("n1", gpus=1)
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
+    hers = start_servers(cluster, {"ROTA_TOKEN": alice})
+    his = start_servers(cluster, {"ROTA_TOKEN": bob})
+    burst = [ask_forward(http, his, bob) for _ in range(8)]
+    try:
+        heads = [conn.recv(4096) for conn in burst]
+        switched = [h for h in heads if h.startswith(b"HTTP/1.1 101 ")]
+        refused = [h for h in heads if h.startswith(b"HTTP/1.1 503 ")]
+        assert len(switched) == 2 and len(refused) == 6, heads
+        assert all(b"close some" in h for h in refused), refused
+        mine = ask_forward(http, hers, alice)
+        try:
+            assert mine.recv(4096).startswith(b"HTTP/1.1 101 ")
+        finally:
+            mine.close()
+        shown = cluster.cli("gcontrol", "show", "job", his, check=True).stdout
+        assert shown.count("port forward by bob") == 2
+    finally:
+        for conn in burst:
+            conn.close()
