@@ -52,3 +52,35 @@ def test_one_users_burst_of_forwards_leaves_others_theirs(cluster: Cluster) -> N
     finally:
         for conn in burst:
             conn.close()
+
+
+def test_bytes_pipelined_after_the_upgrade_and_half_closes_free_their_slots(
+    cluster: Cluster,
+) -> None:
+    """A client that sends its first bytes in the same packet as the upgrade request and
+    half-closes at once gets the port's whole answer; each such forward gives its slot back
+    when the port's side ends, so more of them than the user's share, one after another,
+    are all switched."""
+    http = free_port()
+    settings = cluster.root / "scheduler.yaml"
+    settings.write_text(
+        f"http_listen: 127.0.0.1:{http}\nhttp_max_connections: 16\nopen_registration: true\n"
+        f"allowed_mounts: [{cluster.root}]\n"
+    )
+    cluster.start_scheduler("--config", str(settings))
+    cluster.start_agent("n1", gpus=1)
+    bob = cluster.add_user("bob")
+    his = start_servers(cluster, {"ROTA_TOKEN": bob})
+    for _ in range(5):  # his share is 2
+        with socket.create_connection(("127.0.0.1", http), timeout=60) as sock:
+            sock.sendall(
+                f"GET /api/v1/jobs/{his}/forward/8080 HTTP/1.1\r\nHost: x\r\n"
+                f"Authorization: Bearer {bob}\r\nConnection: Upgrade\r\nUpgrade: rota-tcp\r\n"
+                "\r\nGET /index.html HTTP/1.0\r\n\r\n".encode()
+            )
+            sock.shutdown(socket.SHUT_WR)
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 101 "), data[:200]
+        assert data.endswith(b"hello from inside the job\n"), data[-200:]
