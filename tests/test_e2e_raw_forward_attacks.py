@@ -1,12 +1,15 @@
-"""Attacks on issue 25's raw forward path with real processes: one user's burst of forwards
-that never send a byte must not take the HTTP port's taken-over connections from the others."""
+"""Attacks on issue 25's raw forward path with real processes (docs/security.md, "Raw
+forwards, in-job requeue and constraints"): one user's burst of forwards, bytes pipelined
+after the upgrade with a half-close, and a job port slow to accept must not take the HTTP
+port's connections, slots or the node's raw path from the others."""
 
 from __future__ import annotations
 
 import socket
+import time
 
-from tests.cluster import Cluster, free_port
-from tests.test_e2e_attach_forward import start_servers
+from tests.cluster import TEST_IMAGE, Cluster, free_port
+from tests.test_e2e_attach_forward import run_as, start_servers
 
 
 def ask_forward(http: int, job_id: str, token: str) -> socket.socket:
@@ -84,3 +87,33 @@ def test_bytes_pipelined_after_the_upgrade_and_half_closes_free_their_slots(
                 data += chunk
         assert data.startswith(b"HTTP/1.1 101 "), data[:200]
         assert data.endswith(b"hello from inside the job\n"), data[-200:]
+
+
+STUCK = f"""
+name: stuck
+image: {TEST_IMAGE}
+command: ["sh", "-c", "nc -ll -p 9000 -e cat & sleep 1; kill -STOP $!; for i in 1 2 3 4 5 6 7 8; do nc 127.0.0.1 9000 & done; sleep 600"]
+"""
+
+
+def test_a_port_slow_to_accept_keeps_others_forwards_raw(cluster: Cluster) -> None:
+    """bob's job listens on a port and never accepts (its accept queue full): opening it takes
+    the node longer than the scheduler waits for the data connection. His forward is relayed
+    over the node's stream, but the node is not taken for one that cannot dial back: alice's
+    forward on it afterwards still takes the raw data connection."""
+    from tests.test_e2e_raw_forward import start_cluster
+
+    start_cluster(cluster)
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
+    hers = start_servers(cluster, {"ROTA_TOKEN": alice})
+    path = cluster.write_job("stuck.yaml", STUCK)
+    his_id = run_as(cluster, bob, "rota.cli.gsub", "--parsable", str(path)).stdout.decode().strip()
+    cluster.wait_state(his_id, "RUNNING")
+    time.sleep(2)  # the listener is stopped and its queue filled
+    stuck = run_as(cluster, bob, "rota.cli.rota_main", "proxy", his_id, "9000", data=b"x")
+    assert stuck.stdout == b""
+    mine = run_as(cluster, alice, "rota.cli.rota_main", "proxy", hers, "7000", data=b"ok\n")
+    assert mine.returncode == 0, mine.stderr
+    assert mine.stdout == b"ok\n"
+    ways = [line for line in cluster.log("scheduler").splitlines() if "port 7000 on" in line]
+    assert len(ways) == 1 and ways[0].endswith("raw data connection"), ways

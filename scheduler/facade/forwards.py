@@ -154,8 +154,11 @@ class ForwardFacade:
 
     async def _dial(self, node: str, opening: SessionOpen) -> _DataConnection | None:
         """The agent's data connection, or None (relay over the stream); Conflict when the
-        port cannot be opened. A node that could not dial back is not asked again for
-        ``REDIAL`` seconds (a firewall would cost each forward the whole wait)."""
+        port cannot be opened. A node whose agent said it could not dial back is not asked
+        again for ``REDIAL`` seconds (a firewall would cost each forward the whole wait); one
+        that answered nothing in time is (its agent dials with a shorter timeout, so that was
+        the job's port, slow to accept, which must not turn everyone's forwards on the node
+        to the slower relay)."""
         if self._undialled.get(node, 0.0) > self.monotonic():
             return None
         self._undialled.pop(node, None)
@@ -171,6 +174,14 @@ class ForwardFacade:
         pending.connected.cancel()
         if answer.error:
             raise Conflict(answer.error)
+        if not answer.dial_error:  # the job's port may be slow to accept: that says nothing
+            log.warning(  # of the node, whose other forwards are still dialled back
+                "forward of job %d on %s: no data connection within %gs; relayed over its stream",
+                opening.job_id,
+                node,
+                self.wait,
+            )
+            return None
         log.warning(
             "forward of job %d on %s: %s; its forwards go over its stream for %.0fs",
             opening.job_id,
