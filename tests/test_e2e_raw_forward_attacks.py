@@ -6,9 +6,11 @@ port's connections, slots or the node's raw path from the others."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
-from tests.cluster import TEST_IMAGE, Cluster, free_port
+from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 from tests.test_e2e_attach_forward import run_as, start_servers
 
 
@@ -110,9 +112,25 @@ def test_a_port_slow_to_accept_keeps_others_forwards_raw(cluster: Cluster) -> No
     his_id = run_as(cluster, bob, "rota.cli.gsub", "--parsable", str(path)).stdout.decode().strip()
     cluster.wait_state(his_id, "RUNNING")
     time.sleep(2)  # the listener is stopped and its queue filled
-    stuck = run_as(cluster, bob, "rota.cli.rota_main", "proxy", his_id, "9000", data=b"x")
-    assert stuck.stdout == b""
-    mine = run_as(cluster, alice, "rota.cli.rota_main", "proxy", hers, "7000", data=b"ok\n")
+    stuck = subprocess.Popen(
+        [sys.executable, "-m", "rota.cli.rota_main", "proxy", his_id, "9000"],
+        env={**cluster.env, "ROTA_TOKEN": bob},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(
+            lambda: (
+                f"port 9000 on {cluster.node_name('n1')} by bob: relayed"
+                in cluster.log("scheduler")
+            ),
+            what="bob's forward relayed once no data connection came",
+        )
+        mine = run_as(cluster, alice, "rota.cli.rota_main", "proxy", hers, "7000", data=b"ok\n")
+    finally:
+        stuck.kill()
+        stuck.wait(timeout=30)
     assert mine.returncode == 0, mine.stderr
     assert mine.stdout == b"ok\n"
     ways = [line for line in cluster.log("scheduler").splitlines() if "port 7000 on" in line]
