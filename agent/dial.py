@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from rota.messages import SessionOpen
 
-DIAL_TIMEOUT = 5.0  # seconds to connect and be answered (the scheduler then relays over gRPC)
+DIAL_TIMEOUT = 3.0  # seconds to connect and be answered: the scheduler waits 5 s in all, so a
+# failure is told to it in time (it then relays the node's forwards over gRPC for a while)
 UPGRADE = "rota-tcp"
 PATH = "/api/v1/forward-dial"
 TICKET_HEADER = "Rota-Dial-Ticket"

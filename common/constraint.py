@@ -46,7 +46,29 @@ class Constraint:
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether a node with these labels satisfies the expression (a matching-OR group
         as a plain OR: which alternative the job's other nodes took is ``variants``' concern)."""
-        return _eval(self.tree, node_features(labels))
+        return self.satisfied_by(node_features(labels))
+
+    def satisfied_by(self, features: frozenset[str]) -> bool:
+        """``matches`` for a node whose features (``node_features``) are known already."""
+        return _eval(self.tree, features)
+
+    def variant_mask(self, features: frozenset[str]) -> int:
+        """Which ``variants()`` a node with ``features`` satisfies: bit ``i`` for the i-th.
+        Costs one pass over the expression, not one per alternative (a policy asks it of
+        every node for every pending job)."""
+        alternatives = _find_match(self.tree)
+        if not alternatives:
+            return int(_eval(self.tree, features))
+        # variant i is the tree with the group replaced by alternative i: the tree evaluated
+        # with the group taken as that alternative's value
+        when = (_eval(self.tree, features, False), _eval(self.tree, features, True))
+        if when[0] == when[1]:
+            return (1 << len(alternatives)) - 1 if when[0] else 0
+        mask = 0
+        for i, alternative in enumerate(alternatives):
+            if when[_eval(alternative, features)]:
+                mask |= 1 << i
+        return mask
 
     @property
     def matching(self) -> bool:
@@ -159,14 +181,18 @@ class _Parser:
         return inner
 
 
-def _eval(tree: Tree, features: frozenset[str]) -> bool:
+def _eval(tree: Tree, features: frozenset[str], group: bool | None = None) -> bool:
+    """Whether ``features`` satisfy ``tree``; the ``[...]`` group as a plain OR, or taken as
+    ``group`` when that is given."""
     kind, body = tree
     if kind == "f":
         return body in features
+    if kind == "match" and group is not None:
+        return group
     children: tuple[Tree, ...] = body
     if kind == "and":
-        return all(_eval(c, features) for c in children)
-    return any(_eval(c, features) for c in children)  # "or", "match"
+        return all(_eval(c, features, group) for c in children)
+    return any(_eval(c, features, group) for c in children)  # "or", "match"
 
 
 def _find_match(tree: Tree) -> tuple[Tree, ...]:

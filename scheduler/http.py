@@ -67,6 +67,7 @@ class Response:
     content_type: str = "text/plain; charset=utf-8"
     headers: tuple[tuple[str, str], ...] = ()
     takeover: Takeover | None = None
+    refused: Callable[[], None] | None = None  # called instead of a takeover answered 503
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -210,6 +211,8 @@ class HttpServer:
                 writer.close()
             return
         if response.takeover is not None:
+            if response.refused is not None:
+                response.refused()
             response = Response(503, b"too many open terminals and proxied connections\n")
         headers = "".join(f"{k}: {v}\r\n" for k, v in response.headers)
         try:

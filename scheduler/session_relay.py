@@ -98,8 +98,9 @@ class SessionRelay:
         """Open forward ``request`` (with a dial ticket) on ``node`` and wait up to ``wait``
         seconds for its data connection (``connected`` done): None once it is. Else the
         node's answer: ``error`` (the port cannot be opened) or ``dial_error`` (no data
-        connection: relay the forward over the stream instead; also when ``wait`` passed, or
-        at once for an agent that does not dial back)."""
+        connection: relay the forward over the stream instead; at once for an agent that does
+        not dial back), or, when ``wait`` passed with neither, an answer with neither (the
+        node may still be opening a port that is slow to accept: relay this forward only)."""
         session = self.hub.live(node)
         if session is None:
             raise NotFound(f"node {node} is not connected")
@@ -117,10 +118,7 @@ class SessionRelay:
             out = answer.result() if answer.done() else SessionOutput(request_id)
             if not out.error:  # an agent that ignored the ticket may have opened a session
                 self._send(node, SessionInput(request_id, close=True))
-            if out.error or out.dial_error:
-                return out
-            why = f"no data connection from node {node} within {wait:g}s"
-            return SessionOutput(request_id, dial_error=why)
+            return out
         finally:
             answer.cancel()
             self.relay.close(request_id)

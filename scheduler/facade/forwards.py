@@ -51,6 +51,16 @@ class _DataConnection:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """An opened forward: ``serve`` serves the client's connection (answering ``101`` first);
+    ``drop`` is called instead when that connection is refused (the agent's data connection
+    is then closed at once, not held for its ticket's lifetime)."""
+
+    serve: Serve
+    drop: Callable[[], None]
+
+
 class ForwardFacade:
     """Raw forwards as a principal may open them. ``listening`` tells it the HTTP port the
     agents dial back to (until then, and when it is off, there is no raw path)."""
@@ -78,9 +88,8 @@ class ForwardFacade:
         """The HTTP port is served on ``port`` (``tls``: with TLS)."""
         self.port, self.tls = port, tls
 
-    async def open(self, request: ClientOpen, who: Principal, peer: str) -> Serve:
-        """Check, authorize and record the forward, open it on the node; what then serves the
-        client's connection (answering ``101`` first). SpecError, NotFound, AccessDenied or
+    async def open(self, request: ClientOpen, who: Principal, peer: str) -> Opened:
+        """Check, authorize and record the forward, open it on the node. SpecError, NotFound, AccessDenied or
         Conflict (the job does not run) before anything is recorded; Conflict when the port
         cannot be opened (recorded, as a gRPC forward is)."""
         check_open(request)
@@ -116,7 +125,12 @@ class ForwardFacade:
             finally:
                 await self.core.call(sessions.detached, job.id)
 
-        return serve
+        def drop() -> None:
+            if agent is not None:
+                agent.taken.set()
+                agent.ended.set()
+
+        return Opened(serve, drop)
 
     def claim(self, ticket: str) -> Serve | None:
         """What serves an agent's data connection presenting ``ticket``; None when the ticket
@@ -140,8 +154,11 @@ class ForwardFacade:
 
     async def _dial(self, node: str, opening: SessionOpen) -> _DataConnection | None:
         """The agent's data connection, or None (relay over the stream); Conflict when the
-        port cannot be opened. A node that could not dial back is not asked again for
-        ``REDIAL`` seconds (a firewall would cost each forward the whole wait)."""
+        port cannot be opened. A node whose agent said it could not dial back is not asked
+        again for ``REDIAL`` seconds (a firewall would cost each forward the whole wait); one
+        that answered nothing in time is (its agent dials with a shorter timeout, so that was
+        the job's port, slow to accept, which must not turn everyone's forwards on the node
+        to the slower relay)."""
         if self._undialled.get(node, 0.0) > self.monotonic():
             return None
         self._undialled.pop(node, None)
@@ -157,6 +174,14 @@ class ForwardFacade:
         pending.connected.cancel()
         if answer.error:
             raise Conflict(answer.error)
+        if not answer.dial_error:  # the job's port may be slow to accept: that says nothing
+            log.warning(  # of the node, whose other forwards are still dialled back
+                "forward of job %d on %s: no data connection within %gs; relayed over its stream",
+                opening.job_id,
+                node,
+                self.wait,
+            )
+            return None
         log.warning(
             "forward of job %d on %s: %s; its forwards go over its stream for %.0fs",
             opening.job_id,

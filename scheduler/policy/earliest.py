@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bisect import insort
 
+from rota.scheduler.policy.fit import variant_masks
 from rota.scheduler.policy.node_state import INF, NodeState
 from rota.scheduler.policy.snapshot import PendingJob
 from rota.scheduler.policy.state import ClusterState, ConstraintKey
@@ -36,8 +37,9 @@ def earliest_start(
         return (best, [best_node]) if best_node is not None else (INF, [])
     if job.constraint is not None and job.constraint.matching:  # [a|b]: one alternative
         best_t, best_nodes = INF, []
-        for variant in job.constraint.variants():
-            some = [b for b in bounds if variant.matches(state.nodes[b[1]].view.labels)]
+        masks = variant_masks(job.constraint, [state.nodes[b[1]].view.features for b in bounds])
+        for i in range(len(job.constraint.variants())):
+            some = [b for b, mask in zip(bounds, masks, strict=True) if mask >> i & 1]
             t, chosen = _earliest_gang(state, job, duration, some)
             if t < best_t:
                 best_t, best_nodes = t, chosen

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
+from rota.constraint import Constraint
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 
 T = TypeVar("T")
@@ -41,7 +42,7 @@ def node_matches(job: PendingJob, node: NodeView) -> bool:
     for key, value in job.node_selector.items():
         if node.labels.get(key) != value:
             return False
-    if job.constraint is not None and not job.constraint.matches(node.labels):
+    if job.constraint is not None and not job.constraint.satisfied_by(node.features):
         return False
     gpus = [g for g in node.gpus if gpu_ok(job, g.name, g.memory_total)]
     if len(gpus) < job.gpus:
@@ -65,9 +66,17 @@ def same_alternative(
         return None
     if job.constraint is None or not job.constraint.matching or job.nodes == 1:
         return list(candidates[: job.nodes])
+    picked: dict[int, list[T]] = {}  # variant -> its first nodes
+    masks = variant_masks(job.constraint, [view(c).features for c in candidates])
+    for c, mask in zip(candidates, masks, strict=True):
+        while mask:
+            low = mask & -mask
+            chosen = picked.setdefault(low.bit_length() - 1, [])
+            if len(chosen) < job.nodes:
+                chosen.append(c)
+            mask ^= low
     best: list[T] | None = None
-    for variant in job.constraint.variants():
-        chosen = [c for c in candidates if variant.matches(view(c).labels)][: job.nodes]
+    for _, chosen in sorted(picked.items()):
         if len(chosen) < job.nodes:
             continue
         if cost is None:
@@ -75,6 +84,30 @@ def same_alternative(
         if best is None or sum(map(cost, chosen)) < sum(map(cost, best)):
             best = chosen
     return best
+
+
+def variant_masks(constraint: Constraint, features: Sequence[frozenset[str]]) -> list[int]:
+    """``constraint.variant_mask`` of each node's ``features``, worked out once per distinct
+    set (nodes alike share theirs)."""
+    known: dict[frozenset[str], int] = {}
+    masks = []
+    for f in features:
+        mask = known.get(f)
+        if mask is None:
+            mask = known[f] = constraint.variant_mask(f)
+        masks.append(mask)
+    return masks
+
+
+def holds(
+    constraint: Constraint, features: frozenset[str], known: dict[frozenset[str], bool]
+) -> bool:
+    """Whether ``features`` satisfy ``constraint``, remembered in ``known`` (nodes alike share
+    their answer)."""
+    held = known.get(features)
+    if held is None:
+        held = known[features] = constraint.satisfied_by(features)
+    return held
 
 
 def named_ok(job: PendingJob, node: str) -> bool:

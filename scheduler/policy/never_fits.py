@@ -63,7 +63,7 @@ def _labels(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
 
 def _features(job: PendingJob, nodes: Sequence[NodeView]) -> str | None:
     """Why no node has the job's features (``constraint``), if none has."""
-    if job.constraint is None or any(job.constraint.matches(n.labels) for n in nodes):
+    if job.constraint is None or any(job.constraint.satisfied_by(n.features) for n in nodes):
         return None
     return (
         f"constraint: no registered node has the features {job.constraint.text} ({_known(nodes)})"

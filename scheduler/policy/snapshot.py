@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rota.constraint import Constraint
+from rota.constraint import Constraint, node_features
 from rota.scheduler.policy.config import PolicyConfig
 from rota.scheduler.policy.usage import Usage
 
@@ -31,7 +31,9 @@ class NodeView:
     ``links`` is the GPU topology when known: ``(a, b) -> level`` for host indices ``a < b``,
     levels as in ``nvidia-smi topo -m`` (see ``topology.LEVELS``; lower is closer). Empty when
     unknown: GPUs are then picked by index. ``partitions``: the names of the partitions the
-    node belongs to (``partitions.PartitionTable.of_node``).
+    node belongs to (``partitions.PartitionTable.of_node``). ``features``: the feature names
+    its labels give it (``constraint.node_features``), worked out once, as a pass checks
+    every pending job's constraint against every node.
     """
 
     name: str
@@ -42,6 +44,10 @@ class NodeView:
     schedulable: bool = True
     links: Mapping[tuple[int, int], str] = field(default_factory=dict)
     partitions: frozenset[str] = frozenset()
+    features: frozenset[str] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", node_features(self.labels))
 
 
 @dataclass(frozen=True, slots=True)

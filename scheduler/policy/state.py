@@ -13,7 +13,7 @@ from bisect import insort
 from collections.abc import Callable, Iterable
 
 from rota.constraint import Constraint
-from rota.scheduler.policy.fit import gpu_ok, named_ok, node_matches
+from rota.scheduler.policy.fit import gpu_ok, holds, named_ok, node_matches
 from rota.scheduler.policy.node_state import INF, NodeState, Saved
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 from rota.scheduler.policy.topology import choose_gpus
@@ -325,6 +325,7 @@ class ClusterState:
         usable = self._usable_by_key.get(key)
         if usable is None:
             usable = []
+            featured: dict[frozenset[str], bool] = {}  # the constraint, once per feature set
             for n in self.nodes:
                 if not n.view.schedulable:
                     continue
@@ -334,7 +335,7 @@ class ClusterState:
                     all(n.view.labels.get(k) == v for k, v in key[2])
                     and (not key[3] or not n.view.partitions.isdisjoint(key[3]))
                     and named_ok(job, n.view.name)
-                    and (key[6] is None or key[6].matches(n.view.labels))
+                    and (key[6] is None or holds(key[6], n.view.features, featured))
                 ):
                     usable.append(
                         (n, sum(gpu_ok(job, g.name, g.memory_total) for g in n.view.gpus))
@@ -383,7 +384,7 @@ class ClusterState:
             for idx in self.buckets[count]:
                 node = self.nodes[idx]
                 if self._fits(job, node, key, end) and (
-                    variant is None or variant.matches(node.view.labels)
+                    variant is None or variant.satisfied_by(node.view.features)
                 ):
                     chosen.append(node)
                     if len(chosen) == job.nodes:

@@ -6,7 +6,9 @@ rota-tcp`` and the user's bearer token opens a forward to TCP ``port`` of the ru
 container (``ForwardFacade``: the same checks, rights and records as the gRPC forward; a
 refusal is answered before the switch, 403 ones audited). The answer is ``101`` and the
 connection then carries the port's bytes both ways until either side closes. An open forward
-holds one of its user's slots (``UserSlots``, shared with the terminals): 503 beyond them.
+holds one of its user's slots (``UserSlots``, shared with the terminals) from the moment it
+is asked for, so that a burst of requests cannot have the node dial back more data
+connections than the user may hold: 503 beyond them.
 
 ``GET /api/v1/forward-dial`` with the same upgrade and a ``Rota-Dial-Ticket`` header is the
 node's agent dialling the forward's data connection back; a ticket that was never issued, was
@@ -57,24 +59,26 @@ class RawForwards:
             request.params["id"], "forward", port=int(text), node=request.query.get("node", "")
         )
         user = caller.who.user
-        self.slots.check(user)  # before anything is recorded or asked of the node
+        self.slots.take(user)  # before anything is recorded or asked: openings count too
         try:
-            serve = await self.engine.forwards.open(opening, caller.who, request.peer)
-        except SpecError as exc:
-            raise ApiError(400, str(exc)) from None
+            opened = await self.engine.forwards.open(opening, caller.who, request.peer)
+        except BaseException as exc:  # refused, or the node could not open the port
+            self.slots.give(user)
+            if isinstance(exc, SpecError):
+                raise ApiError(400, str(exc)) from None
+            raise
 
         async def takeover(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:  # taken here: a connection the port refuses a slot (503) never holds one
-                self.slots.take(user)
-            except ApiError as exc:  # another of the user's forwards took the last one
-                writer.write(_refusal(exc))
-                return
             try:
-                await serve(reader, writer)
+                await opened.serve(reader, writer)
             finally:
                 self.slots.give(user)
 
-        return Response(101, b"", takeover=takeover)
+        def refused() -> None:  # the port has no connection to lend: the slot goes back
+            self.slots.give(user)
+            opened.drop()
+
+        return Response(101, b"", takeover=takeover, refused=refused)
 
     async def dial(self, request: Request) -> Response:
         """An agent's data connection: paired with its forward when its ticket is good."""
@@ -86,15 +90,6 @@ class RawForwards:
             log.warning("refused a forward data connection from %s: bad ticket", request.peer)
             return error(403, "unknown, used or expired dial ticket")
         return Response(101, b"", takeover=serve)
-
-
-def _refusal(exc: ApiError) -> bytes:
-    """``exc`` as a whole answer, written where a takeover was to answer 101."""
-    body = error(exc.status, str(exc)).body
-    return (
-        f"HTTP/1.1 {exc.status} Refused\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode() + body
 
 
 def _upgrade_refusal(request: Request) -> str:
