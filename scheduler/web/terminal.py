@@ -54,6 +54,7 @@ class Terminal:
     def __init__(self, engine: Engine, slots: UserSlots) -> None:
         self.engine = engine
         self.slots = slots
+        self._closing: set[asyncio.Task[None]] = set()  # sessions of terminals refused 503
 
     def routes(self, api: Api) -> list[Route]:
         return [api.route("GET", "/api/v1/jobs/{id}/terminal", self.open, same_origin=True)]
@@ -90,7 +91,12 @@ class Terminal:
             writer.write(accept_head(request))
             await session.serve(WebSocket(reader, writer), first, events)
 
-        return Response(101, b"", takeover=takeover)
+        def refused() -> None:  # the port had no connection to lend: the session ends now
+            task = asyncio.get_running_loop().create_task(events.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+        return Response(101, b"", takeover=takeover, refused=refused)
 
 
 class _Session:
