@@ -28,7 +28,7 @@ from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTas
 log = logging.getLogger("rota.agent")
 CHUNK = 256 * 1024  # bytes of output per message
 DRAIN_WAIT = 10.0  # seconds stopped tasks' output may wait for room in the window
-START_LOOK = 2.0  # seconds a task cancelled as it started waits to see its process
+START_LOOK = 10.0  # seconds a stop waits for a just started exec's process to show
 
 # Variables that describe the node srun ran on: a task on another node keeps its container's.
 NODE_VARIABLES = frozenset(
@@ -159,8 +159,9 @@ class StepTasks:
 
     def cancel(self, abandon: bool = False) -> None:
         """Stop the tasks: SIGTERM to each exec's process and every process under it (what
-        they write then, a trap's last words, still goes out while the window has room; a
-        task whose process has not started yet stops itself once it has, ``_task``).
+        they write then, a trap's last words, still goes out while the window has room), on a
+        thread of its own that waits up to ``START_LOOK`` for a process still starting; a task
+        not started yet stops itself once it has (``_task``).
         ``abandon``: the scheduler's stream is gone, so output waiting for room is dropped."""
         with self._lock:
             self._cancelled = True
@@ -168,7 +169,11 @@ class StepTasks:
             self._abandoned = self._abandoned or abandon
             execs = list(self._execs.values())
             self._lock.notify_all()
-        self._terminate(execs)
+        # The engine answers an exec's start before its process is up (no Pid yet): the stop
+        # looks again for a while, on a thread of its own so that the caller never waits.
+        threading.Thread(
+            target=self._terminate, args=(execs, START_LOOK), name="step-stop", daemon=True
+        ).start()
 
     def _terminate(self, execs: list[str], wait: float = 0.0) -> None:
         """SIGTERM to the processes of ``execs`` and those under them; for up to ``wait``
