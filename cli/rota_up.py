@@ -38,8 +38,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     from rota.private import private_dir
     from rota.scheduler.cluster.model import NodeState
     from rota.scheduler.core.tokens import hash_token
-    from rota.scheduler.store.schema import SchemaError
-    from rota.scheduler.store.store import Store
+    from rota.scheduler.store import schema
+    from rota.scheduler.store.store import Store, open_engine
 
     os.umask(0o077)  # the database and job output: readable by their owner only
     base = private_dir(Path(args.data_dir) if args.data_dir else data_dir())
@@ -47,8 +47,15 @@ def cmd_up(args: argparse.Namespace) -> int:
     node = args.node or socket.gethostname()
     token = secrets.token_urlsafe(24)
     try:
-        store = Store(db_url)  # an empty database is created at the newest schema revision
-    except SchemaError as exc:
+        # rota up's own database, kept across versions: migrated to this rota's schema first
+        # (an empty one is created at the newest revision)
+        engine = open_engine(db_url)
+        try:
+            schema.upgrade(engine)
+        finally:
+            engine.dispose()
+        store = Store(db_url)
+    except schema.SchemaError as exc:
         print(f"rota up: error: {exc}", file=sys.stderr)
         return 1
     existing = {n.name: n for n in store.nodes.all()}

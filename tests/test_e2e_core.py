@@ -174,3 +174,32 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
         code = up.wait(timeout=30)
         c.stop()
     assert code == 0
+
+
+def test_rota_up_migrates_its_own_database_from_an_earlier_rota(tmp_path) -> None:
+    """A user who ran an earlier rota's `rota up` keeps its database: the next `rota up`
+    migrates it to this rota's schema instead of refusing to start."""
+    c = Cluster(tmp_path)
+    data = tmp_path / "up"
+    data.mkdir(mode=0o700)
+    db = f"sqlite:///{data / 'scheduler.db'}"
+    c.cli("rota", "db", "upgrade", "--db", db, check=True)
+    c.cli("rota", "db", "downgrade", "0007_attained", "--db", db, check=True)
+    up = subprocess.Popen(
+        ["rota", "up", "--port", str(c.port), "--node", c.node_name("up"), "--data-dir", str(data)],
+        env=c.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        wait_for(
+            lambda: (n := c.node(c.node_name("up"))) and n["state"] == "IDLE", 30, what="rota up"
+        )
+    finally:
+        up.send_signal(2)  # Ctrl-C
+        code = up.wait(timeout=30)
+        c.stop()
+    assert code == 0
+    current = c.cli("rota", "db", "current", "--db", db, check=True).stdout
+    assert current.strip().endswith("(head)"), current
