@@ -191,6 +191,7 @@ class StepEnd:
     timed_out: bool = False
     step: int = 0
     failed_task: str = ""
+    reported: bool = False  # srun -K/-W: srun's lines about the tasks went out as output
 
 
 # ---------------------------------------------------------------- scheduler -> agent
@@ -309,6 +310,8 @@ class StepLaunch:
     tasks_per_node: str = ""
     label: bool = False
     window: int = 0  # bytes of output sent and not yet acknowledged at most (0: no limit)
+    kill_on_bad_exit: bool = False  # srun -K: a task failing stops this node's other tasks
+    wait: int = 0  # srun -W N: N seconds after this node's first task ends, kill the others
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,11 +170,11 @@ class StepRelay:
             return
         try:
             ends = await self._launch(begun, start, running)
-            state, code, why, failed, timed_out = _outcome(ends, running)
+            state, code, why, (failed, reported), timed_out = _outcome(ends, running)
             await self.core.call(self.steps.end, begun, state, code, why or failed)
             self._answer(
                 session,
-                StepEnd(start.request_id, code, why, timed_out, begun.step, failed),
+                StepEnd(start.request_id, code, why, timed_out, begun.step, failed, reported),
             )
         finally:
             for request_id in running.requests.values():
@@ -209,6 +209,8 @@ class StepRelay:
                 tasks_per_node=plan.tasks_per_node,
                 label=start.layout.label,
                 window=window,
+                kill_on_bad_exit=start.layout.kill_on_bad_exit,
+                wait=start.layout.wait,
             )
             live = self.hub.live(part.node)
             if live is None:
@@ -290,13 +292,16 @@ class StepRelay:
 
 def _outcome(
     ends: list[tuple[str, StepEnd]], running: _Running
-) -> tuple[JobState, int, str, str, bool]:
-    """(state, exit code, error, first failed task with its node, timed out) of a step."""
+) -> tuple[JobState, int, str, tuple[str, bool], bool]:
+    """(state, exit code, error, (first failed task with its node, whether its node reported
+    it in the output already), timed out) of a step."""
     code = max((e.exit_code for _, e in ends), default=0)
     errors = [f"{node}: {e.error}" for node, e in ends if e.error]
     if running.lost:
         errors.insert(0, running.lost)
-    failed = next((f"{node}: {e.failed_task}" for node, e in ends if e.failed_task), "")
+    failed = next(
+        ((f"{node}: {e.failed_task}", e.reported) for node, e in ends if e.failed_task), ("", False)
+    )
     timed_out = any(e.timed_out for _, e in ends)
     if timed_out:
         state = JobState.TIMEOUT

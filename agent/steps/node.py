@@ -241,6 +241,7 @@ class NodeSteps:
             self._send,
             lambda: found.timed_out,
             self._records(_key(order)),
+            self.node,
         )
         with self._lock:
             self._tasks[order.request_id] = tasks
@@ -271,7 +272,7 @@ class NodeSteps:
                 "DUE TO TIME LIMIT ***\n".encode(),
                 stderr=True,
             )
-        elif end.failed_task:
+        elif end.failed_task and not end.reported:
             srun.write(f"srun: error: {end.failed_task}\n".encode(), stderr=True)
         code = end.exit_code if end.exit_code or not (end.error or end.timed_out) else 1
         srun.finish(min(max(code, 0), 255))
