@@ -1,7 +1,8 @@
 """sbatch's -C/--constraint on a real cluster of agents labelled differently: an OR runs on
 whichever matching node is free, a two-node matching OR waits for, and runs on, two nodes that
 share one alternative (never one of each), and a constraint no registered node (or pair of nodes) satisfies is refused at
-submission naming it; gqueue's %f and gcontrol show job show it."""
+submission naming it; gqueue's %f, gcontrol show job and scontrol show job inside the job show
+it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ SCRIPT = """#!/bin/sh
 #SBATCH --gres=gpu:1
 #ROTA image={image}
 echo on $SLURMD_NODENAME
+scontrol show job "$SLURM_JOB_ID" | grep -E "Features=|Partition="
 """
 
 
@@ -53,6 +55,9 @@ def test_jobs_run_only_on_nodes_with_their_features(
     shown = cluster.cli("gqueue", "-h", "-t", "all", "-j", either, "-o", "%f", check=True)
     assert shown.stdout.strip() == "v100|a100"
     assert "Features: v100|a100" in cluster.cli("gcontrol", "show", "job", either).stdout
+    # inside the job, scontrol show job prints it as SLURM's does
+    inside = cluster.cli("glogs", either, check=True).stdout.splitlines()
+    assert inside[1:] == ["   Partition=default", "   Features=v100|a100 DelayBoot=00:00:00"]
 
     rack = cluster.cli(
         "gsub", "--parsable", script("rack.sh", '-N 2 -C "[rack1|rack2]"'), check=True

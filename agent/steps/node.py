@@ -115,6 +115,7 @@ class NodeSteps:
             return
         spool = JobSpool(self._spool_dir(order.job_id, order.attempt), uid, gid)
         spool.create()
+        spool.note_spec(order.spec.constraint)
         with self._lock:
             self._held[(order.job_id, order.attempt)] = Held(spool)
         args["mounts"] = [
