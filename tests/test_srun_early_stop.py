@@ -1,7 +1,8 @@
 """srun -K (--kill-on-bad-exit) and -W (--wait) between the tasks of one node, as SLURM's srun
 acts on them and with its lines (SLURM 22.05, asked with bench/slurm_local.sh): real
 scheduler, real agent, real Docker with the busybox image. Each task but rank 1 marks that it
-started (in a directory nobody may write), so rank 1 ends only once the others run."""
+started (in a directory nobody may write), so rank 1 ends only once the others run. Without
+-K, srun names every failed task, grouped as SLURM's srun groups them."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ srun --wait=2 sh -c '{TASK}' task 0 w
 echo "W rc=$?"
 srun -K sh -c 'exit 0'
 echo "fine rc=$?"
+srun sh -c 'case $SLURM_PROCID in 0|2) exit 2;; 3) exit 5;; esac'
+echo "grouped rc=$?"
 """
 
 
@@ -80,7 +83,13 @@ def test_kill_on_bad_exit_and_wait_stop_the_other_tasks_of_one_node(cluster: Clu
         f"srun: error: {node}: tasks 0,2-3: Killed",
         "W rc=137",
     ]
-    assert lines[len(k) + len(w) :] == ["fine rc=0"]
+    # without -K, srun names every failed task, grouped by how it ended, as SLURM's does
+    assert lines[len(k) + len(w) :] == [
+        "fine rc=0",
+        f"srun: error: {node}: tasks 0,2: Exited with exit code 2",
+        f"srun: error: {node}: task 3: Exited with exit code 5",
+        "grouped rc=5",
+    ]
     steps = cluster.cli("gcontrol", "show", "job", job_id, check=True).stdout
     assert (
         f"step {job_id}.0 ended FAILED: exit code 143 ({node}: task 1: Exited with exit code 3)"
@@ -88,3 +97,7 @@ def test_kill_on_bad_exit_and_wait_stop_the_other_tasks_of_one_node(cluster: Clu
     )
     assert f"step {job_id}.1 ended FAILED: exit code 137 ({node}: task 0: Killed)" in steps
     assert f"step {job_id}.2 ended COMPLETED: exit code 0" in steps
+    assert (
+        f"step {job_id}.3 ended FAILED: exit code 5 ({node}: task 0: Exited with exit code 2)"
+        in steps
+    )

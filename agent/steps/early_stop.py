@@ -128,19 +128,21 @@ class EarlyStop:
             f"slurmstepd: error: *** STEP {self.step} ON {self.node} CANCELLED AT {when} ***\n"
         ).encode()
 
-    def summary(self) -> bytes:
-        """Once every task ended: srun's lines for the tasks that failed and were not named
-        yet, grouped by how they ended (``srun: error: gpu01: tasks 0,2-3: Terminated``);
-        nothing unless ``-K`` or ``-W`` stopped the tasks."""
+    def report(self, failed: dict[int, str]) -> bytes:
+        """Once every task ended, srun's closing lines about the node's ``failed`` tasks (rank
+        -> how it ended), grouped by how they ended as SLURM's srun groups them (``srun:
+        error: gpu01: tasks 0,2-3: Terminated``): after ``-K`` or ``-W`` acted, those not named
+        yet; when the tasks ended on their own, every one; nothing when they were stopped for
+        another reason (srun interrupted, the time limit: srun says so itself)."""
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
-            if not self.fired:
+            if self._silent and not self.fired:
                 return b""
             groups: dict[str, list[int]] = {}
-            for rank, code in self._ended.items():
-                if code and rank != self._first_failed:
-                    groups.setdefault(task_end(code), []).append(rank)
+            for rank, why in sorted(failed.items()):
+                if rank != self._first_failed:
+                    groups.setdefault(why, []).append(rank)
         lines = [
             f"srun: error: {self.node}: {ranks(rs)}: {why}\n"
             for why, rs in sorted(groups.items(), key=lambda g: min(g[1]))

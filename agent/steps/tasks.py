@@ -166,14 +166,15 @@ class StepTasks:
             ),
             "",
         )
-        self._output(self.early.summary(), True)
+        report = self.early.report({r: why for r, (code, why) in results.items() if code})
+        self._output(report, True)
         self.send(
             StepEnd(
                 order.request_id,
                 worst,
                 timed_out=self.timed_out(),
                 failed_task=failed,
-                reported=self.early.fired,
+                reported=bool(report) or self.early.fired,
             )
         )
 
