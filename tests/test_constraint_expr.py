@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rota.constraint import ConstraintError, _render, node_features, parse_constraint
+from rota.constraint import ConstraintError, node_features, parse_constraint
 from rota.inputs import SpecError
 from rota.jobspec import JobSpec, parse_job_file
 from rota.validate import CLIENT_RULES, check_spec
@@ -104,23 +104,25 @@ def test_the_job_file_takes_constraint_as_a_string():
 
 
 @pytest.mark.parametrize(
-    ("expr", "every_node", "counts"),
+    ("expr", "every_node", "counts", "masks"),
     [
-        ("a100*2", "", [("a100", 2)]),
-        ("[a100*2&v100*1]", "", [("a100", 2), ("v100", 1)]),
-        ("ib&[a*2&(b|c)*1]", "ib", [("a", 2), ("b|c", 1)]),
-        ("a100*2&rack2", "rack2", [("a100", 2)]),
-        ("(knl&hemi)*4", "", [("knl&hemi", 4)]),
+        ("a100*2", "", [2], {"a100": 1, "v100": 0}),
+        ("[a100*2&v100*1]", "", [2, 1], {"a100": 1, "v100": 2, "a100 v100": 3}),
+        ("ib&[a*2&(b|c)*1]", "ib", [2, 1], {"a": 1, "c": 2, "a b": 3, "ib": 0}),
+        ("a100*2&rack2", "rack2", [2], {"a100": 1, "rack2": 0}),
+        ("(knl&hemi)*4", "", [4], {"knl hemi": 1, "knl": 0}),
     ],
 )
-def test_counts_split_into_what_every_node_needs_and_counted_terms(expr, every_node, counts):
+def test_counts_split_into_what_every_node_needs_and_counted_terms(expr, every_node, counts, masks):
     """As SLURM reads them: [a*2&b*1] is 2 nodes with a and another with b; plain terms
     ANDed beside counts are needed by every node of the job."""
     c = parse_constraint(expr)
     assert c.text == expr
     assert not c.matching
-    assert [(_render(t), n) for t, n in c.counts] == counts
-    assert c.counted == sum(n for _, n in counts)
+    assert [n for _, n in c.counts] == counts
+    assert c.counted == sum(counts)
+    for features, mask in masks.items():
+        assert c.count_mask(frozenset(features.split())) == mask, features
     assert c.satisfied_by(frozenset(every_node.split("&")) if every_node else frozenset())
     if every_node:
         assert not c.satisfied_by(frozenset({"a100", "a", "b", "knl"}))
