@@ -232,3 +232,18 @@ def test_a_counted_job_in_a_reservation_gets_the_reserved_nodes_that_meet_its_co
 )
 def test_the_submit_check_names_counts_no_registered_nodes_meet(expr, nodes, why):
     assert never_fits(_job(expr, nodes=nodes), NODES) == why
+
+
+def test_counts_use_each_node_for_one_term_and_prefer_the_earlier_nodes():
+    from rota.scheduler.policy.counts import pick_counted
+
+    def f(*names: str) -> frozenset[str]:
+        return frozenset(names)
+
+    both = parse_constraint("[a*2&b*2]")
+    # n0 and n1 have both features, but a node counts once: only n0, n1 and n3 are a or b
+    assert pick_counted(both, [f("a", "b"), f("a", "b"), f("c"), f("a")], 4) is None
+    assert pick_counted(both, [f("a", "b"), f("a", "b"), f("c"), f("a"), f("b")], 4) is not None
+    # b is scarce: the b node is kept for b, the a nodes serve a; the rest are the earliest
+    got = pick_counted(parse_constraint("[a*1&b*1]"), [f("a", "b"), f("c"), f("a"), f("c")], 3)
+    assert got == [0, 1, 2]
