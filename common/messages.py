@@ -317,9 +317,11 @@ class StepLaunch:
 @dataclass(frozen=True, slots=True)
 class StepCancel:
     """From the scheduler: stop the tasks of the StepLaunch ``request_id``; from an agent: the
-    srun of StepStart ``request_id`` was interrupted, stop its step."""
+    srun of StepStart ``request_id`` was interrupted, stop its step. ``kill``: SIGKILL the
+    tasks (srun -W ran out), not SIGTERM."""
 
     request_id: int
+    kill: bool = False
 
 
 # ---------------------------------------------------------------- interactive sessions (grun)

@@ -244,7 +244,7 @@ class StepRelay:
                 ended = {n for n, _ in ends}
                 if layout.kill_on_bad_exit and (end.exit_code or end.error):
                     self._stop_others(running, ended)
-                elif layout.wait and later is None:
+                elif layout.wait and later is None:  # then SIGKILL, as srun -W sends
                     later = asyncio.create_task(self._stop_later(layout.wait, running, ended))
         finally:
             for task in [*followers, later]:
@@ -254,15 +254,15 @@ class StepRelay:
 
     async def _stop_later(self, seconds: float, running: _Running, ended: set[str]) -> None:
         await asyncio.sleep(seconds)
-        self._stop_others(running, ended)
+        self._stop_others(running, ended, kill=True)
 
-    def _stop_others(self, running: _Running, ended: set[str]) -> None:
-        """Stop the tasks of the step's nodes not in ``ended`` (they end KILLED)."""
+    def _stop_others(self, running: _Running, ended: set[str], kill: bool = False) -> None:
+        """Stop the tasks of the step's nodes not in ``ended`` (``kill``: with SIGKILL)."""
         for node, request_id in running.requests.items():
             live = self.hub.live(node)
             if node not in ended and live is not None and request_id not in running.stopped:
                 running.stopped.add(request_id)
-                live.outbox.put_nowait(StepCancel(request_id))
+                live.outbox.put_nowait(StepCancel(request_id, kill))
 
     async def _follow(
         self, node: str, request_id: int, queue: asyncio.Queue[StepData], running: _Running

@@ -142,4 +142,4 @@ def test_srun_kill_on_bad_exit_and_wait_stop_the_other_nodes_tasks(cluster: Clus
     lines = cluster.cli("glogs", job_id, check=True).stdout.splitlines()
     assert f"srun: error: {second}: task 1: Exited with exit code 3" in lines
     assert "K rc=143" in lines  # the highest: the stopped task's 128 + SIGTERM, as srun says
-    assert "W rc=143" in lines
+    assert "W rc=137" in lines  # -W kills (SIGKILL), as SLURM's srun does

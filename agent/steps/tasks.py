@@ -178,10 +178,11 @@ class StepTasks:
             )
         )
 
-    def cancel(self, abandon: bool = False) -> None:
-        """Stop the tasks for a reason of the scheduler's or the node's (``_stop``)."""
+    def cancel(self, abandon: bool = False, kill: bool = False) -> None:
+        """Stop the tasks for a reason of the scheduler's or the node's (``_stop``; ``kill``:
+        with SIGKILL)."""
         self.early.silence()
-        self._stop(signal.SIGTERM, abandon)
+        self._stop(signal.SIGKILL if kill else signal.SIGTERM, abandon)
 
     def _stop(self, sig: signal.Signals, abandon: bool = False) -> None:
         """Stop the tasks: ``sig`` to each exec's process and every process under it (what

@@ -304,7 +304,9 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
                 reported=order.reported,
             )
         )
-    return pb.SchedulerMessage(step_cancel=pb.StepCancel(request_id=order.request_id))
+    return pb.SchedulerMessage(
+        step_cancel=pb.StepCancel(request_id=order.request_id, kill=order.kill)
+    )
 
 
 def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
