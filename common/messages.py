@@ -318,10 +318,12 @@ class StepLaunch:
 class StepCancel:
     """From the scheduler: stop the tasks of the StepLaunch ``request_id``; from an agent: the
     srun of StepStart ``request_id`` was interrupted, stop its step. ``kill``: SIGKILL the
-    tasks (srun -W ran out), not SIGTERM."""
+    tasks (srun -W ran out), not SIGTERM; ``named``: srun -K/-W stopped them, so the node
+    names its stopped tasks in the step's output as srun does."""
 
     request_id: int
     kill: bool = False
+    named: bool = False
 
 
 # ---------------------------------------------------------------- interactive sessions (grun)

@@ -262,7 +262,7 @@ class StepRelay:
             live = self.hub.live(node)
             if node not in ended and live is not None and request_id not in running.stopped:
                 running.stopped.add(request_id)
-                live.outbox.put_nowait(StepCancel(request_id, kill))
+                live.outbox.put_nowait(StepCancel(request_id, kill, named=True))
 
     async def _follow(
         self, node: str, request_id: int, queue: asyncio.Queue[StepData], running: _Running

@@ -230,4 +230,5 @@ def _step_order(msg: pb.SchedulerMessage) -> AgentOrder:
         return StepEnd(
             e.request_id, e.exit_code, e.error, e.timed_out, e.step, e.failed_task, e.reported
         )
-    return StepCancel(msg.step_cancel.request_id, msg.step_cancel.kill)
+    cancel = msg.step_cancel
+    return StepCancel(cancel.request_id, cancel.kill, cancel.named)

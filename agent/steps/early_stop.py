@@ -1,7 +1,8 @@
 """srun's ``-K/--kill-on-bad-exit`` and ``-W/--wait`` among the tasks of one node, with the
 lines SLURM's srun prints for them (SLURM 22.05): a task failing stops the node's other tasks
 (SIGTERM), ``-W N`` kills those still running N seconds after the first one ended (SIGKILL).
-Between nodes the scheduler stops whole nodes (``rota.scheduler.step_relay``)."""
+Between nodes the scheduler stops whole nodes (``rota.scheduler.step_relay``), and each node
+names its stopped tasks at the end (``report``)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ class EarlyStop:
         self._first_failed = -1  # the rank -K reported at once
         self._timer: threading.Timer | None = None
         self._silent = False  # the tasks were stopped for another reason
+        self._named = False  # ... by -K/-W on another node: still name them
         self.fired = False  # the node's tasks were stopped by -K or -W
 
     @property
@@ -113,11 +115,13 @@ class EarlyStop:
         """The rank whose failure made ``-K`` stop the others; -1: none did."""
         return self._first_failed
 
-    def silence(self) -> None:
+    def silence(self, named: bool = False) -> None:
         """The tasks are being stopped for another reason (srun interrupted, the time limit,
-        the scheduler): neither option acts any more."""
+        the scheduler; ``named``: -K/-W because of another node's tasks, so ``report`` still
+        names them): neither option acts here any more."""
         with self._lock:
             self._silent = True
+            self._named = self._named or named
             if self._timer is not None:
                 self._timer.cancel()
 
@@ -132,12 +136,13 @@ class EarlyStop:
         """Once every task ended, srun's closing lines about the node's ``failed`` tasks (rank
         -> how it ended), grouped by how they ended as SLURM's srun groups them (``srun:
         error: gpu01: tasks 0,2-3: Terminated``): after ``-K`` or ``-W`` acted, those not named
-        yet; when the tasks ended on their own, every one; nothing when they were stopped for
-        another reason (srun interrupted, the time limit: srun says so itself)."""
+        yet; when the tasks ended on their own or -K/-W stopped them for another node's, every
+        one; nothing when they were stopped for another reason (srun interrupted, the time
+        limit: srun says so itself)."""
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
-            if self._silent and not self.fired:
+            if self._silent and not (self.fired or self._named):
                 return b""
             groups: dict[str, list[int]] = {}
             for rank, why in sorted(failed.items()):

@@ -209,7 +209,7 @@ class NodeSteps:
                 if task is None and order.request_id in self._starting:
                     self._early_cancels.add(order.request_id)  # _run cancels its tasks
             if task is not None:
-                task.cancel(kill=order.kill)
+                task.cancel(kill=order.kill, named=order.named)
 
     def _launch(self, order: StepLaunch) -> None:
         with self._lock:

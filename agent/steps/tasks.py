@@ -178,10 +178,10 @@ class StepTasks:
             )
         )
 
-    def cancel(self, abandon: bool = False, kill: bool = False) -> None:
+    def cancel(self, abandon: bool = False, kill: bool = False, named: bool = False) -> None:
         """Stop the tasks for a reason of the scheduler's or the node's (``_stop``; ``kill``:
-        with SIGKILL)."""
-        self.early.silence()
+        with SIGKILL; ``named``: srun's -K/-W, so the stopped tasks are named at the end)."""
+        self.early.silence(named)
         self._stop(signal.SIGKILL if kill else signal.SIGTERM, abandon)
 
     def _stop(self, sig: signal.Signals, abandon: bool = False) -> None:

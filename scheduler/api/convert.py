@@ -305,7 +305,7 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
             )
         )
     return pb.SchedulerMessage(
-        step_cancel=pb.StepCancel(request_id=order.request_id, kill=order.kill)
+        step_cancel=pb.StepCancel(request_id=order.request_id, kill=order.kill, named=order.named)
     )
 
 

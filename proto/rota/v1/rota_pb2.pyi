@@ -1232,12 +1232,14 @@ class StepEnd(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., timed_out: _Optional[bool] = ..., step: _Optional[int] = ..., failed_task: _Optional[str] = ..., reported: _Optional[bool] = ...) -> None: ...
 
 class StepCancel(_message.Message):
-    __slots__ = ("request_id", "kill")
+    __slots__ = ("request_id", "kill", "named")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     KILL_FIELD_NUMBER: _ClassVar[int]
+    NAMED_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     kill: bool
-    def __init__(self, request_id: _Optional[int] = ..., kill: _Optional[bool] = ...) -> None: ...
+    named: bool
+    def __init__(self, request_id: _Optional[int] = ..., kill: _Optional[bool] = ..., named: _Optional[bool] = ...) -> None: ...
 
 class JobRequeue(_message.Message):
     __slots__ = ("job_id", "attempt")
