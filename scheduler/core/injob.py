@@ -159,15 +159,18 @@ def read_sbatch(cmd: JobCommand, running: JobSpec, node: str, now: datetime) -> 
     line = split_line(cmd.argv, cmd.script_index)
     cwd = posixpath.normpath(cmd.cwd)
     name = "--wrap" if line.wrap is not None else line.script or "-"
+    own = own_script(running)
     if line.wrap is not None:
         text = wrap_script(line.wrap)
+    elif own is not None and line.script == own[0]:
+        text = own[1]
     else:
         try:
             text = cmd.script.decode("utf-8")
         except UnicodeDecodeError:
             raise UserError(f"{name}: the script is not UTF-8 text") from None
         if not text.strip():
-            raise UserError(f"{name}: the batch script is empty")
+            raise UserError(f"Unable to open file {name}: not there, empty, or a program")
         if not is_batch_script(name, text):
             raise UserError(
                 f"{name}: not a batch script (start it with #! or #SBATCH lines); inside a "
@@ -200,6 +203,20 @@ def read_sbatch(cmd: JobCommand, running: JobSpec, node: str, now: datetime) -> 
         )
     spec = dataclasses.replace(spec, submit_dir=submit_dir or "", submit_host=node)
     return Sbatch(spec, name, tuple(warnings), line.parsable)
+
+
+def own_script(spec: JobSpec) -> tuple[str, str] | None:
+    """(``$0``, script) of a batch script's job (a command ``[interpreter..., "-c", script,
+    $0?, args...]``, as ``rota.sbatch`` makes it: ``$0`` is the interpreter's last word when no
+    arguments follow), so that ``sbatch $0`` resubmits the job's own script, as under SLURM
+    (where ``$0`` is the node's copy of it); None for any other job."""
+    command = spec.command
+    if not spec.slurm_env or "-c" not in command:
+        return None
+    at = command.index("-c")
+    if at == 0 or at + 1 >= len(command):
+        return None
+    return command[at + 2] if at + 2 < len(command) else command[at - 1], command[at + 1]
 
 
 def read_scancel(argv: Sequence[str]) -> list[str]:
