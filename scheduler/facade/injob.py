@@ -15,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Sequence
 from datetime import datetime
 
 from rota.inputs import SpecError
 from rota.messages import JobCommand, JobCommandReply
 from rota.scheduler.agent_hub import AgentSession
 from rota.scheduler.cluster.users import AuditEntry, Principal
-from rota.scheduler.core.errors import AccessDenied, NotFound, UserError
+from rota.scheduler.core.errors import AccessDenied, Conflict, NotFound, UserError
 from rota.scheduler.core.injob import (
     TOOLS,
     CommandBudget,
@@ -64,7 +65,7 @@ class InJobFacade:
         try:
             output = await self._answer(session, cmd)
             reply = JobCommandReply(cmd.request_id, 0, output=output)
-        except (UserError, SpecError, AccessDenied, NotFound) as exc:
+        except (UserError, SpecError, AccessDenied, NotFound, Conflict) as exc:
             lines = str(exc).splitlines() or ["refused"]
             error = "".join(f"{tool}: error: {line}\n" for line in lines)
             reply = JobCommandReply(cmd.request_id, 1, error=error)
@@ -94,14 +95,16 @@ class InJobFacade:
         host = node if HOST_NAME.match(node) else ""
         read = await asyncio.to_thread(read_sbatch, cmd, spec, host, now)
         item = SubmitItem(read.spec, os.urandom(16).hex(), read.source)
-        results = await self.jobs.submit([item], who, False)
+        try:
+            results = await self.jobs.submit([item], who, False)
+        except AccessDenied as exc:
+            await self._record(who, "sbatch", read.source, peer, f"{origin}: {exc}", False)
+            raise
         ids = list(results[0].job_ids)
         if ids and "_" in ids[0]:  # an array: its tasks are ARRAYID_TASK
             ids = [ids[0].split("_", 1)[0]]
         detail = f"submitted {origin}"
-        target = f"job={','.join(ids)}"
-        entry = AuditEntry(clock(), who.user, "sbatch in a job", target, peer, True, detail)
-        await self.core.call(self.steps.command_done, entry, list(results[0].job_ids))
+        await self._record(who, "sbatch", ",".join(ids), peer, detail, True, results[0].job_ids)
         warnings = "".join(f"sbatch: warning: {w}\n" for w in read.warnings)
         if read.parsable:
             return warnings + "".join(f"{i}\n" for i in ids)
@@ -111,27 +114,36 @@ class InJobFacade:
         """Cancel as ``who``: AccessDenied (nothing cancelled) when any id is another user's."""
         ids = read_scancel(cmd.argv)
         reason = f"cancelled by {who.user} with scancel {origin}"
-        target = f"job={','.join(ids)}"[:200]
         try:
             results = await self.jobs.cancel(ids, who, reason)
         except AccessDenied as exc:
-            detail = f"refused {origin}: {exc}"
-            entry = AuditEntry(
-                self.services.jobs.clock(),
-                who.user,
-                "scancel in a job",
-                target,
-                peer,
-                False,
-                detail,
-            )
-            await self.core.call(self.steps.command_done, entry)
+            await self._record(who, "scancel", ",".join(ids), peer, f"{origin}: {exc}", False)
             raise
-        entry = AuditEntry(
-            self.services.jobs.clock(), who.user, "scancel in a job", target, peer, True, reason
-        )
-        await self.core.call(self.steps.command_done, entry)
+        await self._record(who, "scancel", ",".join(ids), peer, reason)
         problems = [f"{r.id}: {r.message}" for r in results if not r.ok]
         if problems:
             raise UserError("\n".join(problems))
         return ""
+
+    async def _record(
+        self,
+        who: Principal,
+        tool: str,
+        jobs: str,
+        peer: str,
+        detail: str,
+        allowed: bool = True,
+        noted: Sequence[str] = (),
+    ) -> None:
+        """An audit entry of ``tool`` in a job about ``jobs``, and ``detail`` in the events
+        of the jobs ``noted``."""
+        entry = AuditEntry(
+            self.services.jobs.clock(),
+            who.user,
+            f"{tool} in a job",
+            f"job={jobs[:200]}",
+            peer,
+            allowed,
+            detail,
+        )
+        await self.core.call(self.steps.command_done, entry, list(noted))
