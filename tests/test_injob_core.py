@@ -5,11 +5,14 @@ job's mounts; and the per-job rate limit."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from rota.agent.steps.spool import TOOLS, tool_text
 from rota.jobspec import JobSpec, Mount
 from rota.messages import JobCommand
 from rota.sbatch import translate
@@ -146,3 +149,41 @@ def test_the_rate_limit_allows_a_burst_then_a_steady_rate() -> None:
     assert budget.take(1, "n1", 100.5) and not budget.take(1, "n1", 100.5)
     assert [budget.take(1, "n1", 200.0) for _ in range(4)] == [True, True, True, False]
     assert not CommandBudget(burst=0, per_second=5.0).take(1, "n1", 0.0)
+
+
+CASES = [
+    ["run.sh"],
+    ["-J", "x", "run.sh", "-J", "y"],
+    ["--job-name", "x", "--time=5", "run.sh"],
+    ["--job", "x", "run.sh"],  # a long option's prefix
+    ["--wait", "run.sh"],  # a flag, though --wait-all-nodes takes a value
+    ["--parsable", "-N2", "-H", "run.sh", "a"],
+    ["-Jx", "--", "run.sh"],
+    ["--wrap", "echo hi", "-p", "gpu"],
+    ["-d", "afterany:12", "--export=ALL", "run.sh"],
+    ["--exclusive", "run.sh"],  # an optional value: only --exclusive=user takes one
+]
+
+
+@pytest.mark.parametrize("argv", CASES)
+def test_the_containers_sbatch_finds_the_script_where_the_scheduler_does(
+    argv: list[str], tmp_path: Path
+) -> None:
+    busybox = shutil.which("busybox")
+    assert busybox, "busybox-static is needed (apt-get install busybox-static)"
+    (tmp_path / "sbatch").write_bytes(tool_text(TOOLS / "sbatch"))
+    (tmp_path / "rota-request").write_text(  # what rota-request does, without an agent
+        f'dir={tmp_path}/req; mkdir -p "$dir"; die() {{ echo "$*" >&2; exit 1; }}\n'
+        'ask() { cat "$dir/index"; }\n'
+    )
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
+    found = subprocess.run(
+        [busybox, "sh", str(tmp_path / "sbatch"), *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=True,
+    ).stdout
+    index = int(found)
+    assert split_line(argv, index).script == (argv[index] if index >= 0 else "")
