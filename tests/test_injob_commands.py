@@ -80,18 +80,15 @@ def test_a_script_that_resubmits_itself_runs_as_a_chain_of_three(cluster: Cluste
     first = cluster.cli("gsub", "--parsable", "chain.sh", cwd=work, check=True).stdout.strip()
     count = work / "count"
     wait_for(lambda: count.exists() and count.read_text().strip() == "3", 120, 0.5, what="3 runs")
-    chain = [j for j in cluster.jobs() if j["name"] == "chain"]
-    assert len(chain) == 3
-    for job in chain:
-        cluster.wait_state(job["id"], "COMPLETED")
-    runs = sorted(_logs(cluster, j["id"]).splitlines()[0] for j in chain)
-    assert runs == [
-        f"run {n} as job {j['id']}"
-        for n, j in zip((1, 2, 3), sorted(chain, key=lambda j: int(j["id"])), strict=True)
-    ]
-    second = min((j for j in chain if j["id"] != first), key=lambda j: int(j["id"]))
-    assert f"Submitted batch job {second['id']}" in _logs(cluster, first)
-    shown = cluster.cli("gcontrol", "show", "job", second["id"], check=True).stdout
+    ids = sorted((j["id"] for j in cluster.jobs() if j["name"] == "chain"), key=int)
+    for job_id in ids:
+        cluster.wait_state(job_id, "COMPLETED")
+    assert len(ids) == 3 and ids[0] == first
+    assert len([j for j in cluster.jobs() if j["name"] == "chain"]) == 3  # and no fourth
+    runs = [_logs(cluster, job_id).splitlines()[0] for job_id in ids]
+    assert runs == [f"run {n} as job {job_id}" for n, job_id in enumerate(ids, start=1)]
+    assert f"Submitted batch job {ids[1]}" in _logs(cluster, first)
+    shown = cluster.cli("gcontrol", "show", "job", ids[1], check=True).stdout
     assert f"submitted from job {first} on node {cluster.node_name('n1')}" in shown
     assert f"afterany:{first}" in shown
 
