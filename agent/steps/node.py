@@ -40,10 +40,9 @@ from rota.agent.steps.spool import (
     CONTAINER_SPOOL,
     CONTAINER_TOOLS,
     HOLD,
-    TOOLS,
     JobSpool,
     SpoolError,
-    tool_text,
+    install_tools,
 )
 from rota.agent.steps.srun import OutputBudget, Srun
 from rota.agent.steps.tasks import StepTasks, Target
@@ -89,7 +88,7 @@ class NodeSteps:
     def __init__(self, root: Path, node: str, base_url: str | None = None) -> None:
         self.root = root
         self.node = node
-        self.tools = _install_tools(root / "bin")
+        self.tools = install_tools(root / "bin")
         self._base_url = base_url
         self._api: docker.APIClient | None = None
         self._send: Callable[[AgentMessage], None] = lambda msg: None
@@ -351,7 +350,10 @@ class NodeSteps:
             os.close(out)
             return
         request_id = next(self._ids)
-        srun = Srun(key, spool, name, out, err, lambda _: self._forget(request_id), held.budget)
+        tool = "srun" if verb == "start" else verb
+        srun = Srun(
+            key, spool, name, out, err, lambda _: self._forget(request_id), held.budget, tool
+        )
         with self._lock:
             self._sruns[request_id] = srun  # holds a slot until its exit code is handed over
         if verb in COMMANDS:
@@ -427,7 +429,9 @@ class NodeSteps:
             sruns = list(self._sruns.items())
             tasks = list(self._tasks.values())
         for _, srun in sruns:
-            srun.write(b"srun: error: lost contact with the scheduler\n", stderr=True)
+            srun.write(
+                f"{srun.tool}: error: lost contact with the scheduler\n".encode(), stderr=True
+            )
             srun.finish(1)
         for task in tasks:
             task.cancel(abandon=True)
@@ -476,18 +480,6 @@ def _release(spool: JobSpool) -> None:
         with contextlib.suppress(OSError):
             os.write(end, b"1\n")
         os.close(end)
-
-
-def _install_tools(where: Path) -> Path:
-    """Copy srun and its fellows to ``where``, the agent's, each 0755 (an installed package
-    may have lost their modes), sbatch with its catalogue of options filled in."""
-    where.mkdir(parents=True, exist_ok=True)
-    where.chmod(0o755)
-    for tool in TOOLS.iterdir():
-        target = where / tool.name
-        target.write_bytes(tool_text(tool))
-        target.chmod(0o755)
-    return where
 
 
 def _key(order: StepLaunch) -> Key:

@@ -57,6 +57,18 @@ _LAYOUT = (
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def install_tools(where: Path) -> Path:
+    """Copy srun and its fellows to ``where``, the agent's, each 0755 (an installed package
+    may have lost their modes), sbatch with its catalogue of options filled in."""
+    where.mkdir(parents=True, exist_ok=True)
+    where.chmod(0o755)
+    for tool in TOOLS.iterdir():
+        target = where / tool.name
+        target.write_bytes(tool_text(tool))
+        target.chmod(0o755)
+    return where
+
+
 def tool_text(tool: Path) -> bytes:
     """The text of ``tool`` as installed: sbatch's ``@LONG@``, ``@SHORT@`` and ``@FLAGS@``
     replaced by the sbatch options that take a value (the long names, ``|``-separated, and
