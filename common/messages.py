@@ -392,6 +392,34 @@ class JobRequeue:
     attempt: int
 
 
+@dataclass(frozen=True, slots=True)
+class JobCommand:
+    """``sbatch`` or ``scancel`` (``tool``) ran in the job's container on this node: its
+    arguments, the script sbatch read (``script_index``: the argument it read it from, -1 for
+    none or standard input) and the container's working directory. The scheduler answers
+    with a ``JobCommandReply`` of the same ``request_id``."""
+
+    request_id: int
+    job_id: int
+    attempt: int
+    tool: str
+    argv: tuple[str, ...] = ()
+    script: bytes = b""
+    script_index: int = -1
+    cwd: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JobCommandReply:
+    """What the command prints (``output`` on its standard output, ``error`` on its
+    standard error) and its exit code."""
+
+    request_id: int
+    exit_code: int
+    output: str = ""
+    error: str = ""
+
+
 AgentMessage = (
     Hello
     | Heartbeat
@@ -404,6 +432,7 @@ AgentMessage = (
     | StepCancel
     | SessionOutput
     | JobRequeue
+    | JobCommand
 )
 AgentOrder = (
     LaunchOrder
@@ -418,4 +447,5 @@ AgentOrder = (
     | StepCancel
     | SessionOpen
     | SessionInput
+    | JobCommandReply
 )

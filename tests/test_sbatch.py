@@ -14,15 +14,15 @@ import pytest
 import yaml
 
 from rota.cli import gsub
-from rota.cli.sbatch import is_batch_script, translate
-from rota.cli.sbatch_options import (
+from rota.jobspec import parse_job_file
+from rota.sbatch import is_batch_script, translate
+from rota.sbatch_options import (
     ScriptError,
     slurm_begin,
     slurm_export,
     slurm_memory,
     split_options,
 )
-from rota.jobspec import parse_job_file
 from tests.cluster import Cluster, wait_for
 
 DATA = Path(__file__).parent / "data" / "sbatch"

@@ -10,6 +10,8 @@ from rota.messages import (
     EventAck,
     Heartbeat,
     Hello,
+    JobCommand,
+    JobCommandReply,
     JobRequeue,
     Keepalive,
     KillOrder,
@@ -92,6 +94,19 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
         return _step_to_pb(msg)
     if isinstance(msg, JobRequeue):
         return pb.AgentMessage(job_requeue=pb.JobRequeue(job_id=msg.job_id, attempt=msg.attempt))
+    if isinstance(msg, JobCommand):
+        return pb.AgentMessage(
+            job_command=pb.JobCommand(
+                request_id=msg.request_id,
+                job_id=msg.job_id,
+                attempt=msg.attempt,
+                tool=msg.tool,
+                argv=list(msg.argv),
+                script=msg.script,
+                script_index=msg.script_index,
+                cwd=msg.cwd,
+            )
+        )
     return pb.AgentMessage(
         log_data=pb.LogData(request_id=msg.request_id, data=msg.data, eof=msg.eof, error=msg.error)
     )
@@ -154,6 +169,9 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
         return SessionInput(i.request_id, i.data, i.eof, i.rows, i.cols, i.ack, i.close)
     if kind in ("step_launch", "step_output", "step_end", "step_cancel"):
         return _step_order(msg)
+    if kind == "job_command_reply":
+        c = msg.job_command_reply
+        return JobCommandReply(c.request_id, c.exit_code, c.output, c.error)
     r = msg.log_request
     return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)
 

@@ -17,6 +17,8 @@ from rota.messages import (
     Heartbeat,
     Hello,
     Inventory,
+    JobCommand,
+    JobCommandReply,
     JobRequeue,
     KillOrder,
     LaunchOrder,
@@ -247,6 +249,19 @@ def job_requeue_from_pb(msg: pb.JobRequeue) -> JobRequeue:
     return JobRequeue(msg.job_id, msg.attempt)
 
 
+def job_command_from_pb(msg: pb.JobCommand) -> JobCommand:
+    return JobCommand(
+        msg.request_id,
+        msg.job_id,
+        msg.attempt,
+        msg.tool,
+        tuple(msg.argv),
+        msg.script,
+        msg.script_index,
+        msg.cwd,
+    )
+
+
 def step_data_from_pb(msg: pb.AgentMessage) -> StepOutput | StepEnd | StepCancel:
     """A step_output, step_end or step_cancel agent message."""
     kind = msg.WhichOneof("msg")
@@ -387,6 +402,15 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
         )
     if isinstance(order, StepLaunch | StepOutput | StepEnd | StepCancel):
         return step_order_to_pb(order)
+    if isinstance(order, JobCommandReply):
+        return pb.SchedulerMessage(
+            job_command_reply=pb.JobCommandReply(
+                request_id=order.request_id,
+                exit_code=order.exit_code,
+                output=order.output,
+                error=order.error,
+            )
+        )
     return pb.SchedulerMessage(
         log_request=pb.LogRequest(
             request_id=order.request_id,

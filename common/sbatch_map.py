@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rota.cli.sbatch_catalog import KNOWN, NOT_HERE
-from rota.cli.sbatch_options import (
+from rota.hostlist import expand
+from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
+from rota.sbatch_catalog import KNOWN, NOT_HERE
+from rota.sbatch_options import (
     ScriptError,
     gpu_count,
     gres_gpus,
@@ -24,8 +26,6 @@ from rota.cli.sbatch_options import (
     slurm_export,
     split_options,
 )
-from rota.hostlist import expand
-from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
 
 
 @dataclass
