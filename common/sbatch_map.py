@@ -27,8 +27,6 @@ from rota.sbatch_options import (
     split_options,
 )
 
-_COUNT = re.compile(r"\s*\*\s*[0-9]+")
-
 
 @dataclass
 class Request:
@@ -280,12 +278,9 @@ def _time(req: Request, option: str, value: str | None) -> None:
 
 
 def _constraint(req: Request, option: str, value: str | None) -> None:
-    """SLURM's feature expression as the job's ``constraint`` (the scheduler checks it);
-    counts (``a*2``) are dropped with a warning."""
-    text = _COUNT.sub("", value or "")
-    if text != (value or ""):
-        req.warn("counts (FEATURE*N) are ignored: every node of the job needs the features")
-    req.job["constraint"] = text.strip()
+    """SLURM's feature expression, counts (``[a*2&b*1]``) included, as the job's
+    ``constraint`` (the scheduler checks it)."""
+    req.job["constraint"] = (value or "").strip()
     req.origins["constraint"] = f"--{option}"
 
 

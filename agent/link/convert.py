@@ -211,6 +211,7 @@ def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentM
                 error=msg.error,
                 timed_out=msg.timed_out,
                 failed_task=msg.failed_task,
+                reported=msg.reported,
             )
         )
     return pb.AgentMessage(step_cancel=pb.StepCancel(request_id=msg.request_id))
@@ -236,11 +237,16 @@ def _step_order(msg: pb.SchedulerMessage) -> AgentOrder:
             tasks_per_node=o.tasks_per_node,
             label=o.label,
             window=o.window,
+            kill_on_bad_exit=o.kill_on_bad_exit,
+            wait=o.wait,
         )
     if kind == "step_output":
         out = msg.step_output
         return StepOutput(out.request_id, out.data, out.stderr, out.ack)
     if kind == "step_end":
         e = msg.step_end
-        return StepEnd(e.request_id, e.exit_code, e.error, e.timed_out, e.step, e.failed_task)
-    return StepCancel(msg.step_cancel.request_id)
+        return StepEnd(
+            e.request_id, e.exit_code, e.error, e.timed_out, e.step, e.failed_task, e.reported
+        )
+    cancel = msg.step_cancel
+    return StepCancel(cancel.request_id, cancel.kill, cancel.named)

@@ -120,6 +120,7 @@ class NodeSteps:
             return
         spool = JobSpool(self._spool_dir(order.job_id, order.attempt), uid, gid)
         spool.create()
+        spool.note_spec(order.spec.constraint)
         with self._lock:
             self._held[(order.job_id, order.attempt)] = Held(spool)
         args["mounts"] = [
@@ -217,7 +218,7 @@ class NodeSteps:
                 if task is None and order.request_id in self._starting:
                     self._early_cancels.add(order.request_id)  # _run cancels its tasks
             if task is not None:
-                task.cancel()
+                task.cancel(kill=order.kill, named=order.named)
 
     def _launch(self, order: StepLaunch) -> None:
         with self._lock:
@@ -250,6 +251,7 @@ class NodeSteps:
             self._send,
             lambda: found.timed_out,
             self._records(_key(order)),
+            self.node,
         )
         with self._lock:
             self._tasks[order.request_id] = tasks
@@ -291,7 +293,7 @@ class NodeSteps:
                 "DUE TO TIME LIMIT ***\n".encode(),
                 stderr=True,
             )
-        elif end.failed_task:
+        elif end.failed_task and not end.reported:
             srun.write(f"srun: error: {end.failed_task}\n".encode(), stderr=True)
         code = end.exit_code if end.exit_code or not (end.error or end.timed_out) else 1
         srun.finish(min(max(code, 0), 255))

@@ -141,6 +141,15 @@ class JobSpool:
             except PermissionError:  # an agent that is not root runs jobs as itself
                 path.chmod(0o1777 if path == steps else 0o666)
 
+    def note_spec(self, features: str) -> None:
+        """Write ``spec``: what of the job's request scontrol shows (its ``constraint``). Kept
+        for the attempt: an agent that adopts the container finds it again."""
+        text = f"features={features.replace(chr(10), ' ')}\n"
+        temporary = self.root / ".spec"
+        temporary.write_text(text)
+        temporary.chmod(0o644)
+        temporary.replace(self.root / "spec")
+
     def describe(self, start: float, deadline: float) -> None:
         """Write ``job``: when the attempt started and ends, for squeue and scontrol."""
         limit = deadline - start if deadline and start else 0

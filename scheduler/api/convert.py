@@ -269,7 +269,9 @@ def step_data_from_pb(msg: pb.AgentMessage) -> StepOutput | StepEnd | StepCancel
         return StepOutput(msg.step_output.request_id, msg.step_output.data, msg.step_output.stderr)
     if kind == "step_end":
         e = msg.step_end
-        return StepEnd(e.request_id, e.exit_code, e.error, e.timed_out, 0, e.failed_task)
+        return StepEnd(
+            e.request_id, e.exit_code, e.error, e.timed_out, 0, e.failed_task, e.reported
+        )
     return StepCancel(msg.step_cancel.request_id)
 
 
@@ -295,6 +297,8 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
                 tasks_per_node=order.tasks_per_node,
                 label=order.label,
                 window=order.window,
+                kill_on_bad_exit=order.kill_on_bad_exit,
+                wait=order.wait,
             )
         )
     if isinstance(order, StepOutput):
@@ -312,9 +316,12 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
                 timed_out=order.timed_out,
                 step=order.step,
                 failed_task=order.failed_task,
+                reported=order.reported,
             )
         )
-    return pb.SchedulerMessage(step_cancel=pb.StepCancel(request_id=order.request_id))
+    return pb.SchedulerMessage(
+        step_cancel=pb.StepCancel(request_id=order.request_id, kill=order.kill, named=order.named)
+    )
 
 
 def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
