@@ -3,6 +3,7 @@ scheduler's health rules, and what ginfo/gqueue/gadmin show."""
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -55,7 +56,7 @@ def test_inventory_telemetry_and_staleness_in_ginfo(gc: GpuCluster) -> None:
     assert "PIX+" in detail and "SYS" in detail
 
     gc.c.kill("agent-n1")  # heartbeats stop: the values stay, marked stale, never as fresh
-    wait_for(lambda: gc.gpu(1)["stale"], 10, what="telemetry marked stale")
+    wait_for(lambda: gc.gpu(1).get("stale"), 10, what="telemetry marked stale")
     table = gc.c.cli("ginfo", "-G", check=True).stdout
     row = next(
         line.split() for line in table.splitlines() if line.split()[:2] == [gc.node_name, "1"]
@@ -156,7 +157,7 @@ def test_hot_gpu_is_drained_and_returns_once_cool(gc: GpuCluster) -> None:
     gc.start(gpus(2), gpu_auto_resume_after=1.5)
     gc.change(0, temperature=95)
     gpu0 = gc.wait_gpu(0, "unhealthy")
-    assert "temperature 95C at or above 85C for 1s" in gpu0["reason"]
+    assert re.search(r"temperature 95C at or above 85C for \d+s", gpu0["reason"]), gpu0
     job = gc.c.submit(SLEEPER)
     gc.c.wait_state(job, "RUNNING")
     assert gc.gpu_ids(job) == [1], "the hot GPU gets no job"

@@ -110,13 +110,19 @@ def test_a_jobs_app_cannot_log_its_viewer_in_as_its_owner(
             wait_text(browser, "#out", "planted")
         api[name], page[name] = session_user(), page_user()
     assert admin != "bob" and admin_shown.startswith(admin)
-    assert api.pop("overflow") == "bob"  # the server cannot tell; the page can
+    # the cookie jar's overflow: where Chromium kept the planted login, the server cannot tell
+    # (the page can, below); where its eviction dropped that too, nobody is logged in
+    overflowed = api.pop("overflow")
+    assert overflowed == "bob" or overflowed.startswith("log in first"), overflowed
     several = api.pop("parser")
     assert several.startswith("several rota_session cookies"), several
     assert api == {name: admin for name in api}, json.dumps(api)
     assert page.pop("parser").startswith("login: several rota_session cookies")
     replaced = page.pop("overflow")
-    assert replaced.startswith("login: This browser's dashboard login was replaced"), replaced
+    if overflowed == "bob":
+        assert replaced.startswith("login: This browser's dashboard login was replaced"), replaced
+    else:
+        assert replaced.startswith("login: "), replaced
     assert page == {name: admin_shown for name in page}, json.dumps(page)
 
 

@@ -79,7 +79,15 @@ def test_a_script_that_resubmits_itself_runs_as_a_chain_of_three(cluster: Cluste
     (work / "chain.sh").write_text(CHAIN)
     first = cluster.cli("gsub", "--parsable", "chain.sh", cwd=work, check=True).stdout.strip()
     count = work / "count"
-    wait_for(lambda: count.exists() and count.read_text().strip() == "3", 120, 0.5, what="3 runs")
+    try:
+        wait_for(lambda: count.exists() and count.read_text().strip() == "3", 120, 0.5, what="3")
+    except AssertionError as exc:  # what each run did, for a failure's report
+        seen = {
+            j["id"]: (j["state"], j.get("reason"), _logs(cluster, j["id"])) for j in cluster.jobs()
+        }
+        raise AssertionError(
+            f"{exc}; count {count.read_text() if count.exists() else None!r}; {seen}"
+        ) from None
     ids = sorted((j["id"] for j in cluster.jobs() if j["name"] == "chain"), key=int)
     for job_id in ids:
         cluster.wait_state(job_id, "COMPLETED")
