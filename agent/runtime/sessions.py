@@ -88,7 +88,9 @@ def open_session(api: Any, container_id: str, request: SessionOpen, node: str) -
                     f"job {request.job_id} was not started by grun: use gattach to open a "
                     "shell in it"
                 )
-            params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1, "logs": 1}
+            # its output so far too (a quick command's), unless it was attached before
+            logs = 0 if request.reopen else 1
+            params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1, "logs": logs}
             sock = api.attach_socket(container_id, params=params)
             # the engine accepts an attach to a stopped container and then sends nothing:
             # the process must still run once the attach is in place
