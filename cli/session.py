@@ -99,7 +99,8 @@ def run_session(
                 now = time.monotonic()
                 job = opening["job_id"]
                 if not reconnect:
-                    raise CliError(_lost(client, job, "the session is lost"), LOST) from None
+                    why = f"lost the scheduler at {client.target.address}; the session is lost"
+                    raise CliError(f"{why}; job {job} runs on", LOST) from None
                 if not lost_at:
                     lost_at = now
                     notice(
@@ -123,10 +124,11 @@ def run_session(
 
 
 def _lost(client: Client, job: str, why: str) -> str:
+    """What grun says when it gives up on the scheduler."""
     return (
-        f"lost the scheduler at {client.target.address}: {why}; job {job} runs on until it "
-        f"ends, its time limit, gcancel {job} or idle reclamation (gattach {job} opens a shell "
-        "in it)"
+        f"lost the scheduler at {client.target.address}: {why}; job {job} runs on until its "
+        f"process ends, its time limit, gcancel {job} or idle reclamation (gattach {job} "
+        "opens a shell in it)"
     )
 
 

@@ -173,6 +173,9 @@ class InteractiveFacade:
                     if out.node_lost and resumable is not None:
                         lost = reopen = True  # its process runs on in its container: again
                         continue
+                    if out.node_lost:  # a command or port of the agent's own: gone with it
+                        why = f"{out.error}: the session is lost; job {job.display_id} runs on"
+                        out = SessionOutput(0, error=why)
                     if out.error and request.kind == "attach":
                         job = await self._end_of(job)
                         if job.state.terminal:  # ended before the session opened: as if it had
