@@ -118,7 +118,7 @@ class Sessions:
         with self._lock:
             self._raw[key] = (handle.sock, data)
         try:
-            relay(handle.sock, data, b"", rest)
+            relay(handle.sock, data, handle.early, rest)
         finally:
             with self._lock:
                 self._raw.pop(key, None)
@@ -192,9 +192,10 @@ class _Session:
 
     def _read(self, handle: SessionHandle) -> None:
         frames = _Frames() if handle.multiplexed else None
+        early = handle.early
         while True:
             try:
-                data = handle.sock.recv(CHUNK)
+                data, early = early or handle.sock.recv(CHUNK), b""
             except OSError:
                 return
             if not data:

@@ -9,7 +9,8 @@ scheduler reads no more (its window is full), reading input stops too.
 When the scheduler goes away (a restart, a lost connection), a session given ``reconnect``
 seconds (grun's, whose process runs on in its container) opens again on the same job as soon
 as the scheduler answers, for at most that long since it last answered; the terminal stays
-as it is and the process goes on where it was. Otherwise, or when the time runs out, the
+as it is and the process goes on where it was. Otherwise, or when the time runs out, or when
+a session without a terminal had started (a gap in piped output would go unnoticed), the
 session ends with ``LOST`` (255, as ssh's), saying that the job runs on.
 """
 
@@ -98,9 +99,9 @@ def run_session(
                     raise client.translate(exc) from None
                 now = time.monotonic()
                 job = opening["job_id"]
-                if not reconnect:
+                if not reconnect or (started and not use_tty):  # pipes: no gap in the output
                     why = f"lost the scheduler at {client.target.address}; the session is lost"
-                    raise CliError(f"{why}; job {job} runs on", LOST) from None
+                    raise CliError(f"{why}; job {job} goes on without it", LOST) from None
                 if not lost_at:
                     lost_at = now
                     notice(

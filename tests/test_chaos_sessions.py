@@ -7,10 +7,15 @@ pseudo-terminal:
 - the agent ``kill -9``ed and started again (the container runs on under Docker): the
   scheduler opens the session again once the node is back, and the shell goes on;
 - the scheduler gone for longer than grun's ``--reconnect``: grun says so and exits 255, the
-  job runs on, and the shell is still there for ``gattach``.
+  job runs on, and the shell is still there for ``gattach``;
+- a piped grun (a gap in its output would go unseen) and a gattach end 255 at once; the job
+  goes on without them (its piped input ended, so its ``cat`` ends: COMPLETED, recorded).
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
@@ -91,3 +96,34 @@ def test_grun_exits_255_when_the_scheduler_stays_away_and_the_job_runs_on(
     assert shell.returncode == 0 and int(shell.stdout) >= 1, shell  # grun's shell is still there
     assert cluster.cli("gcancel", "1").returncode == 0
     assert cluster.wait_state("1", "CANCELLED")["state"] == "CANCELLED"
+
+
+def test_piped_grun_and_gattach_end_255_when_the_scheduler_dies_and_the_job_is_kept(
+    cluster: Cluster,
+) -> None:
+    args = ("--config", config_file(cluster), "--open-registration")
+    cluster.start_scheduler(*args)
+    cluster.start_agent("n1", gpus=1)
+    piped = _spawn(cluster, "rota.cli.grun", "--image", TEST_IMAGE, "sh", "-c", "echo up; cat")
+    assert piped.stdout is not None and piped.stdout.readline() == b"up\n"
+    attached = _spawn(cluster, "rota.cli.gattach", "1", "sh", "-c", "echo in; cat")
+    assert attached.stdout is not None and attached.stdout.readline() == b"in\n"
+    cluster.kill("scheduler")
+    for proc in (piped, attached):
+        _, err = proc.communicate(timeout=30)  # at once: a gap in piped output goes unseen
+        assert proc.returncode == 255, err
+        assert f"error: lost the scheduler at {cluster.address}".encode() in err
+        assert b"the session is lost; job 1 goes on without it" in err
+    restart_scheduler(cluster, *args)
+    job = cluster.wait_state("1", "COMPLETED", "FAILED")
+    assert (job["state"], job["exit_code"], job["attempt"]) == ("COMPLETED", 0, 1)
+
+
+def _spawn(cluster: Cluster, module: str, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        env=cluster.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )

@@ -138,9 +138,10 @@ class InteractiveFacade:
             request.port,
         )
         yield Started(node)
-        resumable = (
-            Resumable(inputs, request.rows, request.cols) if request.kind == "attach" else None
-        )
+        # grun's terminal is attached again when its node comes back (a gap in piped output
+        # would go unnoticed: those end as other sessions do)
+        again = request.kind == "attach" and request.tty
+        resumable = Resumable(inputs, request.rows, request.cols) if again else None
         attached = True
         reopen = request.reopen
         end = "\r\n" if request.tty else "\n"
@@ -153,7 +154,10 @@ class InteractiveFacade:
                 yield SessionOutput(0, stream=2, data=line.encode())
             while True:
                 if self.relay.hub.live(node) is None:  # a restarted scheduler or agent
-                    line = f"rota: node {node} is not connected; waiting for it (job {job.display_id} runs on){end}"
+                    line = (
+                        f"rota: node {node} is not connected; waiting for it "
+                        f"(job {job.display_id} runs on){end}"
+                    )
                     yield SessionOutput(0, stream=2, data=line.encode())
                     job = await self._node_back(job, node)
                     if job.state is not JobState.RUNNING or job.attempt != opening.attempt:
@@ -173,10 +177,10 @@ class InteractiveFacade:
                     if out.node_lost and resumable is not None:
                         lost = reopen = True  # its process runs on in its container: again
                         continue
-                    if out.node_lost:  # a command or port of the agent's own: gone with it
+                    if out.node_lost:  # gone with the agent's stream
                         why = f"{out.error}: the session is lost; job {job.display_id} runs on"
                         out = SessionOutput(0, error=why)
-                    if out.error and request.kind == "attach":
+                    elif out.error and request.kind == "attach":
                         job = await self._end_of(job)
                         if job.state.terminal:  # ended before the session opened: as if it had
                             async for event in self._ended(request, job):
