@@ -274,6 +274,12 @@ class Client:
         code = exc.code() if hasattr(exc, "code") else None
         return code is grpc.StatusCode.UNAVAILABLE
 
+    def next_scheduler(self) -> None:
+        """After a stream lost its scheduler: with several addresses (a leader and its
+        standbys), the next call starts at the next one."""
+        if isinstance(self.channel, FailoverChannel):
+            self.channel.skip()
+
     @staticmethod
     def interact_request(**fields: Any) -> Any:
         """One ``rota.v1.InteractRequest`` (the opening, input, its end or a resize)."""

@@ -36,6 +36,11 @@ class FailoverChannel(grpc.Channel):  # type: ignore[misc]
     def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return self._channels[self.at].stream_stream(method, *args, **kwargs)
 
+    def skip(self) -> None:
+        """The scheduler tried first lost a stream (streams do not fail over by themselves):
+        the next call starts at the next one."""
+        self.at = (self.at + 1) % len(self._channels)
+
     def subscribe(self, callback: Callable[..., None], try_to_connect: bool = False) -> None:
         self._channels[self.at].subscribe(callback, try_to_connect)
 

@@ -113,6 +113,7 @@ def run_session(
                     raise CliError(_lost(client, job, why), LOST) from None
                 # attached before: the process's earlier output is not replayed
                 opening["reopen"] = started and opening["kind"] == "attach"
+                client.next_scheduler()  # a standby may lead now
                 time.sleep(delay)
                 delay = min(delay * 2, RETRY[1])
             finally:
