@@ -36,6 +36,8 @@ from rota.messages import (
     GpuTelemetry,
     Heartbeat,
     Hello,
+    JobCommand,
+    JobCommandReply,
     Keepalive,
     KillOrder,
     LaunchOrder,
@@ -188,6 +190,9 @@ class Agent:
             self.link.send(msg)
         elif isinstance(msg, StepStart):
             threading.Thread(target=self._send_when_connected, args=(msg,), daemon=True).start()
+        elif isinstance(msg, JobCommand) and self.steps is not None:
+            error = f"{msg.tool}: error: the scheduler is not reachable from this node\n"
+            self.steps.order(JobCommandReply(msg.request_id, 1, error=error))
 
     def _send_when_connected(self, msg: StepStart) -> None:
         if self.link.connected.wait(STEP_WAIT):
@@ -221,7 +226,7 @@ class Agent:
             self.runtime.ack(order.job_id, order.attempt)
         elif isinstance(order, SessionOpen | SessionInput):
             self.sessions.order(order)
-        elif isinstance(order, StepLaunch | StepOutput | StepEnd | StepCancel):
+        elif isinstance(order, StepLaunch | StepOutput | StepEnd | StepCancel | JobCommandReply):
             if self.steps is not None:
                 self.steps.order(order)
             elif isinstance(order, StepLaunch):

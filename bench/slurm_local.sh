@@ -60,9 +60,10 @@ PriorityType=priority/multifactor
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 MailProg=/bin/true
-NodeName=DEFAULT CPUs=32 RealMemory=262144 Gres=gpu:4 Features=a100,ib
-NodeName=$host NodeAddr=127.0.0.1 State=UNKNOWN
-NodeName=gpu[02-03] NodeAddr=127.0.0.1 State=DOWN
+NodeName=DEFAULT CPUs=32 RealMemory=262144 Gres=gpu:4
+NodeName=$host NodeAddr=127.0.0.1 State=UNKNOWN Features=a100,ib,rack1
+NodeName=gpu02 NodeAddr=127.0.0.1 State=DOWN Features=a100,ib,rack2
+NodeName=gpu03 NodeAddr=127.0.0.1 State=DOWN Features=v100,ib,rack2
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 PartitionName=debug Nodes=$host MaxTime=30 State=UP
 EOF

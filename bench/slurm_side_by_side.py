@@ -64,6 +64,21 @@ CASES: list[tuple[str, list[str]]] = [
     ("mail ALL", ["--mail-type=ALL"]),
     ("exclusive, no requeue", ["--exclusive", "--no-requeue"]),
     ("name", ["-J sweep-7"]),
+    ("feature count", ["-N 2", "-C a100*1"]),
+    ("features, multiple counts", ["-N 3", '-C "[a100*2&v100*1]"']),
+    ("counts and a plain feature", ["-N 2", '-C "rack2&[a100*1&v100*1]"']),
+    ("counts over -N", ["-N 1", '-C "[a100*1&v100*1]"']),
+    ("counts with an or", ["-N 2", '-C "[a100*1|v100*1]"']),
+    ("time H:M:S", ["-t 11:0:0"]),
+    ("time MM:SS", ["--time=5:30"]),
+    ("no time limit", ["--time=UNLIMITED"]),
+    ("memory in T", ["--mem=1T"]),
+    ("node count range", ["-N 2-3"]),
+    ("tasks per GPU", ["--gres=gpu:2", "--ntasks-per-gpu=1"]),
+    ("typed GPUs per node", ["--gpus-per-node=a100:2"]),
+    ("exclusive=user", ["--exclusive=user"]),
+    ("requeue", ["--requeue"]),
+    ("name with spaces", ['-J "8 weak scaling"']),
 ]
 FIELDS = (
     "time",
@@ -109,6 +124,7 @@ def slurm_reads(path: Path, cwd: Path) -> dict[str, Any] | str:
     ).stdout
     subprocess.run(["scancel", job_id], check=True)
     f = dict(re.findall(r"(\S+?)=(\S*)", shown))
+    f["JobName"] = shown.split(" JobName=", 1)[1].split(" UserId=", 1)[0]  # may hold spaces
     tres = dict(item.split("=", 1) for item in f["TRES"].split(","))
     nodes = int(tres.get("node", _num(f["NumNodes"])))  # NumNodes of a pending job guesses
     tasks = int(f["NumTasks"])
@@ -117,7 +133,7 @@ def slurm_reads(path: Path, cwd: Path) -> dict[str, Any] | str:
         if key in f and "gpu" in f[key]:
             count = int(f[key].rsplit(":", 1)[1].split("=")[-1])
             gpus = int(count * (times or tasks / nodes))
-    cpus = int(f["NumCPUs"]) // nodes
+    cpus = max(1, int(f["NumCPUs"]) // nodes)  # a pending -N 2-3 counts its minimum
     if "CpusPerTres" in f:  # --cpus-per-gpu: NumCPUs is the minimum until it is placed
         cpus = int(f["CpusPerTres"].rsplit(":", 1)[1]) * gpus
     mem = None

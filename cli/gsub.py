@@ -9,16 +9,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import re
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rota.cli.gsub_argv import Sources, split_argv
 
 if TYPE_CHECKING:
-    from rota.cli.sbatch import BatchJob
     from rota.jobspec import JobSpec
+    from rota.sbatch import BatchJob
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,7 +117,7 @@ def load_jobs(
     arguments and ``--wrap`` of the command line. Warnings go to standard error. Relative output
     patterns are made absolute from the current directory (as sbatch does), which is also sent as
     the spec's ``submit_dir`` (``SLURM_SUBMIT_DIR``)."""
-    from rota.cli.sbatch import is_batch_script, wrap_script
+    from rota.sbatch import is_batch_script, wrap_script
 
     script = script or Script()
     names = [*files, "--wrap"] if script.wrap is not None else files
@@ -182,43 +180,25 @@ class Script:
 
 def _translate(name: str, text: str, script: Script) -> BatchJob:
     from rota.cli.errors import CliError
-    from rota.cli.sbatch import ScriptError, translate
     from rota.cli.userconfig import ConfigError, default_image
+    from rota.sbatch import ScriptError, read_script
 
     try:
-        batch = translate(
+        batch = read_script(
+            name,
             text,
             default_image(),
             os.environ,
+            os.getcwd(),
             options=script.options,
             args=script.args,
-            name=Path(name).name,
             strict=script.strict,
         )
     except (ScriptError, ConfigError) as exc:
         raise CliError("\n".join(f"{name}: {line}" for line in str(exc).splitlines()), 2) from None
-    if "name" not in batch.job:  # as sbatch: "wrap", else the script's file name
-        given = "wrap" if name == "--wrap" else Path(name).name
-        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}", given):
-            batch.job = {"name": given, **batch.job}
-    _chdir(batch)
     for warning in batch.warnings:
         print(f"gsub: warning: {name}: {warning}", file=sys.stderr)
     return batch
-
-
-def _chdir(batch: BatchJob) -> None:
-    """``--chdir``/``-D`` as sbatch reads it: a relative directory is from here, and the
-    directory gsub runs in is the default's (the submit directory, mounted where the node
-    allows), so ``-D .`` changes nothing."""
-    workdir = batch.job.get("workdir")
-    if batch.origins.get("workdir") != "--chdir" or not isinstance(workdir, str):
-        return
-    path = os.path.normpath(os.path.join(os.getcwd(), workdir))
-    if path == os.path.normpath(os.getcwd()):
-        del batch.job["workdir"]
-    else:
-        batch.job["workdir"] = path
 
 
 def _job_file(name: str, text: str, script: Script) -> Any:
@@ -242,28 +222,14 @@ def _job_file(name: str, text: str, script: Script) -> Any:
 def _spec(name: str, data: Any, batch: BatchJob | None) -> JobSpec:
     from rota.cli.errors import CliError
     from rota.jobspec import SpecError, parse_job_file
+    from rota.sbatch import absolute_outputs
 
     try:
-        chdir = batch is not None and batch.origins.get("workdir") == "--chdir"
-        base = data.get("workdir") if chdir and isinstance(data, dict) else None
-        return parse_job_file(_absolute_outputs(data, base if isinstance(base, str) else None))
+        return parse_job_file(absolute_outputs(data, batch, os.getcwd()))
     except SpecError as exc:
         directive = batch.directive_for(exc.field) if batch else None
         where = f" (from {directive})" if directive else ""
         raise CliError(f"{name}: {exc}{where}", 2) from None
-
-
-def _absolute_outputs(data: Any, base: str | None = None) -> Any:
-    """The job file with relative ``output``/``error`` patterns made absolute from ``base``
-    (a script's ``--chdir``, as SLURM writes them in the job's working directory), else from
-    here."""
-    if not isinstance(data, dict):
-        return data
-    out = dict(data)
-    for key in ("output", "error"):
-        if isinstance(out.get(key), str) and out[key] and not out[key].startswith("/"):
-            out[key] = os.path.join(base or os.getcwd(), out[key])
-    return out
 
 
 def _flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -289,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str]) -> int:
     from rota.cli.errors import CliError
-    from rota.cli.sbatch import is_batch_script
+    from rota.sbatch import is_batch_script
 
     sources = Sources()
     line = split_argv(argv, lambda name: is_batch_script(name, sources.read(name)))
@@ -308,7 +274,7 @@ def _load(args: argparse.Namespace, script: Script) -> list[Loaded]:
 
 
 def _dry_run(args: argparse.Namespace, script: Script) -> int:
-    from rota.cli.sbatch import dump_job
+    from rota.sbatch import dump_job
 
     jobs = _load(args, script)
     print("---\n".join(dump_job(job.job) for job in jobs), end="")

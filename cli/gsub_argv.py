@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rota.cli.errors import CliError
-from rota.cli.sbatch_options import long_name, takes_value
+from rota.sbatch_options import long_name, takes_value
 
 # gsub's own options (argparse reads them), with whether each takes a value.
 OWN = {

@@ -29,7 +29,7 @@ class Target(NamedTuple):  # not a dataclass: gqueue starts without importing da
 
 
 def _config() -> dict[str, Any]:
-    from rota.cli.plainyaml import flat_mapping
+    from rota.plainyaml import flat_mapping
 
     path = config_file()
     if not path.exists():

@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from rota.cli.plainyaml import flat_mapping
 from rota.paths import config_file
+from rota.plainyaml import flat_mapping
 
 
 class ConfigError(ValueError):

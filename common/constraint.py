@@ -4,8 +4,15 @@ Syntax: feature names (letters, digits, ``_ . -``, starting alphanumeric, at mos
 ``MAX_FEATURE`` characters), ``&`` (AND), ``|`` (OR; each node may satisfy a different
 alternative), parentheses for grouping and one ``[a|b|c]`` group (matching OR: all the job's
 nodes satisfy the SAME alternative). ``&`` binds tighter than ``|``; spaces are ignored.
-Counts (``a*2``) are not supported. An expression has at most ``MAX_CONSTRAINT`` characters,
-``MAX_TERMS`` feature names and ``MAX_DEPTH`` nested groups.
+An expression has at most ``MAX_CONSTRAINT`` characters, ``MAX_TERMS`` feature names and
+``MAX_DEPTH`` nested groups.
+
+Counts, as SLURM's: ``a*2`` (at least 2 of the job's nodes have ``a``), and the multiple counts
+of one ``[...]`` group, ``[a*2&(b|c)*1]`` (2 of the job's nodes have ``a`` and another has
+``b`` or ``c``; every term of the group has a count). Either may be ANDed with plain terms,
+which every node needs (``ib&[a*2&b*2]``). Counts go nowhere else (not inside ``|`` or
+parentheses, not beside a matching OR), each is at least 1, and a job needs at least as many
+nodes as its counts add up to (``check_counts``): its other nodes need only the plain terms.
 
 A node has a feature when one of its labels is that name with the value ``true``, or when its
 ``features`` label lists the name (separated by commas or spaces: ``--labels`` flags split
@@ -26,10 +33,16 @@ MAX_DEPTH = 8
 FEATURES_LABEL = "features"
 SYNTAX = "feature names joined by & (and), | (or), ( ) and one [a|b] (matching or), e.g. a&(b|c)"
 _SEPARATORS = re.compile(r"[,\s]+")
-_TOKEN = re.compile(r"\s*(?:([A-Za-z0-9][A-Za-z0-9_.-]*)|([&|()\[\]]))")
+_TOKEN = re.compile(r"\s*(?:([A-Za-z0-9][A-Za-z0-9_.-]*)|(\*\s*[0-9]+)|([&|()\[\]]))")
+MAX_COUNT = 100_000
+COUNTS = (
+    "counts go on a feature alone (a*2) or on each &-joined term of one [...] group ([a*2&b*1])"
+)
 
 # A tree: ("f", name) | ("and", children) | ("or", children) | ("match", alternatives)
+# | ("count", (tree, n)) while parsing
 Tree = tuple[str, Any]
+Count = tuple[Tree, int]  # a term and how many of the job's nodes must satisfy it
 
 
 class ConstraintError(ValueError):
@@ -38,10 +51,25 @@ class ConstraintError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Constraint:
-    """A parsed expression; ``text`` is the normalised form (no spaces)."""
+    """A parsed expression; ``text`` is the normalised form (no spaces). ``tree`` is what
+    every node of the job needs; ``counts`` the terms that only so many of them need."""
 
     text: str
     tree: Tree
+    counts: tuple[Count, ...] = ()
+
+    @property
+    def counted(self) -> int:
+        """How many of the job's nodes its counts ask for (0: it has none)."""
+        return sum(n for _, n in self.counts)
+
+    def count_mask(self, features: frozenset[str]) -> int:
+        """Which ``counts`` a node with ``features`` satisfies: bit ``i`` for the i-th."""
+        mask = 0
+        for i, (term, _) in enumerate(self.counts):
+            if _eval(term, features):
+                mask |= 1 << i
+        return mask
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether a node with these labels satisfies the expression (a matching-OR group
@@ -106,7 +134,63 @@ def parse_constraint(text: str) -> Constraint:
     tree = parser.expr(0)
     if parser.pos != len(tokens):
         raise ConstraintError(f"unexpected {tokens[parser.pos]!r}; expected {SYNTAX}")
-    return Constraint("".join(tokens), tree)
+    text = "".join(tokens)
+    if not parser.counts:
+        return Constraint(text, tree)
+    base, counts = _split_counts(tree)
+    return Constraint(text, base, counts)
+
+
+def check_counts(constraint: Constraint, nodes: int) -> str:
+    """Why a job of ``nodes`` nodes cannot have ``constraint``'s counts ("" when it can)."""
+    if constraint.counted > nodes:
+        return (
+            f"{constraint.text}: its counts ask for {constraint.counted} node(s) but the job "
+            f"has {nodes} (nodes); give -N {constraint.counted} or more"
+        )
+    return ""
+
+
+def _split_counts(tree: Tree) -> tuple[Tree, tuple[Count, ...]]:
+    """(what every node needs, the counted terms) of a tree with counts, as SLURM places
+    them: the tree or the terms of a top-level AND are counted terms, plain terms, or one
+    ``[...]`` group whose &-joined terms all have counts."""
+    kind, body = tree
+    parts = body if kind == "and" else (tree,)
+    plain: list[Tree] = []
+    counts: list[Count] = []
+    for part in parts:
+        if part[0] == "count":
+            counts.append(part[1])
+        elif part[0] == "match" and _has_count(part):
+            if len(part[1]) != 1:
+                raise ConstraintError(f"a [...] group with counts has no |; {COUNTS}")
+            inner = part[1][0]
+            terms = inner[1] if inner[0] == "and" else (inner,)
+            if any(t[0] != "count" for t in terms):
+                raise ConstraintError(
+                    f"every &-joined term of a [...] group needs a count; {COUNTS}"
+                )
+            counts.extend(t[1] for t in terms)
+        elif _has_count(part):
+            raise ConstraintError(f"a count inside | or parentheses; {COUNTS}")
+        else:
+            plain.append(part)
+    if any(_find_match(p) for p in plain):
+        raise ConstraintError(f"counts cannot be combined with a matching OR [a|b]; {COUNTS}")
+    if any(_has_count(term) for term, _ in counts):
+        raise ConstraintError(f"a count inside a counted term; {COUNTS}")
+    base: Tree = plain[0] if len(plain) == 1 else ("and", tuple(plain))
+    return base, tuple(counts)
+
+
+def _has_count(tree: Tree) -> bool:
+    kind, body = tree
+    if kind == "count":
+        return True
+    if kind == "f":
+        return False
+    return any(_has_count(c) for c in body)
 
 
 def _tokens(text: str) -> list[str]:
@@ -116,14 +200,19 @@ def _tokens(text: str) -> list[str]:
         m = _TOKEN.match(text, pos)
         if m is None:
             bad = text[pos:].lstrip()[:1]
-            hint = "; counts (a*2) are not supported" if bad == "*" else ""
+            hint = "; a count is * and a number (a*2)" if bad == "*" else ""
             raise ConstraintError(f"unexpected {bad!r}{hint}; expected {SYNTAX}")
         name = m.group(1)
         if name is not None and len(name) > MAX_FEATURE:
             raise ConstraintError(
                 f"feature name {name[:20]}... is {len(name)} characters; at most {MAX_FEATURE}"
             )
-        tokens.append(name or m.group(2))
+        count = m.group(2)
+        if count is not None:
+            count = "*" + count[1:].strip()
+            if not 1 <= int(count[1:]) <= MAX_COUNT:
+                raise ConstraintError(f"count {count}: a count is 1 to {MAX_COUNT} nodes")
+        tokens.append(name or count or m.group(3))
         pos = m.end()
     if sum(t[0].isalnum() for t in tokens) > MAX_TERMS:
         raise ConstraintError(f"more than {MAX_TERMS} feature names")
@@ -138,6 +227,7 @@ class _Parser:
         self.tokens = tokens
         self.pos = 0
         self.groups = 0  # [...] seen
+        self.counts = 0  # counts seen
 
     def _peek(self) -> str:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else ""
@@ -161,7 +251,7 @@ class _Parser:
             raise ConstraintError(f"ends too early; expected {SYNTAX}")
         self.pos += 1
         if tok[0].isalnum():
-            return ("f", tok)
+            return self._counted(("f", tok))
         if tok not in "([":
             raise ConstraintError(f"unexpected {tok!r}; expected {SYNTAX}")
         if depth >= MAX_DEPTH:
@@ -178,7 +268,16 @@ class _Parser:
         if tok == "[":
             alternatives = inner[1] if inner[0] == "or" else (inner,)
             return ("match", alternatives)
-        return inner
+        return self._counted(inner)
+
+    def _counted(self, tree: Tree) -> Tree:
+        """``tree``, with the count that follows it (``*N``) when there is one."""
+        tok = self._peek()
+        if not tok.startswith("*"):
+            return tree
+        self.pos += 1
+        self.counts += 1
+        return ("count", (tree, int(tok[1:])))
 
 
 def _eval(tree: Tree, features: frozenset[str], group: bool | None = None) -> bool:

@@ -191,6 +191,7 @@ class StepEnd:
     timed_out: bool = False
     step: int = 0
     failed_task: str = ""
+    reported: bool = False  # srun -K/-W: srun's lines about the tasks went out as output
 
 
 # ---------------------------------------------------------------- scheduler -> agent
@@ -309,14 +310,20 @@ class StepLaunch:
     tasks_per_node: str = ""
     label: bool = False
     window: int = 0  # bytes of output sent and not yet acknowledged at most (0: no limit)
+    kill_on_bad_exit: bool = False  # srun -K: a task failing stops this node's other tasks
+    wait: int = 0  # srun -W N: N seconds after this node's first task ends, kill the others
 
 
 @dataclass(frozen=True, slots=True)
 class StepCancel:
     """From the scheduler: stop the tasks of the StepLaunch ``request_id``; from an agent: the
-    srun of StepStart ``request_id`` was interrupted, stop its step."""
+    srun of StepStart ``request_id`` was interrupted, stop its step. ``kill``: SIGKILL the
+    tasks (srun -W ran out), not SIGTERM; ``named``: srun -K/-W stopped them, so the node
+    names its stopped tasks in the step's output as srun does."""
 
     request_id: int
+    kill: bool = False
+    named: bool = False
 
 
 # ---------------------------------------------------------------- interactive sessions (grun)
@@ -387,6 +394,34 @@ class JobRequeue:
     attempt: int
 
 
+@dataclass(frozen=True, slots=True)
+class JobCommand:
+    """``sbatch`` or ``scancel`` (``tool``) ran in the job's container on this node: its
+    arguments, the script sbatch read (``script_index``: the argument it read it from, -1 for
+    none or standard input) and the container's working directory. The scheduler answers
+    with a ``JobCommandReply`` of the same ``request_id``."""
+
+    request_id: int
+    job_id: int
+    attempt: int
+    tool: str
+    argv: tuple[str, ...] = ()
+    script: bytes = b""
+    script_index: int = -1
+    cwd: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JobCommandReply:
+    """What the command prints (``output`` on its standard output, ``error`` on its
+    standard error) and its exit code."""
+
+    request_id: int
+    exit_code: int
+    output: str = ""
+    error: str = ""
+
+
 AgentMessage = (
     Hello
     | Heartbeat
@@ -399,6 +434,7 @@ AgentMessage = (
     | StepCancel
     | SessionOutput
     | JobRequeue
+    | JobCommand
 )
 AgentOrder = (
     LaunchOrder
@@ -413,4 +449,5 @@ AgentOrder = (
     | StepCancel
     | SessionOpen
     | SessionInput
+    | JobCommandReply
 )

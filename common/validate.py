@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rota.allowlists import check_image, check_mount_source
-from rota.constraint import ConstraintError, parse_constraint
+from rota.constraint import ConstraintError, check_counts, parse_constraint
 from rota.destinations import parse_networks, url_refusal
 from rota.hostlist import expand
 from rota.inputs import (
@@ -180,14 +180,18 @@ def check_hostlist(field: str, text: str) -> None:
         check_node_name(field, name)
 
 
-def check_constraint(field: str, text: str) -> None:
-    """Empty, or a node-feature expression (``rota.constraint``'s syntax and bounds)."""
+def check_constraint(field: str, text: str, nodes: int = 1) -> None:
+    """Empty, or a node-feature expression (``rota.constraint``'s syntax and bounds) whose
+    counts a job of ``nodes`` nodes can meet."""
     if not text:
         return
     try:
-        parse_constraint(text)
+        parsed = parse_constraint(text)
     except ConstraintError as exc:
         raise SpecError(field, f"{text[:80]!r}: {exc}") from None
+    why = check_counts(parsed, nodes)
+    if why:
+        raise SpecError(field, why)
 
 
 def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
@@ -203,7 +207,7 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     check_partition(at("partition"), spec.partition)
     check_hostlist(at("nodelist"), spec.nodelist)
     check_hostlist(at("exclude"), spec.exclude)
-    check_constraint(at("constraint"), spec.constraint)
+    check_constraint(at("constraint"), spec.constraint, spec.nodes)
     problem = mail_type_problem(spec.mail_type)
     if problem:
         raise SpecError(at("mail_type"), problem)

@@ -193,6 +193,10 @@ class SchedulerConfig(Settings):
     idle_connection_timeout: PositiveSeconds = 300.0  # a gRPC connection with no call is closed
     audit_retention: Seconds = 90 * DAY  # audit entries are kept this long; 0 = forever
     audit_refusals_per_minute: Count = 20  # refusals of unauthenticated calls recorded per peer
+    # sbatch and scancel inside a job (docs/slurm.md): per job and node, this many at once,
+    # then job_commands_per_second; a burst of 0 refuses them all
+    job_commands_burst: Count = 20
+    job_commands_per_second: NonNegativeNumber = 2.0
 
     @field_validator("policy")
     @classmethod

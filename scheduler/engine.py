@@ -31,6 +31,7 @@ from rota.scheduler.core.steps import CoreSteps
 from rota.scheduler.core_thread import CoreExecutor, Executor
 from rota.scheduler.facade.agents import AgentsFacade
 from rota.scheduler.facade.forwards import ForwardFacade
+from rota.scheduler.facade.injob import InJobFacade
 from rota.scheduler.facade.interactive import InteractiveFacade
 from rota.scheduler.facade.jobs import JobsFacade
 from rota.scheduler.facade.nodes import NodesFacade
@@ -92,6 +93,7 @@ class Engine:
             self.events,
             self.step_relay,
             sessions,
+            InJobFacade(services, core, steps, self.jobs),
         )
         self.interactive = InteractiveFacade(services, core, sessions, logs)
         self.forwards = ForwardFacade(services, core, sessions)

@@ -170,11 +170,11 @@ class StepRelay:
             return
         try:
             ends = await self._launch(begun, start, running)
-            state, code, why, failed, timed_out = _outcome(ends, running)
+            state, code, why, (failed, reported), timed_out = _outcome(ends, running)
             await self.core.call(self.steps.end, begun, state, code, why or failed)
             self._answer(
                 session,
-                StepEnd(start.request_id, code, why, timed_out, begun.step, failed),
+                StepEnd(start.request_id, code, why, timed_out, begun.step, failed, reported),
             )
         finally:
             for request_id in running.requests.values():
@@ -209,6 +209,8 @@ class StepRelay:
                 tasks_per_node=plan.tasks_per_node,
                 label=start.layout.label,
                 window=window,
+                kill_on_bad_exit=start.layout.kill_on_bad_exit,
+                wait=start.layout.wait,
             )
             live = self.hub.live(part.node)
             if live is None:
@@ -242,7 +244,7 @@ class StepRelay:
                 ended = {n for n, _ in ends}
                 if layout.kill_on_bad_exit and (end.exit_code or end.error):
                     self._stop_others(running, ended)
-                elif layout.wait and later is None:
+                elif layout.wait and later is None:  # then SIGKILL, as srun -W sends
                     later = asyncio.create_task(self._stop_later(layout.wait, running, ended))
         finally:
             for task in [*followers, later]:
@@ -252,15 +254,15 @@ class StepRelay:
 
     async def _stop_later(self, seconds: float, running: _Running, ended: set[str]) -> None:
         await asyncio.sleep(seconds)
-        self._stop_others(running, ended)
+        self._stop_others(running, ended, kill=True)
 
-    def _stop_others(self, running: _Running, ended: set[str]) -> None:
-        """Stop the tasks of the step's nodes not in ``ended`` (they end KILLED)."""
+    def _stop_others(self, running: _Running, ended: set[str], kill: bool = False) -> None:
+        """Stop the tasks of the step's nodes not in ``ended`` (``kill``: with SIGKILL)."""
         for node, request_id in running.requests.items():
             live = self.hub.live(node)
             if node not in ended and live is not None and request_id not in running.stopped:
                 running.stopped.add(request_id)
-                live.outbox.put_nowait(StepCancel(request_id))
+                live.outbox.put_nowait(StepCancel(request_id, kill, named=True))
 
     async def _follow(
         self, node: str, request_id: int, queue: asyncio.Queue[StepData], running: _Running
@@ -290,13 +292,16 @@ class StepRelay:
 
 def _outcome(
     ends: list[tuple[str, StepEnd]], running: _Running
-) -> tuple[JobState, int, str, str, bool]:
-    """(state, exit code, error, first failed task with its node, timed out) of a step."""
+) -> tuple[JobState, int, str, tuple[str, bool], bool]:
+    """(state, exit code, error, (first failed task with its node, whether its node reported
+    it in the output already), timed out) of a step."""
     code = max((e.exit_code for _, e in ends), default=0)
     errors = [f"{node}: {e.error}" for node, e in ends if e.error]
     if running.lost:
         errors.insert(0, running.lost)
-    failed = next((f"{node}: {e.failed_task}" for node, e in ends if e.failed_task), "")
+    failed = next(
+        ((f"{node}: {e.failed_task}", e.reported) for node, e in ends if e.failed_task), ("", False)
+    )
     timed_out = any(e.timed_out for _, e in ends)
     if timed_out:
         state = JobState.TIMEOUT

@@ -61,7 +61,13 @@ def test_a_matching_or_has_one_variant_per_alternative():
         ("[a|b", "missing ']'"),
         ("a)", "unexpected ')'"),
         ("a b", "unexpected 'b'"),
-        ("a*2", "counts (a*2) are not supported"),
+        ("a*0", "count *0: a count is 1 to 100000 nodes"),
+        ("a*", "unexpected '*'; a count is * and a number (a*2)"),
+        ("a*2*3", "unexpected '*3'"),
+        ("[a*1|b*1]", "a [...] group with counts has no |"),
+        ("[a*1&b]", "every &-joined term of a [...] group needs a count"),
+        ("(a*2|b)", "a count inside | or parentheses"),
+        ("[r1|r2]&a*1", "counts cannot be combined with a matching OR [a|b]"),
         ("a,b", "unexpected ','"),
         ("a;rm -rf /", "unexpected ';'"),
         ("$(reboot)", "unexpected '$'"),
@@ -95,3 +101,42 @@ def test_the_job_file_takes_constraint_as_a_string():
     assert spec.constraint == "v100|a100"
     with pytest.raises(SpecError, match=r"^constraint: expected a string"):
         parse_job_file({"image": "x", "command": "true", "constraint": ["v100"]})
+
+
+@pytest.mark.parametrize(
+    ("expr", "every_node", "counts", "masks"),
+    [
+        ("a100*2", "", [2], {"a100": 1, "v100": 0}),
+        ("[a100*2&v100*1]", "", [2, 1], {"a100": 1, "v100": 2, "a100 v100": 3}),
+        ("ib&[a*2&(b|c)*1]", "ib", [2, 1], {"a": 1, "c": 2, "a b": 3, "ib": 0}),
+        ("a100*2&rack2", "rack2", [2], {"a100": 1, "rack2": 0}),
+        ("(knl&hemi)*4", "", [4], {"knl hemi": 1, "knl": 0}),
+    ],
+)
+def test_counts_split_into_what_every_node_needs_and_counted_terms(expr, every_node, counts, masks):
+    """As SLURM reads them: [a*2&b*1] is 2 nodes with a and another with b; plain terms
+    ANDed beside counts are needed by every node of the job."""
+    c = parse_constraint(expr)
+    assert c.text == expr
+    assert not c.matching
+    assert [n for _, n in c.counts] == counts
+    assert c.counted == sum(counts)
+    for features, mask in masks.items():
+        assert c.count_mask(frozenset(features.split())) == mask, features
+    assert c.satisfied_by(frozenset(every_node.split("&")) if every_node else frozenset())
+    if every_node:
+        assert not c.satisfied_by(frozenset({"a100", "a", "b", "knl"}))
+
+
+def test_the_spec_check_refuses_counts_beyond_the_jobs_nodes_naming_the_field():
+    spec = JobSpec(image="x", command=("true",), nodes=3, constraint="[a100*2&v100*1]")
+    check_spec(spec, CLIENT_RULES)
+    with pytest.raises(SpecError) as err:
+        check_spec(
+            JobSpec(image="x", command=("true",), nodes=2, constraint="[a100*2&v100*1]"),
+            CLIENT_RULES,
+        )
+    assert str(err.value) == (
+        "constraint: [a100*2&v100*1]: its counts ask for 3 node(s) but the job has 2 (nodes); "
+        "give -N 3 or more"
+    )

@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rota.cli.plainyaml import flat_mapping, plain_text
+from rota.plainyaml import flat_mapping, plain_text
 
 WORDS = ["yes", "No", "ON", "off", "true", "False", "null", "~", "y", "n", ":", " ", "#"]
 TEXT = st.lists(

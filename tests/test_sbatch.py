@@ -14,15 +14,15 @@ import pytest
 import yaml
 
 from rota.cli import gsub
-from rota.cli.sbatch import is_batch_script, translate
-from rota.cli.sbatch_options import (
+from rota.jobspec import parse_job_file
+from rota.sbatch import is_batch_script, translate
+from rota.sbatch_options import (
     ScriptError,
     slurm_begin,
     slurm_export,
     slurm_memory,
     split_options,
 )
-from rota.jobspec import parse_job_file
 from tests.cluster import Cluster, wait_for
 
 DATA = Path(__file__).parent / "data" / "sbatch"
@@ -172,7 +172,8 @@ def _script(*directives: str, body: str = "echo hi\n") -> str:
         (["--mem=0"], {}),
         (["-C a100&ib"], {"constraint": "a100&ib"}),
         (["--constraint=[rack1|rack2]"], {"constraint": "[rack1|rack2]"}),
-        (["-C a100*2&ib"], {"constraint": "a100&ib"}),
+        (["-C a100*2&ib", "-N 2"], {"constraint": "a100*2&ib", "nodes": 2}),
+        (["-C '[a100*2&v100*1]'", "-N 3"], {"constraint": "[a100*2&v100*1]", "nodes": 3}),
         (["-C 'a100|h100'"], {"constraint": "a100|h100"}),
         (["-p gpu", "--exclusive=user"], {"partition": "gpu", "exclusive": True}),
         (["--partition=a,b"], {"partition": "a,b"}),

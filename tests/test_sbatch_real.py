@@ -110,7 +110,7 @@ def test_chdir_dot_is_the_submit_directory_and_relative_chdir_is_from_it(
 
 
 def test_a_pyxis_script_needs_no_image_line() -> None:
-    from rota.cli.sbatch import translate
+    from rota.sbatch import translate
 
     batch = translate((DATA / "pyxis_container.sbatch").read_text())
     assert batch.job["image"] == "nvcr.io/nvidia/pytorch:24.10-py3"  # enroot's REGISTRY#IMAGE
@@ -199,7 +199,7 @@ def test_every_real_script_is_accepted_by_a_real_scheduler(lab: Cluster) -> None
 def test_what_rota_cannot_honour_is_accepted_with_one_warning(
     directive: str, field: str, value: object, warning: str
 ) -> None:
-    from rota.cli.sbatch import translate
+    from rota.sbatch import translate
 
     batch = translate(f"#!/bin/sh\n#ROTA image={IMAGE}\n#SBATCH {directive}\ntrue\n")
     assert batch.job.get(field) == value

@@ -138,8 +138,14 @@ def test_srun_kill_on_bad_exit_and_wait_stop_the_other_nodes_tasks(cluster: Clus
     result = cluster.cli("gsub", "--wait", "--parsable", str(script), cwd=cluster.root)
     assert result.returncode == 0, result.stderr
     job_id = result.stdout.strip()
-    _first, second = cluster.job(job_id)["nodes"]
+    first, second = cluster.job(job_id)["nodes"]
     lines = cluster.cli("glogs", job_id, check=True).stdout.splitlines()
-    assert f"srun: error: {second}: task 1: Exited with exit code 3" in lines
-    assert "K rc=143" in lines  # the highest: the stopped task's 128 + SIGTERM, as srun says
-    assert "W rc=143" in lines
+    # srun names the failed task and the one it stopped on the other node
+    k = lines[: lines.index("K rc=143")]  # the highest: the stopped task's 128 + SIGTERM
+    assert sorted(k) == sorted(
+        [
+            f"srun: error: {second}: task 1: Exited with exit code 3",
+            f"srun: error: {first}: task 0: Terminated",
+        ]
+    )
+    assert lines[len(k) + 1 :] == [f"srun: error: {first}: task 0: Killed", "W rc=137"]

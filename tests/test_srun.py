@@ -97,7 +97,7 @@ def test_srun_runs_the_jobs_task_layout_with_ranks_gpus_and_exit_codes(cluster: 
     assert f"step {job_id}.2 ended COMPLETED: exit code 0" in steps
     # srun interrupted (^C, or timeout -s INT): its step's tasks are stopped, the step CANCELLED
     assert [x for x in steps if x.startswith(f"step {job_id}.4 ended")] == [
-        f"step {job_id}.4 ended CANCELLED: exit code 143 ({node}: task 0: Killed by signal 15)"
+        f"step {job_id}.4 ended CANCELLED: exit code 143 ({node}: task 0: Terminated)"
     ]
 
 
@@ -186,7 +186,7 @@ def test_a_step_stopped_by_the_time_limit_is_reported_as_such(cluster: Cluster) 
         lines[1],
     )
     assert _steps(cluster, job_id)[-1] == (
-        f"step {job_id}.0 ended TIMEOUT: exit code 143 ({node}: task 0: Killed by signal 15)"
+        f"step {job_id}.0 ended TIMEOUT: exit code 143 ({node}: task 0: Terminated)"
     )
 
 

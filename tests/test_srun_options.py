@@ -86,3 +86,47 @@ def test_nodes_tasks_and_the_node_list_reach_the_agent(tmp_path: Path) -> None:
     assert opts["ntasks_per_node"] == "1"
     seen = _srun(tmp_path / "w", "-w", "gpu03", "hostname")
     assert seen["opts"]["nodelist"] == "gpu03"  # type: ignore[index]
+
+
+def test_scontrol_show_job_prints_features_partition_and_reservation(tmp_path: Path) -> None:
+    """scontrol show job inside a job (the agent's spool: ``spec`` holds the constraint) has
+    SLURM's Partition=, Features= and, for a job in a reservation, Reservation= lines."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "spec").write_text("features=a100&ib\n")
+    (spool / "job").write_text("start=1700000000\nend=1700000300\nlimit=300\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("scontrol", "squeue"):
+        (bin_dir / tool).write_text((TOOLS / tool).read_text().replace("/.rota/spool", str(spool)))
+        (bin_dir / tool).chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "SLURM_JOB_ID": "12",
+        "SLURM_JOB_NAME": "x",
+        "SLURM_JOB_NODELIST": "gpu01",
+        "SLURM_JOB_NUM_NODES": "1",
+        "SLURM_JOB_PARTITION": "gpu",
+        "SLURM_JOB_RESERVATION": "maint",
+    }
+
+    fields = {"Partition", "Features", "Reservation"}
+
+    def show() -> list[str]:
+        out = subprocess.run(
+            ["sh", str(bin_dir / "scontrol"), "show", "job", "12"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+        return [x.strip() for x in out.splitlines() if x.split("=")[0].strip() in fields]
+
+    assert show() == ["Partition=gpu", "Features=a100&ib DelayBoot=00:00:00", "Reservation=maint"]
+    del env["SLURM_JOB_RESERVATION"]
+    (spool / "spec").unlink()
+    assert show() == ["Partition=gpu", "Features=(null) DelayBoot=00:00:00"]
+    squeue = [str(bin_dir / "squeue"), "-h", "-o", "%f %v"]
+    out = subprocess.run(["sh", *squeue], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "(null) (null)"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rota.agent.steps.spool import MAX_REQUEST, JobSpool, SpoolError
+from rota.agent.steps.spool import MAX_REQUEST, MAX_SCRIPT, JobSpool, SpoolError
 from rota.agent.steps.srun import MAX_BUFFERED, OutputBudget, Srun
 from rota.messages import StepLayout
 
@@ -133,3 +133,27 @@ def test_the_sruns_of_one_attempt_that_never_read_share_one_output_buffer(
         srun.finish(1)
     for fd in readers:
         os.close(fd)
+
+
+def test_an_sbatch_request_is_read_with_its_script_and_refused_when_odd(
+    spool: JobSpool, tmp_path: Path
+) -> None:
+    where = _request(spool, "s.sb1", "-J", "x", "run.sh", "7")
+    (where / "script").write_text("#!/bin/sh\necho hi\n")
+    (where / "index").write_text("2\n")
+    request = spool.read_command("s.sb1")
+    assert request.argv == ("-J", "x", "run.sh", "7") and request.script_index == 2
+    assert (request.script, request.cwd) == (b"#!/bin/sh\necho hi\n", "/work")
+    (where / "index").write_text("9\n")  # past the arguments
+    with pytest.raises(SpoolError, match="bad script index"):
+        spool.read_command("s.sb1")
+    (where / "index").write_text("2\n")
+    (where / "script").write_bytes(b"#" * (MAX_SCRIPT + 1))
+    with pytest.raises(SpoolError, match=f"script is too large \\(at most {MAX_SCRIPT} bytes"):
+        spool.read_command("s.sb1")
+    secret = tmp_path / "secret"
+    secret.write_text("not yours")
+    (where / "script").unlink()
+    (where / "script").symlink_to(secret)
+    with pytest.raises(SpoolError):
+        spool.read_command("s.sb1")

@@ -10,6 +10,8 @@ from rota.messages import (
     EventAck,
     Heartbeat,
     Hello,
+    JobCommand,
+    JobCommandReply,
     JobRequeue,
     Keepalive,
     KillOrder,
@@ -92,6 +94,19 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
         return _step_to_pb(msg)
     if isinstance(msg, JobRequeue):
         return pb.AgentMessage(job_requeue=pb.JobRequeue(job_id=msg.job_id, attempt=msg.attempt))
+    if isinstance(msg, JobCommand):
+        return pb.AgentMessage(
+            job_command=pb.JobCommand(
+                request_id=msg.request_id,
+                job_id=msg.job_id,
+                attempt=msg.attempt,
+                tool=msg.tool,
+                argv=list(msg.argv),
+                script=msg.script,
+                script_index=msg.script_index,
+                cwd=msg.cwd,
+            )
+        )
     return pb.AgentMessage(
         log_data=pb.LogData(request_id=msg.request_id, data=msg.data, eof=msg.eof, error=msg.error)
     )
@@ -155,6 +170,9 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
         return SessionInput(i.request_id, i.data, i.eof, i.rows, i.cols, i.ack, i.close)
     if kind in ("step_launch", "step_output", "step_end", "step_cancel"):
         return _step_order(msg)
+    if kind == "job_command_reply":
+        c = msg.job_command_reply
+        return JobCommandReply(c.request_id, c.exit_code, c.output, c.error)
     r = msg.log_request
     return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)
 
@@ -194,6 +212,7 @@ def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentM
                 error=msg.error,
                 timed_out=msg.timed_out,
                 failed_task=msg.failed_task,
+                reported=msg.reported,
             )
         )
     return pb.AgentMessage(step_cancel=pb.StepCancel(request_id=msg.request_id))
@@ -219,11 +238,16 @@ def _step_order(msg: pb.SchedulerMessage) -> AgentOrder:
             tasks_per_node=o.tasks_per_node,
             label=o.label,
             window=o.window,
+            kill_on_bad_exit=o.kill_on_bad_exit,
+            wait=o.wait,
         )
     if kind == "step_output":
         out = msg.step_output
         return StepOutput(out.request_id, out.data, out.stderr, out.ack)
     if kind == "step_end":
         e = msg.step_end
-        return StepEnd(e.request_id, e.exit_code, e.error, e.timed_out, e.step, e.failed_task)
-    return StepCancel(msg.step_cancel.request_id)
+        return StepEnd(
+            e.request_id, e.exit_code, e.error, e.timed_out, e.step, e.failed_task, e.reported
+        )
+    cancel = msg.step_cancel
+    return StepCancel(cancel.request_id, cancel.kill, cancel.named)

@@ -7,6 +7,8 @@ The runtime calls ``prepare`` before it creates a job's container (the spool, th
 ``ended`` when it is over. The agent passes the scheduler's step orders to ``order``; what
 this node sends goes through ``send`` (set by ``connect``).
 
+``sbatch`` and ``scancel`` here become a ``JobCommand`` to the scheduler, whose
+``JobCommandReply`` (what to print, the exit code) is written to their FIFOs as an srun's.
 An srun here becomes a ``StepStart`` to the scheduler, which checks it against the job and
 answers with ``StepLaunch`` orders to the step's nodes; their output and ends come back as
 ``StepOutput`` and one ``StepEnd`` for this srun, written to its FIFOs.
@@ -38,14 +40,16 @@ from rota.agent.steps.spool import (
     CONTAINER_SPOOL,
     CONTAINER_TOOLS,
     HOLD,
-    TOOLS,
     JobSpool,
     SpoolError,
+    install_tools,
 )
 from rota.agent.steps.srun import OutputBudget, Srun
 from rota.agent.steps.tasks import StepTasks, Target
 from rota.messages import (
     AgentMessage,
+    JobCommand,
+    JobCommandReply,
     JobRequeue,
     LaunchOrder,
     StepCancel,
@@ -62,6 +66,7 @@ START_WAIT = 300.0  # seconds a step waits for its job's container to start on t
 REPORT_WAIT = 5.0  # seconds sruns have to report their steps cancelled at the time limit
 LISTEN_TICK = 0.2  # seconds between the listener's looks at whether its attempt ended
 Key = tuple[int, int]  # (job id, attempt)
+COMMANDS = ("sbatch", "scancel")  # relayed to the scheduler as a JobCommand
 
 
 @dataclass
@@ -83,7 +88,7 @@ class NodeSteps:
     def __init__(self, root: Path, node: str, base_url: str | None = None) -> None:
         self.root = root
         self.node = node
-        self.tools = _install_tools(root / "bin")
+        self.tools = install_tools(root / "bin")
         self._base_url = base_url
         self._api: docker.APIClient | None = None
         self._send: Callable[[AgentMessage], None] = lambda msg: None
@@ -115,6 +120,7 @@ class NodeSteps:
             return
         spool = JobSpool(self._spool_dir(order.job_id, order.attempt), uid, gid)
         spool.create()
+        spool.note_spec(order.spec.constraint)
         with self._lock:
             self._held[(order.job_id, order.attempt)] = Held(spool)
         args["mounts"] = [
@@ -189,8 +195,12 @@ class NodeSteps:
 
     # ------------------------------------------------------------ the scheduler's orders
 
-    def order(self, order: StepLaunch | StepOutput | StepEnd | StepCancel) -> None:
-        if isinstance(order, StepLaunch):
+    def order(
+        self, order: StepLaunch | StepOutput | StepEnd | StepCancel | JobCommandReply
+    ) -> None:
+        if isinstance(order, JobCommandReply):
+            self._replied(order)
+        elif isinstance(order, StepLaunch):
             self._launch(order)
         elif isinstance(order, StepOutput) and order.ack:  # for a StepLaunch of this node
             task = self._tasks.get(order.request_id)
@@ -208,7 +218,7 @@ class NodeSteps:
                 if task is None and order.request_id in self._starting:
                     self._early_cancels.add(order.request_id)  # _run cancels its tasks
             if task is not None:
-                task.cancel()
+                task.cancel(kill=order.kill, named=order.named)
 
     def _launch(self, order: StepLaunch) -> None:
         with self._lock:
@@ -241,6 +251,7 @@ class NodeSteps:
             self._send,
             lambda: found.timed_out,
             self._records(_key(order)),
+            self.node,
         )
         with self._lock:
             self._tasks[order.request_id] = tasks
@@ -254,6 +265,17 @@ class NodeSteps:
         finally:
             with self._lock:
                 self._tasks.pop(order.request_id, None)
+
+    def _replied(self, reply: JobCommandReply) -> None:
+        """The scheduler answered an sbatch or scancel of this node."""
+        srun = self._sruns.get(reply.request_id)
+        if srun is None:
+            return
+        if reply.output:
+            srun.write(reply.output.encode())
+        if reply.error:
+            srun.write(reply.error.encode(), stderr=True)
+        srun.finish(min(max(reply.exit_code, 0), 255))
 
     def _step_ended(self, end: StepEnd) -> None:
         with self._lock:
@@ -271,7 +293,7 @@ class NodeSteps:
                 "DUE TO TIME LIMIT ***\n".encode(),
                 stderr=True,
             )
-        elif end.failed_task:
+        elif end.failed_task and not end.reported:
             srun.write(f"srun: error: {end.failed_task}\n".encode(), stderr=True)
         code = end.exit_code if end.exit_code or not (end.error or end.timed_out) else 1
         srun.finish(min(max(code, 0), 255))
@@ -316,7 +338,7 @@ class NodeSteps:
                 held.requeued = True
                 self._send(JobRequeue(*key))
             return
-        if verb != "start" or not self._slot(key, held):
+        if verb not in ("start", *COMMANDS) or not self._slot(key, held):
             return
         spool = held.spool
         try:
@@ -330,9 +352,15 @@ class NodeSteps:
             os.close(out)
             return
         request_id = next(self._ids)
-        srun = Srun(key, spool, name, out, err, lambda _: self._forget(request_id), held.budget)
+        tool = "srun" if verb == "start" else verb
+        srun = Srun(
+            key, spool, name, out, err, lambda _: self._forget(request_id), held.budget, tool
+        )
         with self._lock:
             self._sruns[request_id] = srun  # holds a slot until its exit code is handed over
+        if verb in COMMANDS:
+            self._command(key, verb, request_id, srun)
+            return
         try:
             request = spool.read(name)
         except SpoolError as exc:
@@ -347,6 +375,27 @@ class NodeSteps:
                 request.layout,
                 request.argv,
                 request.environment,
+                request.cwd,
+            )
+        )
+
+    def _command(self, key: Key, tool: str, request_id: int, waiter: Srun) -> None:
+        """Relay an sbatch or scancel to the scheduler (``waiter``: its FIFOs)."""
+        try:
+            request = waiter.spool.read_command(waiter.name)
+        except SpoolError as exc:
+            waiter.write(f"{tool}: error: {exc}\n".encode(), stderr=True)
+            waiter.finish(1)
+            return
+        self._send(
+            JobCommand(
+                request_id,
+                key[0],
+                key[1],
+                tool,
+                request.argv,
+                request.script,
+                request.script_index,
                 request.cwd,
             )
         )
@@ -383,7 +432,9 @@ class NodeSteps:
             sruns = list(self._sruns.items())
             tasks = list(self._tasks.values())
         for _, srun in sruns:
-            srun.write(b"srun: error: lost contact with the scheduler\n", stderr=True)
+            srun.write(
+                f"{srun.tool}: error: lost contact with the scheduler\n".encode(), stderr=True
+            )
             srun.finish(1)
         for task in tasks:
             task.cancel(abandon=True)
@@ -432,18 +483,6 @@ def _release(spool: JobSpool) -> None:
         with contextlib.suppress(OSError):
             os.write(end, b"1\n")
         os.close(end)
-
-
-def _install_tools(where: Path) -> Path:
-    """Copy srun and its fellows to ``where``, the agent's, each 0755 (an installed package
-    may have lost their modes)."""
-    where.mkdir(parents=True, exist_ok=True)
-    where.chmod(0o755)
-    for tool in TOOLS.iterdir():
-        target = where / tool.name
-        target.write_bytes(tool.read_bytes())
-        target.chmod(0o755)
-    return where
 
 
 def _key(order: StepLaunch) -> Key:

@@ -8,7 +8,10 @@ On the node the spool is ``<data_dir>/steps/<job>-<attempt>/``, mounted read-wri
 user's own directory. srun makes a request directory ``steps/s.XXXXXXXX`` with its arguments
 (``a.0`` ...), its exported environment (``env``), its options (``opts``) and working
 directory (``cwd``) and three FIFOs (``out``, ``err``, ``end``), then writes
-``start s.XXXXXXXX`` to ``ctl``.
+``start s.XXXXXXXX`` to ``ctl``. ``sbatch`` and ``scancel`` make the same directory with
+their arguments, the script sbatch read (``script``, and in ``index`` the argument it came
+from) and ``cwd``, then write ``sbatch s.XXXXXXXX`` (``scancel ...``): the agent relays them to
+the scheduler, which answers with what the command prints and its exit code.
 
 Everything under ``steps/`` is the job's to change, so the agent opens it one component at a
 time from a descriptor of the spool, never following a link, reads only regular files of a
@@ -26,7 +29,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rota.inputs import MAX_COMMAND_BYTES
 from rota.messages import StepLayout
+from rota.sbatch_catalog import ALIASES, KNOWN, SHORT
+from rota.sbatch_options import takes_value
 
 CONTAINER_SPOOL = "/.rota/spool"
 CONTAINER_TOOLS = "/.rota/bin"
@@ -35,6 +41,7 @@ HOLD = f"{CONTAINER_TOOLS}/rota-hold"  # the command of a batch job's other node
 MAX_ARGS = 4096
 MAX_REQUEST = 512 * 1024  # bytes of arguments, and separately of environment, per request
 MAX_PATH = 4096
+MAX_SCRIPT = MAX_COMMAND_BYTES  # bytes of a script sbatch sends (gsub's limit of a command)
 MAX_NODELIST = 2048  # characters of srun -w's host list
 PIPE_WAIT = 5.0  # seconds srun has to open its FIFOs once it asked
 _NAME = re.compile(r"^s\.[A-Za-z0-9]{1,32}$")
@@ -50,6 +57,39 @@ _LAYOUT = (
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def install_tools(where: Path) -> Path:
+    """Copy srun and its fellows to ``where``, the agent's, each 0755 (an installed package
+    may have lost their modes), sbatch with its catalogue of options filled in."""
+    where.mkdir(parents=True, exist_ok=True)
+    where.chmod(0o755)
+    for tool in TOOLS.iterdir():
+        target = where / tool.name
+        target.write_bytes(tool_text(tool))
+        target.chmod(0o755)
+    return where
+
+
+def tool_text(tool: Path) -> bytes:
+    """The text of ``tool`` as installed: sbatch's ``@LONG@``, ``@SHORT@`` and ``@FLAGS@``
+    replaced by the sbatch options that take a value (the long names, ``|``-separated, and
+    the letters) and those that do not, so that it finds its script among its words as the
+    scheduler's reading (gsub's) does."""
+    text = tool.read_bytes()
+    if tool.name != "sbatch":
+        return text
+    names = {*KNOWN, *ALIASES}
+    valued = sorted(n for n in names if takes_value(ALIASES.get(n, n)))
+    letters = "".join(sorted(k for k, v in SHORT.items() if takes_value(v)))
+    fills = {
+        b"@LONG@": "|".join(valued),
+        b"@SHORT@": letters,
+        b"@FLAGS@": "|".join(sorted(names - set(valued))),
+    }
+    for mark, value in fills.items():
+        text = text.replace(mark, value.encode())
+    return text
+
+
 class SpoolError(Exception):
     """A request the agent will not act on; the text is for srun's stderr."""
 
@@ -62,6 +102,16 @@ class SrunRequest:
     layout: StepLayout
     argv: tuple[str, ...]
     environment: bytes
+    cwd: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRequest:
+    """What one sbatch or scancel asked for (``script_index``: -1 for none or stdin)."""
+
+    argv: tuple[str, ...]
+    script: bytes
+    script_index: int
     cwd: str
 
 
@@ -91,6 +141,15 @@ class JobSpool:
             except PermissionError:  # an agent that is not root runs jobs as itself
                 path.chmod(0o1777 if path == steps else 0o666)
 
+    def note_spec(self, features: str) -> None:
+        """Write ``spec``: what of the job's request scontrol shows (its ``constraint``). Kept
+        for the attempt: an agent that adopts the container finds it again."""
+        text = f"features={features.replace(chr(10), ' ')}\n"
+        temporary = self.root / ".spec"
+        temporary.write_text(text)
+        temporary.chmod(0o644)
+        temporary.replace(self.root / "spec")
+
     def describe(self, start: float, deadline: float) -> None:
         """Write ``job``: when the attempt started and ends, for squeue and scontrol."""
         limit = deadline - start if deadline and start else 0
@@ -110,20 +169,25 @@ class JobSpool:
     def read(self, name: str) -> SrunRequest:
         """The request ``steps/<name>``; SpoolError when it is not one srun could have made."""
         with self._request_dir(name) as fd:
-            argv: list[str] = []
-            total = 0
-            while len(argv) <= MAX_ARGS:
-                data = _read_file(fd, f"a.{len(argv)}", MAX_REQUEST - total)
-                if data is None:
-                    break
-                total += len(data)
-                argv.append(data.decode("utf-8", "surrogateescape"))
-            if not argv or len(argv) > MAX_ARGS:
+            argv = _read_argv(fd, "surrogateescape")
+            if not argv:
                 raise SpoolError(f"a step needs 1 to {MAX_ARGS} arguments")
             environment = _read_file(fd, "env", MAX_REQUEST) or b""
             opts = (_read_file(fd, "opts", 4096) or b"").decode("ascii", "replace")
             cwd = (_read_file(fd, "cwd", MAX_PATH) or b"").decode("utf-8", "surrogateescape")
         return SrunRequest(name, _layout(opts), tuple(argv), environment, cwd.strip("\n"))
+
+    def read_command(self, name: str) -> CommandRequest:
+        """The sbatch or scancel request ``steps/<name>``; SpoolError when it is not one
+        they could have made (text that is not UTF-8 arrives with replacement characters)."""
+        with self._request_dir(name) as fd:
+            argv = _read_argv(fd, "replace")
+            script = _read_file(fd, "script", MAX_SCRIPT) or b""
+            index = (_read_file(fd, "index", 16) or b"-1").decode("ascii", "replace").strip()
+            cwd = (_read_file(fd, "cwd", MAX_PATH) or b"").decode("utf-8", "replace")
+        if not index.lstrip("-").isdigit() or not -1 <= int(index) < len(argv):
+            raise SpoolError(f"bad script index {index[:16]!r}")
+        return CommandRequest(tuple(argv), script, int(index), cwd.strip("\n"))
 
     def requests(self) -> list[str]:
         """The names of the request directories in ``steps/``."""
@@ -192,6 +256,22 @@ class _Fd:
         os.close(self.fd)
 
 
+def _read_argv(dir_fd: int, errors: str) -> list[str]:
+    """The arguments ``a.0`` ... of a request: at most ``MAX_ARGS`` of ``MAX_REQUEST`` bytes in
+    all, decoded with ``errors``."""
+    argv: list[str] = []
+    total = 0
+    while len(argv) <= MAX_ARGS:
+        data = _read_file(dir_fd, f"a.{len(argv)}", MAX_REQUEST - total)
+        if data is None:
+            break
+        total += len(data)
+        argv.append(data.decode("utf-8", errors))
+    if len(argv) > MAX_ARGS:
+        raise SpoolError(f"at most {MAX_ARGS} arguments are allowed")
+    return argv
+
+
 def _read_file(dir_fd: int, name: str, limit: int) -> bytes | None:
     """The regular file ``name`` in ``dir_fd`` (None when absent); SpoolError when it is
     anything else or longer than ``limit``."""
@@ -207,14 +287,27 @@ def _read_file(dir_fd: int, name: str, limit: int) -> bytes | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise SpoolError(f"the step's {name} is not a regular file")
+        too_large = f"the request's {name} is too large (at most {limit} bytes)"
         if info.st_size > limit:
-            raise SpoolError(f"the step's request is too large (at most {MAX_REQUEST} bytes)")
-        data = os.read(fd, limit + 1)
+            raise SpoolError(too_large)
+        data = _read_all(fd, limit + 1)
         if len(data) > limit:
-            raise SpoolError(f"the step's request is too large (at most {MAX_REQUEST} bytes)")
+            raise SpoolError(too_large)
         return data
     finally:
         os.close(fd)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """Up to ``size`` bytes of ``fd``, to its end (one read may return less)."""
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.read(fd, size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
 
 
 def _layout(opts: str) -> StepLayout:

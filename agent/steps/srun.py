@@ -41,9 +41,9 @@ class OutputBudget:
 
 
 class Srun:
-    """The FIFOs of one srun request (``out``, ``err``: open write descriptors); ``done`` is
-    called once its exit code was handed over (or could not be); its queued output counts
-    against ``budget``, its attempt's."""
+    """The FIFOs of one srun request (``out``, ``err``: open write descriptors), or of the
+    ``tool`` that made it (sbatch, scancel); ``done`` is called once its exit code was handed
+    over (or could not be); its queued output counts against ``budget``, its attempt's."""
 
     def __init__(
         self,
@@ -54,8 +54,10 @@ class Srun:
         err: int,
         done: Callable[[Srun], None],
         budget: OutputBudget,
+        tool: str = "srun",
     ) -> None:
         self.key = key
+        self.tool = tool
         self.spool = spool
         self.name = name
         self._fds = (out, err)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import docker
 from docker.errors import DockerException
 
+from rota.agent.steps.early_stop import EarlyStop, task_end
 from rota.agent.steps.exports import exported as shell_exports
 from rota.agent.steps.records import TaskRecords, with_descendants
 from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTask
@@ -108,7 +109,7 @@ def visible(task: StepTask, target: Target) -> list[int]:
 
 
 class StepTasks:
-    """The tasks of one StepLaunch on this node."""
+    """The tasks of one StepLaunch on ``node``, stopped early as srun's ``-K``/``-W`` say."""
 
     def __init__(
         self,
@@ -118,6 +119,7 @@ class StepTasks:
         send: Callable[[AgentMessage], None],
         timed_out: Callable[[], bool],
         records: TaskRecords,
+        node: str = "",
     ) -> None:
         self.order = order
         self.target = target
@@ -129,8 +131,10 @@ class StepTasks:
         self._lock = threading.Condition()  # also signals room in the window
         self._unacked = 0  # bytes of output sent and not yet acknowledged
         self._cancelled = False
+        self._signal = signal.SIGTERM  # what the latest stop sends
         self._stopped_at = 0.0  # when cancel was called (monotonic)
         self._abandoned = False  # the scheduler's stream is gone: no acknowledgement will come
+        self.early = EarlyStop(order, node, self._stop, lambda text: self._output(text, True))
 
     def run(self) -> None:
         """Run every task to its end, then send the node's StepEnd (blocking)."""
@@ -151,20 +155,44 @@ class StepTasks:
         for thread in threads:
             thread.join()
         worst = max((code for code, _ in results.values()), default=0)
+        first = self.early.first_failed
         failed = next(
-            (f"task {rank}: {why}" for rank, (code, why) in sorted(results.items()) if code),
+            (
+                f"task {rank}: {why}"
+                for rank, (code, why) in sorted(
+                    results.items(), key=lambda r: (r[0] != first, r[0])
+                )
+                if code
+            ),
             "",
         )
-        self.send(StepEnd(order.request_id, worst, timed_out=self.timed_out(), failed_task=failed))
+        report = self.early.report({r: why for r, (code, why) in results.items() if code})
+        self._output(report, True)
+        self.send(
+            StepEnd(
+                order.request_id,
+                worst,
+                timed_out=self.timed_out(),
+                failed_task=failed,
+                reported=bool(report) or self.early.fired,
+            )
+        )
 
-    def cancel(self, abandon: bool = False) -> None:
-        """Stop the tasks: SIGTERM to each exec's process and every process under it (what
+    def cancel(self, abandon: bool = False, kill: bool = False, named: bool = False) -> None:
+        """Stop the tasks for a reason of the scheduler's or the node's (``_stop``; ``kill``:
+        with SIGKILL; ``named``: srun's -K/-W, so the stopped tasks are named at the end)."""
+        self.early.silence(named)
+        self._stop(signal.SIGKILL if kill else signal.SIGTERM, abandon)
+
+    def _stop(self, sig: signal.Signals, abandon: bool = False) -> None:
+        """Stop the tasks: ``sig`` to each exec's process and every process under it (what
         they write then, a trap's last words, still goes out while the window has room), on a
         thread of its own that waits up to ``START_LOOK`` for a process still starting; a task
         not started yet stops itself once it has (``_task``).
         ``abandon``: the scheduler's stream is gone, so output waiting for room is dropped."""
         with self._lock:
             self._cancelled = True
+            self._signal = sig
             self._stopped_at = self._stopped_at or time.monotonic()
             self._abandoned = self._abandoned or abandon
             execs = list(self._execs.values())
@@ -172,11 +200,13 @@ class StepTasks:
         # The engine answers an exec's start before its process is up (no Pid yet): the stop
         # looks again for a while, on a thread of its own so that the caller never waits.
         threading.Thread(
-            target=self._terminate, args=(execs, START_LOOK), name="step-stop", daemon=True
+            target=self._terminate, args=(execs, START_LOOK, sig), name="step-stop", daemon=True
         ).start()
 
-    def _terminate(self, execs: list[str], wait: float = 0.0) -> None:
-        """SIGTERM to the processes of ``execs`` and those under them; for up to ``wait``
+    def _terminate(
+        self, execs: list[str], wait: float = 0.0, sig: signal.Signals = signal.SIGTERM
+    ) -> None:
+        """``sig`` to the processes of ``execs`` and those under them; for up to ``wait``
         seconds, an exec whose process is not up yet is looked at again."""
         deadline = time.monotonic() + wait
         pids: list[int] = []
@@ -191,7 +221,7 @@ class StepTasks:
             pids.append(pid)
         for pid in with_descendants([p for p in pids if p]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, sig)
 
     def acked(self, size: int) -> None:
         """The scheduler passed on ``size`` bytes of this node's output."""
@@ -241,13 +271,14 @@ class StepTasks:
                 cancelled = self._cancelled
             if cancelled:
                 results[task.rank] = (1, "Cancelled before it started")
+                self.early.ended(task.rank, 1)
                 return
             self.records.add(exec_id, f"{order.job_id}.{order.step} task {task.rank}")
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
             with self._lock:
                 cancelled = self._cancelled
             if cancelled:  # cancel() may have looked before this process was up
-                self._terminate([exec_id], wait=START_LOOK)
+                self._terminate([exec_id], START_LOOK, self._signal)
             label = _Label(task.rank) if order.label else None
             for out, err in stream:
                 for data, stderr in ((out, False), (err, True)):
@@ -260,14 +291,15 @@ class StepTasks:
             log.warning("step %d.%d task %d: %s", order.job_id, order.step, task.rank, exc)
             self.send(StepOutput(order.request_id, f"task {task.rank}: {exc}\n".encode(), True))
             results[task.rank] = (1, "could not start")
+            self.early.ended(task.rank, 1)
             return
         finally:
             with self._lock:
                 exec_id = self._execs.pop(task.rank, "")
             if exec_id:
                 self.records.remove(exec_id)
-        why = f"Killed by signal {code - 128}" if code > 128 else f"Exited with exit code {code}"
-        results[task.rank] = (code, why)
+        results[task.rank] = (code, task_end(code))
+        self.early.ended(task.rank, code)
 
 
 class _Label:

@@ -17,6 +17,8 @@ from rota.messages import (
     Heartbeat,
     Hello,
     Inventory,
+    JobCommand,
+    JobCommandReply,
     JobRequeue,
     KillOrder,
     LaunchOrder,
@@ -247,6 +249,19 @@ def job_requeue_from_pb(msg: pb.JobRequeue) -> JobRequeue:
     return JobRequeue(msg.job_id, msg.attempt)
 
 
+def job_command_from_pb(msg: pb.JobCommand) -> JobCommand:
+    return JobCommand(
+        msg.request_id,
+        msg.job_id,
+        msg.attempt,
+        msg.tool,
+        tuple(msg.argv),
+        msg.script,
+        msg.script_index,
+        msg.cwd,
+    )
+
+
 def step_data_from_pb(msg: pb.AgentMessage) -> StepOutput | StepEnd | StepCancel:
     """A step_output, step_end or step_cancel agent message."""
     kind = msg.WhichOneof("msg")
@@ -254,7 +269,9 @@ def step_data_from_pb(msg: pb.AgentMessage) -> StepOutput | StepEnd | StepCancel
         return StepOutput(msg.step_output.request_id, msg.step_output.data, msg.step_output.stderr)
     if kind == "step_end":
         e = msg.step_end
-        return StepEnd(e.request_id, e.exit_code, e.error, e.timed_out, 0, e.failed_task)
+        return StepEnd(
+            e.request_id, e.exit_code, e.error, e.timed_out, 0, e.failed_task, e.reported
+        )
     return StepCancel(msg.step_cancel.request_id)
 
 
@@ -280,6 +297,8 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
                 tasks_per_node=order.tasks_per_node,
                 label=order.label,
                 window=order.window,
+                kill_on_bad_exit=order.kill_on_bad_exit,
+                wait=order.wait,
             )
         )
     if isinstance(order, StepOutput):
@@ -297,9 +316,12 @@ def step_order_to_pb(order: StepLaunch | StepOutput | StepEnd | StepCancel) -> p
                 timed_out=order.timed_out,
                 step=order.step,
                 failed_task=order.failed_task,
+                reported=order.reported,
             )
         )
-    return pb.SchedulerMessage(step_cancel=pb.StepCancel(request_id=order.request_id))
+    return pb.SchedulerMessage(
+        step_cancel=pb.StepCancel(request_id=order.request_id, kill=order.kill, named=order.named)
+    )
 
 
 def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
@@ -381,6 +403,15 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
         )
     if isinstance(order, StepLaunch | StepOutput | StepEnd | StepCancel):
         return step_order_to_pb(order)
+    if isinstance(order, JobCommandReply):
+        return pb.SchedulerMessage(
+            job_command_reply=pb.JobCommandReply(
+                request_id=order.request_id,
+                exit_code=order.exit_code,
+                output=order.output,
+                error=order.error,
+            )
+        )
     return pb.SchedulerMessage(
         log_request=pb.LogRequest(
             request_id=order.request_id,

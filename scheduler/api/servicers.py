@@ -228,6 +228,9 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             "job_requeue": lambda m: engine.agents.agent_job_requeue(
                 session, convert.job_requeue_from_pb(m.job_requeue)
             ),
+            "job_command": lambda m: engine.agents.agent_job_command(
+                session, convert.job_command_from_pb(m.job_command)
+            ),
         }
         for kind in ("step_output", "step_end", "step_cancel"):
             handlers[kind] = lambda m: engine.agents.agent_step_data(

@@ -23,6 +23,7 @@ from rota.scheduler.cluster.reservation import DAILY, IGNORE_JOBS, MAINT, WEEKLY
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import AccessDenied
 from rota.scheduler.policy import reasons
+from rota.states import JobState
 
 
 def owns(principal: Principal, job: JobRecord) -> bool:
@@ -234,6 +235,29 @@ def may_requeue_itself(node: str, job: JobRecord | None, attempt: int) -> str:
     if attempt == job.attempt and node in job.node_names:
         return ""
     return f"node {node} asked to requeue job {job.display_id} attempt {attempt}, which it does not run"
+
+
+def may_command_from_job(node: str, job: JobRecord | None, attempt: int) -> str:
+    """``sbatch`` and ``scancel`` inside a job are relayed by a node its current attempt runs
+    on while it runs, and by no other (a finished or requeued attempt's container can no
+    longer ask): "" when ``node`` may, else why not."""
+    if job is None:
+        return f"node {node} sent a command from a job that does not exist"
+    if job.state is not JobState.RUNNING:
+        return f"node {node} sent a command from job {job.display_id}, which is {job.state.value}"
+    if attempt == job.attempt and node in job.node_names:
+        return ""
+    return (
+        f"node {node} sent a command from job {job.display_id} attempt {attempt}, which it "
+        "does not run"
+    )
+
+
+def job_principal(owner: Principal) -> Principal:
+    """Who a command inside a job acts as: the job's owner with their accounts, never with
+    admin rights (a container holds no token: an admin's job submits and cancels as any
+    user would)."""
+    return dataclasses.replace(owner, admin=False)
 
 
 def may_send_data(node: str, asked_of: str) -> str:

@@ -12,15 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeAlias
 
+from rota.jobspec import JobSpec
 from rota.messages import AgentEvent, EventAck, Heartbeat, Hello
-from rota.scheduler.cluster.model import JobRecord, NodeState
+from rota.scheduler.cluster.model import HistoryKind, JobRecord, NodeState
 from rota.scheduler.cluster.reservation import Reservation
 from rota.scheduler.cluster.status import NodeStatus
 from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core import authz
 from rota.scheduler.core.audit import agent_refusal
 from rota.scheduler.core.control import ACTIONS as CONTROL_ACTIONS
-from rota.scheduler.core.errors import AccessDenied, UserError
+from rota.scheduler.core.errors import AccessDenied, NotFound, UserError
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.services import Services
@@ -194,6 +195,42 @@ class CoreSteps:
             if not result.ok:
                 log.info("job %s: scontrol requeue: %s", job.display_id, result.message)
         return orders
+
+    def command_owner(
+        self, node: str, peer: str, tool: str, job_id: int, attempt: int
+    ) -> tuple[str, JobSpec, Principal]:
+        """The display id and spec of the job a command inside it (``sbatch``, ``scancel``)
+        came from, and who it acts as (``authz.job_principal``: its owner, never an admin),
+        when ``node`` runs its current attempt and the owner may still act
+        (``authz.may_command_from_job``); otherwise AccessDenied, recorded in the audit log."""
+        services = self.services
+        job = services.model.jobs.get(job_id)
+        why = authz.may_command_from_job(node, job, attempt)
+        owner: UserRecord | None = None
+        if not why and job is not None:
+            try:
+                owner = services.users.get(job.user)
+            except NotFound as exc:
+                why = str(exc)
+            if owner is not None and owner.revoked:
+                why = f"user {job.user} is revoked"
+        if why or job is None or owner is None:
+            entry = agent_refusal(node, peer, tool, f"job={job_id}", why, services.jobs.clock())
+            services.users.record(entry)
+            raise AccessDenied(why)
+        return job.display_id, job.spec, authz.job_principal(owner.principal())
+
+    def command_done(self, entry: AuditEntry, noted: Sequence[str] = ()) -> None:
+        """Record a command inside a job in the audit log, and ``entry.detail`` in the events
+        of the jobs ``noted`` (display ids: the jobs sbatch submitted)."""
+        services = self.services
+        services.users.record(entry)
+        events = []
+        for display_id in noted:
+            for job in services.lookup.resolve(display_id):
+                events.append(services.jobs.lifecycle.note(job, HistoryKind.INFO, entry.detail))
+        if events:
+            services.model.commit([], events)
 
     def log_location(
         self, display_id: str, attempt: int, node: str, who: Principal

@@ -9,6 +9,7 @@ from rota.messages import (
     AgentEvent,
     AgentOrder,
     Hello,
+    JobCommand,
     JobRequeue,
     LogData,
     Pong,
@@ -24,6 +25,7 @@ from rota.scheduler.core.liveness import telemetry_period
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import Beat, CoreSteps, ReceivedBeat, ReceivedEvent
 from rota.scheduler.core_thread import Executor
+from rota.scheduler.facade.injob import InJobFacade
 from rota.scheduler.intake import EventIntake, TelemetryIntake
 from rota.scheduler.pass_loop import PassLoop
 from rota.scheduler.session_relay import SessionRelay
@@ -46,6 +48,7 @@ class AgentsFacade:
         events: EventIntake,
         step_relay: StepRelay,
         sessions: SessionRelay,
+        injob: InJobFacade,
     ) -> None:
         self.services = services
         self.core = core
@@ -57,6 +60,7 @@ class AgentsFacade:
         self.events = events
         self.sessions = sessions
         self.step_relay = step_relay
+        self.injob = injob
         self._requeues: set[asyncio.Task[None]] = set()
 
     async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
@@ -125,6 +129,12 @@ class AgentsFacade:
         orders = await self.core.call(self.steps.requeue_itself, node, req.job_id, req.attempt)
         self.hub.dispatch(orders)
         self.passes.want()
+
+    def agent_job_command(self, session: AgentSession, cmd: JobCommand) -> None:
+        """Stamp liveness and answer ``sbatch`` or ``scancel`` inside a job (``InJobFacade``,
+        on a task of its own)."""
+        self.services.liveness.stamp(session.node, session.id)
+        self.injob.start(session, cmd)
 
     def agent_step_data(
         self, session: AgentSession, data: StepOutput | StepEnd | StepCancel

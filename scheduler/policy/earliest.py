@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bisect import insort
 
+from rota.scheduler.policy.counts import pick_counted
 from rota.scheduler.policy.fit import variant_masks
 from rota.scheduler.policy.node_state import INF, NodeState
 from rota.scheduler.policy.snapshot import PendingJob
@@ -25,7 +26,8 @@ def earliest_start(
         return _earliest_gang(state, job, duration, state.plain_bounds(job))
     nodes = state.matching(job, key)
     bounds = sorted((_lower_bound(job, n, now), n.idx) for n in nodes)
-    if job.nodes == 1:
+    counted = job.constraint is not None and bool(job.constraint.counts)
+    if job.nodes == 1 and not counted:
         best, best_node = INF, None
         for bound, idx in bounds:
             if bound >= best:
@@ -88,7 +90,11 @@ def _earliest_gang(
                 or nodes[idx].window_ok(_need(job, nodes[idx]), t, t + duration, job.exclusive)
             )
         ]
-        if len(ok) >= job.nodes:
+        if job.constraint is not None and job.constraint.counts:  # [a*2&b*1]: meet them
+            found = pick_counted(job.constraint, [n.view.features for n in ok], job.nodes)
+            if found is not None:
+                return t, [ok[i] for i in found]
+        elif len(ok) >= job.nodes:
             return t, ok[: job.nodes]
         at += 1
 

@@ -31,7 +31,9 @@ def _first_fit(snapshot: Snapshot, order: list[PendingJob]) -> Plan:
             why[job.id] = job.blocked
             continue
         fitting: list[Allocation] = []
-        every = job.constraint is not None and job.constraint.matching  # [a|b]: pick after
+        every = job.constraint is not None and (  # [a|b] or counts: pick after
+            job.constraint.matching or bool(job.constraint.counts)
+        )
         for node_free in free.values():
             indices = fits_now(job, node_free)
             if indices is not None:

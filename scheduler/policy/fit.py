@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from rota.constraint import Constraint
+from rota.scheduler.policy.counts import pick_counted
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
 
 T = TypeVar("T")
@@ -61,9 +62,13 @@ def same_alternative(
     """The first ``job.nodes`` of ``candidates`` (each matching the job on its own), or None
     when there are too few. With a matching OR (``[a|b]``) in its constraint, all of them
     satisfy the same alternative: the first alternative (in the written order) that enough
-    candidates satisfy, or with ``cost``, the one whose first nodes cost least in all."""
+    candidates satisfy, or with ``cost``, the one whose first nodes cost least in all. With
+    counts (``[a*2&b*1]``), the first that meet them (``pick_counted``)."""
     if len(candidates) < job.nodes:
         return None
+    if job.constraint is not None and job.constraint.counts:
+        found = pick_counted(job.constraint, [view(c).features for c in candidates], job.nodes)
+        return None if found is None else [candidates[i] for i in found]
     if job.constraint is None or not job.constraint.matching or job.nodes == 1:
         return list(candidates[: job.nodes])
     picked: dict[int, list[T]] = {}  # variant -> its first nodes

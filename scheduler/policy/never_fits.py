@@ -6,7 +6,7 @@ registered, too few nodes left), then, each against every node left on its own: 
 (``node_selector``), features (``constraint``), ``resources.gpu_type``,
 ``resources.gpu_memory``, ``resources.gpus``, ``resources.cpus``, ``resources.memory``; then
 all of them at once, then ``nodes`` (how many nodes hold it all; for a ``[a|b]`` constraint,
-how many that share one alternative).
+how many that share one alternative; for counts, ``[a*2&b*1]``, whether they can meet them).
 A node whose CPUs or memory are unknown (0) is taken to have enough, as ``fit.node_matches``
 does.
 """
@@ -148,7 +148,8 @@ def never_fits(job: PendingJob, every: Iterable[NodeView]) -> str | None:
         missing = _missing(job, every)
         if missing is not None:
             return missing
-    alike = job.nodes > 1 and job.constraint is not None and job.constraint.matching
+    counted = job.constraint is not None and bool(job.constraint.counts)
+    alike = counted or (job.nodes > 1 and job.constraint is not None and job.constraint.matching)
     for node in every:
         nodes.append(node)
         if node_matches(job, node):
@@ -168,6 +169,11 @@ def never_fits(job: PendingJob, every: Iterable[NodeView]) -> str | None:
     alone = _labels(job, nodes) or _features(job, nodes) or _gpus(job, nodes) or _totals(job, nodes)
     if alone is not None:
         return alone
+    if counted and capable >= job.nodes and job.constraint is not None:
+        return (
+            f"constraint: {job.constraint.text}: no {job.nodes} registered nodes that could "
+            f"hold it meet its counts ({_known(nodes)})"
+        )
     if alike and capable >= job.nodes and job.constraint is not None:
         return (
             f"constraint: {job.constraint.text}: no {job.nodes} registered nodes that could "

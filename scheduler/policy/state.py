@@ -13,6 +13,7 @@ from bisect import insort
 from collections.abc import Callable, Iterable
 
 from rota.constraint import Constraint
+from rota.scheduler.policy.counts import pick_counted
 from rota.scheduler.policy.fit import gpu_ok, holds, named_ok, node_matches
 from rota.scheduler.policy.node_state import INF, NodeState, Saved
 from rota.scheduler.policy.snapshot import NodeView, PendingJob, RunningJob
@@ -365,9 +366,17 @@ class ClusterState:
 
     def find(self, job: PendingJob, key: ConstraintKey, end: float) -> list[NodeState] | None:
         """Best-fit nodes (fewest free GPUs first) where ``job`` fits now until ``end``; a
-        gang with a matching OR (``[a|b]``) gets nodes that all satisfy one alternative."""
+        gang with a matching OR (``[a|b]``) gets nodes that all satisfy one alternative, a job
+        with counts (``[a*2&b*1]``) the first nodes that meet them."""
         if job.gpus * job.nodes > self.total_free:
             return None
+        if job.constraint is not None and job.constraint.counts:
+            best = (
+                self.nodes[i] for g in range(job.gpus, len(self.buckets)) for i in self.buckets[g]
+            )
+            fitting = [n for n in best if self._fits(job, n, key, end)]
+            picked = pick_counted(job.constraint, [n.view.features for n in fitting], job.nodes)
+            return None if picked is None else [fitting[i] for i in picked]
         if job.nodes > 1 and job.constraint is not None and job.constraint.matching:
             for variant in job.constraint.variants():
                 found = self._find(job, key, end, variant)

@@ -2,7 +2,7 @@
 
 It says hello with a simulated inventory, then sends a heartbeat every ``interval`` seconds and
 records how long each pong took; orders are received and ignored (launched jobs stay
-CONFIGURING). Used by tests and benchmarks that need a registered, live node and want to know
+CONFIGURING), but the answers to what a test sends (``send``) are kept in ``replies``. Used by tests and benchmarks that need a registered, live node and want to know
 whether the scheduler kept answering its stream.
 """
 
@@ -34,6 +34,7 @@ class FakeAgent:
         self.welcomed = threading.Event()
         self.pongs: list[float] = []
         self.dropped: str = ""  # why the stream ended while the agent was not stopping
+        self.replies: queue.Queue[pb.JobCommandReply] = queue.Queue()
         self._sent: collections.deque[float] = collections.deque()
         self._stop = threading.Event()
         self._outbox: queue.Queue[pb.AgentMessage | None] = queue.Queue()
@@ -77,6 +78,8 @@ class FakeAgent:
                 kind = msg.WhichOneof("msg")
                 if kind == "welcome":
                     self.welcomed.set()
+                elif kind == "job_command_reply":
+                    self.replies.put(msg.job_command_reply)
                 elif kind == "pong" and self._sent:
                     self.pongs.append(time.monotonic() - self._sent.popleft())
             if not self._stop.is_set():
@@ -84,6 +87,10 @@ class FakeAgent:
         except grpc.RpcError as exc:
             if not self._stop.is_set():
                 self.dropped = f"{exc.code().name}: {exc.details()}"
+
+    def send(self, msg: pb.AgentMessage) -> None:
+        """Send ``msg`` on the stream (after the hello)."""
+        self._outbox.put(msg)
 
     def start(self, timeout: float = 30) -> FakeAgent:
         """Connect and wait for the welcome."""

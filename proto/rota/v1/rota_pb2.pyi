@@ -957,7 +957,7 @@ class LogData(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output", "step_start", "step_output", "step_end", "step_cancel", "job_requeue")
+    __slots__ = ("hello", "heartbeat", "job_event", "log_data", "keepalive", "session_output", "step_start", "step_output", "step_end", "step_cancel", "job_requeue", "job_command")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     JOB_EVENT_FIELD_NUMBER: _ClassVar[int]
@@ -969,6 +969,7 @@ class AgentMessage(_message.Message):
     STEP_END_FIELD_NUMBER: _ClassVar[int]
     STEP_CANCEL_FIELD_NUMBER: _ClassVar[int]
     JOB_REQUEUE_FIELD_NUMBER: _ClassVar[int]
+    JOB_COMMAND_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     heartbeat: Heartbeat
     job_event: AgentJobEvent
@@ -980,7 +981,8 @@ class AgentMessage(_message.Message):
     step_end: StepEnd
     step_cancel: StepCancel
     job_requeue: JobRequeue
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ..., job_requeue: _Optional[_Union[JobRequeue, _Mapping]] = ...) -> None: ...
+    job_command: JobCommand
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., job_event: _Optional[_Union[AgentJobEvent, _Mapping]] = ..., log_data: _Optional[_Union[LogData, _Mapping]] = ..., keepalive: _Optional[_Union[Keepalive, _Mapping]] = ..., session_output: _Optional[_Union[SessionOutput, _Mapping]] = ..., step_start: _Optional[_Union[StepStart, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ..., job_requeue: _Optional[_Union[JobRequeue, _Mapping]] = ..., job_command: _Optional[_Union[JobCommand, _Mapping]] = ...) -> None: ...
 
 class Keepalive(_message.Message):
     __slots__ = ()
@@ -1080,7 +1082,7 @@ class EventAck(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class SchedulerMessage(_message.Message):
-    __slots__ = ("welcome", "launch", "kill", "log_request", "ack", "pong", "session_open", "session_input", "step_launch", "step_output", "step_end", "step_cancel")
+    __slots__ = ("welcome", "launch", "kill", "log_request", "ack", "pong", "session_open", "session_input", "step_launch", "step_output", "step_end", "step_cancel", "job_command_reply")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     LAUNCH_FIELD_NUMBER: _ClassVar[int]
     KILL_FIELD_NUMBER: _ClassVar[int]
@@ -1093,6 +1095,7 @@ class SchedulerMessage(_message.Message):
     STEP_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     STEP_END_FIELD_NUMBER: _ClassVar[int]
     STEP_CANCEL_FIELD_NUMBER: _ClassVar[int]
+    JOB_COMMAND_REPLY_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     launch: LaunchOrder
     kill: KillOrder
@@ -1105,7 +1108,8 @@ class SchedulerMessage(_message.Message):
     step_output: StepOutput
     step_end: StepEnd
     step_cancel: StepCancel
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_input: _Optional[_Union[SessionInput, _Mapping]] = ..., step_launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ...) -> None: ...
+    job_command_reply: JobCommandReply
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., launch: _Optional[_Union[LaunchOrder, _Mapping]] = ..., kill: _Optional[_Union[KillOrder, _Mapping]] = ..., log_request: _Optional[_Union[LogRequest, _Mapping]] = ..., ack: _Optional[_Union[EventAck, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_input: _Optional[_Union[SessionInput, _Mapping]] = ..., step_launch: _Optional[_Union[StepLaunch, _Mapping]] = ..., step_output: _Optional[_Union[StepOutput, _Mapping]] = ..., step_end: _Optional[_Union[StepEnd, _Mapping]] = ..., step_cancel: _Optional[_Union[StepCancel, _Mapping]] = ..., job_command_reply: _Optional[_Union[JobCommandReply, _Mapping]] = ...) -> None: ...
 
 class Pong(_message.Message):
     __slots__ = ("time", "telemetry_period")
@@ -1164,7 +1168,7 @@ class StepTask(_message.Message):
     def __init__(self, rank: _Optional[int] = ..., local_id: _Optional[int] = ..., gpu_indices: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class StepLaunch(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node", "label", "window")
+    __slots__ = ("request_id", "job_id", "attempt", "step", "node_id", "nnodes", "ntasks", "tasks", "argv", "environment", "cwd", "nodelist", "tasks_per_node", "label", "window", "kill_on_bad_exit", "wait")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1180,6 +1184,8 @@ class StepLaunch(_message.Message):
     TASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
+    KILL_ON_BAD_EXIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1195,7 +1201,9 @@ class StepLaunch(_message.Message):
     tasks_per_node: str
     label: bool
     window: int
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., label: _Optional[bool] = ..., window: _Optional[int] = ...) -> None: ...
+    kill_on_bad_exit: bool
+    wait: int
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., node_id: _Optional[int] = ..., nnodes: _Optional[int] = ..., ntasks: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[StepTask, _Mapping]]] = ..., argv: _Optional[_Iterable[str]] = ..., environment: _Optional[bytes] = ..., cwd: _Optional[str] = ..., nodelist: _Optional[str] = ..., tasks_per_node: _Optional[str] = ..., label: _Optional[bool] = ..., window: _Optional[int] = ..., kill_on_bad_exit: _Optional[bool] = ..., wait: _Optional[int] = ...) -> None: ...
 
 class StepOutput(_message.Message):
     __slots__ = ("request_id", "data", "stderr", "ack")
@@ -1210,26 +1218,32 @@ class StepOutput(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., stderr: _Optional[bool] = ..., ack: _Optional[int] = ...) -> None: ...
 
 class StepEnd(_message.Message):
-    __slots__ = ("request_id", "exit_code", "error", "timed_out", "step", "failed_task")
+    __slots__ = ("request_id", "exit_code", "error", "timed_out", "step", "failed_task", "reported")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     FAILED_TASK_FIELD_NUMBER: _ClassVar[int]
+    REPORTED_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     exit_code: int
     error: str
     timed_out: bool
     step: int
     failed_task: str
-    def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., timed_out: _Optional[bool] = ..., step: _Optional[int] = ..., failed_task: _Optional[str] = ...) -> None: ...
+    reported: bool
+    def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., timed_out: _Optional[bool] = ..., step: _Optional[int] = ..., failed_task: _Optional[str] = ..., reported: _Optional[bool] = ...) -> None: ...
 
 class StepCancel(_message.Message):
-    __slots__ = ("request_id",)
+    __slots__ = ("request_id", "kill", "named")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    KILL_FIELD_NUMBER: _ClassVar[int]
+    NAMED_FIELD_NUMBER: _ClassVar[int]
     request_id: int
-    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+    kill: bool
+    named: bool
+    def __init__(self, request_id: _Optional[int] = ..., kill: _Optional[bool] = ..., named: _Optional[bool] = ...) -> None: ...
 
 class JobRequeue(_message.Message):
     __slots__ = ("job_id", "attempt")
@@ -1238,6 +1252,38 @@ class JobRequeue(_message.Message):
     job_id: int
     attempt: int
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class JobCommand(_message.Message):
+    __slots__ = ("request_id", "job_id", "attempt", "tool", "argv", "script", "script_index", "cwd")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    SCRIPT_FIELD_NUMBER: _ClassVar[int]
+    SCRIPT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    job_id: int
+    attempt: int
+    tool: str
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    script: bytes
+    script_index: int
+    cwd: str
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., tool: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., script: _Optional[bytes] = ..., script_index: _Optional[int] = ..., cwd: _Optional[str] = ...) -> None: ...
+
+class JobCommandReply(_message.Message):
+    __slots__ = ("request_id", "exit_code", "output", "error")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    exit_code: int
+    output: str
+    error: str
+    def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., output: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls", "reopen")

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from rota.cli.sbatch_catalog import ALIASES, FLAGS, KNOWN, OPTIONAL, SHORT
+from rota.sbatch_catalog import ALIASES, FLAGS, KNOWN, OPTIONAL, SHORT
 
 
 class ScriptError(ValueError):

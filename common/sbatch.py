@@ -18,15 +18,18 @@ is listed in ``sbatch_catalog.py`` and mapped to job-file fields by ``sbatch_map
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import PurePosixPath
 from typing import Any
 
-from rota.cli.plainyaml import plain_text
-from rota.cli.sbatch_map import Request
-from rota.cli.sbatch_options import ScriptError
+from rota.plainyaml import plain_text
+from rota.sbatch_map import Request
+from rota.sbatch_options import ScriptError
 
 SHELLS = frozenset({"sh", "bash", "dash", "ksh", "zsh", "ash"})
 SCRIPT_SUFFIXES = (".sh", ".bash", ".sbatch", ".slurm")
@@ -207,6 +210,68 @@ def translate(
     arguments = [name, *args] if args and is_shell else list(args)
     job["command"] = [*program, "-c", text, *arguments]
     return BatchJob({k: job[k] for k in FIELD_ORDER if k in job}, req.origins, warnings)
+
+
+def read_script(
+    name: str,
+    text: str,
+    default_image: str,
+    environ: Mapping[str, str],
+    cwd: str,
+    *,
+    options: Sequence[str] = (),
+    args: Sequence[str] = (),
+    strict: bool = False,
+    now: datetime | None = None,
+) -> BatchJob:
+    """``translate`` as gsub reads a script ``name`` (``--wrap`` for a wrapped command) in
+    directory ``cwd``: named as sbatch names it ("wrap", else the file's name) unless it
+    says otherwise, and a relative ``--chdir`` taken from ``cwd``."""
+    batch = translate(
+        text,
+        default_image,
+        environ,
+        now,
+        options=options,
+        args=args,
+        name=PurePosixPath(name).name,
+        strict=strict,
+    )
+    if "name" not in batch.job:  # as sbatch: "wrap", else the script's file name
+        given = "wrap" if name == "--wrap" else PurePosixPath(name).name
+        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}", given):
+            batch.job = {"name": given, **batch.job}
+    _chdir(batch, cwd)
+    return batch
+
+
+def _chdir(batch: BatchJob, cwd: str) -> None:
+    """``--chdir``/``-D`` as sbatch reads it: a relative directory is from ``cwd``, and
+    ``cwd`` is the default's (the submit directory, mounted where the node allows), so
+    ``-D .`` changes nothing."""
+    workdir = batch.job.get("workdir")
+    if batch.origins.get("workdir") != "--chdir" or not isinstance(workdir, str):
+        return
+    path = os.path.normpath(os.path.join(cwd, workdir))
+    if path == os.path.normpath(cwd):
+        del batch.job["workdir"]
+    else:
+        batch.job["workdir"] = path
+
+
+def absolute_outputs(data: Any, batch: BatchJob | None, cwd: str) -> Any:
+    """The job file with relative ``output``/``error`` patterns made absolute from the
+    script's ``--chdir`` (as SLURM writes them in the job's working directory), else from
+    ``cwd``."""
+    if not isinstance(data, dict):
+        return data
+    chdir = batch is not None and batch.origins.get("workdir") == "--chdir"
+    base = data.get("workdir") if chdir else None
+    out = dict(data)
+    for key in ("output", "error"):
+        if isinstance(out.get(key), str) and out[key] and not out[key].startswith("/"):
+            out[key] = os.path.join(base if isinstance(base, str) and base else cwd, out[key])
+    return out
 
 
 def _line_number(message: str) -> float:

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rota.cli.sbatch_catalog import KNOWN, NOT_HERE
-from rota.cli.sbatch_options import (
+from rota.hostlist import expand
+from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
+from rota.sbatch_catalog import KNOWN, NOT_HERE
+from rota.sbatch_options import (
     ScriptError,
     gpu_count,
     gres_gpus,
@@ -24,10 +26,6 @@ from rota.cli.sbatch_options import (
     slurm_export,
     split_options,
 )
-from rota.hostlist import expand
-from rota.jobmail import mail_type_problem, normal_mail_types, not_sent
-
-_COUNT = re.compile(r"\s*\*\s*[0-9]+")
 
 
 @dataclass
@@ -280,12 +278,9 @@ def _time(req: Request, option: str, value: str | None) -> None:
 
 
 def _constraint(req: Request, option: str, value: str | None) -> None:
-    """SLURM's feature expression as the job's ``constraint`` (the scheduler checks it);
-    counts (``a*2``) are dropped with a warning."""
-    text = _COUNT.sub("", value or "")
-    if text != (value or ""):
-        req.warn("counts (FEATURE*N) are ignored: every node of the job needs the features")
-    req.job["constraint"] = text.strip()
+    """SLURM's feature expression, counts (``[a*2&b*1]``) included, as the job's
+    ``constraint`` (the scheduler checks it)."""
+    req.job["constraint"] = (value or "").strip()
     req.origins["constraint"] = f"--{option}"
 
 

@@ -1,0 +1,149 @@
+"""``sbatch`` and ``scancel`` inside a job, relayed by its node's agent (``JobCommand``).
+
+A container is not trusted: a command is taken only from a node that runs the job's current
+attempt while it runs (``authz.may_command_from_job``, decided on the core thread; a refusal is
+in the audit log), within ``CommandBudget`` (``job_commands_burst``, then
+``job_commands_per_second``, per job and node, checked first, on the event loop) and the sizes
+of ``injob.check_command``. It acts as the job's owner, never as an admin
+(``authz.job_principal``), through the same submit and cancel as gsub and gcancel, so every
+check of theirs applies. Each accepted command is in the audit log, and each job sbatch
+submits says in its events where it came from ("submitted from job 12 on node gpu03").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from datetime import datetime
+
+from rota.inputs import SpecError
+from rota.messages import JobCommand, JobCommandReply
+from rota.scheduler.agent_hub import AgentSession
+from rota.scheduler.cluster.users import AuditEntry, Principal
+from rota.scheduler.core.errors import AccessDenied, Conflict, NotFound, UserError
+from rota.scheduler.core.injob import (
+    TOOLS,
+    CommandBudget,
+    check_command,
+    read_sbatch,
+    read_scancel,
+)
+from rota.scheduler.core.services import Services
+from rota.scheduler.core.steps import CoreSteps
+from rota.scheduler.core.submission import SubmitItem
+from rota.scheduler.core_thread import Executor
+from rota.scheduler.facade.jobs import JobsFacade
+from rota.validate import HOST_NAME
+
+log = logging.getLogger("rota.scheduler")
+
+
+class InJobFacade:
+    """Answers the commands of jobs' containers; one task per command (``run``)."""
+
+    def __init__(
+        self, services: Services, core: Executor, steps: CoreSteps, jobs: JobsFacade
+    ) -> None:
+        self.services = services
+        self.core = core
+        self.steps = steps
+        self.jobs = jobs
+        config = services.config
+        self.budget = CommandBudget(config.job_commands_burst, config.job_commands_per_second)
+        self._running: set[asyncio.Task[None]] = set()
+
+    def start(self, session: AgentSession, cmd: JobCommand) -> None:
+        """Answer ``cmd`` on a task of its own; the reply goes to ``session``, which asked."""
+        task = asyncio.create_task(self.run(session, cmd))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def run(self, session: AgentSession, cmd: JobCommand) -> None:
+        tool = cmd.tool if cmd.tool in TOOLS else "rota"
+        try:
+            output = await self._answer(session, cmd)
+            reply = JobCommandReply(cmd.request_id, 0, output=output)
+        except (UserError, SpecError, AccessDenied, NotFound, Conflict) as exc:
+            lines = str(exc).splitlines() or ["refused"]
+            error = "".join(f"{tool}: error: {line}\n" for line in lines)
+            reply = JobCommandReply(cmd.request_id, 1, error=error)
+        except Exception:
+            log.exception("job %d: %s from node %s failed", cmd.job_id, tool, session.node)
+            reply = JobCommandReply(cmd.request_id, 1, error=f"{tool}: error: internal error\n")
+        session.outbox.put_nowait(reply)
+
+    async def _answer(self, session: AgentSession, cmd: JobCommand) -> str:
+        """What the command prints; raises what it prints as an error."""
+        clock = self.services.jobs.clock
+        if not self.budget.take(cmd.job_id, session.node, clock()):
+            log.warning("job %d: %s from node %s refused: rate", cmd.job_id, cmd.tool, session.node)
+            raise UserError(
+                f"too many commands from job {cmd.job_id}: at most {self.budget.describe()} "
+                "(scheduler settings job_commands_burst, job_commands_per_second)"
+            )
+        check_command(cmd)
+        owner = self.steps.command_owner
+        node, peer = session.node, session.peer
+        found = await self.core.call(owner, node, peer, cmd.tool, cmd.job_id, cmd.attempt)
+        display_id, spec, who = found
+        origin = f"from job {display_id} on node {node}"
+        if cmd.tool == "scancel":
+            return await self._scancel(cmd, who, origin, peer)
+        now = datetime.fromtimestamp(clock()).astimezone()
+        host = node if HOST_NAME.match(node) else ""
+        read = await asyncio.to_thread(read_sbatch, cmd, spec, host, now)
+        item = SubmitItem(read.spec, os.urandom(16).hex(), read.source)
+        try:
+            results = await self.jobs.submit([item], who, False)
+        except AccessDenied as exc:
+            await self._record(who, "sbatch", read.source, peer, f"{origin}: {exc}", False)
+            raise
+        ids = list(results[0].job_ids)
+        if ids and "_" in ids[0]:  # an array: its tasks are ARRAYID_TASK
+            ids = [ids[0].split("_", 1)[0]]
+        detail = f"submitted {origin}"
+        await self._record(who, "sbatch", ",".join(ids), peer, detail, True, results[0].job_ids)
+        warnings = "".join(f"sbatch: warning: {w}\n" for w in read.warnings)
+        if read.parsable:
+            return warnings + "".join(f"{i}\n" for i in ids)
+        return warnings + "".join(f"Submitted batch job {i}\n" for i in ids)
+
+    async def _scancel(self, cmd: JobCommand, who: Principal, origin: str, peer: str) -> str:
+        """Cancel as ``who``: AccessDenied (nothing cancelled) when any id is another user's."""
+        ids = read_scancel(cmd.argv)
+        reason = f"cancelled by {who.user} with scancel {origin}"
+        try:
+            results = await self.jobs.cancel(ids, who, reason)
+        except AccessDenied as exc:
+            await self._record(who, "scancel", ",".join(ids), peer, f"{origin}: {exc}", False)
+            raise
+        await self._record(who, "scancel", ",".join(ids), peer, reason)
+        problems = [f"{r.id}: {r.message}" for r in results if not r.ok]
+        if problems:
+            raise UserError("\n".join(problems))
+        return ""
+
+    async def _record(
+        self,
+        who: Principal,
+        tool: str,
+        jobs: str,
+        peer: str,
+        detail: str,
+        allowed: bool = True,
+        noted: Sequence[str] = (),
+    ) -> None:
+        """An audit entry of ``tool`` in a job about ``jobs``, and ``detail`` in the events
+        of the jobs ``noted``."""
+        entry = AuditEntry(
+            self.services.jobs.clock(),
+            who.user,
+            f"{tool} in a job",
+            f"job={jobs[:200]}",
+            peer,
+            allowed,
+            detail,
+        )
+        await self.core.call(self.steps.command_done, entry, list(noted))
