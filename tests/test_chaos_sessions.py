@@ -5,7 +5,8 @@ pseudo-terminal:
 - the scheduler ``kill -9``ed and started again on the same port: grun reaches it again and
   the same shell goes on (its variables kept), nothing of its earlier output shown twice;
 - the agent ``kill -9``ed and started again (the container runs on under Docker): the
-  scheduler opens the session again once the node is back, and the shell goes on;
+  scheduler opens the session again once the node is back, and the shell goes on (a
+  gattach's command, the agent's own, ends saying so);
 - the scheduler gone for longer than grun's ``--reconnect``: grun says so and exits 255, the
   job runs on, and the shell is still there for ``gattach``;
 - a piped grun (a gap in its output would go unseen) and a gattach end 255 at once; the job
@@ -63,8 +64,13 @@ def test_the_session_is_opened_again_after_an_agent_kill_9(cluster: Cluster) -> 
     _, term = _session(cluster)
     try:
         (container,) = cluster.containers(all_states=False)
+        shell = _spawn(cluster, "rota.cli.gattach", "1", "sh", "-c", "echo in; cat")
+        assert shell.stdout is not None and shell.stdout.readline() == b"in\n"
         cluster.kill("agent-n1")
         term.expect(b"is not connected; waiting for it (job 1 runs on)")
+        _, err = shell.communicate(timeout=30)  # a command of the agent's own: gone with it
+        assert shell.returncode == 1
+        assert b"disconnected while sending output: the session is lost; job 1 runs on" in err
         assert cluster.containers(all_states=False) == [container]
         cluster.start_agent("n1", gpus=1)
         term.expect(b"rota: node " + cluster.node_name("n1").encode() + b" is back")
