@@ -9,6 +9,7 @@ pseudo-terminal:
   gattach's command, the agent's own, ends saying so);
 - the scheduler gone for longer than grun's ``--reconnect``: grun says so and exits 255, the
   job runs on, and the shell is still there for ``gattach``;
+- a grun still waiting for its job waits on through a scheduler ``kill -9``;
 - a piped grun (a gap in its output would go unseen) and a gattach end 255 at once; the job
   goes on without them (its piped input ended, so its ``cat`` ends: COMPLETED, recorded).
 """
@@ -133,3 +134,30 @@ def _spawn(cluster: Cluster, module: str, *args: str) -> subprocess.Popen[bytes]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+
+
+def test_a_pending_grun_waits_on_through_a_scheduler_kill_9(cluster: Cluster) -> None:
+    args = ("--config", config_file(cluster), "--open-registration")
+    cluster.start_scheduler(*args)
+    cluster.start_agent("n1", gpus=1)
+    holder = cluster.submit(
+        f"image: {TEST_IMAGE}\ncommand: [sleep, '600']\nresources: {{gpus: 1}}\n"
+    )
+    cluster.wait_state(holder, "RUNNING")
+    argv = ["-m", "rota.cli.grun", "--image", TEST_IMAGE, "--gpus", "1", "--pty", "sh"]
+    term = Terminal(argv, cluster.env)
+    try:
+        term.expect(b"grun: job 2 queued and waiting for resources")
+        cluster.kill("scheduler")
+        term.expect(b"grun: lost the scheduler at ")
+        restart_scheduler(cluster, *args)
+        term.expect(b"grun: the scheduler is back: job 2 goes on")
+        assert cluster.job("2")["state"] == "PENDING"
+        assert cluster.cli("gcancel", holder).returncode == 0
+        term.expect(b"grun: job 2 has been allocated resources")
+        term.expect(b"$ ")
+        term.send(b"exit 0\r")
+        assert term.wait() == 0
+    finally:
+        term.close()
+    assert cluster.wait_state("2", "COMPLETED")["attempt"] == 1
