@@ -61,7 +61,7 @@ def run_session(
     code ``LOST`` when the scheduler went away)."""
     outbox = _Outbox(QUEUED)
     raw: list[Callable[[], None]] = []
-    started = False
+    started = answered = False
     lost_at = 0.0  # when the scheduler last went away; 0 while it answers
     delay = RETRY[0]
 
@@ -76,6 +76,7 @@ def run_session(
             call = client.interact(outbox.stream(client.interact_request(**opening)))
             try:
                 for reply in call:
+                    answered = True
                     if lost_at:
                         notice(f"the scheduler is back: job {opening['job_id']} goes on")
                         lost_at, delay = 0.0, RETRY[0]
@@ -95,7 +96,7 @@ def run_session(
                         raise CliError(reply.error, 1)
                 raise CliError("the session ended without an exit code", 1)
             except client.rpc_error as exc:
-                if not client.lost(exc):
+                if not client.lost(exc) or not (answered or reconnect):  # never reached
                     raise client.translate(exc) from None
                 now = time.monotonic()
                 job = opening["job_id"]
