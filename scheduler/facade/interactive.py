@@ -5,6 +5,10 @@ A session first waits for its job (``Waiting`` as its state or pending reason ch
 opens on the job's node (``Started``) and relays both ways; a terminal opened in a session
 warned idle gets the warning as its first line. A grun session whose job already
 ended (its command was quick) gets the job's output and exit code instead.
+
+A terminal whose job's node is not connected (a scheduler or agent just restarted) waits
+for it, saying so; grun's terminal is opened again when its node's stream was lost, since
+its process runs on in the container (``Resumable`` keeps the client's input meanwhile).
 """
 
 from __future__ import annotations
@@ -153,7 +157,8 @@ class InteractiveFacade:
                 line = f"rota: this session was warned: {job.warning}{end}"
                 yield SessionOutput(0, stream=2, data=line.encode())
             while True:
-                if self.relay.hub.live(node) is None:  # a restarted scheduler or agent
+                # a restarted scheduler or agent: a terminal waits for it, a port does not
+                if self.relay.hub.live(node) is None and request.kind != "forward":
                     line = (
                         f"rota: node {node} is not connected; waiting for it "
                         f"(job {job.display_id} runs on){end}"
