@@ -16,6 +16,7 @@ between the two sockets (``rota.bytepipe``), no message per chunk; when it canno
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import queue
 import socket
@@ -25,7 +26,7 @@ from collections.abc import Callable
 
 from rota.agent.dial import Dialer, DialError
 from rota.agent.runtime.sessions import SessionError, SessionHandle
-from rota.bytepipe import relay
+from rota.bytepipe import abort, relay
 from rota.messages import SessionInput, SessionOpen, SessionOutput
 
 log = logging.getLogger("rota.agent")
@@ -49,6 +50,10 @@ class Sessions:
         self._send = send
         self._dialer = dialer
         self._sessions: dict[int, _Session] = {}
+        # raw forwards' sockets, by a number of this agent's (request ids start again at 1
+        # with each scheduler process)
+        self._raw: dict[int, tuple[socket.socket, socket.socket]] = {}
+        self._raw_ids = itertools.count()
         self._lock = threading.Lock()
 
     def order(self, order: SessionOpen | SessionInput) -> None:
@@ -68,11 +73,16 @@ class Sessions:
             found.take(order)
 
     def close_all(self) -> None:
-        """The scheduler's stream ended: its sessions' clients are gone."""
+        """The scheduler's stream ended: its sessions' clients are gone, and so are its raw
+        forwards' (a scheduler that died closed their data connections, and a port that
+        neither writes nor closes would otherwise hold its relay for ever)."""
         with self._lock:
             sessions = list(self._sessions.values())
+            forwards = list(self._raw.values())
         for session in sessions:
             session.take(SessionInput(session.request.request_id, close=True))
+        for ends in forwards:
+            abort(*ends)
 
     def __len__(self) -> int:
         with self._lock:
@@ -104,7 +114,14 @@ class Sessions:
             self._send(SessionOutput(rid, dial_error=str(exc) or "the agent failed"))
             return
         log.info("forward of job %d port %d: raw data connection", order.job_id, order.port)
-        relay(handle.sock, data, b"", rest)
+        key = next(self._raw_ids)
+        with self._lock:
+            self._raw[key] = (handle.sock, data)
+        try:
+            relay(handle.sock, data, handle.early, rest)
+        finally:
+            with self._lock:
+                self._raw.pop(key, None)
 
     def _forget(self, request_id: int) -> None:
         with self._lock:
@@ -175,9 +192,10 @@ class _Session:
 
     def _read(self, handle: SessionHandle) -> None:
         frames = _Frames() if handle.multiplexed else None
+        early = handle.early
         while True:
             try:
-                data = handle.sock.recv(CHUNK)
+                data, early = early or handle.sock.recv(CHUNK), b""
             except OSError:
                 return
             if not data:

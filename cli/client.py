@@ -67,6 +67,8 @@ class Client:
     """Stubs over one channel; every call carries the user's token (``rota.credentials``)
     and maps gRPC errors to CliError."""
 
+    rpc_error = grpc.RpcError  # what a failed call raises (``lost`` and ``translate`` read it)
+
     def __init__(self, target: Target) -> None:
         from rota.credentials import CredentialsError, read_token
 
@@ -264,6 +266,19 @@ class Client:
         """An interactive session (``rota.v1.InteractRequest`` in, ``InteractReply`` out): the
         call, iterable and cancellable; iterate it inside ``errors()``."""
         return self.interactive.Interact(requests, timeout=None)
+
+    @staticmethod
+    def lost(exc: grpc.RpcError) -> bool:
+        """Whether a call failed because the scheduler went away or cannot be reached (a
+        restart: calling again may work), not because it refused."""
+        code = exc.code() if hasattr(exc, "code") else None
+        return code is grpc.StatusCode.UNAVAILABLE
+
+    def next_scheduler(self) -> None:
+        """After a stream lost its scheduler: with several addresses (a leader and its
+        standbys), the next call starts at the next one."""
+        if isinstance(self.channel, FailoverChannel):
+            self.channel.skip()
 
     @staticmethod
     def interact_request(**fields: Any) -> Any:

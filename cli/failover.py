@@ -2,8 +2,8 @@
 unavailable (down, or a standby that answers UNAVAILABLE naming the leader) is made again on the
 next, and the one that answered is tried first from then on.
 
-Only calls with one reply fail over; a call whose reply streams (``glogs -f``) goes to the
-scheduler that answered last. A call that timed out is not made again elsewhere (it may have
+Only calls with one reply fail over; a call whose reply streams (``glogs -f``, a session) goes
+to the scheduler that answered last, or the next one after ``skip``. A call that timed out is not made again elsewhere (it may have
 been done), but the next call starts at the next scheduler.
 """
 
@@ -34,7 +34,13 @@ class FailoverChannel(grpc.Channel):  # type: ignore[misc]
         return self._channels[self.at].stream_unary(method, *args, **kwargs)
 
     def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._channels[self.at].stream_stream(method, *args, **kwargs)
+        calls = [channel.stream_stream(method, *args, **kwargs) for channel in self._channels]
+        return lambda *a, **k: calls[self.at](*a, **k)
+
+    def skip(self) -> None:
+        """The scheduler tried first lost a stream (streams do not fail over by themselves):
+        the next call starts at the next one."""
+        self.at = (self.at + 1) % len(self._channels)
 
     def subscribe(self, callback: Callable[..., None], try_to_connect: bool = False) -> None:
         self._channels[self.at].subscribe(callback, try_to_connect)

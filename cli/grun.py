@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 SHELL = ["/bin/sh"]
+RECONNECT = 120.0  # seconds grun tries to reach a scheduler that went away (a restart)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     pty = p.add_mutually_exclusive_group()
     pty.add_argument("--pty", action="store_true", default=None, help="give CMD a terminal")
     pty.add_argument("--no-pty", dest="pty", action="store_false", help="plain pipes")
+    p.add_argument(
+        "--reconnect",
+        type=float,
+        default=RECONNECT,
+        metavar="SECONDS",
+        help=f"try this long to reach a scheduler that went away (default {RECONNECT:g}; 0: not)",
+    )
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
     return p
@@ -147,7 +155,13 @@ def _grun(args: argparse.Namespace) -> int:
 
         try:
             return run_session(
-                client, {"job_id": job_id, "kind": "attach"}, use_tty, on_wait, on_start
+                client,
+                {"job_id": job_id, "kind": "attach"},
+                use_tty,
+                on_wait,
+                on_start,
+                reconnect=max(args.reconnect, 0.0),
+                prog="grun",
             )
         except KeyboardInterrupt:
             client.cancel_jobs([job_id], current_user())

@@ -5,18 +5,25 @@ terminal in raw mode with its size and resizes, or plain pipes, relayed through 
 input to the session and its output to ``stdout_fd`` (stderr's to ``stderr_fd``) until the
 process ends; it returns the process's exit code. Input waits in a small queue: when the
 scheduler reads no more (its window is full), reading input stops too.
+
+When the scheduler goes away (a restart, a lost connection), a session given ``reconnect``
+seconds (grun's, whose process runs on in its container) opens again on the same job as soon
+as the scheduler answers, for at most that long since it last answered; the terminal stays
+as it is and the process goes on where it was. Otherwise, or when the time runs out, or when
+a session without a terminal had started (a gap in piped output would go unnoticed), the
+session ends with ``LOST`` (255, as ssh's), saying that the job runs on.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import queue
 import signal
 import sys
 import termios
 import threading
+import time
 import tty
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,6 +32,8 @@ from rota.cli.errors import CliError
 
 CHUNK = 256 * 1024
 QUEUED = 64  # input messages waiting for the call
+LOST = 255  # the exit code when the scheduler went away and did not come back in time
+RETRY = (0.2, 2.0)  # seconds between tries to reach the scheduler again: first, at most
 
 
 def terminal_size(fd: int) -> tuple[int, int]:
@@ -45,46 +54,139 @@ def run_session(
     stdin_fd: int = 0,
     stdout_fd: int = 1,
     stderr_fd: int = 2,
+    reconnect: float = 0.0,
+    prog: str = "rota",
 ) -> int:
-    """Run one session (see the module doc); CliError when it cannot open or breaks."""
-    requests: queue.Queue[Any] = queue.Queue(QUEUED)
-    if use_tty:
-        opening = {**opening, "tty": True}
-        opening["rows"], opening["cols"] = terminal_size(stdin_fd)
-    requests.put(client.interact_request(**opening))
+    """Run one session (see the module doc); CliError when it cannot open or breaks (its
+    code ``LOST`` when the scheduler went away)."""
+    outbox = _Outbox(QUEUED)
+    raw: list[Callable[[], None]] = []
+    started = answered = False
+    lost_at = 0.0  # when the scheduler last went away; 0 while it answers
+    delay = RETRY[0]
 
-    def outgoing() -> Iterator[Any]:
-        while (item := requests.get()) is not None:
+    def notice(text: str) -> None:
+        _write_all(stderr_fd, f"\r\n{prog}: {text}\r\n" if raw else f"{prog}: {text}\n")
+
+    try:
+        while True:
+            if use_tty:
+                opening = {**opening, "tty": True}
+                opening["rows"], opening["cols"] = terminal_size(stdin_fd)
+            call = client.interact(outbox.stream(client.interact_request(**opening)))
+            try:
+                for reply in call:
+                    answered = True
+                    if lost_at:
+                        notice(f"the scheduler is back: job {opening['job_id']} goes on")
+                        lost_at, delay = 0.0, RETRY[0]
+                    if reply.started and not started:
+                        started = True
+                        on_start()
+                        if use_tty:
+                            raw += _raw(stdin_fd, outbox, client)
+                        _read_input(stdin_fd, outbox, client, eof=not use_tty)
+                    elif reply.state and not started:
+                        on_wait(reply)
+                    if reply.data:
+                        _write_all(stderr_fd if reply.stream == 2 else stdout_fd, reply.data)
+                    if reply.exited:
+                        return int(reply.exit_code)
+                    if reply.error:
+                        raise CliError(reply.error, 1)
+                raise CliError("the session ended without an exit code", 1)
+            except client.rpc_error as exc:
+                if not client.lost(exc) or not (answered or reconnect):  # never reached
+                    raise client.translate(exc) from None
+                now = time.monotonic()
+                job = opening["job_id"]
+                if not reconnect or (started and not use_tty):  # pipes: no gap in the output
+                    why = f"lost the scheduler at {client.target.address}; the session is lost"
+                    raise CliError(f"{why}; job {job} goes on without it", LOST) from None
+                if not lost_at:
+                    lost_at = now
+                    notice(
+                        f"lost the scheduler at {client.target.address}; trying to reach it "
+                        f"again for {reconnect:g} s (job {job} runs on)"
+                    )
+                elif now - lost_at > reconnect:
+                    why = f"the scheduler did not answer again within {reconnect:g} s"
+                    raise CliError(_lost(client, job, why), LOST) from None
+                # attached before: the process's earlier output is not replayed
+                opening["reopen"] = started and opening["kind"] == "attach"
+                client.next_scheduler()  # a standby may lead now
+                time.sleep(delay)
+                delay = min(delay * 2, RETRY[1])
+            finally:
+                call.cancel()
+                outbox.next_call()
+    finally:
+        for undo in reversed(raw):
+            undo()
+        outbox.close()
+
+
+def _lost(client: Client, job: str, why: str) -> str:
+    """What grun says when it gives up on the scheduler."""
+    return (
+        f"lost the scheduler at {client.target.address}: {why}; job {job} runs on until its "
+        f"process ends, its time limit, gcancel {job} or idle reclamation (gattach {job} "
+        "opens a shell in it)"
+    )
+
+
+class _Outbox:
+    """Requests for the session's current call, at most ``size`` waiting. A call's stream
+    ends when the next call begins, so a broken call's sender takes nothing meant for the
+    next one."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: deque[Any] = deque()
+        self._cond = threading.Condition()
+        self._call = 0
+        self._closed = False
+
+    def put(self, item: Any, block: bool = True) -> bool:
+        """Queue ``item``; False when it was not (closed, or full and not ``block``)."""
+        with self._cond:
+            while len(self._items) >= self._size and not self._closed:
+                if not block:
+                    return False
+                self._cond.wait()
+            if self._closed:
+                return False
+            self._items.append(item)
+            self._cond.notify_all()
+            return True
+
+    def stream(self, first: Any) -> Iterator[Any]:
+        """The current call's requests: ``first``, then what is put, until the next call."""
+        with self._cond:
+            call = self._call
+        yield first
+        while True:
+            with self._cond:
+                while not self._items and call == self._call and not self._closed:
+                    self._cond.wait()
+                if call != self._call or self._closed:
+                    return
+                item = self._items.popleft()
+                self._cond.notify_all()
             yield item
 
-    call = client.interact(outgoing())
-    restore: list[Any] = []
-    try:
-        with client.errors():
-            for reply in call:
-                if reply.started:
-                    on_start()
-                    if use_tty:
-                        restore += _raw(stdin_fd, requests, client)
-                    _read_input(stdin_fd, requests, client, eof=not use_tty)
-                elif reply.state:
-                    on_wait(reply)
-                if reply.data:
-                    _write_all(stderr_fd if reply.stream == 2 else stdout_fd, reply.data)
-                if reply.exited:
-                    return int(reply.exit_code)
-                if reply.error:
-                    raise CliError(reply.error, 1)
-        raise CliError("the session ended without an exit code", 1)
-    finally:
-        for undo in reversed(restore):
-            undo()
-        call.cancel()
-        with contextlib.suppress(queue.Full):
-            requests.put_nowait(None)
+    def next_call(self) -> None:
+        with self._cond:
+            self._call += 1
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
 
 
-def _raw(fd: int, requests: queue.Queue[Any], client: Client) -> list[Callable[[], None]]:
+def _raw(fd: int, outbox: _Outbox, client: Client) -> list[Callable[[], None]]:
     """Put the terminal in raw mode (keys such as Ctrl-C go to the session) and send its new
     size on every SIGWINCH; what undoes both."""
     saved = termios.tcgetattr(fd)
@@ -92,8 +194,8 @@ def _raw(fd: int, requests: queue.Queue[Any], client: Client) -> list[Callable[[
 
     def resized(signum: int, frame: Any) -> None:
         rows, cols = terminal_size(fd)
-        with contextlib.suppress(queue.Full):  # the next resize sends the size again
-            requests.put_nowait(client.interact_request(rows=rows, cols=cols))
+        # when full, the next resize sends the size again
+        outbox.put(client.interact_request(rows=rows, cols=cols), block=False)
 
     before = signal.signal(signal.SIGWINCH, resized)
 
@@ -104,7 +206,7 @@ def _raw(fd: int, requests: queue.Queue[Any], client: Client) -> list[Callable[[
     return [undo]
 
 
-def _read_input(fd: int, requests: queue.Queue[Any], client: Client, eof: bool) -> None:
+def _read_input(fd: int, outbox: _Outbox, client: Client, eof: bool) -> None:
     """Copy ``fd`` into the session on a thread; at its end, say so when ``eof``."""
 
     def copy() -> None:
@@ -115,15 +217,16 @@ def _read_input(fd: int, requests: queue.Queue[Any], client: Client, eof: bool) 
                 data = b""
             if not data:
                 break
-            requests.put(client.interact_request(data=data))
+            if not outbox.put(client.interact_request(data=data)):
+                return
         if eof:
-            requests.put(client.interact_request(eof=True))
+            outbox.put(client.interact_request(eof=True))
 
     threading.Thread(target=copy, name="session-input", daemon=True).start()
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+def _write_all(fd: int, data: bytes | str) -> None:
+    view = memoryview(data.encode() if isinstance(data, str) else data)
     while view:
         written = os.write(fd, view)
         view = view[written:]

@@ -343,6 +343,7 @@ class SessionOutput:
     exit_code: int = 0
     error: str = ""
     dial_error: str = ""  # a forward's data connection could not be dialled back: why
+    node_lost: bool = False  # the scheduler's own: the node's stream ended mid-session
 
 
 SESSION_KINDS = ("attach", "exec", "forward")
@@ -368,6 +369,7 @@ class SessionOpen:
     dial_ticket: str = ""  # forward: dial the data connection back with it (see rota.proto)
     dial_port: int = 0
     dial_tls: bool = False
+    reopen: bool = False  # attach again, without replaying the process's earlier output
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ that ignores the window has its session ended.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -20,6 +21,7 @@ from rota.scheduler.agent_hub import AgentHub, AgentSession
 from rota.scheduler.core.errors import NotFound
 
 WINDOW = 4 << 20  # bytes in flight each way per session
+QUEUED = 4  # client input messages read ahead of a resumable session's relay
 
 
 class SessionRelay:
@@ -28,7 +30,7 @@ class SessionRelay:
     def __init__(self, hub: AgentHub, window: int = WINDOW) -> None:
         self.hub = hub
         self.window = window
-        self.relay = hub.relay(lambda why: SessionOutput(0, error=why))
+        self.relay = hub.relay(lambda why: SessionOutput(0, error=why, node_lost=True))
         self._queued: dict[int, int] = {}  # request id -> output bytes not yet taken
         self._nodes: dict[int, str] = {}  # request id -> the node it was opened on
 
@@ -129,6 +131,38 @@ class SessionRelay:
         session = self.hub.live(node)
         if session is not None:
             session.outbox.put_nowait(order)
+
+
+class Resumable:
+    """A client's input that outlives one ``SessionRelay.run`` (a session opened again once
+    its node is back): a task reads it into a short queue, so a relay that stops reading
+    leaves it whole. It remembers the terminal's last size, for the next opening."""
+
+    def __init__(self, source: AsyncIterator[SessionInput], rows: int, cols: int) -> None:
+        self.rows, self.cols = rows, cols
+        self._queue: asyncio.Queue[SessionInput | None] = asyncio.Queue(QUEUED)
+        self._reader = asyncio.create_task(self._read(source))
+
+    async def _read(self, source: AsyncIterator[SessionInput]) -> None:
+        with contextlib.suppress(Exception):  # a broken client stream ends as a closed one
+            async for item in source:
+                await self._queue.put(item)
+        await self._queue.put(None)
+
+    def __aiter__(self) -> Resumable:
+        return self
+
+    async def __anext__(self) -> SessionInput:
+        item = await self._queue.get()
+        if item is None:
+            self._queue.put_nowait(None)  # ended for every later reader too
+            raise StopAsyncIteration
+        if item.rows and item.cols:
+            self.rows, self.cols = item.rows, item.cols
+        return item
+
+    def close(self) -> None:
+        self._reader.cancel()
 
 
 class _Credit:

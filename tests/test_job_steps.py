@@ -78,5 +78,8 @@ def test_steps_are_checked_numbered_and_recorded(tmp_path: Path) -> None:
         f"step {job}.0 started: 2 task(s) on a,b: hostname",
         f"step {job}.1 started: 1 task(s) on a: hostname",  # -N 1: the first node
         f"step {job}.0 ended COMPLETED: exit code 0",
+        # step 1 never ended before the restart: its srun failed with the old stream
+        f"step {job}.1 ended FAILED: exit code 1 (srun lost contact with the scheduler, "
+        "which restarted)",
         f"step {job}.2 started: 2 task(s) on a,b: hostname",
     ]

@@ -163,6 +163,7 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             o.dial_ticket,
             o.dial_port,
             o.dial_tls,
+            o.reopen,
         )
     if kind == "session_input":
         i = msg.session_input

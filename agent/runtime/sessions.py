@@ -45,6 +45,7 @@ class SessionHandle:
     container_id: str
     exec_id: str = ""
     direct: bool = False  # a TCP connection of the agent's own (nothing to ask the engine)
+    early: bytes = b""  # the stream's first bytes, read with the engine's answer: before sock's
 
     def resize(self, rows: int, cols: int) -> None:
         try:
@@ -88,7 +89,9 @@ def open_session(api: Any, container_id: str, request: SessionOpen, node: str) -
                     f"job {request.job_id} was not started by grun: use gattach to open a "
                     "shell in it"
                 )
-            params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1, "logs": 1}
+            # its output so far too (a quick command's), unless it was attached before
+            logs = 0 if request.reopen else 1
+            params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1, "logs": logs}
             sock = api.attach_socket(container_id, params=params)
             # the engine accepts an attach to a stopped container and then sends nothing:
             # the process must still run once the attach is in place
@@ -96,7 +99,7 @@ def open_session(api: Any, container_id: str, request: SessionOpen, node: str) -
                 _raw(sock).close()
                 raise SessionError(f"job {request.job_id}'s process has ended")
             tty = bool(config.get("Tty"))
-            return SessionHandle(api, _raw(sock), not tty, container_id)
+            return SessionHandle(api, _raw(sock), not tty, container_id, early=_early(sock))
         if request.kind == "forward":
             pid = int(info.get("State", {}).get("Pid") or 0)
             direct = connect_inside(pid, request.port) if pid else None
@@ -110,7 +113,7 @@ def open_session(api: Any, container_id: str, request: SessionOpen, node: str) -
             container_id, list(command), stdin=True, tty=tty, user=config.get("User") or ""
         )["Id"]
         sock = api.exec_start(exec_id, socket=True, tty=tty)
-        return SessionHandle(api, _raw(sock), not tty, container_id, exec_id)
+        return SessionHandle(api, _raw(sock), not tty, container_id, exec_id, early=_early(sock))
     except (APIError, DockerException) as exc:
         raise SessionError(engine_message(exc)) from None
     except OSError as exc:  # /proc of a container that just ended
@@ -155,3 +158,23 @@ def _raw(sock: Any) -> socket.socket:
     raw = getattr(sock, "_sock", sock)
     raw.settimeout(None)
     return raw  # type: ignore[no-any-return]
+
+
+def _early(sock: Any) -> bytes:
+    """The stream's first bytes that came with the engine's answer head: docker-py read
+    them into the answer's buffer, which reading the socket itself would skip (a quick
+    process's output, the replay of an attached one's)."""
+    reader = getattr(
+        getattr(getattr(getattr(sock, "_response", None), "raw", None), "_fp", None), "fp", None
+    )
+    if reader is None or not hasattr(reader, "peek"):
+        return b""
+    raw = _raw(sock)
+    raw.setblocking(False)  # peek returns the buffer alone, without waiting for more
+    try:
+        buffered = reader.peek()
+        return reader.read(len(buffered)) if buffered else b""
+    except OSError:
+        return b""
+    finally:
+        raw.settimeout(None)

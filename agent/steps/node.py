@@ -425,8 +425,9 @@ class NodeSteps:
 
     def disconnected(self) -> None:
         """The scheduler's stream ended: every srun waiting here fails and every task running
-        here is stopped (the scheduler failed their steps; the other nodes stop theirs when
-        the scheduler tells them, or when their own stream ends)."""
+        here is stopped (the scheduler failed their steps, or, when it died, records them
+        FAILED at the job's next step; the other nodes stop theirs when the scheduler tells
+        them, or when their own stream ends)."""
         with self._lock:
             sruns = list(self._sruns.items())
             tasks = list(self._tasks.values())

@@ -352,6 +352,7 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 window=order.window,
                 dial_ticket=order.dial_ticket,
                 dial_port=order.dial_port,
+                reopen=order.reopen,
                 dial_tls=order.dial_tls,
             )
         )

@@ -36,6 +36,7 @@ class InteractiveServicer(pb_grpc.InteractiveServiceServicer):
             first.cols,
             first.port,
             first.node,
+            first.reopen,
         )
         events = self.engine.interactive.interact(
             opening, _inputs(first, request_iterator), caller(), context.peer() or ""

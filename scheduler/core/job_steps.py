@@ -28,6 +28,7 @@ MAX_BYTES = 512 * 1024  # of a step's arguments, and separately of its environme
 MAX_CWD = 4096
 STEP_EVENT = re.compile(r"^step ([\d_]+)\.(\d+) ")  # "step 12.3 started ..." (display id . step)
 _STARTED = re.compile(r"^step [\d_]+\.(\d+) started: (\d+) task\(s\) on (\S+): (.*)$", re.S)
+LOST = "srun lost contact with the scheduler, which restarted"
 _ENDED = re.compile(r"^step [\d_]+\.(\d+) ended ([A-Z_]+): exit code (-?\d+)")
 
 
@@ -84,8 +85,12 @@ class JobSteps:
         _check_request(start)
         tasks = plan(job, start.layout)
         step = self._next.get(job.id)
-        if step is None:
-            step = 1 + max((_number(e.reason) for e in self.history(job.id)), default=-1)
+        events: list[JobEvent] = []
+        if step is None:  # this job's first step since the scheduler started
+            history = self.history(job.id)
+            step = 1 + max((_number(e.reason) for e in history), default=-1)
+            rows = step_rows(job, history)
+            events = [self._lost(job, r) for r in rows if r.state is JobState.RUNNING]
         if len(self._next) > 4 * len(self.model.jobs) + 64:  # forget jobs that ended
             self._next = {k: v for k, v in self._next.items() if k in self.model.jobs}
         self._next[job.id] = step + 1
@@ -95,7 +100,7 @@ class JobSteps:
             f"step {job.display_id}.{step} started: {tasks.ntasks} task(s) on {nodes}: "
             f"{command[:200]}"
         )
-        self.model.commit([], [self.lifecycle.note(job, HistoryKind.INFO, text)])
+        self.model.commit([], [*events, self.lifecycle.note(job, HistoryKind.INFO, text)])
         name = start.argv[0].rsplit("/", 1)[-1][:64]
         step_id = f"{job.display_id}.{step}"
         self._running[step_id] = RunningStep(
@@ -119,6 +124,12 @@ class JobSteps:
         )
         self.model.commit([], [ev])
 
+    def _lost(self, job: JobRecord, row: StepRow) -> JobEvent:
+        """The end of a step an earlier scheduler process left running: its srun failed when
+        that scheduler's stream ended, and the agent stopped its tasks."""
+        text = f"step {job.display_id}.{row.step} ended FAILED: exit code 1 ({LOST})"
+        return self.lifecycle.note(job, HistoryKind.INFO, text)
+
     def running(self, job_ids: Collection[int]) -> list[RunningStep]:
         """The steps in progress of these jobs, by job and number (a step whose job attempt
         no longer runs is forgotten: its relay may have ended without ``end``)."""
@@ -133,7 +144,9 @@ class JobSteps:
 
 
 def step_rows(job: JobRecord, events: Sequence[JobEvent]) -> list[StepRow]:
-    """The steps of ``job`` as its events recorded them, in number order."""
+    """The steps of ``job`` as its events recorded them, in number order. A step with no
+    recorded end in a job that ended (a scheduler restarted under it, and no later step of
+    the job recorded its loss) ended FAILED with the job."""
     rows: dict[int, StepRow] = {}
     for ev in events:
         if m := _STARTED.match(ev.reason):
@@ -150,6 +163,10 @@ def step_rows(job: JobRecord, events: Sequence[JobEvent]) -> list[StepRow]:
             step = int(m.group(1))
             state = JobState(m.group(2)) if m.group(2) in JobState.__members__ else JobState.FAILED
             rows[step] = replace(rows[step], state=state, exit_code=int(m.group(3)), end=ev.time)
+    if job.state.terminal:
+        for k, row in rows.items():
+            if row.state is JobState.RUNNING:
+                rows[k] = replace(row, state=JobState.FAILED, end=job.end_time or row.start)
     return [rows[k] for k in sorted(rows)]
 
 

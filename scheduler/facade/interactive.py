@@ -5,11 +5,16 @@ A session first waits for its job (``Waiting`` as its state or pending reason ch
 opens on the job's node (``Started``) and relays both ways; a terminal opened in a session
 warned idle gets the warning as its first line. A grun session whose job already
 ended (its command was quick) gets the job's output and exit code instead.
+
+A terminal whose job's node is not connected (a scheduler or agent just restarted) waits
+for it, saying so; grun's terminal is opened again when its node's stream was lost, since
+its process runs on in the container (``Resumable`` keeps the client's input meanwhile).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
@@ -22,7 +27,7 @@ from rota.scheduler.core.errors import NotFound
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.sessions import IDLE_WARNING
 from rota.scheduler.core_thread import Executor
-from rota.scheduler.session_relay import SessionRelay
+from rota.scheduler.session_relay import Resumable, SessionRelay
 from rota.states import JobState
 
 POLL = 0.1  # seconds between looks at a job a session waits for, at first
@@ -44,6 +49,7 @@ class ClientOpen:
     cols: int = 0
     port: int = 0
     node: str = ""
+    reopen: bool = False  # attach: attached before; no replay of the earlier output
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,29 +142,66 @@ class InteractiveFacade:
             request.port,
         )
         yield Started(node)
+        # grun's terminal is attached again when its node comes back (a gap in piped output
+        # would go unnoticed: those end as other sessions do)
+        again = request.kind == "attach" and request.tty
+        resumable = Resumable(inputs, request.rows, request.cols) if again else None
         attached = True
+        reopen = request.reopen
+        end = "\r\n" if request.tty else "\n"
         try:
             # Not idle while a client is attached. Inside the try: a client gone (or a task
             # cancelled) at any later point still detaches; the core thread runs both in order.
             await self.core.call(sessions.attached, job.id)
             if request.kind != "forward" and job.warning.startswith(IDLE_WARNING):
-                end = "\r\n" if request.tty else "\n"
                 line = f"rota: this session was warned: {job.warning}{end}"
                 yield SessionOutput(0, stream=2, data=line.encode())
-            async for out in self.relay.run(node, opening, inputs):
-                if out.error and request.kind == "attach":
-                    job = await self._end_of(job)
-                    if job.state.terminal:  # ended before the session opened: as if it had
+            while True:
+                # a restarted scheduler or agent: a terminal waits for it, a port does not
+                if self.relay.hub.live(node) is None and request.kind != "forward":
+                    line = (
+                        f"rota: node {node} is not connected; waiting for it "
+                        f"(job {job.display_id} runs on){end}"
+                    )
+                    yield SessionOutput(0, stream=2, data=line.encode())
+                    job = await self._node_back(job, node)
+                    if job.state is not JobState.RUNNING or job.attempt != opening.attempt:
+                        attached = False
+                        await self.core.call(sessions.detached, job.id)
                         async for event in self._ended(request, job):
                             yield event
                         return
-                if out.exited or out.error:
-                    # Detached before the end is handed on: a client that leaves as soon as
-                    # it has it may leave this generator unfinished until it is collected.
-                    attached = False
-                    await self.core.call(sessions.detached, job.id)
-                yield out
+                    line = f"rota: node {node} is back{end}"
+                    yield SessionOutput(0, stream=2, data=line.encode())
+                lost = False
+                if resumable is not None:
+                    opening = dataclasses.replace(
+                        opening, rows=resumable.rows, cols=resumable.cols, reopen=reopen
+                    )
+                async for out in self.relay.run(node, opening, resumable or inputs):
+                    if out.node_lost and resumable is not None:
+                        lost = reopen = True  # its process runs on in its container: again
+                        continue
+                    if out.node_lost:  # gone with the agent's stream
+                        why = f"{out.error}: the session is lost; job {job.display_id} runs on"
+                        out = SessionOutput(0, error=why)
+                    elif out.error and request.kind == "attach":
+                        job = await self._end_of(job)
+                        if job.state.terminal:  # ended before the session opened: as if it had
+                            async for event in self._ended(request, job):
+                                yield event
+                            return
+                    if out.exited or out.error:
+                        # Detached before the end is handed on: a client that leaves as soon as
+                        # it has it may leave this generator unfinished until it is collected.
+                        attached = False
+                        await self.core.call(sessions.detached, job.id)
+                    yield out
+                if not lost:
+                    return
         finally:
+            if resumable is not None:
+                resumable.close()
             if attached:
                 await self.core.call(sessions.detached, job.id)
 
@@ -167,6 +210,17 @@ class InteractiveFacade:
         AccessDenied, UserError): a check made before a job's web port is handed out."""
         check_open(request)
         await self.core.call(self.services.sessions.target, request.job_id, who, request.kind)
+
+    async def _node_back(self, job: JobRecord, node: str) -> JobRecord:
+        """The job once ``node``'s agent is connected again, or once the job no longer
+        runs (its node stayed away past ``node_grace``, it was cancelled ...)."""
+        poll = POLL
+        while True:
+            job = await self.core.call(self.services.sessions.current, job)
+            if job.state is not JobState.RUNNING or self.relay.hub.live(node) is not None:
+                return job
+            await asyncio.sleep(poll)
+            poll = min(poll * 1.2, MAX_POLL)
 
     async def _end_of(self, job: JobRecord) -> JobRecord:
         """The job once it ended (its node reports it soon after the process ends), or as it

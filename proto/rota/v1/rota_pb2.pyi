@@ -1286,7 +1286,7 @@ class JobCommandReply(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., output: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls")
+    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls", "reopen")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1300,6 +1300,7 @@ class SessionOpen(_message.Message):
     DIAL_TICKET_FIELD_NUMBER: _ClassVar[int]
     DIAL_PORT_FIELD_NUMBER: _ClassVar[int]
     DIAL_TLS_FIELD_NUMBER: _ClassVar[int]
+    REOPEN_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1313,7 +1314,8 @@ class SessionOpen(_message.Message):
     dial_ticket: str
     dial_port: int
     dial_tls: bool
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ..., dial_ticket: _Optional[str] = ..., dial_port: _Optional[int] = ..., dial_tls: _Optional[bool] = ...) -> None: ...
+    reopen: bool
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ..., dial_ticket: _Optional[str] = ..., dial_port: _Optional[int] = ..., dial_tls: _Optional[bool] = ..., reopen: _Optional[bool] = ...) -> None: ...
 
 class SessionInput(_message.Message):
     __slots__ = ("request_id", "data", "eof", "rows", "cols", "ack", "close")
@@ -1680,7 +1682,7 @@ class SummaryResponse(_message.Message):
     def __init__(self, users: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ..., accounts: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ..., start: _Optional[float] = ..., end: _Optional[float] = ...) -> None: ...
 
 class InteractRequest(_message.Message):
-    __slots__ = ("job_id", "kind", "command", "tty", "rows", "cols", "port", "node", "data", "eof")
+    __slots__ = ("job_id", "kind", "command", "tty", "rows", "cols", "port", "node", "data", "eof", "reopen")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
@@ -1691,6 +1693,7 @@ class InteractRequest(_message.Message):
     NODE_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     EOF_FIELD_NUMBER: _ClassVar[int]
+    REOPEN_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     kind: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -1701,7 +1704,8 @@ class InteractRequest(_message.Message):
     node: str
     data: bytes
     eof: bool
-    def __init__(self, job_id: _Optional[str] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., node: _Optional[str] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ...) -> None: ...
+    reopen: bool
+    def __init__(self, job_id: _Optional[str] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., node: _Optional[str] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., reopen: _Optional[bool] = ...) -> None: ...
 
 class InteractReply(_message.Message):
     __slots__ = ("state", "reason", "estimated_start", "started", "stream", "data", "exited", "exit_code", "error")
