@@ -140,8 +140,9 @@ class JobService:
         known = self.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]
         admitted = [self._admit_session(i, self._admit_partitions(i, user)) for i in new_items]
+        found: set[str] = set()  # dependency targets seen to exist, looked up once per request
         for item, adm in zip(new_items, admitted, strict=True):
-            self._check_fits_cluster(item, adm.spec)
+            self._check_fits_cluster(item, adm.spec, found)
             self._check_reservation(item, user)
         now = self.clock()
         bases = [base_record(a.spec, user, now, a.default_time_limit) for a in admitted]
@@ -215,7 +216,7 @@ class JobService:
             admitted, default_time_limit=min(admitted.default_time_limit, rules.max_time)
         )
 
-    def _check_fits_cluster(self, item: SubmitItem, spec: JobSpec) -> None:
+    def _check_fits_cluster(self, item: SubmitItem, spec: JobSpec, found: set[str]) -> None:
         src = item.source or "job"
         if self.config.max_time_limit and spec.time_limit > self.config.max_time_limit:
             raise UserError(
@@ -223,7 +224,7 @@ class JobService:
                 f"{self.config.max_time_limit:.0f}s"
             )
         if spec.dependency:
-            self._check_dependency_targets(src, spec.dependency)
+            self._check_dependency_targets(src, spec.dependency, found)
         probe = self.snapshots.pending_view(
             dataclasses.replace(base_record(spec, "probe", 0.0, 0.0), id=-1), blocked=None
         )
@@ -259,11 +260,16 @@ class JobService:
                         "every array task counts)"
                     )
 
-    def _check_dependency_targets(self, src: str, text: str) -> None:
+    def _check_dependency_targets(self, src: str, text: str, found: set[str]) -> None:
+        """Every job ``text`` names exists; each id is looked up once (``found`` holds those
+        seen), by one indexed query, never by reading every task of an array it names."""
         for _kind, ids in parse_dependency(text):
             for job_id in ids:
-                if not self.lookup.resolve(job_id):
+                if job_id in found:
+                    continue
+                if not self.lookup.exists(job_id):
                     raise UserError(f"{src}: dependency: job {job_id} does not exist")
+                found.add(job_id)
 
     # ------------------------------------------------------------ read
 
