@@ -48,6 +48,7 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 attempts=[attempt_fields(a) for a in msg.attempts],
                 address=msg.address,
                 dials_forwards=msg.dials_forwards,
+                log_windows=msg.log_windows,
             )
         )
     if isinstance(msg, Heartbeat):
@@ -155,7 +156,7 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
     if kind in ("step_launch", "step_output", "step_end", "step_cancel"):
         return _step_order(msg)
     r = msg.log_request
-    return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)
+    return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel, r.window, r.ack)
 
 
 def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentMessage:
