@@ -39,8 +39,8 @@ _FIELD_LIMITS = {
     "reason": MAX_REASON,
     "page_token": 32,
 }
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
-_ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+@-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*\Z")  # \Z: "$" allows a final newline
+_ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+@-]*\Z")
 _JOB_ID = re.compile(r"[0-9]{1,18}(_[0-9]{1,9})?")  # ids fit a 64-bit integer
 _PAGE_TOKEN = re.compile(r"[0-9]{1,18}")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")  # fullmatch: agents' --node too

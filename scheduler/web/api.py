@@ -271,7 +271,7 @@ class Api:
             return error(status, why)
         try:
             token = str(json.loads(request.body or b"{}").get("token", "")).strip()
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):  # RecursionError: [[[[...
             return error(400, 'body: must be a JSON object {"token": "..."}')
         if not token:
             return error(400, "token: your rota token is required (gadmin user token NAME)")
@@ -460,7 +460,7 @@ def _target(request: Request) -> str:
     if not named and request.body:
         try:
             body = json.loads(request.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         if isinstance(body, dict) and isinstance(body.get("name"), str):
             named["name"] = body["name"]
