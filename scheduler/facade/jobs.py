@@ -93,7 +93,7 @@ class JobsFacade:
 
     async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:
         job, events = await self.core.call(self.services.jobs.get, display_id)
-        return authz.private_view(who, job), events
+        return authz.private_view(who, job), authz.private_history(who, job, events)
 
     async def explain(
         self, display_id: str, who: Principal
