@@ -8,13 +8,16 @@ reader took."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
-from tests.cluster import TEST_IMAGE, Cluster
+from tests.cluster import TEST_IMAGE, Cluster, wait_for
+from tests.support.fake_agent import FakeAgent
 from tests.support.tokens import bearer
 
 SIZE = 32_000_000
@@ -55,3 +58,51 @@ def test_an_unread_log_stream_holds_a_bounded_part_of_the_output(cluster: Cluste
         assert total == SIZE  # read on, the whole output arrives
     finally:
         channel.close()
+
+
+def test_a_user_reads_at_most_eight_outputs_at_once(tmp_path: Path) -> None:
+    """Each output being read holds a thread of the node's agent and up to a window of the
+    scheduler's memory: bob's thousand ``glogs`` at once were a thousand of each."""
+    cluster = Cluster(tmp_path)
+    cluster.start_scheduler("--open-registration")
+    agent = FakeAgent(cluster.address, "n1")  # answers no log request: every read stays open
+    alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
+    channels = {who: grpc.insecure_channel(cluster.address) for who in ("alice", "bob")}
+    tokens = {"alice": alice, "bob": bob}
+    try:
+        agent.start()
+        agent.welcomed.wait(10)
+
+        def stub(who: str) -> pb_grpc.JobServiceStub:
+            return pb_grpc.JobServiceStub(channels[who])
+
+        def submit(who: str) -> str:
+            spec = pb.JobSpec(image="img", command=["true"])
+            request = pb.SubmitJobsRequest(items=[pb.SubmitItem(spec=spec)])
+            answer = stub(who).SubmitJobs(request, metadata=[bearer(tokens[who])], timeout=30)
+            return answer.jobs[0].job_ids[0]
+
+        def read(who: str, job: str) -> Any:
+            request = pb.StreamLogsRequest(id=job, follow=True)
+            return stub(who).StreamLogs(request, metadata=[bearer(tokens[who])], timeout=60)
+
+        mine, hers = submit("bob"), submit("alice")
+        wait_for(lambda: agent.received["launch"] >= 2, 30, what="both jobs launched")
+        open_reads = [read("bob", mine) for _ in range(8)]
+        wait_for(lambda: agent.received["log_request"] >= 8, 30, what="eight reads at the node")
+        with pytest.raises(grpc.RpcError) as refused:
+            next(read("bob", mine))
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "at most 8 at once" in (refused.value.details() or "")
+        open_reads.append(read("alice", hers))  # hers is not refused: the node is asked
+        wait_for(lambda: agent.received["log_request"] >= 9, 30, what="alice's read at the node")
+        open_reads.pop(0).cancel()
+        open_reads.append(read("bob", mine))  # one ended: bob may read again
+        wait_for(
+            lambda: agent.received["log_request"] >= 10, 30, what="bob's next read at the node"
+        )
+    finally:
+        for channel in channels.values():
+            channel.close()
+        agent.stop()
+        cluster.stop()

@@ -11,6 +11,7 @@ from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import input_rules
 from rota.scheduler.core import authz
+from rota.scheduler.core.errors import Conflict
 from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.services import Services
@@ -46,6 +47,7 @@ class JobsFacade:
         self.large = large
         self.cancels = cancels
         self.rules = input_rules(services.config)  # what a job spec may ask (check_items)
+        self._reading: dict[str, int] = {}  # outputs each user is reading now (stream_logs)
 
     async def submit(
         self, items: Sequence[SubmitItem], who: Principal, test_only: bool
@@ -110,11 +112,24 @@ class JobsFacade:
         self, display_id: str, attempt: int, follow: bool, who: Principal, node: str = ""
     ) -> AsyncGenerator[bytes, None]:
         """An attempt's output from the agent that ran it (``node``: one rank of a gang;
-        default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it."""
+        default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it;
+        Conflict when ``who`` reads ``MAX_LOG_STREAMS`` outputs already."""
         location = self.steps.log_location
         job, node, attempt = await self.core.call(location, display_id, attempt, node, who)
-        async for chunk in self.logs.stream(display_id, job.id, node, attempt, follow):
-            yield chunk
+        reading = self._reading.get(who.user, 0)
+        if reading >= MAX_LOG_STREAMS:
+            raise Conflict(
+                f"{who.user} is reading {reading} job outputs already (glogs, the job page's "
+                f"log); at most {MAX_LOG_STREAMS} at once: end one first"
+            )
+        self._reading[who.user] = reading + 1
+        try:
+            async for chunk in self.logs.stream(display_id, job.id, node, attempt, follow):
+                yield chunk
+        finally:
+            left = self._reading.pop(who.user) - 1
+            if left:
+                self._reading[who.user] = left
 
     async def list_finished(self, query: AccountingQuery, who: Principal) -> list[FinishedJob]:
         """Finished jobs ``who`` may see (``authz.finished_scope``)."""
@@ -137,6 +152,9 @@ class JobsFacade:
 
 
 LISTED_COMMAND = 1024  # characters of a job's command a listing carries
+# outputs one user may read at once: each holds a thread of the node's agent and up to a log
+# window (agent_hub.LOG_WINDOW) of the scheduler's memory
+MAX_LOG_STREAMS = 8
 
 
 def _listed(job: JobRecord) -> JobRecord:

@@ -33,6 +33,7 @@ class FakeAgent:
         self.token = token
         self.welcomed = threading.Event()
         self.pongs: list[float] = []
+        self.received: collections.Counter[str] = collections.Counter()  # orders by kind
         self.dropped: str = ""  # why the stream ended while the agent was not stopping
         self._sent: collections.deque[float] = collections.deque()
         self._stop = threading.Event()
@@ -75,6 +76,7 @@ class FakeAgent:
         try:
             for msg in stub.Connect(self._messages()):
                 kind = msg.WhichOneof("msg")
+                self.received[kind] += 1
                 if kind == "welcome":
                     self.welcomed.set()
                 elif kind == "pong" and self._sent:
