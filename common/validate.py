@@ -198,8 +198,8 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     def at(name: str) -> str:
         return f"{prefix}{name}"
 
-    for name, value in _texts(spec):  # every door: the gRPC interceptor's rule, over HTTP too
-        check_text(at(name), value)
+    for wire_name, text in _texts(spec):  # every door: the gRPC interceptor's rule, HTTP too
+        check_text(at(wire_name), text)
     for name in ("name", "qos", "reservation"):
         check_name(at(name), getattr(spec, name))
     check_account(at("account"), spec.account)
