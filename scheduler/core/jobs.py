@@ -173,11 +173,19 @@ class JobService:
         model.bump()
 
     def _dry_run(self, item: SubmitItem, base: JobRecord) -> SubmitResult:
-        probe = dataclasses.replace(base, id=-1)
-        plan = self.dry_run_policy.decide(self.snapshots.snapshot(extra=[probe]))
-        placed = any(p.job_id == -1 for p in plan.placements)
-        reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
-        return SubmitResult(item.client_request_id, (), reason=reason)
+        return dry_run(self.dry_run_policy, item, self.dry_run_snapshot(base))
+
+    def dry_runs(
+        self, items: Sequence[SubmitItem], user: str
+    ) -> list[tuple[SubmitItem, JobRecord]]:
+        """The checks of ``submit``; each new item with the record a dry run of it probes
+        (``dry_run_snapshot``, then ``dry_run`` off this thread: a decision costs a pass)."""
+        admission = self.admit(items, user)
+        return list(zip(admission.new, admission.bases, strict=True))
+
+    def dry_run_snapshot(self, base: JobRecord) -> Snapshot:
+        """A snapshot with ``base`` added as the probe (id -1) a dry run decides on."""
+        return self.snapshots.snapshot(extra=[dataclasses.replace(base, id=-1)])
 
     def _check_reservation(self, item: SubmitItem, user: str) -> None:
         spec = item.spec
@@ -444,3 +452,12 @@ class JobService:
             job.reason = why
             events.append(life.note(job, HistoryKind.INFO, f"{why}; it will not be requeued"))
         return ""
+
+
+def dry_run(policy: Policy, item: SubmitItem, snapshot: Snapshot) -> SubmitResult:
+    """Whether the probe of ``snapshot`` (``JobService.dry_run_snapshot``) would start now,
+    else why not, as ``policy`` decides it."""
+    plan = policy.decide(snapshot)
+    placed = any(p.job_id == -1 for p in plan.placements)
+    reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
+    return SubmitResult(item.client_request_id, (), reason=reason)

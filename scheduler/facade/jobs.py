@@ -12,7 +12,7 @@ from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import input_rules
 from rota.scheduler.core import authz
 from rota.scheduler.core.errors import Conflict
-from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
+from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult, dry_run
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
@@ -57,12 +57,20 @@ class JobsFacade:
         ``authz.may_submit``), then admitted and stored by the core."""
         check_items(items, self.rules)
         resolved = self.steps.authorize_submit(items, who)
-        if not test_only and task_count(resolved) > LARGE_SUBMISSION:
+        if test_only:  # a decision costs a pass: made on the what-if thread, one at a time
+            jobs = self.services.jobs
+            results = []
+            for item, base in await self.core.call(jobs.dry_runs, resolved, who.user):
+                snapshot = await self.core.call(jobs.dry_run_snapshot, base)
+                results.append(
+                    await self.core.what_if(dry_run, self.services.what_if, item, snapshot)
+                )
+            return results
+        if task_count(resolved) > LARGE_SUBMISSION:
             results = await self.large.submit(resolved, who.user)
         else:
-            results = await self.core.call(self.services.jobs.submit, resolved, who.user, test_only)
-        if not test_only:
-            self.passes.want()
+            results = await self.core.call(self.services.jobs.submit, resolved, who.user)
+        self.passes.want()
         return results
 
     async def cancel(self, ids: Sequence[str], who: Principal, reason: str) -> list[CancelResult]:
