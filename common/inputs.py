@@ -97,9 +97,11 @@ def check_number(field: str, value: float, low: float, high: float) -> None:
     """A finite number with ``low <= value <= high``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(field, f"expected a number, got {value!r}")
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise SpecError(field, f"must be a finite number, got {value!r}")
     if not low <= value <= high:
+        if isinstance(value, int) and abs(value) > 2**64:  # too large to write as a float
+            raise SpecError(field, f"must be between {low:g} and {high:g}")
         raise SpecError(field, f"must be between {low:g} and {high:g}, got {value:g}")
 
 

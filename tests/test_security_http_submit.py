@@ -4,7 +4,7 @@ HTTP door skips it, and the spec's own checks let a final newline through (``$``
 before one): bob stored a job named ``job\\n`` (its mail's Subject header then failed to
 build, which stopped the mails claimed with it) and a ``submit_host``, ``signal`` and
 ``constraint`` ending in a newline. A body nested too deep answered 500 (a RecursionError) and
-logged a traceback."""
+logged a traceback, and so did a whole number too large for a float (``"gpus": 1000...0``)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ from tests.cluster import Cluster, free_port
 from tests.support.fake_agent import FakeAgent
 
 
-def _post(port: int, token: str, body: bytes) -> tuple[int, dict[str, Any]]:
+def _post(
+    port: int, token: str, body: bytes, path: str = "/api/v1/jobs"
+) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/v1/jobs",
+        f"http://127.0.0.1:{port}{path}",
         data=body,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         method="POST",
@@ -61,6 +63,10 @@ def test_the_http_door_refuses_line_breaks_and_deep_nesting(tmp_path: Path) -> N
         status, answer = _post(http, bob, b'{"items": ' + b"[" * 20_000 + b"]" * 20_000 + b"}")
         assert status == 400, (status, answer)
         assert answer["error"].startswith("body: must be a JSON object")
+        huge = b'{"image": "img", "gpus": 1' + b"0" * 400 + b"}"  # a whole number past floats
+        status, answer = _post(http, bob, huge, "/api/v1/interactive")
+        assert status == 400, (status, answer)
+        assert answer["error"] == "resources.gpus: must be between 0 and 1024"
         assert cluster.jobs() == []  # nothing stored
         assert "Traceback" not in cluster.log("scheduler")
     finally:
