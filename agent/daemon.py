@@ -22,6 +22,7 @@ from rota.agent.dial import Dialer
 from rota.agent.fence import SelfFence
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
+from rota.agent.log_flow import LogFlow
 from rota.agent.metrics import AgentCollector, MetricsServer
 from rota.agent.readings import AgentReadings
 from rota.agent.runtime.base import ContainerRuntime, ReportFn
@@ -101,7 +102,7 @@ class Agent:
         self._sent_beat = self._sent_any = float("-inf")  # monotonic times
         self._health_sent: tuple[object, ...] = ()
         self._stop = threading.Event()
-        self._log_cancels: dict[int, threading.Event] = {}
+        self._logs: dict[int, LogFlow] = {}  # output requests being sent
         tls = (config.ca, config.cert, config.key) if config.ca else None
         dialer = Dialer(lambda: self.link.address, tls)
         self.sessions = Sessions(self.runtime.open_session, self.link.send, dialer)
@@ -173,6 +174,7 @@ class Agent:
             address=self.config.address or socket.gethostname(),
             agent_version=__version__,
             dials_forwards=True,
+            log_windows=True,
         )
 
     def _disconnected(self) -> None:
@@ -182,6 +184,8 @@ class Agent:
         self.fence.lost()
         if self.steps is not None:
             self.steps.disconnected()
+        for flow in list(self._logs.values()):  # no acknowledgement will come
+            flow.stop()
 
     def _send_step(self, msg: AgentMessage) -> None:
         """Send a step message; an srun asking while the scheduler is away waits up to
@@ -233,10 +237,14 @@ class Agent:
                 self.link.send(StepEnd(order.request_id, 1, error="this node runs no steps"))
         elif isinstance(order, LogRequest):
             if order.cancel:
-                self._log_cancels.pop(order.request_id, threading.Event()).set()
+                self._logs.pop(order.request_id, LogFlow()).stop()
+            elif order.ack:
+                flow = self._logs.get(order.request_id)
+                if flow is not None:
+                    flow.acked(order.ack)
             else:
-                cancel = self._log_cancels.setdefault(order.request_id, threading.Event())
-                threading.Thread(target=self._send_logs, args=(order, cancel), daemon=True).start()
+                flow = self._logs.setdefault(order.request_id, LogFlow(order.window))
+                threading.Thread(target=self._send_logs, args=(order, flow), daemon=True).start()
 
     # ------------------------------------------------------------ heartbeats
 
@@ -310,15 +318,16 @@ class Agent:
 
     # ------------------------------------------------------------ output
 
-    def _send_logs(self, req: LogRequest, cancel: threading.Event) -> None:
-        """Send an attempt's output from its file; with ``follow``, until the attempt ends."""
+    def _send_logs(self, req: LogRequest, flow: LogFlow) -> None:
+        """Send an attempt's output from its file; with ``follow``, until the attempt ends;
+        within the request's window (``flow``), until it is stopped."""
         try:
             path = self.runtime.log_path(req.job_id, req.attempt)
             while not path.exists() and (
                 self.runtime.is_pending(req.job_id, req.attempt)
                 or self.runtime.is_running(req.job_id, req.attempt)
             ):
-                if cancel.wait(0.05):
+                if flow.pause(0.05):
                     return
             if not path.exists():
                 self.link.send_log(
@@ -329,22 +338,26 @@ class Agent:
                 return
             offset = 0
             with path.open("rb") as live:
-                while not cancel.is_set():
+                while not flow.stopped:
                     data = live.read(65536)
                     if data:
+                        if not flow.send(len(data)):
+                            return
                         offset += len(data)
                         self.link.send_log(req.request_id, data)
                     elif req.follow and self.runtime.is_running(req.job_id, req.attempt):
-                        cancel.wait(0.05)
+                        flow.pause(0.05)
                     else:
                         break
             with path.open("rb") as final:  # the complete output replaces the live file at the end
                 final.seek(offset)
                 while data := final.read(65536):
+                    if not flow.send(len(data)):
+                        return
                     self.link.send_log(req.request_id, data)
             self.link.send_log(req.request_id, eof=True)
         finally:
-            self._log_cancels.pop(req.request_id, None)
+            self._logs.pop(req.request_id, None)
 
 
 def _health(beat: Heartbeat) -> tuple[object, ...]:

@@ -39,8 +39,8 @@ _FIELD_LIMITS = {
     "reason": MAX_REASON,
     "page_token": 32,
 }
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
-_ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+@-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*\Z")  # \Z: "$" allows a final newline
+_ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+@-]*\Z")
 _JOB_ID = re.compile(r"[0-9]{1,18}(_[0-9]{1,9})?")  # ids fit a 64-bit integer
 _PAGE_TOKEN = re.compile(r"[0-9]{1,18}")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")  # fullmatch: agents' --node too
@@ -97,9 +97,11 @@ def check_number(field: str, value: float, low: float, high: float) -> None:
     """A finite number with ``low <= value <= high``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(field, f"expected a number, got {value!r}")
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise SpecError(field, f"must be a finite number, got {value!r}")
     if not low <= value <= high:
+        if isinstance(value, int) and abs(value) > 2**64:  # too large to write as a float
+            raise SpecError(field, f"must be between {low:g} and {high:g}")
         raise SpecError(field, f"must be between {low:g} and {high:g}, got {value:g}")
 
 

@@ -36,7 +36,7 @@ IDLE = "IDLE"  # an idle rule's warning, mailed once per attempt to a job that a
 IDLE_WARNINGS = ("idle session: ", "GPUs idle ")  # how those warnings start (grun, batch)
 FAILED = frozenset({JobState.FAILED, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL, JobState.TIMEOUT})
 MAX_ADDRESS = 254
-_ADDRESS = re.compile(r"^[^\s@<>,;\"']+(@[A-Za-z0-9.-]+)?$")
+_ADDRESS = re.compile(r"^[^\s@<>,;\"']+(@[A-Za-z0-9.-]+)?\Z")
 
 
 def normal_mail_types(items: Iterable[str]) -> tuple[str, ...]:

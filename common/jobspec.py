@@ -30,9 +30,9 @@ from rota.when import parse_when
 
 DEFAULT_SHM_SIZE = 2 * 2**30
 DEPENDENCY_TYPES = ("after", "afterok", "afternotok", "afterany")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}$")
-_JOB_ID = re.compile(r"^\d+(_\d+)?$")
-_ARRAY = re.compile(r"^(?P<body>[0-9,\-:]+)(?:%(?P<limit>\d+))?$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}\Z")
+_JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?\Z")
+_ARRAY = re.compile(r"^(?P<body>[0-9,\-:]+)(?:%(?P<limit>[0-9]+))?\Z")
 
 
 @dataclass(frozen=True, slots=True)

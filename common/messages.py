@@ -98,6 +98,7 @@ class Hello:
     address: str = ""
     agent_version: str = ""
     dials_forwards: bool = False  # it dials forwards' data connections back (SessionOpen)
+    log_windows: bool = False  # it keeps LogRequest.window and takes LogRequest.ack
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,13 +263,17 @@ class Welcome:
 
 @dataclass(frozen=True, slots=True)
 class LogRequest:
-    """Ask an agent for an attempt's output (``cancel`` stops a follow)."""
+    """Ask an agent for an attempt's output (``cancel`` stops a follow). ``window``: bytes
+    the agent may send unacknowledged (0: no limit); ``ack`` (no job): bytes of the request's
+    output its reader took."""
 
     request_id: int
     job_id: int = 0
     attempt: int = 0
     follow: bool = False
     cancel: bool = False
+    window: int = 0
+    ack: int = 0
 
 
 @dataclass(frozen=True, slots=True)

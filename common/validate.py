@@ -11,8 +11,9 @@ registries ``rota.allowlists``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,9 +58,9 @@ MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
 INT32 = (-(2**31), 2**31 - 1)
 PULL_POLICIES = ("missing", "always", "never")
 RESERVED_ENV = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
-HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
-_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_ARRAY = re.compile(r"^(?P<body>[0-9,\-:]+)(?:%(?P<limit>\d+))?$")
+HOST_NAME = re.compile(r"^(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?\Z")
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
+_ARRAY = re.compile(r"^(?P<body>[0-9,\-:]+)(?:%(?P<limit>[0-9]+))?\Z")
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,8 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     def at(name: str) -> str:
         return f"{prefix}{name}"
 
+    for wire_name, text in _texts(spec):  # every door: the gRPC interceptor's rule, HTTP too
+        check_text(at(wire_name), text)
     for name in ("name", "qos", "reservation"):
         check_name(at(name), getattr(spec, name))
     check_account(at("account"), spec.account)
@@ -297,6 +300,26 @@ def check_spec(spec: JobSpec, rules: Rules, prefix: str = "") -> None:
     if spec.pull not in PULL_POLICIES:
         raise SpecError(at("pull"), f"expected one of {', '.join(PULL_POLICIES)}")
     _check_job_ends(spec, rules, at)
+
+
+_WIRE_NAMES = {
+    "gpu_type": "resources.gpu_type",
+    "notify_url": "notify.url",
+    "notify_on": "notify.on",
+}
+
+
+def _texts(spec: JobSpec) -> Iterator[tuple[str, str]]:
+    """Every one-line text of ``spec`` (its strings and lists of strings but the command) by
+    its field's name on the wire; the command and the environment may hold tabs and newlines
+    and are checked on their own."""
+    for f in dataclasses.fields(spec):
+        value = getattr(spec, f.name)
+        name = _WIRE_NAMES.get(f.name, f.name)
+        if isinstance(value, str):
+            yield name, value
+        elif isinstance(value, tuple) and f.name != "command":
+            yield from ((f"{name}[{i}]", v) for i, v in enumerate(value) if isinstance(v, str))
 
 
 def tasks_per_node(nodes: int, ntasks: int, ntasks_per_node: int) -> int:

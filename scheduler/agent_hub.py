@@ -28,6 +28,7 @@ from rota.scheduler.core.lifecycle import Orders
 
 log = logging.getLogger("rota.scheduler")
 D = TypeVar("D")
+LOG_WINDOW = 4 << 20  # bytes of a log request's output the scheduler holds at once
 
 
 @dataclass(eq=False)
@@ -38,6 +39,7 @@ class AgentSession:
     id: int
     peer: str = ""  # the stream's peer address, for the audit log
     dials: bool = False  # the agent dials forwards' data connections back
+    log_windows: bool = False  # the agent keeps a log request's window (LogRequest.ack)
     outbox: asyncio.Queue[AgentOrder | None] = field(default_factory=asyncio.Queue)
 
     def refusal(self, what: str, target: str, why: str) -> AuditEntry:
@@ -58,9 +60,11 @@ class AgentHub:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def new_session(self, node: str, peer: str = "", dials: bool = False) -> AgentSession:
+    def new_session(
+        self, node: str, peer: str = "", dials: bool = False, log_windows: bool = False
+    ) -> AgentSession:
         """A session for ``node``, not yet live (``attach`` makes it so)."""
-        return AgentSession(node, next(self._ids), peer, dials)
+        return AgentSession(node, next(self._ids), peer, dials, log_windows)
 
     def joined_count(self, node: str) -> int:
         """How many nodes are connected once ``node`` is."""
@@ -175,11 +179,15 @@ class Relay(Generic[D]):
 
 
 class LogRelay:
-    """``glogs``: an attempt's output relayed from the agent that ran it."""
+    """``glogs``: an attempt's output relayed from the agent that ran it, ``LOG_WINDOW`` bytes
+    at most in flight (sent by the node and not yet taken by the reader) for an agent that
+    keeps windows: a reader that stops reading holds the output on the node, not here. A node
+    that sends twice its window has its request ended."""
 
     def __init__(self, hub: AgentHub) -> None:
         self.hub = hub
         self.relay = hub.relay(lambda why: LogData(0, eof=True, error=why))
+        self._held: dict[int, tuple[str, int]] = {}  # windowed request -> (node, bytes held)
 
     async def stream(
         self, display_id: str, job_id: int, node: str, attempt: int, follow: bool
@@ -191,21 +199,44 @@ class LogRelay:
                 f"node {node} that ran job {display_id} is not connected; its output is kept there"
             )
         request_id, queue = self.relay.open(node)
-        session.outbox.put_nowait(LogRequest(request_id, job_id, attempt, follow))
+        window = LOG_WINDOW if session.log_windows else 0
+        if window:
+            self._held[request_id] = (node, 0)
+        session.outbox.put_nowait(LogRequest(request_id, job_id, attempt, follow, window=window))
         try:
             while True:
                 chunk = await queue.get()
                 if chunk.error:
                     raise NotFound(chunk.error)
                 if chunk.data:
-                    yield chunk.data
+                    yield chunk.data  # resumed when the reader wants more: it took this chunk
+                    if window:
+                        self._taken(request_id, node, len(chunk.data))
                 if chunk.eof:
                     return
         finally:
+            self._held.pop(request_id, None)
             self.relay.close(request_id)
             live = self.hub.live(node)
             if live is not None:
                 live.outbox.put_nowait(LogRequest(request_id, cancel=True))
 
+    def _taken(self, request_id: int, node: str, size: int) -> None:
+        """The reader took ``size`` bytes: they leave the window, and the node is told."""
+        held = self._held.get(request_id)
+        if held is not None:
+            self._held[request_id] = (node, max(0, held[1] - size))
+        live = self.hub.live(node)
+        if live is not None:
+            live.outbox.put_nowait(LogRequest(request_id, ack=size))
+
     def deliver(self, session: AgentSession, data: LogData) -> None:
+        held = self._held.get(data.request_id)
+        if held is not None and held[0] == session.node and data.data:
+            size = held[1] + len(data.data)
+            self._held[data.request_id] = (session.node, size)
+            if size > 2 * LOG_WINDOW:
+                why = f"node {session.node} sent more output than its window of {LOG_WINDOW} bytes"
+                log.warning("%s (request %d)", why, data.request_id)
+                data = LogData(data.request_id, eof=True, error=why)
         self.relay.deliver(session, data.request_id, data, "log_data")

@@ -84,7 +84,9 @@ class Executor(Protocol):
     """Where the engine's parts run service calls: typed, so an IDE and mypy follow ``fn`` and
     check its arguments. ``call``: a request (before queued background work); ``background``:
     telemetry, job events, passes, ticks, hellos (in order among themselves); ``policy``: a
-    pure policy call (it reads only the snapshot it is given)."""
+    pure policy call (it reads only the snapshot it is given); ``what_if``: a dry run's
+    policy call (``gsub --test-only``), on a thread of its own, so a flood of them delays
+    neither the core thread nor the passes."""
 
     async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
 
@@ -92,15 +94,19 @@ class Executor(Protocol):
 
     async def policy(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
 
+    async def what_if(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
+
     def shutdown(self) -> None: ...
 
 
 class CoreExecutor:
-    """The daemon's executor: the core thread (two queues) and one policy thread."""
+    """The daemon's executor: the core thread (two queues), one policy thread and one for
+    dry runs."""
 
     def __init__(self) -> None:
         self._core = CoreThread()
         self._policy = ThreadPoolExecutor(1, thread_name_prefix="rota-policy")
+        self._what_if = ThreadPoolExecutor(1, thread_name_prefix="rota-what-if")
 
     async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         future = self._core.submit(functools.partial(fn, *args, **kwargs))
@@ -114,10 +120,15 @@ class CoreExecutor:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._policy, functools.partial(fn, *args, **kwargs))
 
+    async def what_if(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._what_if, functools.partial(fn, *args, **kwargs))
+
     def shutdown(self) -> None:
-        """Run what is queued, then stop both threads."""
+        """Run what is queued, then stop the threads."""
         self._core.shutdown()
         self._policy.shutdown(wait=True)
+        self._what_if.shutdown(wait=True)
 
 
 class InlineExecutor:
@@ -131,6 +142,9 @@ class InlineExecutor:
         return fn(*args, **kwargs)
 
     async def policy(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return fn(*args, **kwargs)
+
+    async def what_if(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return fn(*args, **kwargs)
 
     def shutdown(self) -> None:

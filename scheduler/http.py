@@ -4,8 +4,9 @@ one request and one response per connection, optional TLS.
 A connection has ``head_timeout`` seconds for its TLS handshake and whole request; at most
 ``max_connections`` are open at once (at most half of them taken over: a WebSocket, a proxied
 port, a raw forward; one more is answered 503), and a new one beyond that evicts the connection that has
-been sending its request the longest (a slowloris holds no slot a quick client needs), or is
-closed at once when every slot is answering.
+been sending its request the longest (a slowloris holds no slot a quick client needs), else
+the one whose client has been taking its answer the longest (nor does a client that never
+reads what it asked for), or is closed at once when every slot is working on an answer.
 
 ``/metrics``, the dashboard's files and its JSON API (``rota.scheduler.web``) are its routes.
 A handler gets the parsed ``Request`` and returns a ``Response``; an exception it raises is
@@ -128,6 +129,7 @@ class HttpServer:
         self._tls: ssl.SSLContext | None = None
         self._open: set[asyncio.StreamWriter] = set()
         self._reading: dict[asyncio.StreamWriter, None] = {}  # oldest first
+        self._writing: dict[asyncio.StreamWriter, None] = {}  # answers being taken, oldest first
         self._taken = 0  # connections a takeover holds now
 
     async def start(self, address: str, tls: ssl.SSLContext | None = None) -> int:
@@ -149,13 +151,15 @@ class HttpServer:
             await self._server.wait_closed()
 
     def _admit(self, writer: asyncio.StreamWriter) -> bool:
-        """Count a new connection in, evicting the oldest one still sending its request when
-        all slots are taken; False (not admitted) when none is."""
+        """Count a new connection in, evicting the oldest one still sending its request (else
+        the oldest whose answer its client is still taking) when all slots are taken; False
+        (not admitted) when none is."""
         if len(self._open) - len(self._evicted()) >= self.max_connections:
-            if not self._reading:
+            victims = self._reading or self._writing
+            if not victims:
                 return False
-            oldest = next(iter(self._reading))
-            del self._reading[oldest]
+            oldest = next(iter(victims))
+            del victims[oldest]
             oldest.transport.abort()
         self._open.add(writer)
         self._reading[writer] = None
@@ -173,6 +177,7 @@ class HttpServer:
         finally:
             self._open.discard(writer)
             self._reading.pop(writer, None)
+            self._writing.pop(writer, None)
 
     async def _request(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -215,6 +220,7 @@ class HttpServer:
                 response.refused()
             response = Response(503, b"too many open terminals and proxied connections\n")
         headers = "".join(f"{k}: {v}\r\n" for k, v in response.headers)
+        self._writing[writer] = None
         try:
             writer.write(
                 (

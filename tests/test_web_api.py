@@ -221,6 +221,8 @@ def test_nodes_and_jobs_as_the_engine_sees_them(tmp_path: Path) -> None:
         assert (await web.call("GET", "/api/v1/jobs/99")).status == 404
         bad = await web.call("GET", "/api/v1/jobs?state=SOMETIMES")
         assert bad.status == 400 and bad.json()["error"].startswith("state:")
+        huge = await web.call("GET", "/api/v1/jobs/1/log?tail=2147483647")
+        assert huge.status == 400 and huge.json()["error"] == "tail: must be from 1 to 16777216"
 
         other = client()
         await other.login(bob)

@@ -50,6 +50,7 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 attempts=[attempt_fields(a) for a in msg.attempts],
                 address=msg.address,
                 dials_forwards=msg.dials_forwards,
+                log_windows=msg.log_windows,
             )
         )
     if isinstance(msg, Heartbeat):
@@ -174,7 +175,7 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
         c = msg.job_command_reply
         return JobCommandReply(c.request_id, c.exit_code, c.output, c.error)
     r = msg.log_request
-    return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel)
+    return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel, r.window, r.ack)
 
 
 def _step_to_pb(msg: StepStart | StepOutput | StepEnd | StepCancel) -> pb.AgentMessage:

@@ -180,6 +180,7 @@ def hello_from_pb(msg: pb.Hello) -> Hello:
         address=msg.address,
         agent_version=msg.agent_version,
         dials_forwards=msg.dials_forwards,
+        log_windows=msg.log_windows,
     )
 
 
@@ -419,5 +420,7 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
             attempt=order.attempt,
             follow=order.follow,
             cancel=order.cancel,
+            window=order.window,
+            ack=order.ack,
         )
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 from rota.inputs import normal_flags
 from rota.jobspec import JobSpec
-from rota.scheduler.cluster.model import RESERVATION_HOLD, REVOKED_HOLD, JobRecord
+from rota.scheduler.cluster.model import RESERVATION_HOLD, REVOKED_HOLD, JobEvent, JobRecord
 from rota.scheduler.cluster.reservation import DAILY, IGNORE_JOBS, MAINT, WEEKLY
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.core.errors import AccessDenied
@@ -130,7 +130,9 @@ def private_view(principal: Principal, job: JobRecord) -> JobRecord:
     """``job`` as ``principal`` may see it: another user's job without its command (a batch
     script travels whole in it, with its arguments), environment, mounts, working, submit and
     output directories, submit host and webhook URL (which may hold secrets, private paths and
-    tokens). As SLURM shows no one else's batch script."""
+    tokens), and with its reason only when it is a reason code (``Resources``; a node's words
+    for a failure name the job's output files and mounts). As SLURM shows no one else's batch
+    script."""
     if may_see_private(principal, job):
         return job
     hidden = dataclasses.replace(
@@ -145,7 +147,21 @@ def private_view(principal: Principal, job: JobRecord) -> JobRecord:
         error="",
         notify_url="",
     )
-    return dataclasses.replace(job, spec=hidden)
+    return dataclasses.replace(job, spec=hidden, reason=public_reason(job.reason))
+
+
+def private_history(principal: Principal, job: JobRecord, events: list[JobEvent]) -> list[JobEvent]:
+    """``job``'s events as ``principal`` may see them: another user's with their times, kinds
+    and states, their words only when a reason code (``public_reason``): the node's words name
+    output files, mounts and webhook hosts, and warnings quote the job's own messages."""
+    if may_see_private(principal, job):
+        return events
+    return [dataclasses.replace(e, reason=public_reason(e.reason)) for e in events]
+
+
+def public_reason(reason: str) -> str:
+    """``reason`` when it is a reason code (letters only, as SLURM spells them), else ""."""
+    return reason if reason.isascii() and reason.isalpha() else ""
 
 
 ADMIN_FLAGS = frozenset({MAINT, IGNORE_JOBS})

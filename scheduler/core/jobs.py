@@ -140,8 +140,9 @@ class JobService:
         known = self.store.known_requests(i.client_request_id for i in items)
         new_items = [i for i in items if i.client_request_id not in known]
         admitted = [self._admit_session(i, self._admit_partitions(i, user)) for i in new_items]
+        found: set[str] = set()  # dependency targets seen to exist, looked up once per request
         for item, adm in zip(new_items, admitted, strict=True):
-            self._check_fits_cluster(item, adm.spec)
+            self._check_fits_cluster(item, adm.spec, found)
             self._check_reservation(item, user)
         now = self.clock()
         bases = [base_record(a.spec, user, now, a.default_time_limit) for a in admitted]
@@ -172,11 +173,19 @@ class JobService:
         model.bump()
 
     def _dry_run(self, item: SubmitItem, base: JobRecord) -> SubmitResult:
-        probe = dataclasses.replace(base, id=-1)
-        plan = self.dry_run_policy.decide(self.snapshots.snapshot(extra=[probe]))
-        placed = any(p.job_id == -1 for p in plan.placements)
-        reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
-        return SubmitResult(item.client_request_id, (), reason=reason)
+        return dry_run(self.dry_run_policy, item, self.dry_run_snapshot(base))
+
+    def dry_runs(
+        self, items: Sequence[SubmitItem], user: str
+    ) -> list[tuple[SubmitItem, JobRecord]]:
+        """The checks of ``submit``; each new item with the record a dry run of it probes
+        (``dry_run_snapshot``, then ``dry_run`` off this thread: a decision costs a pass)."""
+        admission = self.admit(items, user)
+        return list(zip(admission.new, admission.bases, strict=True))
+
+    def dry_run_snapshot(self, base: JobRecord) -> Snapshot:
+        """A snapshot with ``base`` added as the probe (id -1) a dry run decides on."""
+        return self.snapshots.snapshot(extra=[dataclasses.replace(base, id=-1)])
 
     def _check_reservation(self, item: SubmitItem, user: str) -> None:
         spec = item.spec
@@ -215,7 +224,7 @@ class JobService:
             admitted, default_time_limit=min(admitted.default_time_limit, rules.max_time)
         )
 
-    def _check_fits_cluster(self, item: SubmitItem, spec: JobSpec) -> None:
+    def _check_fits_cluster(self, item: SubmitItem, spec: JobSpec, found: set[str]) -> None:
         src = item.source or "job"
         if self.config.max_time_limit and spec.time_limit > self.config.max_time_limit:
             raise UserError(
@@ -223,7 +232,7 @@ class JobService:
                 f"{self.config.max_time_limit:.0f}s"
             )
         if spec.dependency:
-            self._check_dependency_targets(src, spec.dependency)
+            self._check_dependency_targets(src, spec.dependency, found)
         probe = self.snapshots.pending_view(
             dataclasses.replace(base_record(spec, "probe", 0.0, 0.0), id=-1), blocked=None
         )
@@ -259,11 +268,16 @@ class JobService:
                         "every array task counts)"
                     )
 
-    def _check_dependency_targets(self, src: str, text: str) -> None:
+    def _check_dependency_targets(self, src: str, text: str, found: set[str]) -> None:
+        """Every job ``text`` names exists; each id is looked up once (``found`` holds those
+        seen), by one indexed query, never by reading every task of an array it names."""
         for _kind, ids in parse_dependency(text):
             for job_id in ids:
-                if not self.lookup.resolve(job_id):
+                if job_id in found:
+                    continue
+                if not self.lookup.exists(job_id):
                     raise UserError(f"{src}: dependency: job {job_id} does not exist")
+                found.add(job_id)
 
     # ------------------------------------------------------------ read
 
@@ -438,3 +452,12 @@ class JobService:
             job.reason = why
             events.append(life.note(job, HistoryKind.INFO, f"{why}; it will not be requeued"))
         return ""
+
+
+def dry_run(policy: Policy, item: SubmitItem, snapshot: Snapshot) -> SubmitResult:
+    """Whether the probe of ``snapshot`` (``JobService.dry_run_snapshot``) would start now,
+    else why not, as ``policy`` decides it."""
+    plan = policy.decide(snapshot)
+    placed = any(p.job_id == -1 for p in plan.placements)
+    reason = "" if placed else plan.reasons.get(-1, reasons.RESOURCES)
+    return SubmitResult(item.client_request_id, (), reason=reason)

@@ -58,6 +58,17 @@ class JobLookup:
         rows = self.store.query(JobQuery(ids=(job_id,), array_ids=(job_id,)))
         return [self.live(r) for r in rows]
 
+    def exists(self, display_id: str) -> bool:
+        """Whether ``display_id`` names any job, live or ended (one row read at most)."""
+        job_id, task_id = parse_display_id(display_id)
+        if task_id is None and job_id in self.model.jobs:
+            return True
+        if task_id is not None:
+            named = JobQuery(array_ids=(job_id,), task_ids=(task_id,), limit=1)
+        else:
+            named = JobQuery(ids=(job_id,), array_ids=(job_id,), limit=1)
+        return bool(self.store.query(named))
+
     def live(self, job: JobRecord) -> JobRecord:
         """A copy of the current record of ``job``, safe to read on other threads."""
         return self.copy(self.model.jobs.get(job.id, job))

@@ -75,9 +75,15 @@ class MailService:
         out = []
         for stored in self.store.claim(self.clock(), lease, limit):
             to = self.address(stored.to or stored.job.user)
-            message = compose(stored.job, stored.kind, self.clock())
-            message["From"] = self.address(self.config.mail_from)
-            message["To"] = to
+            try:
+                message = compose(stored.job, stored.kind, self.clock())
+                message["From"] = self.address(self.config.mail_from)
+                message["To"] = to
+            except ValueError:  # a header with a line break: never sent, never the others' stop
+                log.warning(
+                    "job %d: its %s mail has a line break in a header", stored.job.id, stored.kind
+                )
+                continue
             about = f"job {stored.job.id}"
             state = stored.job.state.value
             out.append(Mail(stored.key, state, to, message, stored.tries, about))

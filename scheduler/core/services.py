@@ -61,6 +61,7 @@ class Services:
     notifications: NotificationService  # job-end webhooks queued by the store
     mail: MailService  # job mail (sbatch --mail-type) and no-show mail, queued by the store
     policy: Policy  # passes and explanations; runs on the engine's policy thread
+    what_if: Policy  # dry runs (gsub --test-only); runs on the engine's what-if thread
     liveness: Liveness  # receipt stamps: written on the event loop, read on the core thread
     sessions: SessionService  # interactive sessions: their jobs, who entered them
     web_sessions: WebSessionRepository  # dashboard logins: the web layer's, off the core thread
@@ -71,8 +72,9 @@ def build_services(
     store: Store, config: SchedulerConfig, clock: Callable[[], float], policy: Policy
 ) -> Services:
     """Load the model from ``store`` and compose the services around it, each given the
-    repositories it uses. Dry runs get a policy instance of their own (same factory, same
-    settings), so they never wait for a pass."""
+    repositories it uses. Dry runs get policy instances of their own (same factory, same
+    settings; one for the core thread's priorities, one for the what-if thread), so they never
+    wait for a pass."""
     model = ClusterModel(store.jobs, store.nodes, clock)
     pconfig = policy.config
     half_life = pconfig.usage_half_life
@@ -162,6 +164,7 @@ def build_services(
         notifications=NotificationService(store.notices, config, clock),
         mail=mail,
         policy=policy,
+        what_if=make_policy(policy.name, policy.config),
         liveness=liveness,
         sessions=SessionService(model, lookup, lifecycle, users, gpus, session_rules, clock),
         web_sessions=store.web_sessions,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress
 from operator import ne
 from typing import Protocol
@@ -48,6 +48,18 @@ class GpuBlocks(Protocol):
     nothing about them changed."""
 
     def blocked(self, node: str) -> frozenset[int]: ...
+
+
+@dataclass(slots=True)
+class _DependencyMemo:
+    """What one ``sync`` learnt about dependencies, so that each is worked out once per pass
+    however many pending jobs name it: the verdict of each ``(kind, display id)`` (satisfied,
+    never satisfiable), the reason of each dependency text without ``singleton``, and the
+    lowest id of a live job of each (user, name)."""
+
+    outcomes: dict[tuple[str, str], tuple[bool, bool]] = field(default_factory=dict)
+    texts: dict[str, str | None] = field(default_factory=dict)
+    namesakes: dict[tuple[str, str], int] | None = None
 
 
 @dataclass(slots=True)
@@ -91,6 +103,7 @@ class SnapshotBuilder:
         self._nodes: dict[str, _NodeEntry] = {}
         self._node_tuple: tuple[NodeView, ...] = ()
         self._usage_view: Usage | None = None
+        self._deps: _DependencyMemo | None = None  # during ``sync`` only
 
     def snapshot(self, extra: Iterable[JobRecord] = ()) -> Snapshot:
         """A frozen view of the cluster for one pass (``extra`` adds probe jobs for dry runs).
@@ -133,9 +146,17 @@ class SnapshotBuilder:
         inputs (what ``blocked`` says, the time limit, the attempt) are no longer the same."""
         self.take_changes()
         kept = self.views
-        jobs = self.model.jobs
         ids = kept.dirty | kept.volatile if kept.volatile else kept.dirty
         kept.dirty = set()
+        self._deps = _DependencyMemo()
+        try:
+            self._sync_jobs(ids, now)
+        finally:
+            self._deps = None
+
+    def _sync_jobs(self, ids: Iterable[int], now: float) -> None:
+        kept = self.views
+        jobs = self.model.jobs
         for job_id in ids:
             job = jobs.get(job_id)
             if job is None:
@@ -307,28 +328,69 @@ class SnapshotBuilder:
         return None
 
     def _dependency_reason(self, job: JobRecord, text: str) -> str | None:
+        """Never satisfiable when any clause can never be; waiting when any is not yet
+        satisfied. During ``sync`` each text, and each (kind, id) of one, is worked out once
+        (the array tasks of one spec share their text; ``afterok:A:A:...`` names A once)."""
+        memo = self._deps
+        singleton = "singleton" in text
+        if memo is not None and not singleton and text in memo.texts:
+            return memo.texts[text]
         waiting = False
+        reason: str | None = None
         for kind, ids in parse_dependency(text):
             if kind == "singleton":
                 waiting = waiting or self._earlier_namesake(job)
             for display_id in ids:
-                for state in self._target_states(display_id):
-                    ok, never = _dependency_outcome(kind, state)
-                    if never:
-                        return reasons.DEPENDENCY_NEVER_SATISFIED
-                    waiting = waiting or not ok
-        return reasons.DEPENDENCY if waiting else None
+                ok, never = self._outcome(kind, display_id)
+                if never:
+                    reason = reasons.DEPENDENCY_NEVER_SATISFIED
+                    break
+                waiting = waiting or not ok
+            if reason is not None:
+                break
+        else:
+            reason = reasons.DEPENDENCY if waiting else None
+        if memo is not None and not singleton:
+            memo.texts[text] = reason
+        return reason
+
+    def _outcome(self, kind: str, display_id: str) -> tuple[bool, bool]:
+        """(satisfied, never satisfiable) of ``kind`` on every job ``display_id`` names."""
+        memo = self._deps
+        key = (kind, display_id)
+        if memo is not None and key in memo.outcomes:
+            return memo.outcomes[key]
+        ok, never = True, False
+        for state in self._target_states(display_id):
+            one_ok, one_never = _dependency_outcome(kind, state)
+            ok, never = ok and one_ok, never or one_never
+            if never:
+                break
+        if memo is not None:
+            memo.outcomes[key] = (ok, never)
+        return ok, never
 
     def _earlier_namesake(self, job: JobRecord) -> bool:
         """``singleton``: an earlier job of the same name and user has not ended (live jobs
-        are the model's; ended ones have left it)."""
-        return any(
-            other.id < job.id
-            and other.user == job.user
-            and other.name == job.name
-            and not other.state.terminal
-            for other in self.model.jobs.values()
-        )
+        are the model's; ended ones have left it). During ``sync`` the live jobs are indexed
+        once, by (user, name)."""
+        memo = self._deps
+        if memo is None:
+            return any(
+                other.id < job.id
+                and other.user == job.user
+                and other.name == job.name
+                and not other.state.terminal
+                for other in self.model.jobs.values()
+            )
+        if memo.namesakes is None:
+            first: dict[tuple[str, str], int] = {}
+            for other in self.model.jobs.values():
+                if not other.state.terminal:
+                    key = (other.user, other.name)
+                    first[key] = min(first.get(key, other.id), other.id)
+            memo.namesakes = first
+        return memo.namesakes.get((job.user, job.name), job.id) < job.id
 
     def _target_states(self, display_id: str) -> list[JobState]:
         """States of the jobs a dependency names, from memory: the ids a display id names

@@ -66,7 +66,9 @@ class AgentsFacade:
     async def agent_connect(self, hello: Hello, peer: str = "") -> AgentSession:
         """Authenticate and reconcile; the new session replaces any older one of that node.
         A refused hello is recorded in the audit log."""
-        session = self.hub.new_session(hello.node_name, peer, hello.dials_forwards)
+        session = self.hub.new_session(
+            hello.node_name, peer, hello.dials_forwards, hello.log_windows
+        )
         period = telemetry_period(self.services.config, self.hub.joined_count(hello.node_name))
         try:
             orders = await self.core.background(self.steps.hello, hello, session.id, period)

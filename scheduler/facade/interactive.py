@@ -14,6 +14,7 @@ its process runs on in the container (``Resumable`` keeps the client's input mea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from rota.messages import SESSION_KINDS, SessionInput, SessionOpen, SessionOutpu
 from rota.scheduler.agent_hub import LogRelay
 from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.cluster.users import Principal
-from rota.scheduler.core.errors import NotFound
+from rota.scheduler.core.errors import Conflict, NotFound
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.sessions import IDLE_WARNING
 from rota.scheduler.core_thread import Executor
@@ -35,6 +36,10 @@ MAX_POLL = 1.0  # ... growing to this for a job that waits long
 ENDING = 30.0  # seconds a grun session whose process ended waits for its job's end
 MAX_WORDS = 1024  # words of a gattach command
 MAX_TERMINAL = 10_000  # rows or columns
+# sessions (grun, gattach, forwarded connections, terminals, web-port requests) one user may
+# have open or waiting at once: each holds up to a window of the scheduler's memory each way
+# and a thread and a process on the node
+MAX_USER_SESSIONS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +103,7 @@ class InteractiveFacade:
         self.core = core
         self.relay = relay
         self.logs = logs
+        self._open: dict[str, int] = {}  # sessions each user has open or waiting now
 
     async def interact(
         self,
@@ -107,10 +113,39 @@ class InteractiveFacade:
         peer: str = "",
     ) -> AsyncGenerator[SessionEvent, None]:
         """Wait for the job, open the session and relay it (see the module doc). SpecError,
-        NotFound, AccessDenied or UserError before anything is yielded."""
+        NotFound, AccessDenied, UserError or Conflict (``who`` has ``MAX_USER_SESSIONS``
+        already) before anything is yielded."""
         check_open(request)
         sessions = self.services.sessions
         job = await self.core.call(sessions.target, request.job_id, who, request.kind)
+        count = self._open.get(who.user, 0)
+        if count >= MAX_USER_SESSIONS:
+            raise Conflict(
+                f"{who.user} has {count} sessions open or waiting (grun, gattach, forwarded "
+                f"connections, terminals); at most {MAX_USER_SESSIONS} at once: end one first"
+            )
+        self._open[who.user] = count + 1
+        try:
+            async with contextlib.aclosing(
+                self._session(request, inputs, who, peer, job)
+            ) as events:
+                async for event in events:
+                    yield event
+        finally:
+            left = self._open.pop(who.user) - 1
+            if left:
+                self._open[who.user] = left
+
+    async def _session(
+        self,
+        request: ClientOpen,
+        inputs: AsyncIterator[SessionInput],
+        who: Principal,
+        peer: str,
+        job: JobRecord,
+    ) -> AsyncGenerator[SessionEvent, None]:
+        """``interact`` once the session is counted."""
+        sessions = self.services.sessions
         shown: Waiting | None = None
         poll = POLL
         while job.state in (JobState.PENDING, JobState.CONFIGURING):

@@ -11,7 +11,8 @@ from rota.scheduler.cluster.model import JobEvent, JobRecord
 from rota.scheduler.cluster.users import Principal
 from rota.scheduler.config import input_rules
 from rota.scheduler.core import authz
-from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult
+from rota.scheduler.core.errors import Conflict
+from rota.scheduler.core.jobs import JobListing, JobPage, SubmitItem, SubmitResult, dry_run
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
@@ -46,6 +47,7 @@ class JobsFacade:
         self.large = large
         self.cancels = cancels
         self.rules = input_rules(services.config)  # what a job spec may ask (check_items)
+        self._reading: dict[str, int] = {}  # outputs each user is reading now (stream_logs)
 
     async def submit(
         self, items: Sequence[SubmitItem], who: Principal, test_only: bool
@@ -55,12 +57,20 @@ class JobsFacade:
         ``authz.may_submit``), then admitted and stored by the core."""
         check_items(items, self.rules)
         resolved = self.steps.authorize_submit(items, who)
-        if not test_only and task_count(resolved) > LARGE_SUBMISSION:
+        if test_only:  # a decision costs a pass: made on the what-if thread, one at a time
+            jobs = self.services.jobs
+            results = []
+            for item, base in await self.core.call(jobs.dry_runs, resolved, who.user):
+                snapshot = await self.core.call(jobs.dry_run_snapshot, base)
+                results.append(
+                    await self.core.what_if(dry_run, self.services.what_if, item, snapshot)
+                )
+            return results
+        if task_count(resolved) > LARGE_SUBMISSION:
             results = await self.large.submit(resolved, who.user)
         else:
-            results = await self.core.call(self.services.jobs.submit, resolved, who.user, test_only)
-        if not test_only:
-            self.passes.want()
+            results = await self.core.call(self.services.jobs.submit, resolved, who.user)
+        self.passes.want()
         return results
 
     async def cancel(self, ids: Sequence[str], who: Principal, reason: str) -> list[CancelResult]:
@@ -93,7 +103,7 @@ class JobsFacade:
 
     async def get_job(self, display_id: str, who: Principal) -> tuple[JobRecord, list[JobEvent]]:
         job, events = await self.core.call(self.services.jobs.get, display_id)
-        return authz.private_view(who, job), events
+        return authz.private_view(who, job), authz.private_history(who, job, events)
 
     async def explain(
         self, display_id: str, who: Principal
@@ -110,11 +120,24 @@ class JobsFacade:
         self, display_id: str, attempt: int, follow: bool, who: Principal, node: str = ""
     ) -> AsyncGenerator[bytes, None]:
         """An attempt's output from the agent that ran it (``node``: one rank of a gang;
-        default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it."""
+        default rank 0). NotFound when unreachable; AccessDenied unless ``who`` may read it;
+        Conflict when ``who`` reads ``MAX_LOG_STREAMS`` outputs already."""
         location = self.steps.log_location
         job, node, attempt = await self.core.call(location, display_id, attempt, node, who)
-        async for chunk in self.logs.stream(display_id, job.id, node, attempt, follow):
-            yield chunk
+        reading = self._reading.get(who.user, 0)
+        if reading >= MAX_LOG_STREAMS:
+            raise Conflict(
+                f"{who.user} is reading {reading} job outputs already (glogs, the job page's "
+                f"log); at most {MAX_LOG_STREAMS} at once: end one first"
+            )
+        self._reading[who.user] = reading + 1
+        try:
+            async for chunk in self.logs.stream(display_id, job.id, node, attempt, follow):
+                yield chunk
+        finally:
+            left = self._reading.pop(who.user) - 1
+            if left:
+                self._reading[who.user] = left
 
     async def list_finished(self, query: AccountingQuery, who: Principal) -> list[FinishedJob]:
         """Finished jobs ``who`` may see (``authz.finished_scope``)."""
@@ -137,6 +160,9 @@ class JobsFacade:
 
 
 LISTED_COMMAND = 1024  # characters of a job's command a listing carries
+# outputs one user may read at once: each holds a thread of the node's agent and up to a log
+# window (agent_hub.LOG_WINDOW) of the scheduler's memory
+MAX_LOG_STREAMS = 8
 
 
 def _listed(job: JobRecord) -> JobRecord:

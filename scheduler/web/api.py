@@ -60,6 +60,7 @@ from rota.states import parse_state
 log = logging.getLogger("rota.scheduler")
 JSON = "application/json"
 LOG_TAIL = 64 * 1024  # bytes of a job's output the log route returns by default
+MAX_LOG_TAIL = 16 << 20  # the most it returns (glogs streams whole outputs)
 ENDED_LIMIT = 50  # ended jobs ``state=ended`` lists by default
 LOG_TIMEOUT = 15.0  # seconds to wait for a node to send a job's output
 SEVERAL_SESSIONS = (
@@ -270,7 +271,7 @@ class Api:
             return error(status, why)
         try:
             token = str(json.loads(request.body or b"{}").get("token", "")).strip()
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):  # RecursionError: [[[[...
             return error(400, 'body: must be a JSON object {"token": "..."}')
         if not token:
             return error(400, "token: your rota token is required (gadmin user token NAME)")
@@ -419,10 +420,10 @@ class Api:
         )
 
     async def log(self, request: Request, caller: Caller) -> Response:
-        """The last ``tail`` bytes (default 64 KiB) of the job's output, as text; the owner
-        and admins only."""
+        """The last ``tail`` bytes (default 64 KiB, at most 16 MiB) of the job's output, as
+        text; the owner and admins only."""
         display_id = request.params["id"]
-        tail = query_int(request.query, "tail", LOG_TAIL, minimum=1)
+        tail = query_int(request.query, "tail", LOG_TAIL, minimum=1, maximum=MAX_LOG_TAIL)
         attempt = query_int(request.query, "attempt", 0, minimum=0)
         kept = bytearray()
         try:
@@ -459,7 +460,7 @@ def _target(request: Request) -> str:
     if not named and request.body:
         try:
             body = json.loads(request.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         if isinstance(body, dict) and isinstance(body.get("name"), str):
             named["name"] = body["name"]

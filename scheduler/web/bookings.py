@@ -166,7 +166,7 @@ def booking_request(body: dict[str, Any], who: Principal) -> ReservationRequest:
 def _object(body: bytes) -> dict[str, Any]:
     try:
         found = json.loads(body or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         found = None
     if not isinstance(found, dict):
         raise UserError("body: must be a JSON object (see docs/web.md)")

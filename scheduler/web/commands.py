@@ -123,7 +123,7 @@ def _step(step: RunningStep) -> dict[str, Any]:
 def _object(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         data = None
     if not isinstance(data, dict):
         raise UserError("body: must be a JSON object")

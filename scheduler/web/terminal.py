@@ -122,7 +122,13 @@ class _Session:
             try:
                 size = json.loads(payload)
                 rows, cols = int(size["rows"]), int(size["cols"])
-            except (ValueError, KeyError, TypeError, OverflowError):  # Infinity is JSON to Python
+            except (
+                ValueError,
+                KeyError,
+                TypeError,
+                OverflowError,
+                RecursionError,
+            ):  # Infinity, [[[...
                 continue  # not a resize: nothing else is asked of text messages
             if 0 < rows <= MAX_TERMINAL and 0 < cols <= MAX_TERMINAL:
                 yield SessionInput(0, rows=rows, cols=cols)

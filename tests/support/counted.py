@@ -31,6 +31,9 @@ class CountedExecutor:
     async def policy(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await self.inner.policy(fn, *args, **kwargs)
 
+    async def what_if(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self.inner.what_if(fn, *args, **kwargs)
+
     def shutdown(self) -> None:
         self.inner.shutdown()
 

@@ -33,6 +33,7 @@ class FakeAgent:
         self.token = token
         self.welcomed = threading.Event()
         self.pongs: list[float] = []
+        self.received: collections.Counter[str] = collections.Counter()  # orders by kind
         self.dropped: str = ""  # why the stream ended while the agent was not stopping
         self.replies: queue.Queue[pb.JobCommandReply] = queue.Queue()
         self._sent: collections.deque[float] = collections.deque()
@@ -76,6 +77,7 @@ class FakeAgent:
         try:
             for msg in stub.Connect(self._messages()):
                 kind = msg.WhichOneof("msg")
+                self.received[kind] += 1
                 if kind == "welcome":
                     self.welcomed.set()
                 elif kind == "job_command_reply":

@@ -893,7 +893,7 @@ class AttemptStatus(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., container_id: _Optional[str] = ..., running: _Optional[bool] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("node_name", "token", "agent_version", "inventory", "attempts", "address", "dials_forwards")
+    __slots__ = ("node_name", "token", "agent_version", "inventory", "attempts", "address", "dials_forwards", "log_windows")
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -901,6 +901,7 @@ class Hello(_message.Message):
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     DIALS_FORWARDS_FIELD_NUMBER: _ClassVar[int]
+    LOG_WINDOWS_FIELD_NUMBER: _ClassVar[int]
     node_name: str
     token: str
     agent_version: str
@@ -908,7 +909,8 @@ class Hello(_message.Message):
     attempts: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
     address: str
     dials_forwards: bool
-    def __init__(self, node_name: _Optional[str] = ..., token: _Optional[str] = ..., agent_version: _Optional[str] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., address: _Optional[str] = ..., dials_forwards: _Optional[bool] = ...) -> None: ...
+    log_windows: bool
+    def __init__(self, node_name: _Optional[str] = ..., token: _Optional[str] = ..., agent_version: _Optional[str] = ..., inventory: _Optional[_Union[Inventory, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., address: _Optional[str] = ..., dials_forwards: _Optional[bool] = ..., log_windows: _Optional[bool] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("gpus", "attempts", "engine_healthy", "engine_error", "time")
@@ -1044,18 +1046,22 @@ class KillOrder(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., reason: _Optional[str] = ..., grace: _Optional[float] = ..., warn_signal: _Optional[str] = ..., warn_seconds: _Optional[float] = ...) -> None: ...
 
 class LogRequest(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "follow", "cancel")
+    __slots__ = ("request_id", "job_id", "attempt", "follow", "cancel", "window", "ack")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
     follow: bool
     cancel: bool
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ..., cancel: _Optional[bool] = ...) -> None: ...
+    window: int
+    ack: int
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ..., cancel: _Optional[bool] = ..., window: _Optional[int] = ..., ack: _Optional[int] = ...) -> None: ...
 
 class Welcome(_message.Message):
     __slots__ = ("heartbeat_interval", "keep", "scheduler_version", "node_grace", "telemetry_period", "keepalive_interval")
