@@ -255,11 +255,12 @@ def may_requeue_itself(node: str, job: JobRecord | None, attempt: int) -> str:
 
 def may_command_from_job(node: str, job: JobRecord | None, attempt: int) -> str:
     """``sbatch`` and ``scancel`` inside a job are relayed by a node its current attempt runs
-    on while it runs, and by no other (a finished or requeued attempt's container can no
-    longer ask): "" when ``node`` may, else why not."""
+    on while it runs (CONFIGURING too: the node's report that it started may lag its first
+    command), and by no other (a finished or requeued attempt's container can no longer
+    ask): "" when ``node`` may, else why not."""
     if job is None:
         return f"node {node} sent a command from a job that does not exist"
-    if job.state is not JobState.RUNNING:
+    if job.state not in (JobState.CONFIGURING, JobState.RUNNING):
         return f"node {node} sent a command from job {job.display_id}, which is {job.state.value}"
     if attempt == job.attempt and node in job.node_names:
         return ""
