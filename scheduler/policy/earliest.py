@@ -81,7 +81,8 @@ def _gallop(starts: _Starts, failed: int, at: int) -> tuple[float, list[NodeStat
     meet tried each of them, each trying the counts on every node before it: a pass of 4,000
     nodes took a third of a second per such job). Without reserved nodes the nodes that can
     start by a time only grow with it, and with them what the counts can pick, so this is the
-    first candidate that fits; with reserved nodes it is one that fits, maybe a later one."""
+    first candidate that fits; with reserved nodes it may be a later one, or none (INF: the
+    job gets no reserved start and starts when it fits), never one where it does not fit."""
     step = 1
     while not starts.ended(at) and starts.try_at(at) is None:
         failed, at, step = at, at + step, step * 2
