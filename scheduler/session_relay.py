@@ -21,7 +21,6 @@ from rota.scheduler.agent_hub import AgentHub, AgentSession
 from rota.scheduler.core.errors import NotFound
 
 WINDOW = 4 << 20  # bytes in flight each way per session
-QUEUED = 4  # client input messages read ahead of a resumable session's relay
 
 
 class SessionRelay:
@@ -91,7 +90,12 @@ class SessionRelay:
     ) -> None:
         async for item in inputs:
             if item.data:
-                await credit.take(len(item.data))
+                try:
+                    await credit.take(len(item.data))
+                except asyncio.CancelledError:  # the relay ended: the next one sends it
+                    if isinstance(inputs, Resumable):
+                        inputs.put_back(item)
+                    raise
             self._send(node, dataclasses.replace(item, request_id=request_id))
 
     async def dial(
@@ -135,17 +139,29 @@ class SessionRelay:
 
 class Resumable:
     """A client's input that outlives one ``SessionRelay.run`` (a session opened again once
-    its node is back): a task reads it into a short queue, so a relay that stops reading
-    leaves it whole. It remembers the terminal's last size, for the next opening."""
+    its node is back): a task reads it, one message at a time and only once a relay asks for
+    one, so a relay that stops reading leaves it whole and at most one message of the
+    client's waits here (a queue read ahead of the relay held five, 20 MiB of 4 MiB messages
+    per session beyond its window, while the node was away or had no room). It remembers the
+    terminal's last size, for the next opening."""
 
     def __init__(self, source: AsyncIterator[SessionInput], rows: int, cols: int) -> None:
         self.rows, self.cols = rows, cols
-        self._queue: asyncio.Queue[SessionInput | None] = asyncio.Queue(QUEUED)
+        self._wanted = asyncio.Event()
+        self._queue: asyncio.Queue[SessionInput | None] = asyncio.Queue(1)
+        self._back: SessionInput | None = None  # taken by a relay that ended before sending it
         self._reader = asyncio.create_task(self._read(source))
 
     async def _read(self, source: AsyncIterator[SessionInput]) -> None:
         with contextlib.suppress(Exception):  # a broken client stream ends as a closed one
-            async for item in source:
+            iterator = aiter(source)
+            while True:
+                await self._wanted.wait()
+                self._wanted.clear()
+                try:
+                    item = await anext(iterator)
+                except StopAsyncIteration:
+                    break
                 await self._queue.put(item)
         await self._queue.put(None)
 
@@ -153,6 +169,11 @@ class Resumable:
         return self
 
     async def __anext__(self) -> SessionInput:
+        if self._back is not None:
+            back, self._back = self._back, None
+            return back
+        if self._queue.empty():
+            self._wanted.set()
         item = await self._queue.get()
         if item is None:
             self._queue.put_nowait(None)  # ended for every later reader too
@@ -160,6 +181,10 @@ class Resumable:
         if item.rows and item.cols:
             self.rows, self.cols = item.rows, item.cols
         return item
+
+    def put_back(self, item: SessionInput) -> None:
+        """``item``, taken by a relay that ended before it could send it, comes next."""
+        self._back = item
 
     def close(self) -> None:
         self._reader.cancel()

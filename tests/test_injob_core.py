@@ -190,3 +190,36 @@ def test_the_containers_sbatch_finds_the_script_where_the_scheduler_does(
     ).stdout
     index = int(found)
     assert split_line(argv, index).script == (argv[index] if index >= 0 else "")
+
+
+def test_a_users_jobs_have_at_most_four_scripts_read_at_once(tmp_path: Path) -> None:
+    """Reading a script (256 KiB of #SBATCH lines: a third of a second of CPU) happens on the
+    in-job facade's own thread, at most four of one user's at once; the rest are refused at
+    once, asking to try again (before, every one queued on the event loop's shared threads,
+    ahead of the leader's lease renewals, web logins and listings)."""
+    import asyncio
+
+    from rota.scheduler.agent_hub import AgentHub
+
+    h = Harness(tmp_path, job_commands_burst=100)
+    h.s.users.add("ann")
+    h.connect("n1")
+    job = h.submit(gpus=1, nodelist="n1")
+    h.schedule()
+    h.event("n1", job, "STARTED")
+    injob = h.engine.agents.injob
+    script = b"#!/bin/sh\n" + b"#SBATCH --hold\n" * 2000 + b"true\n"
+
+    async def main() -> list[object]:
+        session = AgentHub(lambda entry: asyncio.sleep(0)).new_session("n1")
+        commands = [
+            JobCommand(i, int(job), 1, "sbatch", ("s.sh",), script, 0, "/data") for i in range(12)
+        ]
+        await asyncio.gather(*(injob.run(session, cmd) for cmd in commands))
+        return [session.outbox.get_nowait() for _ in commands]
+
+    replies = asyncio.run(main())
+    refused = [r for r in replies if "scripts of ann's jobs are being read" in r.error]  # type: ignore[attr-defined]
+    submitted = [r for r in replies if r.exit_code == 0]  # type: ignore[attr-defined]
+    assert len(submitted) == 4
+    assert len(refused) == 8

@@ -7,6 +7,7 @@ them, on an event loop, with the node's stream as its outbox."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 from rota.messages import SessionInput, SessionOpen, SessionOutput
@@ -108,5 +109,45 @@ def test_a_forward_is_dialled_only_by_agents_that_dial_back() -> None:
         relay.deliver(new, SessionOutput(sent.request_id, dial_error="no route"))  # type: ignore[attr-defined]
         answer = await refused
         assert answer is not None and answer.dial_error == "no route"
+
+    asyncio.run(main())
+
+
+def test_a_terminal_s_input_is_read_no_further_than_the_relay_takes_it() -> None:
+    """grun's terminal input outlives a relay (``Resumable``, for a node that comes back): while
+    the node has no room for more, the scheduler reads one message of the client's beyond
+    what it sent, not a queue of them (each may be 4 MiB: five were 20 MiB per session, 64
+    sessions a user), and what it read is handed on whole to the next relay."""
+    from rota.scheduler.session_relay import Resumable
+
+    async def main() -> None:
+        hub = AgentHub(lambda entry: asyncio.sleep(0))
+        node = hub.new_session("n1")
+        hub.attach(node)
+        relay = SessionRelay(hub, window=WINDOW)
+        pulled: list[int] = []
+
+        async def inputs() -> AsyncIterator[SessionInput]:
+            for i in range(20):
+                pulled.append(i)
+                yield SessionInput(0, bytes([65 + i]) * 600)
+
+        kept = Resumable(inputs(), 24, 80)
+        session = relay.run("n1", SessionOpen(0, 7, 1, "attach", tty=True), kept)
+        first = asyncio.ensure_future(anext(session))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        sent = await drained(node.outbox)  # type: ignore[arg-type]
+        data = [s.data for s in sent if isinstance(s, SessionInput)]
+        assert [len(d) for d in data] == [600, 600]  # 1,200 in flight: no room for the third
+        assert len(pulled) == 3  # the third waits for room, nothing more is read
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        await session.aclose()  # the node went away: the relay ends
+        later = [(await anext(kept)).data for _ in range(3)]
+        assert later == [b"C" * 600, b"D" * 600, b"E" * 600]  # nothing lost, nothing skipped
+        assert len(pulled) == 5
+        kept.close()
 
     asyncio.run(main())

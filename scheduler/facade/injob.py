@@ -16,9 +16,11 @@ import asyncio
 import logging
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from rota.inputs import SpecError
+from rota.jobspec import JobSpec
 from rota.messages import JobCommand, JobCommandReply
 from rota.scheduler.agent_hub import AgentSession
 from rota.scheduler.cluster.users import AuditEntry, Principal
@@ -26,6 +28,7 @@ from rota.scheduler.core.errors import AccessDenied, Conflict, NotFound, UserErr
 from rota.scheduler.core.injob import (
     TOOLS,
     CommandBudget,
+    Sbatch,
     check_command,
     read_sbatch,
     read_scancel,
@@ -38,6 +41,7 @@ from rota.scheduler.facade.jobs import JobsFacade
 from rota.validate import HOST_NAME
 
 log = logging.getLogger("rota.scheduler")
+MAX_READING = 4  # scripts of one user read, or waiting to be, at once
 
 
 class InJobFacade:
@@ -53,6 +57,8 @@ class InJobFacade:
         config = services.config
         self.budget = CommandBudget(config.job_commands_burst, config.job_commands_per_second)
         self._running: set[asyncio.Task[None]] = set()
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="rota-injob")
+        self._reading: dict[str, int] = {}  # user -> scripts being read or waiting
 
     def start(self, session: AgentSession, cmd: JobCommand) -> None:
         """Answer ``cmd`` on a task of its own; the reply goes to ``session``, which asked."""
@@ -93,7 +99,7 @@ class InJobFacade:
             return await self._scancel(cmd, who, origin, peer)
         now = datetime.fromtimestamp(clock()).astimezone()
         host = node if HOST_NAME.match(node) else ""
-        read = await asyncio.to_thread(read_sbatch, cmd, spec, host, now)
+        read = await self._read(who.user, cmd, spec, host, now)
         item = SubmitItem(read.spec, os.urandom(16).hex(), read.source)
         try:
             results = await self.jobs.submit([item], who, False)
@@ -109,6 +115,29 @@ class InJobFacade:
         if read.parsable:
             return warnings + "".join(f"{i}\n" for i in ids)
         return warnings + "".join(f"Submitted batch job {i}\n" for i in ids)
+
+    async def _read(
+        self, user: str, cmd: JobCommand, spec: JobSpec, host: str, now: datetime
+    ) -> Sbatch:
+        """``read_sbatch`` on this facade's own thread, for at most ``MAX_READING`` scripts
+        of ``user`` at once (UserError beyond). Reading a script costs up to a third of a
+        second of CPU: on the event loop's shared default threads (which also renew the
+        leader's lease, look up web logins and convert listings) a user's jobs could queue
+        thousands of them ahead of everyone's work."""
+        count = self._reading.get(user, 0)
+        if count >= MAX_READING:
+            raise UserError(
+                f"{count} scripts of {user}'s jobs are being read; at most {MAX_READING} at "
+                "once: try again when one is submitted"
+            )
+        self._reading[user] = count + 1
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._reader, read_sbatch, cmd, spec, host, now)
+        finally:
+            left = self._reading.pop(user) - 1
+            if left:
+                self._reading[user] = left
 
     async def _scancel(self, cmd: JobCommand, who: Principal, origin: str, peer: str) -> str:
         """Cancel as ``who``: AccessDenied (nothing cancelled) when any id is another user's."""
