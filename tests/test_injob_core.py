@@ -192,15 +192,28 @@ def test_the_containers_sbatch_finds_the_script_where_the_scheduler_does(
     assert split_line(argv, index).script == (argv[index] if index >= 0 else "")
 
 
-def test_a_users_jobs_have_at_most_four_scripts_read_at_once(tmp_path: Path) -> None:
+def test_a_users_jobs_have_at_most_four_scripts_read_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Reading a script (256 KiB of #SBATCH lines: a third of a second of CPU) happens on the
     in-job facade's own thread, at most four of one user's at once; the rest are refused at
     once, asking to try again (before, every one queued on the event loop's shared threads,
-    ahead of the leader's lease renewals, web logins and listings)."""
+    ahead of the leader's lease renewals, web logins and listings). The reads are held until
+    the refusals are in, so that no read ends before the last command asks."""
     import asyncio
+    import threading
 
     from rota.scheduler.agent_hub import AgentHub
+    from rota.scheduler.facade import injob as facade
 
+    held = threading.Event()
+    reading = facade.read_sbatch
+
+    def slow_read(*args: object) -> object:
+        held.wait(30)
+        return reading(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(facade, "read_sbatch", slow_read)
     h = Harness(tmp_path, job_commands_burst=100)
     h.s.users.add("ann")
     h.connect("n1")
@@ -208,14 +221,20 @@ def test_a_users_jobs_have_at_most_four_scripts_read_at_once(tmp_path: Path) -> 
     h.schedule()
     h.event("n1", job, "STARTED")
     injob = h.engine.agents.injob
-    script = b"#!/bin/sh\n" + b"#SBATCH --hold\n" * 2000 + b"true\n"
+    script = b"#!/bin/sh\n#SBATCH --hold\ntrue\n"
 
     async def main() -> list[object]:
         session = AgentHub(lambda entry: asyncio.sleep(0)).new_session("n1")
         commands = [
             JobCommand(i, int(job), 1, "sbatch", ("s.sh",), script, 0, "/data") for i in range(12)
         ]
-        await asyncio.gather(*(injob.run(session, cmd) for cmd in commands))
+        running = asyncio.gather(*(injob.run(session, cmd) for cmd in commands))
+        for _ in range(3000):  # the eight beyond four are answered while four are read
+            if session.outbox.qsize() >= 8:
+                break
+            await asyncio.sleep(0.01)
+        held.set()
+        await running
         return [session.outbox.get_nowait() for _ in commands]
 
     replies = asyncio.run(main())
