@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import subprocess
+import urllib.request
 
-from tests.cluster import TEST_IMAGE, Cluster, wait_for
+from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 
 FAIL_3 = f"""
 name: exit3
@@ -156,6 +157,8 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
             c.node_name("up"),
             "--data-dir",
             str(tmp_path / "up"),
+            "--http-port",
+            str(free_port()),
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -176,6 +179,39 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
     assert code == 0
 
 
+def test_rota_up_started_again_keeps_its_admin_token(tmp_path) -> None:
+    """`rota up` run again (after its scheduler died under a running grun) keeps the admin
+    token in the credentials file, so clients that read it before stay signed in; its HTTP
+    port is the one --http-port names, never another cluster's 9718."""
+    c = Cluster(tmp_path)
+    http = free_port()
+    argv = ["rota", "up", "--port", str(c.port), "--http-port", str(http)]
+    argv += ["--node", c.node_name("up"), "--data-dir", str(tmp_path / "up")]
+    tokens = []
+    for _ in range(2):
+        up = subprocess.Popen(
+            argv,
+            env=c.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            wait_for(lambda: (n := c.node(c.node_name("up"))) and n["state"] == "IDLE", 30)
+            with urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=10) as r:
+                assert r.status == 200
+            tokens.append((tmp_path / "config" / "rota" / "credentials").read_text().strip())
+            env = {**c.env, "ROTA_TOKEN": tokens[0]}
+            signed_in = subprocess.run(["gqueue"], env=env, capture_output=True, text=True)
+            assert signed_in.returncode == 0, signed_in.stderr
+        finally:
+            up.send_signal(2)  # Ctrl-C
+            code = up.wait(timeout=30)
+        assert code == 0
+    c.stop()
+    assert tokens[0] == tokens[1]
+
+
 def test_rota_up_migrates_its_own_database_from_an_earlier_rota(tmp_path) -> None:
     """A user who ran an earlier rota's `rota up` keeps its database: the next `rota up`
     migrates it to this rota's schema instead of refusing to start."""
@@ -186,7 +222,10 @@ def test_rota_up_migrates_its_own_database_from_an_earlier_rota(tmp_path) -> Non
     c.cli("rota", "db", "upgrade", "--db", db, check=True)
     c.cli("rota", "db", "downgrade", "0007_attained", "--db", db, check=True)
     up = subprocess.Popen(
-        ["rota", "up", "--port", str(c.port), "--node", c.node_name("up"), "--data-dir", str(data)],
+        [
+            *["rota", "up", "--port", str(c.port), "--http-port", str(free_port())],
+            *["--node", c.node_name("up"), "--data-dir", str(data)],
+        ],
         env=c.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
