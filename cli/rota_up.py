@@ -135,10 +135,27 @@ def cmd_up(args: argparse.Namespace) -> int:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    asked: list[bool] = []
+
+    def on_signal(*_: object) -> None:
+        asked.append(True)
+        stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     while all(p.poll() is None for p in procs):
         time.sleep(0.2)
+    if not asked:  # one of them ended by itself: say so, and which, instead of going quiet
+        which = "scheduler" if scheduler.poll() is not None else "agent"
+        code = (scheduler if which == "scheduler" else agent).returncode
+        print(
+            f"rota up: the {which} exited (code {code}); stopping the other (jobs' containers "
+            "run on: run rota up again with the same flags)",
+            file=sys.stderr,
+            flush=True,
+        )
     stop()
     codes = [p.wait() for p in procs]
+    if not asked:
+        return 1
     return max(c for c in codes if c is not None) if any(codes) else 0

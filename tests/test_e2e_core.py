@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import urllib.request
 
@@ -180,21 +181,18 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
 
 
 def test_rota_up_started_again_keeps_its_admin_token(tmp_path) -> None:
-    """`rota up` run again (after its scheduler died under a running grun) keeps the admin
-    token in the credentials file, so clients that read it before stay signed in; its HTTP
-    port is the one --http-port names, never another cluster's 9718."""
+    """When `rota up`'s scheduler dies (kill -9, as docs/interactive.md "Restarts" does under
+    a grun), rota up says so and exits 1; run again, it keeps the admin token in the
+    credentials file, so clients that read it before (a grun attaching again) stay signed in.
+    Its HTTP port is the one --http-port names, never another cluster's 9718."""
     c = Cluster(tmp_path)
     http = free_port()
     argv = ["rota", "up", "--port", str(c.port), "--http-port", str(http)]
     argv += ["--node", c.node_name("up"), "--data-dir", str(tmp_path / "up")]
     tokens = []
-    for _ in range(2):
+    for round_ in ("kill the scheduler", "Ctrl-C"):
         up = subprocess.Popen(
-            argv,
-            env=c.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            argv, env=c.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         try:
             wait_for(lambda: (n := c.node(c.node_name("up"))) and n["state"] == "IDLE", 30)
@@ -204,10 +202,21 @@ def test_rota_up_started_again_keeps_its_admin_token(tmp_path) -> None:
             env = {**c.env, "ROTA_TOKEN": tokens[0]}
             signed_in = subprocess.run(["gqueue"], env=env, capture_output=True, text=True)
             assert signed_in.returncode == 0, signed_in.stderr
+            if round_ == "kill the scheduler":
+                found = ["pgrep", "-P", str(up.pid), "-f", "rota_main scheduler"]
+                os.kill(int(subprocess.run(found, capture_output=True, text=True).stdout), 9)
+            if round_ == "Ctrl-C":
+                up.send_signal(2)
+            output = up.communicate(timeout=30)[0]
         finally:
-            up.send_signal(2)  # Ctrl-C
-            code = up.wait(timeout=30)
-        assert code == 0
+            if up.poll() is None:  # a failed check above: stop it as a user would
+                up.send_signal(2)
+                up.wait(timeout=30)
+        if round_ == "kill the scheduler":
+            assert up.returncode == 1, output
+            assert "rota up: the scheduler exited (code -9); stopping the other" in output
+        else:
+            assert up.returncode == 0, output
     c.stop()
     assert tokens[0] == tokens[1]
 
