@@ -28,7 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", "-G", type=int, default=0, help="GPUs (default 0)")
     p.add_argument("--gpu-type", default="", help="GPU model, e.g. A100")
     p.add_argument("--time", "-t", default="", help="time limit (2h, 90m, 1-00:00:00)")
-    p.add_argument("--image", default="", help="container image (default: ROTA_DEFAULT_IMAGE)")
+    p.add_argument(
+        "--image",
+        default="",
+        help="container image (default: ROTA_DEFAULT_IMAGE, else default_image: in the config)",
+    )
     p.add_argument("--reservation", default="", help="run in this reservation")
     p.add_argument("--partition", "-p", default="", help="partition(s), a or a,b")
     p.add_argument("--account", "-A", default="", help="account to charge")
@@ -117,7 +121,11 @@ def _grun(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc), 2) from None
     if not image:
-        raise CliError("--image is required (or set ROTA_DEFAULT_IMAGE)", 2)
+        raise CliError(
+            "--image is required (or set ROTA_DEFAULT_IMAGE, or default_image: in "
+            "~/.config/rota/config.yaml)",
+            2,
+        )
     use_tty = args.pty if args.pty is not None else not args.command and sys.stdin.isatty()
     try:
         spec = parse_job_file(job_fields(args, image))

@@ -14,7 +14,7 @@ import socket
 import sys
 from pathlib import Path
 
-from rota.paths import DEFAULT_ADDRESS, DEFAULT_PORT
+from rota.paths import DEFAULT_ADDRESS, DEFAULT_HTTP, DEFAULT_PORT
 from rota.settings import SettingsFileError
 
 GIL_SWITCH_INTERVAL = 0.001  # seconds (Python's default: 0.005)
@@ -318,7 +318,13 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--user", action="append", default=[], metavar="NAME", help="user certificate")
 
     u = sub.add_parser("up", help="scheduler + local agent in the foreground")
-    u.add_argument("--port", type=int, default=DEFAULT_PORT)
+    u.add_argument("--port", type=int, default=DEFAULT_PORT, help="gRPC port (default: 9717)")
+    u.add_argument(
+        "--http-port",
+        type=int,
+        default=int(DEFAULT_HTTP.rsplit(":", 1)[1]),
+        help="HTTP port: dashboard, JSON API, forwards (default: 9718)",
+    )
     u.add_argument("--simulate-gpus", type=int, metavar="N")
     u.add_argument("--gpu-mode", choices=["auto", "nvidia", "env"])
     u.add_argument("--node", help="local node name (default: the host name)")

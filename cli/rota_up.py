@@ -4,17 +4,23 @@ it runs."""
 from __future__ import annotations
 
 import argparse
+import hmac
 import os
 import secrets
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rota.cli.rota_admin import bootstrap_admin, current_user_name
 from rota.paths import data_dir
+
+if TYPE_CHECKING:
+    from rota.scheduler.store.protocols import UserRepository
 
 
 def _home_prefix() -> list[str]:
@@ -31,6 +37,24 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _kept_token(users: UserRepository, admin: str, path: Path) -> str:
+    """The token in the credentials file ``path`` when it still signs ``admin`` in as an admin
+    of this database and only its owner can read it, else "": ``rota up`` run again keeps it,
+    so that clients still running (a grun attaching again to its session) stay signed in."""
+    from rota.scheduler.core.tokens import hash_token
+
+    try:
+        if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            return ""
+        token = path.read_text().strip()
+    except OSError:
+        return ""
+    user = users.user(admin)
+    if not token or user is None or not user.admin or user.revoked:
+        return ""
+    return token if hmac.compare_digest(user.token_hash, hash_token(token)) else ""
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -62,16 +86,21 @@ def cmd_up(args: argparse.Namespace) -> int:
     record = existing.get(node, NodeState(name=node))
     record.token_hash = hash_token(token)
     store.nodes.save(record)
-    store.close()
     from rota.credentials import credentials_file, write_credentials
 
     admin = current_user_name()
-    creds = write_credentials(credentials_file(), bootstrap_admin(db_url, admin))
+    creds = credentials_file()
+    kept = _kept_token(store.users, admin, creds)
+    store.close()
+    if not kept:
+        write_credentials(creds, bootstrap_admin(db_url, admin))
     listen = f"127.0.0.1:{args.port}"
     exe = [sys.executable, "-m", "rota.cli.rota_main"]
     logs = ["--log-format", args.log_format]
     home = _home_prefix()  # your own directories: -o files, mounts, jobs' submit directories
-    ports = ["--web-ports-listen", f"127.0.0.1:{_free_port()}"]  # jobs' web ports' own origin
+    http = f"127.0.0.1:{args.http_port}"
+    # the dashboard and API, and jobs' web ports on their own origin
+    ports = ["--http-listen", http, "--web-ports-listen", f"127.0.0.1:{_free_port()}"]
     scheduler = subprocess.Popen(
         [*exe, "scheduler", "--listen", listen, "--db", db_url, *ports, *home, *logs]
     )
@@ -94,8 +123,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     env = dict(os.environ, ROTA_NODE_TOKEN=token)
     agent = subprocess.Popen(agent_cmd, env=env)
     print(
-        f"rota up: scheduler on {listen} (data in {base}), agent {node}; you ({admin}) are "
-        f"its admin (token in {creds}); Ctrl-C stops both",
+        f"rota up: scheduler on {listen} (HTTP {http}; data in {base}), agent {node}; "
+        f"you ({admin}) are its admin (token in {creds}); Ctrl-C stops both",
         file=sys.stderr,
         flush=True,
     )
@@ -106,10 +135,27 @@ def cmd_up(args: argparse.Namespace) -> int:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    asked: list[bool] = []
+
+    def on_signal(*_: object) -> None:
+        asked.append(True)
+        stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     while all(p.poll() is None for p in procs):
         time.sleep(0.2)
+    if not asked:  # one of them ended by itself: say so, and which, instead of going quiet
+        which = "scheduler" if scheduler.poll() is not None else "agent"
+        code = (scheduler if which == "scheduler" else agent).returncode
+        print(
+            f"rota up: the {which} exited (code {code}); stopping the other (jobs' containers "
+            "run on: run rota up again with the same flags)",
+            file=sys.stderr,
+            flush=True,
+        )
     stop()
     codes = [p.wait() for p in procs]
+    if not asked:
+        return 1
     return max(c for c in codes if c is not None) if any(codes) else 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import urllib.request
 
-from tests.cluster import TEST_IMAGE, Cluster, wait_for
+from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 
 FAIL_3 = f"""
 name: exit3
@@ -156,6 +158,8 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
             c.node_name("up"),
             "--data-dir",
             str(tmp_path / "up"),
+            "--http-port",
+            str(free_port()),
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -176,6 +180,47 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
     assert code == 0
 
 
+def test_rota_up_started_again_keeps_its_admin_token(tmp_path) -> None:
+    """When `rota up`'s scheduler dies (kill -9, as docs/interactive.md "Restarts" does under
+    a grun), rota up says so and exits 1; run again, it keeps the admin token in the
+    credentials file, so clients that read it before (a grun attaching again) stay signed in.
+    Its HTTP port is the one --http-port names, never another cluster's 9718."""
+    c = Cluster(tmp_path)
+    http = free_port()
+    argv = ["rota", "up", "--port", str(c.port), "--http-port", str(http)]
+    argv += ["--node", c.node_name("up"), "--data-dir", str(tmp_path / "up")]
+    tokens = []
+    for round_ in ("kill the scheduler", "Ctrl-C"):
+        up = subprocess.Popen(
+            argv, env=c.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        try:
+            wait_for(lambda: (n := c.node(c.node_name("up"))) and n["state"] == "IDLE", 30)
+            with urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=10) as r:
+                assert r.status == 200
+            tokens.append((tmp_path / "config" / "rota" / "credentials").read_text().strip())
+            env = {**c.env, "ROTA_TOKEN": tokens[0]}
+            signed_in = subprocess.run(["gqueue"], env=env, capture_output=True, text=True)
+            assert signed_in.returncode == 0, signed_in.stderr
+            if round_ == "kill the scheduler":
+                found = ["pgrep", "-P", str(up.pid), "-f", "rota_main scheduler"]
+                os.kill(int(subprocess.run(found, capture_output=True, text=True).stdout), 9)
+            if round_ == "Ctrl-C":
+                up.send_signal(2)
+            output = up.communicate(timeout=30)[0]
+        finally:
+            if up.poll() is None:  # a failed check above: stop it as a user would
+                up.send_signal(2)
+                up.wait(timeout=30)
+        if round_ == "kill the scheduler":
+            assert up.returncode == 1, output
+            assert "rota up: the scheduler exited (code -9); stopping the other" in output
+        else:
+            assert up.returncode == 0, output
+    c.stop()
+    assert tokens[0] == tokens[1]
+
+
 def test_rota_up_migrates_its_own_database_from_an_earlier_rota(tmp_path) -> None:
     """A user who ran an earlier rota's `rota up` keeps its database: the next `rota up`
     migrates it to this rota's schema instead of refusing to start."""
@@ -186,7 +231,10 @@ def test_rota_up_migrates_its_own_database_from_an_earlier_rota(tmp_path) -> Non
     c.cli("rota", "db", "upgrade", "--db", db, check=True)
     c.cli("rota", "db", "downgrade", "0007_attained", "--db", db, check=True)
     up = subprocess.Popen(
-        ["rota", "up", "--port", str(c.port), "--node", c.node_name("up"), "--data-dir", str(data)],
+        [
+            *["rota", "up", "--port", str(c.port), "--http-port", str(free_port())],
+            *["--node", c.node_name("up"), "--data-dir", str(data)],
+        ],
         env=c.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import TEST_IMAGE, Cluster, wait_for
+from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -184,6 +184,8 @@ def test_rota_up_allows_your_home_for_output_files_and_submit_dirs(
             cluster.node_name("up"),
             "--data-dir",
             str(cluster.root / "up"),
+            "--http-port",
+            str(free_port()),
         ],
         env={**cluster.env, "HOME": str(outside)},
         stdout=subprocess.DEVNULL,
