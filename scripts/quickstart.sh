@@ -46,8 +46,8 @@ esac
 cp "$(command -v busybox)" examples/hello-image/busybox
 docker build -q -t rota-hello:latest examples/hello-image >/dev/null 2>/tmp/rota-build.log || { cat /tmp/rota-build.log >&2; exit 1; }
 
-export ROTA_SCHEDULER=127.0.0.1:${ROTA_PORT:-9717}
-rota up --port "${ROTA_PORT:-9717}" --simulate-gpus 2 >/tmp/rota-up.log 2>&1 &
+export ROTA_SCHEDULER=127.0.0.1:${ROTA_PORT:-9717} ROTA_HTTP=127.0.0.1:${ROTA_HTTP_PORT:-9718}
+rota up --port "${ROTA_PORT:-9717}" --http-port "${ROTA_HTTP_PORT:-9718}" --simulate-gpus 2 >/tmp/rota-up.log 2>&1 &
 up=$!
 trap 'kill -INT $up 2>/dev/null; wait $up 2>/dev/null || true' EXIT
 for _ in $(seq 60); do ginfo 2>/dev/null | grep -q IDLE && break; sleep 0.5; done
