@@ -48,6 +48,8 @@ from rota.inputs import SpecError
 from rota.messages import AgentEvent, EventKind, KillOrder, LaunchOrder, RunningAttempt
 
 log = logging.getLogger("rota.agent")
+KILLED = 137  # a container's exit code when SIGKILL ended it (a memory kill among others)
+OOM_SETTLE = 0.5  # seconds before such a container's state is looked at again
 
 
 class DockerRuntime:
@@ -347,6 +349,12 @@ class DockerRuntime:
                     container.wait()
                     continue
                 notes = self.output.save(att.job_id, att.attempt, container)
+                if (
+                    state.get("ExitCode") == KILLED
+                    and not state.get("OOMKilled")
+                    and not att.stop_kind
+                ):
+                    state = self._settled(container, state)
                 break
             except NotFound:
                 report = AgentEvent(
@@ -371,6 +379,18 @@ class DockerRuntime:
             time=parse_time(state.get("FinishedAt", "")) or self._clock(),
         )
         self._complete(att, report)
+
+    def _settled(self, container: Any, state: dict[str, Any]) -> dict[str, Any]:
+        """The state of a container SIGKILLed by no order of ours, looked at again after
+        ``OOM_SETTLE`` s: the engine may hear of a memory kill after the exit it caused
+        (containerd's shims sent the OOM event after the exit event) and mark ``OOMKilled``
+        only then."""
+        self._sleep(OOM_SETTLE)
+        try:
+            container.reload()
+        except (DockerException, *ENGINE_DOWN):
+            return state
+        return container.attrs.get("State", {}) or state
 
     def _complete(self, att: Attempt, report: AgentEvent) -> None:
         att.end(report)
