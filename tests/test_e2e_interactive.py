@@ -16,14 +16,17 @@ def grun(cluster: Cluster, *args: str) -> list[str]:
     return ["-m", "rota.cli.grun", "--image", TEST_IMAGE, *args]
 
 
-def interrupt(term: Terminal) -> None:
-    """Ctrl-C until the shell prompts again: a key pressed before the shell made the sleep
-    the terminal's foreground reaches the shell, which ignores it (as at any terminal)."""
-    for _ in range(30):
+def interrupt(term: Terminal, probe: bytes, mark: bytes) -> bytes:
+    """Ctrl-C, then the command ``probe`` typed, until ``mark`` (which ``probe`` prints, but
+    whose echo does not show) appears; what ``probe`` printed before ``mark``. A Ctrl-C
+    pressed before the shell made the sleep the terminal's foreground reaches the shell,
+    which ignores it (as at any terminal), and the typed probe then waits behind the sleep
+    until a later Ctrl-C kills it and flushes the line: so ``mark`` proves the sleep ended."""
+    for _ in range(20):
         term.send(b"\x03")
+        term.send(probe + b"\r")
         try:
-            term.expect(b"$ ", timeout=2)
-            return
+            return term.expect(mark, timeout=3).rpartition(probe)[2]
         except AssertionError:
             continue
     raise AssertionError(f"Ctrl-C did not interrupt the sleep; saw {term.seen!r}")
@@ -45,9 +48,8 @@ def test_grun_pty_shell_prompt_resize_ctrl_c_and_exit_code(cluster: Cluster) -> 
         term.expect(b"40 132")
         term.send(b"sleep 1000\r")
         term.expect(b"sleep 1000")
-        interrupt(term)  # Ctrl-C: SIGINT to the sleep in the container, not to grun
-        term.send(b"echo after-$((6*7))\r")
-        term.expect(b"after-42")
+        # Ctrl-C: SIGINT to the sleep in the container, not to grun
+        interrupt(term, b"echo after-$((6*7))", b"after-42")
         term.send(b"exit 3\r")
         assert term.wait() == 3
     finally:
@@ -113,10 +115,7 @@ def test_grun_pty_ctrl_z_stops_the_job_not_grun(cluster: Cluster) -> None:
         for _ in range(5):
             term.send(b"fg\r")
             term.expect(b"sleep 300")
-            interrupt(term)
-            term.send(b"echo status-$?; jobs; echo listed-$((1+1))\r")
-            term.expect(b"echo status-$?; jobs; echo listed-$((1+1))")
-            after = term.expect(b"listed-2")
+            after = interrupt(term, b"echo status-$?; jobs; echo listed-$((1+1))", b"listed-2")
             if b"Stopped" not in after:
                 break
         assert b"status-130" in after and b"sleep" not in after, after
