@@ -78,18 +78,25 @@ def test_time_limit_ends_timeout(cluster: Cluster) -> None:
 
 
 def test_two_jobs_wanting_all_gpus_run_one_after_the_other(cluster: Cluster) -> None:
-    cluster.start_scheduler()
+    cluster.start_scheduler("--allowed-mount", str(cluster.root), "--open-registration")
     cluster.start_agent("n1", gpus=2)
+    gate = cluster.root / "gate"
+    gate.mkdir(mode=0o755)
     job = f"""
 image: {TEST_IMAGE}
-command: ["sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES; sleep 6"]
+command: ["sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES; while [ ! -e /gate/go ]; do sleep 0.1; done"]
 resources: {{gpus: 2}}
+mounts: ['{gate}:/gate:ro']
 """
     first = cluster.submit(job)
     second = cluster.submit(job)
-    cluster.wait_state(first, "RUNNING")
-    waiting = cluster.job(second)
-    assert waiting["state"] == "PENDING" and waiting["reason"] == "Resources"
+    cluster.wait_state(first, "RUNNING")  # and it runs on until the gate opens
+    wait_for(
+        lambda: (j := cluster.job(second))["state"] == "PENDING" and j["reason"] == "Resources",
+        30,
+        what="the second job waiting for resources",
+    )
+    (gate / "go").write_text("")
     a = cluster.wait_state(first, "COMPLETED")
     b = cluster.wait_state(second, "COMPLETED")
     assert b["start_time"] >= a["end_time"], (
