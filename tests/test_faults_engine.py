@@ -46,7 +46,7 @@ def test_engine_restart_makes_the_node_unhealthy_then_it_recovers(
     assert "container engine" in reason
     assert "container engine" in cluster.cli("ginfo", check=True).stdout
     waiting = cluster.submit(JOB)
-    assert cluster.wait_state(waiting, "PENDING")["reason"] == "NodeDown"
+    assert cluster.pending_reason(waiting) == "NodeDown"
 
     engine.start()
     wait_for(
