@@ -53,7 +53,7 @@ def _kept_then_warned_and_ended(gc: GpuCluster, relay: SmtpRelay) -> None:
     wait_for(lambda: "WARN: idle session" in gc.queue_line(job["id"]), 30, what="idle warning")
     assert any("idle session" in e["reason"] for e in gc.events(job["id"]))
     entered = gc.c.cli("gattach", job["id"], "true", check=True)  # the terminal is told
-    wait_for(lambda: relay.mails(), 20, what="the idle warning by mail")
+    wait_for(lambda: relay.mails(), 60, what="the idle warning by mail")
     subject = str(relay.mails()[0][2]["Subject"]).strip()
     assert subject.startswith(f"rota Job_id={job['id']} Name=interactive Idle"), subject
     assert "rota: this session was warned: idle session: no client attached" in entered.stderr

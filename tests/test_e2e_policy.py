@@ -154,7 +154,7 @@ def test_preemption_requeues_the_low_priority_job_with_sigterm(cluster: Cluster)
         )
     )
     cluster.wait_state(low, "RUNNING")
-    wait_for(lambda: "attempt 1" in cluster.cli("glogs", low).stdout, 20, what="low job output")
+    wait_for(lambda: "attempt 1" in cluster.cli("glogs", low).stdout, 60, what="low job output")
     high = cluster.submit(_job("echo high; sleep 2", gpus=2, extra="qos: high\n"))
     done = cluster.wait_state(high, "COMPLETED", timeout=90)
     first_try = cluster.cli("glogs", "--attempt", "1", low, check=True).stdout

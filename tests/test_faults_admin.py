@@ -81,7 +81,7 @@ def test_drain_resume_and_ginfo_shows_who_and_since(cluster: Cluster) -> None:
     waiting = cluster.submit(SLEEP)
     cluster.cli("gcancel", running, check=True)
     cluster.wait_state(running, "CANCELLED")
-    wait_for(lambda: (n := cluster.node(name)) and n["state"] == "DRAINED", 20, what="DRAINED")
+    wait_for(lambda: (n := cluster.node(name)) and n["state"] == "DRAINED", 60, what="DRAINED")
     assert cluster.job(waiting)["state"] == "PENDING"
     listing = cluster.cli("gadmin", "node", "list", check=True).stdout
     assert "DRAINED" in listing and "fan noise" in listing
