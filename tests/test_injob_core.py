@@ -172,7 +172,7 @@ def test_a_node_naming_many_jobs_costs_each_command_the_same() -> None:
     full: 14,000 of them took the event loop 55 s, the last ones 16 ms each, and the buckets
     grew without end."""
     budget = _Counted(burst=3, per_second=2.0)
-    for job in range(3):
+    for _ in range(3):
         assert budget.take(7, "n1", 100.0)  # job 7's burst spent
     for job in range(1000, 1000 + 20 * budget.MAX_BUCKETS):
         assert budget.take(job, "evil", 100.0)
