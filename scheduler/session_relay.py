@@ -6,7 +6,7 @@ bytes of output not yet taken by the client (acknowledged once the client's stre
 and the client's input is read only while less than ``window`` bytes and ``MAX_INPUTS``
 messages of it wait unwritten on the node (the node acknowledges each message it wrote). A
 terminal's resizes, which the node acknowledges not, are handed on at most one each
-``RESIZE_EVERY`` seconds, and input that carries nothing is dropped. A slow client therefore
+``RESIZE_EVERY`` seconds, and input that carries nothing (or comes after its end) is dropped. A slow client therefore
 slows its own session down, never the scheduler or the node, and a node that ignores the
 window has its session ended.
 """
@@ -95,10 +95,14 @@ class SessionRelay:
     ) -> None:
         loop = asyncio.get_running_loop()
         resized = -RESIZE_EVERY
+        ended = False  # the client's input ended: later data and ends are nothing to hand on
         async for item in inputs:
             resize = bool(item.rows and item.cols)
-            if not (item.data or item.eof or resize):
-                continue  # nothing to hand on
+            if ended or not (item.data or item.eof):
+                if not resize:
+                    continue
+                item = SessionInput(0, rows=item.rows, cols=item.cols)
+            ended = ended or item.eof
             try:
                 if item.data:
                     await credit.take(len(item.data))

@@ -160,7 +160,8 @@ def test_tiny_inputs_and_resizes_are_bounded_in_messages() -> None:
     object in the agent's queue; resizes were handed on as fast as the client sent them, each
     a call to the node's container engine (200,000 of them: the agent grew by 21 MB and
     dockerd was asked for minutes). Now at most ``MAX_INPUTS`` messages are in flight, resizes
-    are handed on at most one each ``RESIZE_EVERY`` seconds, and empty input is dropped."""
+    are handed on at most one each ``RESIZE_EVERY`` seconds, and input that carries nothing, or
+    comes after the client's end of input, is dropped."""
     from rota.scheduler.session_relay import MAX_INPUTS
 
     async def main() -> None:
@@ -194,13 +195,16 @@ def test_tiny_inputs_and_resizes_are_bounded_in_messages() -> None:
             await asyncio.sleep(0)
         assert len(await drained(node.outbox)) == MAX_INPUTS  # room for as many again
 
-        for i in range(200):  # resizes, and messages that carry nothing
+        typed.put_nowait(SessionInput(0, eof=True))
+        for i in range(200):  # resizes, and messages that carry nothing (after the end)
             typed.put_nowait(SessionInput(0, rows=10 + i, cols=80))
             typed.put_nowait(SessionInput(0))
+            typed.put_nowait(SessionInput(0, b"late", eof=True))
         for _ in range(100):
             await asyncio.sleep(0)
         resizes = await drained(node.outbox)
-        assert resizes == [SessionInput(rid, rows=10, cols=80)]  # the next ones wait their turn
+        ends = [SessionInput(rid, eof=True), SessionInput(rid, rows=10, cols=80)]
+        assert resizes == ends  # one end; the next resizes wait their turn
         await asyncio.sleep(0.2)
         later = await drained(node.outbox)
         assert 1 <= len(later) <= 5 and all(r.rows for r in later)  # type: ignore[attr-defined]
