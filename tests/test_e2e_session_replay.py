@@ -25,7 +25,9 @@ from tests.terminal import Terminal
 pytestmark = pytest.mark.docker
 
 
-def _session(cluster: Cluster, env: dict[str, str], *flags: str) -> tuple[tuple[str, ...], Terminal]:
+def _session(
+    cluster: Cluster, env: dict[str, str], *flags: str
+) -> tuple[tuple[str, ...], Terminal]:
     """A scheduler, one agent and a grun shell holding a variable; the scheduler's args."""
     args = ("--config", config_file(cluster), "--open-registration")
     cluster.start_scheduler(*args)

@@ -60,7 +60,9 @@ def _pattern(size: int) -> bytes:
     return bytes(i % 251 for i in range(size))
 
 
-def test_a_client_gets_exactly_the_bytes_after_its_position(pair) -> None:  # type: ignore[no-untyped-def]
+def test_a_client_gets_exactly_the_bytes_after_its_position(
+    pair: tuple[Terminal, socket.socket],
+) -> None:
     terminal, process = pair
     first = Recorder()
     terminal.join(first, 0)
@@ -75,7 +77,9 @@ def test_a_client_gets_exactly_the_bytes_after_its_position(pair) -> None:  # ty
     assert back.first == 3000 and bytes(back.data) == written[3000:]
 
 
-def test_kept_output_is_bounded_and_a_client_without_a_position_gets_its_tail(pair) -> None:  # type: ignore[no-untyped-def]
+def test_kept_output_is_bounded_and_a_client_without_a_position_gets_its_tail(
+    pair: tuple[Terminal, socket.socket],
+) -> None:
     terminal, process = pair
     written = _pattern(300_000)
     reader = Recorder()
@@ -108,9 +112,9 @@ def test_the_scheduler_checks_how_an_attach_replays() -> None:
 
     check_open(ClientOpen("1", "attach", replay="tail"))
     check_open(ClientOpen("1", "attach", replay="from", resume_from=12))
-    with pytest.raises(SpecError, match="replay.*'sideways' is not one of"):
+    with pytest.raises(SpecError, match=r"replay.*'sideways' is not one of"):
         check_open(ClientOpen("1", "attach", replay="sideways"))
-    with pytest.raises(SpecError, match="replay.*only an attach replays output, not 'exec'"):
+    with pytest.raises(SpecError, match=r"replay.*only an attach replays output, not 'exec'"):
         check_open(ClientOpen("1", "exec", replay="tail"))
     with pytest.raises(SpecError, match="resume_from"):
         check_open(ClientOpen("1", "attach", replay="from", resume_from=-1))
