@@ -212,8 +212,8 @@ class _Session:
     def _attach(self, terminal: Terminal) -> None:
         """Be ``terminal``'s client until the client goes away, another takes over or the
         process ends."""
+        self._terminal = terminal  # first: a close from now on leaves the terminal's socket be
         handle = self._handle = terminal.handle
-        self._terminal = terminal
         if self.request.rows and self.request.cols:
             handle.resize(self.request.rows, self.request.cols)
         threading.Thread(target=self._write, args=(handle,), daemon=True).start()
