@@ -198,6 +198,12 @@ def _attach(args: argparse.Namespace) -> int:
 
     if args.command or args.jupyter:
         raise CliError("--attach takes a session's job id and no CMD or --jupyter", 2)
+    defaults = build_parser().parse_args([])
+    kept = ("attach", "pty", "reconnect", "scheduler", "ca", "command")
+    given = [k for k, v in vars(args).items() if k not in kept and v != getattr(defaults, k)]
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise CliError(f"--attach submits nothing: {flags} do not apply", 2)
     use_tty = args.pty if args.pty is not None else sys.stdin.isatty()
     job_id = args.attach
 

@@ -132,3 +132,19 @@ def test_grun_escapes_act_at_the_start_of_a_line_only() -> None:
     assert escape.feed(b"~?") == b"" and said == [ESCAPE_HELP]
     assert not detached
     assert escape.feed(b"~.typed after") is None and detached == [True]
+
+
+def test_grun_attach_refuses_what_only_a_submission_takes() -> None:
+    import subprocess
+    import sys
+
+    for extra, why in (
+        (["--gpus", "2", "-J", "x"], b"--attach submits nothing: --gpus, --job-name do not apply"),
+        (["sh"], b"--attach takes a session's job id and no CMD"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "rota.cli.grun", "--attach", "1", *extra],
+            capture_output=True,
+            timeout=60,
+        )
+        assert done.returncode == 2 and why in done.stderr, done.stderr
