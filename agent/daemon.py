@@ -105,7 +105,9 @@ class Agent:
         self._logs: dict[int, LogFlow] = {}  # output requests being sent
         tls = (config.ca, config.cert, config.key) if config.ca else None
         dialer = Dialer(lambda: self.link.address, tls)
-        self.sessions = Sessions(self.runtime.open_session, self.link.send, dialer)
+        self.sessions = Sessions(
+            self.runtime.open_session, self.link.send, dialer, config.terminal_buffer
+        )
         self.readings = AgentReadings()
         self.metrics = MetricsServer(
             AgentCollector(

@@ -349,6 +349,8 @@ class SessionOutput:
     error: str = ""
     dial_error: str = ""  # a forward's data connection could not be dialled back: why
     node_lost: bool = False  # the scheduler's own: the node's stream ended mid-session
+    offset: int = 0  # a terminal's output: the terminal's byte number of data[0]
+    detached: bool = False  # another client attached to the terminal: this one ends
 
 
 SESSION_KINDS = ("attach", "exec", "forward")
@@ -375,6 +377,10 @@ class SessionOpen:
     dial_port: int = 0
     dial_tls: bool = False
     reopen: bool = False  # attach again, without replaying the process's earlier output
+    # attach to a terminal: "from" (its output after byte resume_from), "tail" (its kept
+    # output), "" (as reopen says: all of it, or none)
+    replay: str = ""
+    resume_from: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,8 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 exit_code=msg.exit_code,
                 error=msg.error,
                 dial_error=msg.dial_error,
+                offset=msg.offset,
+                detached=msg.detached,
             )
         )
     if isinstance(msg, StepStart | StepOutput | StepEnd | StepCancel):
@@ -165,6 +167,8 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             o.dial_port,
             o.dial_tls,
             o.reopen,
+            o.replay,
+            o.resume_from,
         )
     if kind == "session_input":
         i = msg.session_input

@@ -221,6 +221,8 @@ def session_output_from_pb(msg: pb.SessionOutput) -> SessionOutput:
         msg.exit_code,
         msg.error,
         msg.dial_error,
+        offset=msg.offset,
+        detached=msg.detached,
     )
 
 
@@ -354,6 +356,8 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 dial_ticket=order.dial_ticket,
                 dial_port=order.dial_port,
                 reopen=order.reopen,
+                replay=order.replay,
+                resume_from=order.resume_from,
                 dial_tls=order.dial_tls,
             )
         )
