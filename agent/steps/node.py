@@ -8,7 +8,9 @@ The runtime calls ``prepare`` before it creates a job's container (the spool, th
 this node sends goes through ``send`` (set by ``connect``).
 
 ``sbatch`` and ``scancel`` here become a ``JobCommand`` to the scheduler, whose
-``JobCommandReply`` (what to print, the exit code) is written to their FIFOs as an srun's.
+``JobCommandReply`` (what to print, the exit code) is written to their FIFOs as an srun's;
+the exit code's line also carries ``wait ID`` (sbatch --wait: ask again with
+``sbatch-wait``) or ``ended`` (the answer that ends such a wait).
 An srun here becomes a ``StepStart`` to the scheduler, which checks it against the job and
 answers with ``StepLaunch`` orders to the step's nodes; their output and ends come back as
 ``StepOutput`` and one ``StepEnd`` for this srun, written to its FIFOs.
@@ -66,7 +68,7 @@ START_WAIT = 300.0  # seconds a step waits for its job's container to start on t
 REPORT_WAIT = 5.0  # seconds sruns have to report their steps cancelled at the time limit
 LISTEN_TICK = 0.2  # seconds between the listener's looks at whether its attempt ended
 Key = tuple[int, int]  # (job id, attempt)
-COMMANDS = ("sbatch", "scancel")  # relayed to the scheduler as a JobCommand
+COMMANDS = ("sbatch", "scancel", "sbatch-wait")  # relayed to the scheduler as a JobCommand
 
 
 @dataclass
@@ -275,7 +277,10 @@ class NodeSteps:
             srun.write(reply.output.encode())
         if reply.error:
             srun.write(reply.error.encode(), stderr=True)
-        srun.finish(min(max(reply.exit_code, 0), 255))
+        note = "ended" if reply.ended else ""
+        if reply.wait_for and reply.wait_for.replace("_", "").isdigit():
+            note = f"wait {reply.wait_for}"
+        srun.finish(min(max(reply.exit_code, 0), 255), note)
 
     def _step_ended(self, end: StepEnd) -> None:
         with self._lock:
@@ -352,7 +357,7 @@ class NodeSteps:
             os.close(out)
             return
         request_id = next(self._ids)
-        tool = "srun" if verb == "start" else verb
+        tool = "srun" if verb == "start" else verb.removesuffix("-wait")  # as it prints
         srun = Srun(
             key, spool, name, out, err, lambda _: self._forget(request_id), held.budget, tool
         )
@@ -384,7 +389,7 @@ class NodeSteps:
         try:
             request = waiter.spool.read_command(waiter.name)
         except SpoolError as exc:
-            waiter.write(f"{tool}: error: {exc}\n".encode(), stderr=True)
+            waiter.write(f"{tool.removesuffix('-wait')}: error: {exc}\n".encode(), stderr=True)
             waiter.finish(1)
             return
         self._send(
@@ -397,6 +402,7 @@ class NodeSteps:
                 request.script,
                 request.script_index,
                 request.cwd,
+                request.environment,
             )
         )
 
