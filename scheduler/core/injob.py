@@ -78,9 +78,7 @@ def check_environment(environment: Sequence[tuple[str, str]]) -> None:
             raise UserError(str(exc)) from None
         total += len(name) + len(value)
     if total > MAX_COMMAND_BYTES:
-        raise UserError(
-            f"environment: {total} characters; at most {MAX_COMMAND_BYTES} are allowed"
-        )
+        raise UserError(f"environment: {total} characters; at most {MAX_COMMAND_BYTES} are allowed")
 
 
 @dataclass(frozen=True, slots=True)
