@@ -39,7 +39,7 @@ def test_scancel_reads_slurms_filters() -> None:
     assert not read_scancel(["12", "13"]).filtered
     for argv, error in [
         ([], "No job identification provided"),
-        (["-t", "DONE"], "--state: 'DONE' is not a job state scancel takes"),
+        (["-t", "DONE"], "--state: invalid job state specified: 'DONE'"),
         (["-s", "USR1", "12"], "--signal: rota cannot send a signal"),
         (["--signal=KILL", "--me"], "--signal: rota cannot send a signal"),
         (["-b", "12"], "-b: inside a job, rota's scancel takes job ids and -n/--name"),

@@ -21,12 +21,14 @@ from rota.states import JobState
 
 MAX_IDS = 1000  # job ids of one scancel
 MAX_VALUE = 256  # characters of a filter's value
-# -t: SLURM's state names and codes; rota has no SUSPENDED job, so S picks none
+# -t: SLURM's state names and codes (any case); rota has no SUSPENDED job, so S picks none
 STATES: dict[str, tuple[JobState, ...]] = {
     "PENDING": (JobState.PENDING,),
     "PD": (JobState.PENDING,),
     "RUNNING": (JobState.CONFIGURING, JobState.RUNNING),
     "R": (JobState.CONFIGURING, JobState.RUNNING),
+    "CONFIGURING": (JobState.CONFIGURING,),
+    "CF": (JobState.CONFIGURING,),
     "SUSPENDED": (),
     "S": (),
 }
@@ -130,8 +132,8 @@ def read_scancel(argv: Sequence[str]) -> ScancelLine:
     if state is not None:
         if state.upper() not in STATES:
             raise UserError(
-                f"--state: {state[:40]!r} is not a job state scancel takes: PENDING (PD), "
-                "RUNNING (R) or SUSPENDED (S)"
+                f"--state: invalid job state specified: {state[:40]!r}; valid job states are "
+                "PENDING (PD), RUNNING (R) and SUSPENDED (S)"
             )
         states = STATES[state.upper()]
     line = ScancelLine(
