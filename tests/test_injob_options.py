@@ -15,17 +15,18 @@ from pathlib import Path
 import pytest
 
 from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
-from tests.faults_support import config_file
+from tests.faults_support import config_file, restart_scheduler
 
 pytestmark = pytest.mark.docker
 
 
-def _start(cluster: Cluster) -> None:
-    """A scheduler whose jobs may mount the cluster's directory, and n1."""
-    config = config_file(cluster)
-    http = ["--http-listen", f"127.0.0.1:{free_port()}"]
-    cluster.start_scheduler("--open-registration", "--config", config, *http)
+def _start(cluster: Cluster) -> tuple[str, ...]:
+    """A scheduler whose jobs may mount the cluster's directory, and n1; the scheduler's
+    arguments."""
+    args = ("--open-registration", "--config", config_file(cluster))
+    cluster.start_scheduler(*args, "--http-listen", f"127.0.0.1:{free_port()}")
     cluster.start_agent("n1", gpus=1)
+    return args
 
 
 def _job(command: str, extra: str = "") -> str:
@@ -123,6 +124,21 @@ def test_sbatch_wait_outlives_an_agent_restart(cluster: Cluster) -> None:
     cluster.start_agent("n1", gpus=1)
     wait_for(lambda: (work / "rc").exists(), 150, 0.5, what="sbatch --wait to end")
     assert (work / "rc").read_text() == "rc=4\n"
+    assert cluster.wait_state(job, "COMPLETED", "FAILED")["state"] == "COMPLETED"
+
+
+def test_sbatch_wait_outlives_a_scheduler_restart(cluster: Cluster) -> None:
+    """The scheduler is away while sbatch waits: the questions that fail meanwhile are asked
+    again, and the answer comes from the restarted scheduler."""
+    args = _start(cluster)
+    work = _shared(cluster, "away")
+    command = "sbatch --wait --wrap 'sleep 12; exit 5'; echo rc=$? >rc; cat rc"
+    job = cluster.submit(_job(command, _in(work)))
+    wait_for(lambda: len(cluster.jobs()) == 2, 60, 0.2, what="the waited job submitted")
+    cluster.kill("scheduler")
+    restart_scheduler(cluster, *args, "--http-listen", f"127.0.0.1:{free_port()}")
+    wait_for(lambda: (work / "rc").exists(), 150, 0.5, what="sbatch --wait to end")
+    assert (work / "rc").read_text() == "rc=5\n"
     assert cluster.wait_state(job, "COMPLETED", "FAILED")["state"] == "COMPLETED"
 
 
