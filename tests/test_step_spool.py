@@ -180,3 +180,31 @@ def test_an_sbatch_requests_variables_are_read_bounded(spool: JobSpool) -> None:
         (where / f"e.{i}").write_text(f"V{i}=1")
     with pytest.raises(SpoolError, match=f"at most {MAX_VARIABLES} variables"):
         spool.read_command("s.env1")
+
+
+def test_a_request_sent_to_an_earlier_agent_is_released_whole(spool: JobSpool) -> None:
+    """An sbatch whose line reached an agent that died before it opened the request's FIFOs
+    waits on all three: the next agent closes ``out`` and ``err`` and hands it exit code 1,
+    so that the tool (sbatch --wait asks again) never hangs."""
+    where = _request(spool, "s.sent1", "4")
+    for fifo in ("out", "err", "end"):
+        os.mkfifo(where / fifo)
+    (where / "sent").touch()
+    got: dict[str, bytes] = {}
+
+    def tool() -> None:  # as rota-request: cat out, cat err, then read end
+        readers = [
+            threading.Thread(target=lambda f=f: got.update({f: (where / f).read_bytes()}))
+            for f in ("out", "err")
+        ]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()
+        got["end"] = (where / "end").read_bytes()
+
+    waiting = threading.Thread(target=tool, daemon=True)
+    waiting.start()
+    spool.release()
+    waiting.join(10)
+    assert got == {"out": b"", "err": b"", "end": b"1\n"}

@@ -22,7 +22,6 @@ earlier process left running in the containers it adopts (``records``).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -140,6 +139,7 @@ class NodeSteps:
     def started(self, job_id: int, attempt: int, target: Target) -> None:
         """The container runs: listen to its sruns (an adopted one's spool is found again)."""
         key = (job_id, attempt)
+        adopted = False
         with self._lock:
             held = self._held.get(key)
             left = self._records(key).found() if held is None else []
@@ -152,11 +152,12 @@ class NodeSteps:
                 if not spool.ctl.exists():
                     return
                 held = self._held[key] = Held(spool)
-                threading.Thread(target=_release, args=(spool,), daemon=True).start()
+                adopted = True
             held.target = target
-            held.ctl = held.spool.open_ctl()
+            if not adopted:
+                held.ctl = held.spool.open_ctl()
         held.spool.describe(target.start, target.deadline)
-        threading.Thread(target=self._listen, args=(key, held), daemon=True).start()
+        threading.Thread(target=self._listen, args=(key, held, adopted), daemon=True).start()
 
     def time_limit(self, job_id: int, attempt: int) -> None:
         """The attempt reached its time limit: stop its steps' tasks here and give its sruns
@@ -305,10 +306,18 @@ class NodeSteps:
 
     # ------------------------------------------------------------ sruns
 
-    def _listen(self, key: Key, held: Held) -> None:
+    def _listen(self, key: Key, held: Held, adopted: bool = False) -> None:
         """Read ``ctl`` until the attempt ends; each line starts or cancels an srun. Nothing
         ever writes to ``ctl`` but the job (which may keep it full): the end of the attempt is
-        noticed by polling ``held.stopping``."""
+        noticed by polling ``held.stopping``. An adopted attempt's requests that waited on an
+        earlier agent process are released (``JobSpool.release``) before ``ctl`` opens, so
+        that one still waiting to write its line there is heard afresh, not released."""
+        if adopted:
+            held.spool.release()
+            with self._lock:
+                if held.stopping:
+                    return
+                held.ctl = held.spool.open_ctl()
         pending = b""
         poller = select.poll()
         poller.register(held.ctl, select.POLLIN)
@@ -477,18 +486,6 @@ class NodeSteps:
     def _records(self, key: Key) -> TaskRecords:
         """Where the attempt's running tasks are recorded: beside the spools, never mounted."""
         return TaskRecords(self.root / "tasks" / f"{key[0]}-{key[1]}")
-
-
-def _release(spool: JobSpool) -> None:
-    """Sruns that waited on an earlier agent process fail (their steps' ends are lost)."""
-    for name in spool.requests():
-        try:
-            end = spool.open_fifo(name, "end", wait=1.0)
-        except SpoolError:
-            continue
-        with contextlib.suppress(OSError):
-            os.write(end, b"1\n")
-        os.close(end)
 
 
 def _key(order: StepLaunch) -> Key:

@@ -12,8 +12,8 @@ directory (``cwd``) and three FIFOs (``out``, ``err``, ``end``), then writes
 their arguments, the script sbatch read (``script``, and in ``index`` the argument it came
 from), the variables its ``--export`` names bare (``e.0`` ...: ``NAME=value``) and ``cwd``,
 then write ``sbatch s.XXXXXXXX`` (``scancel ...``; ``sbatch-wait ...`` while ``sbatch
---wait`` waits): the agent relays them to the scheduler, which answers with what the command
-prints and its exit code.
+--wait`` waits) and, once written, make ``sent``: the agent relays them to the scheduler,
+which answers with what the command prints and its exit code.
 
 Everything under ``steps/`` is the job's to change, so the agent opens it one component at a
 time from a descriptor of the spool, never following a link, reads only regular files of a
@@ -22,6 +22,7 @@ bounded size and writes only to FIFOs; a request that breaks these rules is refu
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -200,6 +201,34 @@ class JobSpool:
                 raise SpoolError(f"bad variable {name[:40]!r}: expected NAME=value")
             environment.append((name, value))
         return CommandRequest(tuple(argv), script, int(index), cwd.strip("\n"), tuple(environment))
+
+    def release(self) -> None:
+        """Requests that waited on an earlier agent process fail (their answers are lost): each
+        is handed exit code 1 when it reads its ``end`` within a second. One whose line
+        reached that process (``sent``: sbatch, scancel) first has its ``out`` and ``err``
+        closed, as that process may not have opened them. Call before ``ctl`` is opened again:
+        a request still waiting to write its line has no ``sent`` yet."""
+        for name in self.requests():
+            if self._has(name, "sent"):
+                for fifo in ("out", "err"):
+                    with contextlib.suppress(SpoolError):
+                        os.close(self.open_fifo(name, fifo, wait=0.5))
+            try:
+                end = self.open_fifo(name, "end", wait=1.0)
+            except SpoolError:
+                continue
+            with contextlib.suppress(OSError):
+                os.write(end, b"1\n")
+            os.close(end)
+
+    def _has(self, name: str, entry: str) -> bool:
+        """Whether the request ``name`` holds ``entry`` (not following a link)."""
+        try:
+            with self._request_dir(name) as fd:
+                os.stat(entry, dir_fd=fd, follow_symlinks=False)
+        except (SpoolError, OSError):
+            return False
+        return True
 
     def requests(self) -> list[str]:
         """The names of the request directories in ``steps/``."""
