@@ -161,7 +161,7 @@ class InJobFacade:
     async def _scancel(self, cmd: JobCommand, who: Principal, origin: str, peer: str) -> str:
         """Cancel as ``who`` the jobs named, or those of ``who``'s the filters pick (nothing
         picked: nothing done, as SLURM's scancel); AccessDenied (nothing cancelled) when any
-        id is another user's or ``-u`` names another user."""
+        id is another user's, UserError naming ``--user`` when it names another user."""
         line = read_scancel(cmd.argv)
         ids = list(line.ids)
         if line.filtered:
