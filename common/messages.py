@@ -409,8 +409,11 @@ class JobRequeue:
 class JobCommand:
     """``sbatch`` or ``scancel`` (``tool``) ran in the job's container on this node: its
     arguments, the script sbatch read (``script_index``: the argument it read it from, -1 for
-    none or standard input) and the container's working directory. The scheduler answers
-    with a ``JobCommandReply`` of the same ``request_id``."""
+    none or standard input), the container's working directory and, for sbatch, the values
+    of the variables its ``--export`` options name bare (``environment``: (name, value)
+    pairs from the environment it ran in). ``sbatch-wait`` asks whether the job ``argv[0]``
+    ended (``sbatch --wait``). The scheduler answers with a ``JobCommandReply`` of the same
+    ``request_id``."""
 
     request_id: int
     job_id: int
@@ -420,17 +423,22 @@ class JobCommand:
     script: bytes = b""
     script_index: int = -1
     cwd: str = ""
+    environment: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class JobCommandReply:
     """What the command prints (``output`` on its standard output, ``error`` on its
-    standard error) and its exit code."""
+    standard error) and its exit code; ``wait_for``: the job sbatch --wait now waits for
+    (the container asks again with ``sbatch-wait``); ``ended``: an ``sbatch-wait`` answer
+    that ends the wait (an answer without it, a failure on the way, is asked again)."""
 
     request_id: int
     exit_code: int
     output: str = ""
     error: str = ""
+    wait_for: str = ""
+    ended: bool = False
 
 
 AgentMessage = (

@@ -108,6 +108,7 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 script=msg.script,
                 script_index=msg.script_index,
                 cwd=msg.cwd,
+                environment=dict(msg.environment),
             )
         )
     return pb.AgentMessage(
@@ -177,7 +178,7 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
         return _step_order(msg)
     if kind == "job_command_reply":
         c = msg.job_command_reply
-        return JobCommandReply(c.request_id, c.exit_code, c.output, c.error)
+        return JobCommandReply(c.request_id, c.exit_code, c.output, c.error, c.wait_for, c.ended)
     r = msg.log_request
     return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel, r.window, r.ack)
 

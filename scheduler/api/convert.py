@@ -262,6 +262,7 @@ def job_command_from_pb(msg: pb.JobCommand) -> JobCommand:
         msg.script,
         msg.script_index,
         msg.cwd,
+        tuple(sorted(msg.environment.items())),
     )
 
 
@@ -415,6 +416,8 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 exit_code=order.exit_code,
                 output=order.output,
                 error=order.error,
+                wait_for=order.wait_for,
+                ended=order.ended,
             )
         )
     return pb.SchedulerMessage(

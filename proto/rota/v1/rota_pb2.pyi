@@ -1260,7 +1260,14 @@ class JobRequeue(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class JobCommand(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "tool", "argv", "script", "script_index", "cwd")
+    __slots__ = ("request_id", "job_id", "attempt", "tool", "argv", "script", "script_index", "cwd", "environment")
+    class EnvironmentEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1269,6 +1276,7 @@ class JobCommand(_message.Message):
     SCRIPT_FIELD_NUMBER: _ClassVar[int]
     SCRIPT_INDEX_FIELD_NUMBER: _ClassVar[int]
     CWD_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1277,19 +1285,24 @@ class JobCommand(_message.Message):
     script: bytes
     script_index: int
     cwd: str
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., tool: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., script: _Optional[bytes] = ..., script_index: _Optional[int] = ..., cwd: _Optional[str] = ...) -> None: ...
+    environment: _containers.ScalarMap[str, str]
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., tool: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., script: _Optional[bytes] = ..., script_index: _Optional[int] = ..., cwd: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class JobCommandReply(_message.Message):
-    __slots__ = ("request_id", "exit_code", "output", "error")
+    __slots__ = ("request_id", "exit_code", "output", "error", "wait_for", "ended")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     exit_code: int
     output: str
     error: str
-    def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., output: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+    wait_for: str
+    ended: bool
+    def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., wait_for: _Optional[str] = ..., ended: _Optional[bool] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
     __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls", "reopen", "replay", "resume_from")
