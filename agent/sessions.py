@@ -2,9 +2,11 @@
 and the scheduler's stream, flow-controlled both ways.
 
 Output: at most ``window`` bytes sent and not yet acknowledged by the scheduler (it
-acknowledges what its client took), so a slow client slows the process down instead of
-filling anyone's memory. Input: each chunk written is acknowledged (``SessionOutput.ack``), and
-the scheduler keeps at most its window of input in flight. Each session has a reader and a
+acknowledges each message its client took), each message counting at least ``MESSAGE_COST``,
+so a slow client slows the process down instead of filling anyone's memory, whether the
+process writes a byte at a time or a megabyte. Input: each chunk written is acknowledged
+(``SessionOutput.ack``), and the scheduler keeps at most its window (and 1,024 messages) of
+input in flight. Each session has a reader and a
 writer thread; nothing here blocks the link's thread. A grun session's terminal is read by its
 ``Terminal`` instead (``agent/terminals.py``), which outlives its clients and keeps its last
 output for the next one.
@@ -30,7 +32,7 @@ from rota.agent.dial import Dialer, DialError
 from rota.agent.runtime.sessions import SessionError, SessionHandle
 from rota.agent.terminals import DEFAULT_KEEP, Terminal, Terminals
 from rota.bytepipe import abort, relay
-from rota.messages import SessionInput, SessionOpen, SessionOutput
+from rota.messages import SessionInput, SessionOpen, SessionOutput, window_cost
 
 log = logging.getLogger("rota.agent")
 
@@ -163,7 +165,7 @@ class _Session:
     def take(self, order: SessionInput) -> None:
         if order.ack:
             with self._credit:
-                self._unacked -= order.ack
+                self._unacked -= window_cost(order.ack)
                 self._credit.notify_all()
         if order.close:
             with self._credit:
@@ -271,12 +273,13 @@ class _Session:
         False when the client went away."""
         for start in range(0, len(payload), CHUNK):
             piece = payload[start : start + CHUNK]
+            cost = window_cost(len(piece))
             with self._credit:
-                while self._unacked + len(piece) > self._window and not self._closed:
+                while self._unacked and self._unacked + cost > self._window and not self._closed:
                     self._credit.wait(1.0)
                 if self._closed:
                     return False
-                self._unacked += len(piece)
+                self._unacked += cost
             out = SessionOutput(
                 self.request.request_id, stream=stream, data=piece, offset=offset + start
             )

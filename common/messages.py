@@ -261,6 +261,18 @@ class Welcome:
     keepalive_interval: float = 0.0
 
 
+# What one message of output counts against a session's or a log request's window at least,
+# on the agent's side: an acknowledgement gives back as much for each message it answers, so
+# output written a byte at a time holds at most ``window / MESSAGE_COST`` messages in flight,
+# not ``window`` of them.
+MESSAGE_COST = 1024
+
+
+def window_cost(size: int) -> int:
+    """What a message of ``size`` bytes of output counts against its window."""
+    return max(size, MESSAGE_COST)
+
+
 @dataclass(frozen=True, slots=True)
 class LogRequest:
     """Ask an agent for an attempt's output (``cancel`` stops a follow). ``window``: bytes

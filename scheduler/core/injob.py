@@ -271,24 +271,29 @@ def waited_exit(jobs: Sequence[JobRecord]) -> int | None:
 
 class CommandBudget:
     """How many commands each job may send from each node: ``burst`` at once, then
-    ``per_second`` (a token bucket per (job, node), on the caller's clock). Buckets that are
-    full again are forgotten once ``MAX_BUCKETS`` are followed, so ended jobs hold nothing."""
+    ``per_second`` (a token bucket per (job, node), on the caller's clock). At most
+    ``MAX_BUCKETS`` are followed: a new one forgets the one asked of least recently (ended
+    jobs hold nothing), in constant time, whatever job ids a node names."""
 
     MAX_BUCKETS = 10_000
 
     def __init__(self, burst: int, per_second: float) -> None:
         self.burst = burst
         self.per_second = per_second
-        self._buckets: dict[tuple[int, str], tuple[float, float]] = {}  # -> (tokens, at)
+        # -> (tokens, at), the least recently used first
+        self._buckets: dict[tuple[int, str], tuple[float, float]] = {}
 
     def take(self, job_id: int, node: str, now: float) -> bool:
         """Spend one command of ``job_id`` on ``node``; False (nothing spent) when none is left."""
         key = (job_id, node)
         tokens = self._level(key, now)
         if tokens < 1:
+            if key in self._buckets:  # asked of (and refused): now the latest
+                self._buckets[key] = self._buckets.pop(key)
             return False
-        if key not in self._buckets and len(self._buckets) >= self.MAX_BUCKETS:
-            self._forget_full(now)
+        self._buckets.pop(key, None)
+        while len(self._buckets) >= self.MAX_BUCKETS:
+            del self._buckets[next(iter(self._buckets))]
         self._buckets[key] = (tokens - 1, now)
         return True
 
@@ -298,7 +303,3 @@ class CommandBudget:
     def _level(self, key: tuple[int, str], now: float) -> float:
         tokens, at = self._buckets.get(key, (float(self.burst), now))
         return min(float(self.burst), tokens + max(now - at, 0.0) * self.per_second)
-
-    def _forget_full(self, now: float) -> None:
-        for key in [k for k in self._buckets if self._level(k, now) >= self.burst]:
-            del self._buckets[key]
