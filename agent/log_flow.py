@@ -1,10 +1,14 @@
 """One output request's flow (``glogs``): the bytes the agent sent and the scheduler has not
 acknowledged stay within the request's window, so a reader that stops reading holds the
-output here, on the node's disk, instead of in the scheduler's memory."""
+output here, on the node's disk, instead of in the scheduler's memory. Each chunk counts at
+least ``MESSAGE_COST`` (the scheduler acknowledges each chunk its reader took), so output
+written a few bytes at a time is not thousands of messages in flight."""
 
 from __future__ import annotations
 
 import threading
+
+from rota.messages import window_cost
 
 
 class LogFlow:
@@ -34,8 +38,9 @@ class LogFlow:
             return self._stopped
 
     def send(self, size: int) -> bool:
-        """Wait until ``size`` more bytes fit the window and count them in; False when the
-        request was stopped instead."""
+        """Wait until a chunk of ``size`` bytes fits the window and count it in (at least
+        ``MESSAGE_COST``); False when the request was stopped instead."""
+        size = window_cost(size)
         with self._cond:
             self._cond.wait_for(
                 lambda: (
@@ -51,6 +56,7 @@ class LogFlow:
             return True
 
     def acked(self, size: int) -> None:
+        """The scheduler acknowledged one chunk of ``size`` bytes."""
         with self._cond:
-            self._unacked = max(0, self._unacked - size)
+            self._unacked = max(0, self._unacked - window_cost(size))
             self._cond.notify_all()

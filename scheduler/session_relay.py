@@ -3,9 +3,12 @@
 Event loop only. Built on the hub's ``Relay`` (a request made of one node and the data it sends
 back), like the log relay. Both directions are bounded: the agent sends at most ``window``
 bytes of output not yet taken by the client (acknowledged once the client's stream took it),
-and the client's input is read only while less than ``window`` bytes of it wait unwritten on
-the node. A slow client therefore slows its own session down, never the scheduler, and a node
-that ignores the window has its session ended.
+and the client's input is read only while less than ``window`` bytes and ``MAX_INPUTS``
+messages of it wait unwritten on the node (the node acknowledges each message it wrote). A
+terminal's resizes, which the node acknowledges not, are handed on at most one each
+``RESIZE_EVERY`` seconds, and input that carries nothing (or comes after its end) is dropped. A slow client therefore
+slows its own session down, never the scheduler or the node, and a node that ignores the
+window has its session ended.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from rota.scheduler.agent_hub import AgentHub, AgentSession
 from rota.scheduler.core.errors import NotFound
 
 WINDOW = 4 << 20  # bytes in flight each way per session
+MAX_INPUTS = 1024  # messages of input in flight per session (one byte each is 1,024 bytes)
+RESIZE_EVERY = 0.05  # seconds between a session's resizes handed on to its node
 
 
 class SessionRelay:
@@ -53,7 +58,7 @@ class SessionRelay:
         self, node: str, request: SessionOpen, inputs: AsyncIterator[SessionInput]
     ) -> AsyncGenerator[SessionOutput, None]:
         """Open ``request`` on ``node`` and relay: the output as it comes, ending with the
-        session's end (``exited`` or ``error``). ``inputs`` is the client's input (data, end,
+        session's end (``exited``, ``error`` or ``detached``). ``inputs`` is the client's input (data, end,
         resizes); when the caller stops, the node is told to close the session."""
         if self.hub.live(node) is None:
             raise NotFound(f"node {node} is not connected")
@@ -61,7 +66,7 @@ class SessionRelay:
         self._queued[request_id] = 0
         self._nodes[request_id] = node
         self._send(node, dataclasses.replace(request, request_id=request_id, window=self.window))
-        credit = _Credit(self.window)
+        credit = _Credit(self.window, MAX_INPUTS)
         pump = asyncio.create_task(self._pump(node, request_id, inputs, credit))
         ended = False
         try:
@@ -73,7 +78,7 @@ class SessionRelay:
                     self._queued[request_id] -= len(out.data)
                     yield out
                     self._send(node, SessionInput(request_id, ack=len(out.data)))
-                if out.exited or out.error:
+                if out.exited or out.error or out.detached:
                     ended = True
                     yield out
                     return
@@ -88,14 +93,26 @@ class SessionRelay:
     async def _pump(
         self, node: str, request_id: int, inputs: AsyncIterator[SessionInput], credit: _Credit
     ) -> None:
+        loop = asyncio.get_running_loop()
+        resized = -RESIZE_EVERY
+        ended = False  # the client's input ended: later data and ends are nothing to hand on
         async for item in inputs:
-            if item.data:
-                try:
+            resize = bool(item.rows and item.cols)
+            if ended or not (item.data or item.eof):
+                if not resize:
+                    continue
+                item = SessionInput(0, rows=item.rows, cols=item.cols)
+            ended = ended or item.eof
+            try:
+                if item.data:
                     await credit.take(len(item.data))
-                except asyncio.CancelledError:  # the relay ended: the next one sends it
-                    if isinstance(inputs, Resumable):
-                        inputs.put_back(item)
-                    raise
+                if resize:
+                    await asyncio.sleep(resized + RESIZE_EVERY - loop.time())
+                    resized = loop.time()
+            except asyncio.CancelledError:  # the relay ended: the next one sends it
+                if isinstance(inputs, Resumable):
+                    inputs.put_back(item)
+                raise
             self._send(node, dataclasses.replace(item, request_id=request_id))
 
     async def dial(
@@ -191,21 +208,26 @@ class Resumable:
 
 
 class _Credit:
-    """Input bytes in flight to the node, at most ``window`` (one chunk may pass it)."""
+    """Input in flight to the node: at most ``window`` bytes (one chunk may pass it) and
+    ``messages`` messages; the node acknowledges each message it wrote (``release``)."""
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, window: int, messages: int) -> None:
         self.window = window
+        self.messages = messages
         self.in_flight = 0
+        self.sent = 0  # messages not yet acknowledged
         self._room = asyncio.Event()
         self._room.set()
 
     async def take(self, size: int) -> None:
-        while self.in_flight >= self.window:
+        while self.in_flight >= self.window or self.sent >= self.messages:
             self._room.clear()
             await self._room.wait()
         self.in_flight += size
+        self.sent += 1
 
     def release(self, size: int) -> None:
         self.in_flight = max(0, self.in_flight - size)
-        if self.in_flight < self.window:
+        self.sent = max(0, self.sent - 1)
+        if self.in_flight < self.window and self.sent < self.messages:
             self._room.set()

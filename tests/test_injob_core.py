@@ -154,6 +154,34 @@ def test_the_rate_limit_allows_a_burst_then_a_steady_rate() -> None:
     assert not CommandBudget(burst=0, per_second=5.0).take(1, "n1", 0.0)
 
 
+class _Counted(CommandBudget):
+    """A budget that counts the buckets it works out (its work per command)."""
+
+    MAX_BUCKETS = 100
+    looked = 0
+
+    def _level(self, key: tuple[int, str], now: float) -> float:
+        self.looked += 1
+        return super()._level(key, now)
+
+
+def test_a_node_naming_many_jobs_costs_each_command_the_same() -> None:
+    """Seventh attack: once 10,000 buckets were followed, each new (job, node) worked out
+    every bucket again looking for full ones to forget, and a hostile node's commands naming
+    job ids of its choice (each its own bucket, refused later, on the core thread) kept none
+    full: 14,000 of them took the event loop 55 s, the last ones 16 ms each, and the buckets
+    grew without end."""
+    budget = _Counted(burst=3, per_second=2.0)
+    for _ in range(3):
+        assert budget.take(7, "n1", 100.0)  # job 7's burst spent
+    for job in range(1000, 1000 + 20 * budget.MAX_BUCKETS):
+        assert budget.take(job, "evil", 100.0)
+        if job % 50 == 0:
+            assert not budget.take(7, "n1", 100.0)  # used lately: still spent
+    assert len(budget._buckets) <= budget.MAX_BUCKETS
+    assert budget.looked < 2 * 21 * budget.MAX_BUCKETS  # one look a command (two for job 7)
+
+
 CASES = [
     ["run.sh"],
     ["-J", "x", "run.sh", "-J", "y"],
@@ -177,7 +205,7 @@ def test_the_containers_sbatch_finds_the_script_where_the_scheduler_does(
     (tmp_path / "sbatch").write_bytes(tool_text(TOOLS / "sbatch"))
     (tmp_path / "rota-request").write_text(  # what rota-request does, without an agent
         f'dir={tmp_path}/req; mkdir -p "$dir"; die() {{ echo "$*" >&2; exit 1; }}\n'
-        'ask() { cat "$dir/index"; }\n'
+        'ask() { cat "$dir/index"; rc=0 note=; }\n'
     )
     (tmp_path / "run.sh").write_text("#!/bin/sh\n")
     found = subprocess.run(

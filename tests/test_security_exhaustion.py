@@ -142,7 +142,7 @@ def test_a_thousand_unauthenticated_requests_write_at_most_the_cap(tmp_path: Pat
     refusals = [e for e in entries if e.action == "JobService/ListJobs"]
     assert len(refusals) == 20
     (summary,) = [e for e in entries if e.action == "audit"]
-    assert "not recorded" in summary.detail and summary.peer == "ipv4:127.0.0.1"
+    assert "not recorded" in summary.detail and summary.peer == "ipv4:127.0.0.0/8"
 
 
 def test_audit_entries_older_than_the_retention_are_pruned(tmp_path: Path) -> None:

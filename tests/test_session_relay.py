@@ -151,3 +151,66 @@ def test_a_terminal_s_input_is_read_no_further_than_the_relay_takes_it() -> None
         kept.close()
 
     asyncio.run(main())
+
+
+def test_tiny_inputs_and_resizes_are_bounded_in_messages() -> None:
+    """Seventh attack: the node's room for input was counted in bytes only, so a client's
+    one-byte messages (a gattach of a process that reads nothing, or the web terminal's
+    keystrokes) could have four million in flight, each a message on the node's stream and an
+    object in the agent's queue; resizes were handed on as fast as the client sent them, each
+    a call to the node's container engine (200,000 of them: the agent grew by 21 MB and
+    dockerd was asked for minutes). Now at most ``MAX_INPUTS`` messages are in flight, resizes
+    are handed on at most one each ``RESIZE_EVERY`` seconds, and input that carries nothing, or
+    comes after the client's end of input, is dropped."""
+    from rota.scheduler.session_relay import MAX_INPUTS
+
+    async def main() -> None:
+        hub = AgentHub(lambda entry: asyncio.sleep(0))
+        node = hub.new_session("n1")
+        hub.attach(node)
+        relay = SessionRelay(hub, window=1 << 20)
+        typed: asyncio.Queue[SessionInput | None] = asyncio.Queue()
+
+        async def inputs() -> AsyncIterator[SessionInput]:
+            while (item := await typed.get()) is not None:
+                yield item
+
+        session = relay.run("n1", SessionOpen(0, 7, 1, "exec", tty=True), inputs())
+        first = asyncio.ensure_future(anext(session))
+        (opened,) = await drained(node.outbox)  # type: ignore[arg-type]
+        rid = opened.request_id  # type: ignore[attr-defined]
+        for _ in range(2 * MAX_INPUTS + 1):
+            typed.put_nowait(SessionInput(0, b"x"))
+        for _ in range(100):
+            await asyncio.sleep(0)
+        sent = await drained(node.outbox)
+        assert len(sent) == MAX_INPUTS  # 1,024 bytes in flight: no more messages
+        relay.deliver(node, SessionOutput(rid, ack=1))  # the node wrote one
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert len(await drained(node.outbox)) == 1
+        for _ in range(MAX_INPUTS):
+            relay.deliver(node, SessionOutput(rid, ack=1))
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert len(await drained(node.outbox)) == MAX_INPUTS  # room for as many again
+
+        typed.put_nowait(SessionInput(0, eof=True))
+        for i in range(200):  # resizes, and messages that carry nothing (after the end)
+            typed.put_nowait(SessionInput(0, rows=10 + i, cols=80))
+            typed.put_nowait(SessionInput(0))
+            typed.put_nowait(SessionInput(0, b"late", eof=True))
+        for _ in range(100):
+            await asyncio.sleep(0)
+        resizes = await drained(node.outbox)
+        ends = [SessionInput(rid, eof=True), SessionInput(rid, rows=10, cols=80)]
+        assert resizes == ends  # one end; the next resizes wait their turn
+        await asyncio.sleep(0.2)
+        later = await drained(node.outbox)
+        assert 1 <= len(later) <= 5 and all(r.rows for r in later)  # type: ignore[attr-defined]
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        await session.aclose()
+
+    asyncio.run(asyncio.wait_for(main(), 10))

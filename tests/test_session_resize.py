@@ -27,7 +27,7 @@ def test_keys_typed_after_a_resize_follow_the_new_size() -> None:
         next(sent)
         client: Any = Client  # interact_request is all these use of it
         size = _Size(slave, outbox, client, 24, 80)
-        _read_input(slave, outbox, client, False, size.tell)
+        _read_input(slave, outbox, client, False, before_keys=size.tell)
         os.write(master, b"before\r")
         assert next(sent).data == b"before\n"  # the size did not change: no resize sent
         _resize(slave, 40, 132)  # no SIGWINCH handler here: only the input thread tells

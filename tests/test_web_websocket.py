@@ -1,6 +1,7 @@
 """The HTTP port's WebSocket server side (RFC 6455) over a real loopback connection: the
 handshake's accept key, fragmented messages reassembled, pings answered, a frame a client may
-not send (unmasked, or over the message bound) closing the socket with its code, and at most
+not send (unmasked, over the message bound, a control frame over 125 bytes or fragmented)
+closing the socket with its code, and at most
 half the port's connections held by sockets."""
 
 from __future__ import annotations
@@ -104,6 +105,11 @@ def test_websocket_echoes_fragments_answers_pings_and_closes_on_bad_frames() -> 
             reader, writer = await opened(port)
             writer.write(frame(TEXT, b"plain", masked=False))
             assert await read_frame(reader) == (8, struct.pack("!H", 1002))
+
+            for bad in (frame(PING, b"p" * 126), frame(PING, b"p", final=False)):
+                reader, writer = await opened(port)  # a control frame over 125 bytes, or split
+                writer.write(bad)
+                assert await read_frame(reader) == (8, struct.pack("!H", 1002))
         finally:
             await server.stop()
 

@@ -1,8 +1,10 @@
 """One srun waiting in a container of this node: its step's output is written to its FIFOs, then
 its exit code, by a thread of its own, so that an srun that reads slowly (or died) never holds
 up the agent's stream. What the sruns of one attempt have not read is kept up to
-``MAX_BUFFERED`` bytes in all (their ``OutputBudget``), then dropped with a note: a job's 64
-sruns that never read hold no more of the agent's memory than one.
+``MAX_BUFFERED`` bytes in all (their ``OutputBudget``; each message counting at least
+``MESSAGE_COST``, so output that came a byte at a time is not millions of queued messages),
+then dropped with a note: a job's 64 sruns that never read hold no more of the agent's memory
+than one.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from collections.abc import Callable
 
 from rota.agent.steps.spool import JobSpool, SpoolError
+from rota.messages import window_cost
 
 MAX_BUFFERED = 64 << 20  # bytes of output queued for the sruns of one attempt, in all
 Key = tuple[int, int]  # (job id, attempt)
@@ -63,8 +66,8 @@ class Srun:
         self._fds = (out, err)
         self._done = done
         self._budget = budget
-        # (output, for stderr, bytes of the budget it holds), then the exit code
-        self._queue: queue.SimpleQueue[tuple[bytes, bool, int] | int] = queue.SimpleQueue()
+        # (output, for stderr, bytes of the budget it holds), then the exit code's line
+        self._queue: queue.SimpleQueue[tuple[bytes, bool, int] | str] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._dropped = False
         self._finished = False
@@ -75,26 +78,28 @@ class Srun:
         with self._lock:
             if self._finished:
                 return
-            if not self._budget.take(len(data)):
+            cost = window_cost(len(data))
+            if not self._budget.take(cost):
                 if not self._dropped:
                     self._dropped = True
                     note = b"srun: error: output dropped: srun did not read it fast enough\n"
                     self._queue.put((note, True, 0))
                 return
-        self._queue.put((data, stderr, len(data)))
+        self._queue.put((data, stderr, cost))
 
-    def finish(self, code: int) -> None:
-        """After the queued output, close it and hand srun ``code`` (once)."""
+    def finish(self, code: int, note: str = "") -> None:
+        """After the queued output, close it and hand srun ``code`` (once), followed on its
+        line by ``note`` (one line of words, for the tool)."""
         with self._lock:
             if self._finished:
                 return
             self._finished = True
-        self._queue.put(code)
+        self._queue.put(f"{code} {note}".strip() if note else str(code))
 
     def _drain(self) -> None:
         while True:
             item = self._queue.get()
-            if isinstance(item, int):
+            if isinstance(item, str):
                 break
             data, stderr, held = item
             with contextlib.suppress(OSError):  # srun went away: its output is dropped

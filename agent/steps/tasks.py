@@ -24,7 +24,7 @@ from docker.errors import DockerException
 from rota.agent.steps.early_stop import EarlyStop, task_end
 from rota.agent.steps.exports import exported as shell_exports
 from rota.agent.steps.records import TaskRecords, with_descendants
-from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTask
+from rota.messages import AgentMessage, StepEnd, StepLaunch, StepOutput, StepTask, window_cost
 
 log = logging.getLogger("rota.agent")
 CHUNK = 256 * 1024  # bytes of output per message
@@ -224,9 +224,9 @@ class StepTasks:
                 os.kill(pid, sig)
 
     def acked(self, size: int) -> None:
-        """The scheduler passed on ``size`` bytes of this node's output."""
+        """The scheduler passed on one message of ``size`` bytes of this node's output."""
         with self._lock:
-            self._unacked -= size
+            self._unacked -= window_cost(size)
             self._lock.notify_all()
 
     def _output(self, data: bytes | None, stderr: bool) -> None:
@@ -237,12 +237,13 @@ class StepTasks:
         window = self.order.window
         for at in range(0, len(data), CHUNK):
             piece = data[at : at + CHUNK]
+            cost = window_cost(len(piece))  # at least MESSAGE_COST: a byte is still a message
             with self._lock:
-                while window and self._unacked + len(piece) > window:
+                while window and self._unacked and self._unacked + cost > window:
                     if self._given_up():
                         return
                     self._lock.wait(1.0)
-                self._unacked += len(piece)
+                self._unacked += cost
             self.send(StepOutput(self.order.request_id, piece, stderr))
 
     def _given_up(self) -> bool:

@@ -4,30 +4,49 @@ Every refused request is an audit entry, and anyone who can reach a port can mak
 (no token at all is enough): unchecked, one peer fills the database at hundreds of rows a
 second. ``RefusalLimiter`` keeps at most ``per_minute`` unauthenticated refusals (no user
 token, or an agent's refused hello) per peer host and minute, then one summary entry saying
-the rest of that minute is not recorded. Admin actions, and refusals of a known user or node
-(who can be found and revoked), are always kept.
+the rest of that minute is not recorded. A host is what one machine can send from whatever
+address it picks (``peer_host``): every loopback address is one, and so is each IPv6 /64.
+Admin actions, and refusals of a known user or node (who can be found and revoked), are
+always kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import logging
+from urllib.parse import unquote
 
 from rota.scheduler.cluster.users import AuditEntry
 
 WINDOW = 60.0  # seconds
 AGENT_HELLO = "AgentService/Connect hello"  # the action of a node's hello (its token checked)
 log = logging.getLogger("rota.scheduler")
-MAX_PEERS = 10_000  # peers followed at once; those whose minute is over are forgotten beyond it
+MAX_PEERS = 10_000  # peers followed at once; beyond, the one whose minute began first goes
+LOOPBACK = "ipv4:127.0.0.0/8"  # the host of every loopback address (this machine's own)
 
 
 def peer_host(peer: str) -> str:
-    """The address of a peer in gRPC's form without its port (``ipv4:10.0.0.5:4711`` ->
-    ``ipv4:10.0.0.5``, ``ipv6:[::1]:80`` -> ``ipv6:[::1]``); other forms unchanged."""
+    """The host a peer in gRPC's form sends from, without its port: ``ipv4:10.0.0.5:4711`` ->
+    ``ipv4:10.0.0.5``; any loopback address (``127.0.0.9``, ``::1``, ``::ffff:127.0.0.1``) ->
+    ``LOOPBACK``, as every address of 127.0.0.0/8 is this machine's; an IPv6 address -> its
+    /64 (``ipv6:[2001:db8:1:2::]/64``), as a host picks its own addresses in its network's;
+    other forms unchanged."""
     kind, sep, rest = peer.partition(":")
-    if sep and kind in ("ipv4", "ipv6") and ":" in rest:
-        return f"{kind}:{rest.rsplit(':', 1)[0]}"
-    return peer
+    if not (sep and kind in ("ipv4", "ipv6") and ":" in rest):
+        return peer
+    address = rest.rsplit(":", 1)[0]
+    try:
+        ip = ipaddress.ip_address(unquote(address).strip("[]"))
+    except ValueError:
+        return f"{kind}:{address}"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return LOOPBACK
+    if isinstance(ip, ipaddress.IPv6Address):
+        return f"ipv6:[{ipaddress.IPv6Network((ip, 64), strict=False).network_address}]/64"
+    return f"ipv4:{ip}"
 
 
 class RefusalLimiter:
@@ -36,7 +55,8 @@ class RefusalLimiter:
 
     def __init__(self, per_minute: int) -> None:
         self.per_minute = per_minute
-        self._windows: dict[str, list[float]] = {}  # peer host -> [window start, refusals]
+        # peer host -> [window start, refusals], the earliest start first
+        self._windows: dict[str, list[float]] = {}
 
     def admit(self, entry: AuditEntry) -> AuditEntry | None:
         """The entry to write for ``entry``: itself, the summary of a peer over its cap, or
@@ -46,8 +66,9 @@ class RefusalLimiter:
         host = peer_host(entry.peer)
         window = self._windows.get(host)
         if window is None or entry.time - window[0] >= WINDOW:
-            if window is None and len(self._windows) >= MAX_PEERS:
-                self._forget(entry.time)
+            self._windows.pop(host, None)
+            while len(self._windows) >= MAX_PEERS:  # constant time, however many peers
+                del self._windows[next(iter(self._windows))]
             window = self._windows[host] = [entry.time, 0]
         window[1] += 1
         if window[1] <= self.per_minute:
@@ -65,10 +86,6 @@ class RefusalLimiter:
                 ),
             )
         return None
-
-    def _forget(self, now: float) -> None:
-        for host in [h for h, w in self._windows.items() if now - w[0] >= WINDOW]:
-            del self._windows[host]
 
 
 def agent_refusal(

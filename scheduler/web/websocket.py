@@ -1,7 +1,9 @@
 """The server side of RFC 6455 WebSockets, as much as the dashboard's terminal needs: the
 handshake, masked client frames (text, binary, continuation, ping, pong, close) and unmasked
 server frames, a message at most ``max_message`` bytes (a longer one closes the socket with
-1009), no extensions."""
+1009), a control frame at most 125 bytes and never fragmented (else 1002), no extensions. A
+ping's pong is taken by the connection before the next frame is read, so a client that sends
+pings and reads nothing holds no more of the server's memory than the connection's buffer."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from rota.scheduler.http import Request
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_MESSAGE = 64 * 1024  # bytes of one client message
+MAX_CONTROL = 125  # bytes of a control frame's payload (RFC 6455, 5.5)
 TEXT, BINARY, CLOSE, PING, PONG = 0x1, 0x2, 0x8, 0x9, 0xA
 
 
@@ -72,6 +75,7 @@ class WebSocket:
             opcode, final, payload = await self._frame()
             if opcode == PING:
                 self._write(PONG, payload)
+                await self._drained()
             elif opcode == PONG:
                 continue
             elif opcode == CLOSE:
@@ -101,6 +105,9 @@ class WebSocket:
             if not second & 0x80 or length > self.max_message:
                 self.close(1002 if not second & 0x80 else 1009)
                 raise Closed("an unmasked or oversized frame")
+            if first & 0x08 and (length > MAX_CONTROL or not first & 0x80):
+                self.close(1002)
+                raise Closed(f"a control frame over {MAX_CONTROL} bytes or fragmented")
             mask = await self.reader.readexactly(4)
             data = await self.reader.readexactly(length)
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
@@ -114,6 +121,14 @@ class WebSocket:
             raise Closed("the socket is closed")
         self._write(opcode, payload)
         await self.writer.drain()
+
+    async def _drained(self) -> None:
+        """Wait until the connection took what was written; Closed when it broke."""
+        try:
+            await self.writer.drain()
+        except ConnectionError as exc:
+            self.closed = True
+            raise Closed("the connection ended") from exc
 
     def close(self, code: int = 1000) -> None:
         """Send the close frame (once)."""
