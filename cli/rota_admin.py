@@ -50,6 +50,10 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
     os.umask(0o077)
     name = args.name or current_user_name()
     try:
+        missing = _no_schema(url)
+        if missing:
+            print(f"rota admin-token: error: {missing}", file=sys.stderr)
+            return 1
         token = bootstrap_admin(url, name)
     except Exception as exc:  # the database cannot be opened: one line, exit 1
         print(f"rota admin-token: error: {exc}", file=sys.stderr)
@@ -60,6 +64,35 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
     else:
         print(token)
     return 0
+
+
+def _no_schema(url: str) -> str:
+    """Why ``url`` is not a rota database ("" when it is one): a token written to a database
+    no scheduler reads would be refused. An empty SQLite file opened here is removed again."""
+    from sqlalchemy import inspect
+    from sqlalchemy.engine import make_url
+
+    from rota.scheduler.store import schema
+    from rota.scheduler.store.store import open_engine
+
+    engine = open_engine(url)
+    try:
+        found = schema.status(engine)
+        tables = inspect(engine).get_table_names()
+    finally:
+        engine.dispose()
+    if found.current is not None or found.unversioned_tables:
+        return ""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not tables:
+        for suffix in ("", "-wal", "-shm"):  # a file without tables holds nothing
+            Path(parsed.database + suffix).unlink(missing_ok=True)
+    return (
+        f"{parsed.render_as_string(hide_password=True)} holds no rota database: give the "
+        "scheduler's --config or --db (a scheduler run by the systemd unit keeps SQLite in "
+        "/var/lib/rota/scheduler.db: --db sqlite:////var/lib/rota/scheduler.db), or start "
+        "the scheduler once first"
+    )
 
 
 def cmd_db(args: argparse.Namespace) -> int:

@@ -28,3 +28,29 @@ def test_gsub_refuses_an_unquoted_yaml_boolean_in_a_command(tmp_path: Path) -> N
     result = _run("gsub", "job.yaml", cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "command[0]: got the boolean True; quote the word" in result.stderr
+
+
+def test_admin_token_refuses_a_database_no_scheduler_made(tmp_path: Path) -> None:
+    """As root without the unit's XDG_DATA_HOME=/var/lib, `rota admin-token --config FILE` (a
+    file with no database_url) made a new SQLite database in root's home and printed a token
+    the scheduler (on /var/lib/rota/scheduler.db) refused; now it says so and leaves nothing."""
+    settings = tmp_path / "scheduler.yaml"
+    settings.write_text("scheduler:\n  listen: 127.0.0.1:9\n")
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    rota = [sys.executable, "-m", "rota.cli.rota_main"]
+    refused = subprocess.run(
+        [*rota, "admin-token", "--config", str(settings), "root"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "holds no rota database: give the scheduler's --config or --db" in refused.stderr
+    assert not list((tmp_path / "data").rglob("scheduler.db*"))
+    db = ["--config", str(settings)]
+    subprocess.run([*rota, "db", "upgrade", *db], env=env, check=True, capture_output=True)
+    made = subprocess.run(
+        [*rota, "admin-token", *db, "root"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert made.returncode == 0 and len(made.stdout.strip()) > 20, made.stderr
