@@ -54,3 +54,24 @@ def test_admin_token_refuses_a_database_no_scheduler_made(tmp_path: Path) -> Non
         [*rota, "admin-token", *db, "root"], capture_output=True, text=True, env=env, timeout=60
     )
     assert made.returncode == 0 and len(made.stdout.strip()) > 20, made.stderr
+
+
+def test_scheduler_names_the_missing_default_partition(tmp_path: Path) -> None:
+    """Two partitions and no default read "partitions one of the partitions (...) must have
+    default: true"; the line now reads as a sentence about the setting."""
+    settings = tmp_path / "scheduler.yaml"
+    settings.write_text(
+        "scheduler:\n  partitions:\n    gpu: {nodes: [gpu01]}\n    debug: {nodes: [gpu02]}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "rota.cli.rota_main", "scheduler", "--config", str(settings)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")},
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "rota scheduler: error: partitions must mark one of gpu, debug as the default "
+        "(default: true)"
+    )

@@ -94,13 +94,15 @@ def test_a_higher_tier_starts_first(lab: RotaHarness) -> None:
 
 
 def test_the_settings_are_checked() -> None:
-    with pytest.raises(SettingsError, match="only one partition may be the default, got a, b"):
+    with pytest.raises(SettingsError, match="^partitions must have only one default, got a, b"):
         build(
             SchedulerConfig,
             "scheduler",
             {"partitions": {"a": {"default": True}, "b": {"default": True}}},
         )
-    with pytest.raises(SettingsError, match=r"one of the partitions \(a, b\) must have default"):
+    with pytest.raises(
+        SettingsError, match=r"^partitions must mark one of a, b as the default \(default: true\)"
+    ):
         build(SchedulerConfig, "scheduler", {"partitions": {"a": {}, "b": {}}})
     with pytest.raises(SettingsError, match=r"default_time .* must be <= max_time"):
         build(
@@ -108,5 +110,8 @@ def test_the_settings_are_checked() -> None:
             "scheduler",
             {"partitions": {"a": {"default_time": "2h", "max_time": "1h"}}},
         )
-    with pytest.raises(SettingsError, match="partition name 'a b'"):
+    with pytest.raises(
+        SettingsError,
+        match=r"^partitions must have names as jobs do \(use up to 128 .*\), got 'a b'",
+    ):
         build(SchedulerConfig, "scheduler", {"partitions": {"a b": {}}})
