@@ -75,3 +75,34 @@ def test_scheduler_names_the_missing_default_partition(tmp_path: Path) -> None:
         "rota scheduler: error: partitions must mark one of gpu, debug as the default "
         "(default: true)"
     )
+
+
+def _guide_block(heading: str) -> str:
+    """The first ```bash block after ``heading`` in docs/admin.md."""
+    text = (Path(__file__).parent.parent / "docs" / "admin.md").read_text()
+    after = text[text.index(heading) :]
+    start = after.index("```bash\n") + len("```bash\n")
+    return after[start : after.index("```", start)]
+
+
+def test_the_guides_tls_step_leaves_the_scheduler_user_able_to_read_its_files(
+    searchable_dir: Path,
+) -> None:
+    """Step 3 run as written (user rota played by nobody, group nogroup): `rota certs init`
+    makes its directory 0700, so chown/chmod of the key alone left the scheduler, which runs
+    as user rota, unable to open scheduler.pem and its key; the CA's key stays root's."""
+    if os.geteuid() != 0:
+        raise AssertionError("this test plays root and user rota: run it as root (CI does)")
+    etc = searchable_dir / "etc"
+    script = _guide_block("### 3. TLS certificates").replace("/etc/rota", str(etc))
+    script = script.replace("rota certs init", f"{sys.executable} -m rota.cli.rota_main certs init")
+    script = script.replace("chgrp rota", "chgrp nogroup")
+    subprocess.run(["bash", "-euc", script], check=True, capture_output=True, timeout=60)
+    tls = etc / "tls"
+    as_rota = ["runuser", "-u", "nobody", "-g", "nogroup", "--", "cat"]
+    for name in ("scheduler.pem", "scheduler-key.pem", "ca.pem"):
+        read = subprocess.run([*as_rota, str(tls / name)], capture_output=True, timeout=30)
+        assert read.returncode == 0, (name, read.stderr)
+    for name in ("ca-key.pem", "node-gpu01-key.pem", "user-alice-key.pem"):
+        read = subprocess.run([*as_rota, str(tls / name)], capture_output=True, timeout=30)
+        assert read.returncode != 0, f"{name} readable by the scheduler's user"
