@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from rota.cli.db_errors import database_error
+
 
 def bootstrap_admin(db_url: str, name: str) -> str:
     """Make ``name`` an admin with a new token, straight in the scheduler's database (the
@@ -56,7 +58,7 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
             return 1
         token = bootstrap_admin(url, name)
     except Exception as exc:  # the database cannot be opened: one line, exit 1
-        print(f"rota admin-token: error: {exc}", file=sys.stderr)
+        print(f"rota admin-token: error: {database_error(exc) or exc}", file=sys.stderr)
         return 1
     if args.install:
         path = write_credentials(credentials_file(), token)
@@ -115,7 +117,7 @@ def cmd_db(args: argparse.Namespace) -> int:
         else:
             found = schema.downgrade(engine, args.revision, drop_all=args.drop_all)
     except Exception as exc:  # refused, unreachable, or a migration failed: one line, exit 1
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {database_error(exc) or exc}", file=sys.stderr)
         return 1
     finally:
         engine.dispose()

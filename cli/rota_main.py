@@ -85,6 +85,14 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     except (ListenError, SchemaError) as exc:
         print(f"rota scheduler: error: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:  # the database cannot be opened at start-up: one line, exit 1
+        from rota.cli.db_errors import database_error
+
+        line = database_error(exc)
+        if line is None:
+            raise
+        print(f"rota scheduler: error: {line}", file=sys.stderr)
+        return 1
 
 
 def cmd_agent(args: argparse.Namespace) -> int:

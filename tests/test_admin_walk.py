@@ -106,3 +106,21 @@ def test_the_guides_tls_step_leaves_the_scheduler_user_able_to_read_its_files(
     for name in ("ca-key.pem", "node-gpu01-key.pem", "user-alice-key.pem"):
         read = subprocess.run([*as_rota, str(tls / name)], capture_output=True, timeout=30)
         assert read.returncode != 0, f"{name} readable by the scheduler's user"
+
+
+def test_an_unreachable_database_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """`rota scheduler` printed SQLAlchemy's traceback, `rota db` and `rota admin-token` its
+    two-line text with a link to its docs, when PostgreSQL could not be reached."""
+    db = f"postgresql+psycopg://rota@127.0.0.1:{free_port()}/rota"
+    rota = [sys.executable, "-m", "rota.cli.rota_main"]
+    listen = ["--listen", f"127.0.0.1:{free_port()}", "--http-listen", f"127.0.0.1:{free_port()}"]
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path), "ROTA_DB_PASSWORD": "x"}
+    for args in (["scheduler", *listen], ["db", "current"], ["admin-token", "root"]):
+        result = subprocess.run(
+            [*rota, *args, "--db", db], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert result.returncode == 1, (args, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, (args, result.stderr)
+        assert lines[0].startswith(f"rota {args[0]}")
+        assert ": error: cannot open the database: connection failed: " in lines[0]
