@@ -7,8 +7,10 @@ from __future__ import annotations
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
+from rota.agent.runtime.docker_runtime import DockerRuntime
 from tests.cluster import TEST_IMAGE, Cluster, wait_for
 from tests.faults_support import config_file
 
@@ -21,15 +23,18 @@ def _job(out: Path) -> str:
     )
 
 
+def _ids(node: str) -> list[tuple[str, str]]:
+    """(rota.agent label, container id) of every container of node name ``node``."""
+    listing = ["docker", "ps", "-a", "--filter", f"label=rota.node={node}", "--format"]
+    out = subprocess.run(
+        [*listing, '{{.Label "rota.agent"}} {{.ID}}'], capture_output=True, text=True, check=True
+    ).stdout
+    return [(line.split()[0], line.split()[1]) for line in out.splitlines()]
+
+
 def _owners(node: str) -> list[str]:
     """The rota.agent label of every container of node name ``node``."""
-    return subprocess.run(
-        ["docker", "ps", "-a", "--filter", f"label=rota.node={node}"]
-        + ["--format", '{{.Label "rota.agent"}}'],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    return [owner for owner, _ in _ids(node)]
 
 
 def test_two_clusters_with_one_node_name_keep_their_own_containers(
@@ -55,6 +60,12 @@ def test_two_clusters_with_one_node_name_keep_their_own_containers(
         node = cluster.node_name("n1")
         owners = _owners(node)
         assert len(owners) == 2 and len(set(owners)) == 2, owners
+        # GPU processes in the first cluster's container are no job of the second's agent
+        seen = DockerRuntime(node, other.root / f"agent-{node}", lambda e: None, time.time, "env")
+        ids = dict(_ids(node))
+        assert seen.container_info(ids[seen.agent_id]) is not None
+        (foreign,) = (cid for owner, cid in ids.items() if owner != seen.agent_id)
+        assert seen.container_info(foreign) is None
 
         # The second cluster's agent restarts: it adopts its own job, not the first's.
         other.kill("agent-n1", signal.SIGKILL)

@@ -118,7 +118,8 @@ class DockerRuntime:
         return self._table.gpu_jobs()
 
     def container_info(self, container_id: str) -> tuple[int, str] | None:
-        """(host pid of the container's init process, job display id); None when it is gone.
+        """(host pid of the container's init process, job display id); None when it is gone
+        or is another agent's (``identity``: its processes belong to none of our jobs).
 
         Used to map GPU processes to jobs (``owners.ProcessOwners``).
         """
@@ -127,6 +128,8 @@ class DockerRuntime:
         except (DockerException, *ENGINE_DOWN):
             return None
         labels = attrs.get("Config", {}).get("Labels") or {}
+        if labels.get(LABEL_AGENT, self.agent_id) != self.agent_id:
+            return None
         display = labels.get(LABEL_DISPLAY) or labels.get(LABEL_JOB, "")
         return int(attrs.get("State", {}).get("Pid") or 0), display
 
