@@ -112,9 +112,14 @@ class GpuCluster:
         return [MessageToDict(e, preserving_proto_field_name=True) for e in job.events]
 
     def container_pid(self, job_id: str) -> int:
+        labels = [f"rota.node={self.node_name}", f"rota.job_id={job_id}", "rota.attempt=1"]
         name = subprocess.run(
-            ["docker", "ps", "-aq", "--filter", f"label=rota.node={self.node_name}"]
-            + ["--filter", f"label=rota.job_id={job_id}", "--filter", "label=rota.attempt=1"],
+            [
+                "docker",
+                "ps",
+                "-aq",
+                *(f for label in labels for f in ("--filter", f"label={label}")),
+            ],
             capture_output=True,
             text=True,
             check=True,

@@ -94,7 +94,7 @@ def test_a_higher_tier_starts_first(lab: RotaHarness) -> None:
 
 
 def test_the_settings_are_checked() -> None:
-    with pytest.raises(SettingsError, match="^partitions must have only one default, got a, b"):
+    with pytest.raises(SettingsError, match=r"^partitions must have only one default, got a, b"):
         build(
             SchedulerConfig,
             "scheduler",

@@ -120,7 +120,7 @@ def test_mutual_tls_needs_a_certificate_and_a_node_certificate_speaks_for_its_no
     assert f"the client certificate is for node {n1!r}, not for node {n2!r}" in cluster.log(
         "impostor"
     )
-    bare = spawn_agent(cluster, "bare", n2, "--ca", str(ca))
+    spawn_agent(cluster, "bare", n2, "--ca", str(ca))
     wait_for(lambda: "retrying" in cluster.log("bare"), 20, what="the agent without a cert")
     assert "if the scheduler requires client certificates (tls_client_ca), set cert and key" in (
         cluster.log("bare")
