@@ -25,9 +25,10 @@ def bootstrap_admin(db_url: str, name: str) -> str:
         store.close()
 
 
-def _database_url(args: argparse.Namespace, prog: str) -> str | None:
+def _database_url(args: argparse.Namespace, prog: str) -> tuple[str, bool] | None:
     """The database URL ``rota scheduler`` would open with the same --db, --config and
-    --db-password-file; None after one error line on stderr."""
+    --db-password-file, and whether they named one (else: SQLite in this user's data
+    directory); None after one error line on stderr."""
     from rota.scheduler.config import load_config
 
     try:
@@ -36,7 +37,7 @@ def _database_url(args: argparse.Namespace, prog: str) -> str | None:
             database_url=args.db,
             db_password_file=args.db_password_file,
         )
-        return config.resolved_database_url()
+        return config.resolved_database_url(), bool(config.database_url)
     except (ValueError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return None
@@ -46,13 +47,14 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
     """``rota admin-token NAME``: on the scheduler host, with access to its database."""
     from rota.credentials import credentials_file, write_credentials
 
-    url = _database_url(args, "rota admin-token")
-    if url is None:
+    found = _database_url(args, "rota admin-token")
+    if found is None:
         return 2
+    url, named = found
     os.umask(0o077)
     name = args.name or current_user_name()
     try:
-        missing = _no_schema(url)
+        missing = "" if named else _no_schema(url)
         if missing:
             print(f"rota admin-token: error: {missing}", file=sys.stderr)
             return 1
@@ -69,8 +71,10 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
 
 
 def _no_schema(url: str) -> str:
-    """Why ``url`` is not a rota database ("" when it is one): a token written to a database
-    no scheduler reads would be refused. An empty SQLite file opened here is removed again."""
+    """Why the default database ``url`` is not a rota database ("" when it is one): a token
+    written to a database no scheduler reads would be refused (a database named with --db or
+    database_url may be new: its schema is made). An empty SQLite file opened here is removed
+    again."""
     from sqlalchemy import inspect
     from sqlalchemy.engine import make_url
 
@@ -90,10 +94,10 @@ def _no_schema(url: str) -> str:
         for suffix in ("", "-wal", "-shm"):  # a file without tables holds nothing
             Path(parsed.database + suffix).unlink(missing_ok=True)
     return (
-        f"{parsed.render_as_string(hide_password=True)} holds no rota database: give the "
-        "scheduler's --config or --db (a scheduler run by the systemd unit keeps SQLite in "
-        "/var/lib/rota/scheduler.db: --db sqlite:////var/lib/rota/scheduler.db), or start "
-        "the scheduler once first"
+        f"{parsed.render_as_string(hide_password=True)} holds no rota database: name the "
+        "scheduler's with --db, or database_url in its --config (a scheduler run by the "
+        "systemd unit keeps SQLite in /var/lib/rota/scheduler.db: --db "
+        "sqlite:////var/lib/rota/scheduler.db)"
     )
 
 
@@ -104,9 +108,10 @@ def cmd_db(args: argparse.Namespace) -> int:
     from rota.scheduler.store.store import open_engine
 
     prog = f"rota db {args.db_command}"
-    url = _database_url(args, prog)
-    if url is None:
+    found = _database_url(args, prog)
+    if found is None:
         return 2
+    url = found[0]
     os.umask(0o077)
     engine = open_engine(url)
     try:

@@ -46,7 +46,7 @@ def test_admin_token_refuses_a_database_no_scheduler_made(tmp_path: Path) -> Non
         timeout=60,
     )
     assert refused.returncode == 1 and refused.stdout == ""
-    assert "holds no rota database: give the scheduler's --config or --db" in refused.stderr
+    assert "holds no rota database: name the scheduler's with --db" in refused.stderr
     assert not list((tmp_path / "data").rglob("scheduler.db*"))
     db = ["--config", str(settings)]
     subprocess.run([*rota, "db", "upgrade", *db], env=env, check=True, capture_output=True)
@@ -54,6 +54,11 @@ def test_admin_token_refuses_a_database_no_scheduler_made(tmp_path: Path) -> Non
         [*rota, "admin-token", *db, "root"], capture_output=True, text=True, env=env, timeout=60
     )
     assert made.returncode == 0 and len(made.stdout.strip()) > 20, made.stderr
+    named = f"sqlite:///{tmp_path / 'named.db'}"  # a database named may be new: it is made
+    first = subprocess.run(
+        [*rota, "admin-token", "--db", named], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert first.returncode == 0 and (tmp_path / "named.db").stat().st_size > 0, first.stderr
 
 
 def test_scheduler_names_the_missing_default_partition(tmp_path: Path) -> None:
