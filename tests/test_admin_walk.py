@@ -129,3 +129,15 @@ def test_an_unreachable_database_is_one_line_not_a_traceback(tmp_path: Path) -> 
         assert len(lines) == 1, (args, result.stderr)
         assert lines[0].startswith(f"rota {args[0]}")
         assert ": error: cannot open the database: connection failed: " in lines[0]
+
+
+def test_the_guides_install_step_links_every_command() -> None:
+    """Step 1 linked ten commands into /usr/local/bin and left out grun and gattach."""
+    import re
+    import tomllib
+
+    project = Path(__file__).parent.parent / "pyproject.toml"
+    scripts = set(tomllib.loads(project.read_text())["project"]["scripts"])
+    loop = re.search(r"for c in ([^;]+); do", _guide_block("### 1. Install rota"))
+    assert loop is not None
+    assert set(loop.group(1).split()) == scripts
