@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
-from tests.cluster import free_port
+from tests.cluster import Cluster, free_port
 
 
 def _run(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -141,3 +143,19 @@ def test_the_guides_install_step_links_every_command() -> None:
     loop = re.search(r"for c in ([^;]+); do", _guide_block("### 1. Install rota"))
     assert loop is not None
     assert set(loop.group(1).split()) == scripts
+
+
+def test_the_dashboard_shows_the_labels_the_agent_reports(cluster: Cluster) -> None:
+    """`ginfo --json` showed an agent's `labels: {rack: r7}` merged with the admin's, the JSON
+    API (and so the dashboard) the admin's alone: `{}`."""
+    http = free_port()
+    cluster.start_scheduler("--open-registration", "--http-listen", f"127.0.0.1:{http}")
+    cluster.start_agent("n1", 1, "--labels", "rack=r7")
+    name = cluster.node_name("n1")
+    request = urllib.request.Request(f"http://127.0.0.1:{http}/api/v1/nodes")
+    request.add_header("Authorization", f"Bearer {cluster.token}")
+    with urllib.request.urlopen(request, timeout=20) as reply:
+        nodes = json.loads(reply.read())["nodes"]
+    assert [n["labels"] for n in nodes if n["name"] == name] == [{"rack": "r7"}]
+    listed = json.loads(cluster.cli("ginfo", "--json", check=True).stdout)
+    assert [n["labels"] for n in listed if n["name"] == name] == [{"rack": "r7"}]
