@@ -14,6 +14,7 @@ import socket
 import sys
 from pathlib import Path
 
+from rota.cli.subcommands import name_subcommands
 from rota.paths import DEFAULT_ADDRESS, DEFAULT_HTTP, DEFAULT_PORT
 from rota.settings import SettingsFileError
 
@@ -389,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         from rota.cli.forward import main as forward_main
 
         return forward_main(argv)
-    args = build_parser().parse_args(argv)
+    args = name_subcommands(build_parser()).parse_args(argv)
     if args.command == "completion":
         from rota.cli.completion import script
 

@@ -159,3 +159,14 @@ def test_the_dashboard_shows_the_labels_the_agent_reports(cluster: Cluster) -> N
     assert [n["labels"] for n in nodes if n["name"] == name] == [{"rack": "r7"}]
     listed = json.loads(cluster.cli("ginfo", "--json", check=True).stdout)
     assert [n["labels"] for n in listed if n["name"] == name] == [{"rack": "r7"}]
+
+
+def test_a_missing_subcommand_names_the_choices(tmp_path: Path) -> None:
+    """`gadmin node` said "the following arguments are required: op"."""
+    for module, args, choices in (
+        ("gadmin", ["node"], "{add,drain,resume,remove,list}"),
+        ("rota_main", ["db"], "{upgrade,current,downgrade}"),
+    ):
+        result = _run(module, *args, cwd=tmp_path)
+        assert result.returncode == 2
+        assert result.stderr.strip().endswith(f"the following arguments are required: {choices}")
