@@ -20,7 +20,7 @@ import grpc
 
 from rota.cli.errors import CliError
 from rota.cli.failover import FailoverChannel
-from rota.cli.target import Target, check_plaintext, resolve_target
+from rota.cli.target import Target, check_plaintext, closed_hint, resolve_target
 from rota.states import JobState
 from rota.tls import TLSFileError, channel_credentials
 from rota.v1 import rota_pb2 as pb
@@ -150,7 +150,7 @@ class Client:
                 f"cannot reach the rota scheduler at {self.target.address} "
                 f"(address from {self.target.source}; set --scheduler or ROTA_SCHEDULER): "
                 f"{'timed out' if code is grpc.StatusCode.DEADLINE_EXCEEDED else 'unavailable'}"
-                f"{_closed_hint(self.target, details)}",
+                f"{closed_hint(self.target, details)}",
                 1,
             )
         if code is grpc.StatusCode.INVALID_ARGUMENT:
@@ -372,6 +372,10 @@ class Client:
         )
         return self.call(self.users.AddUser, request)
 
+    def update_user(self, name: str, **changes: Any) -> Any:
+        """Change a user (``UpdateUserRequest``'s fields: set_accounts and accounts ...)."""
+        return self.call(self.users.UpdateUser, pb.UpdateUserRequest(name=name, **changes))
+
     def list_users(self) -> list[Any]:
         return list(self.call(self.users.ListUsers, pb.ListUsersRequest()).users)
 
@@ -477,26 +481,6 @@ def as_dict(message: Any) -> dict[str, Any]:
     from google.protobuf.json_format import MessageToDict
 
     return MessageToDict(message, preserving_proto_field_name=True)
-
-
-def _closed_hint(target: Target, details: str | None) -> str:
-    """What a connection the scheduler closed at once most likely lacks ("" if not closed):
-    gRPC reports a TLS scheduler that a plaintext client, or a client without the certificate
-    that ``tls_client_ca`` requires, speaks to only as "Socket closed"."""
-    if "socket closed" not in (details or "").lower():
-        return ""
-    if not target.ca:
-        return (
-            " (the connection was closed at once: if the scheduler serves TLS, give its CA: "
-            "--ca, ROTA_CA or ca: in ~/.config/rota/config.yaml)"
-        )
-    if not target.cert:
-        return (
-            " (the connection was closed at once: if the scheduler requires client "
-            "certificates, give yours: cert: and key: in ~/.config/rota/config.yaml, or "
-            "ROTA_CERT and ROTA_KEY)"
-        )
-    return ""
 
 
 def _tls_failure(details: str | None) -> bool:
