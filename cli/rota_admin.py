@@ -108,10 +108,10 @@ def cmd_db(args: argparse.Namespace) -> int:
     from rota.scheduler.store.store import open_engine
 
     prog = f"rota db {args.db_command}"
-    found = _database_url(args, prog)
-    if found is None:
+    database = _database_url(args, prog)
+    if database is None:
         return 2
-    url = found[0]
+    url = database[0]
     os.umask(0o077)
     engine = open_engine(url)
     try:

@@ -195,6 +195,18 @@ def test_a_standby_is_not_serving_and_names_the_leader(pair: Pair) -> None:
         timeout=60,
     )
     assert standby_first.returncode == 0, standby_first.stderr  # past the standby to the leader
+    # a streamed reply (glogs) too: it named the leader and gave up, though given its address
+    cluster.start_agent("n1", 1, "--scheduler", f"{b},{a}")
+    job = cluster.submit(f"image: {TEST_IMAGE}\ncommand: [echo, hello]\n")
+    cluster.wait_state(job, "COMPLETED")
+    logs = subprocess.run(
+        [sys.executable, "-m", "rota.cli.glogs", job],
+        env={**cluster.env, "ROTA_SCHEDULER": f"{b},{a}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (logs.returncode, logs.stdout) == (0, "hello\n"), logs.stderr
 
 
 def test_a_stopped_leader_that_wakes_after_the_take_over_cannot_write(pair: Pair) -> None:
