@@ -64,6 +64,7 @@ def run_session(
     started = answered = False
     lost_at = 0.0  # when the scheduler last went away; 0 while it answers
     delay = RETRY[0]
+    untried = client.target.address.count(",")  # other schedulers to open it on (standbys)
 
     def notice(text: str) -> None:
         _write_all(stderr_fd, f"\r\n{prog}: {text}\r\n" if raw else f"{prog}: {text}\n")
@@ -96,6 +97,10 @@ def run_session(
                         raise CliError(reply.error, 1)
                 raise CliError("the session ended without an exit code", 1)
             except client.rpc_error as exc:
+                if not answered and untried and client.lost(exc):  # a standby, or one down
+                    untried -= 1
+                    client.next_scheduler()
+                    continue
                 if not client.lost(exc) or not (answered or reconnect):  # never reached
                     raise client.translate(exc) from None
                 now = time.monotonic()

@@ -207,6 +207,16 @@ def test_a_standby_is_not_serving_and_names_the_leader(pair: Pair) -> None:
         timeout=60,
     )
     assert (logs.returncode, logs.stdout) == (0, "hello\n"), logs.stderr
+    running = cluster.submit(f"image: {TEST_IMAGE}\ncommand: [sleep, '600']\n")
+    cluster.wait_state(running, "RUNNING")
+    attached = subprocess.run(
+        [sys.executable, "-m", "rota.cli.gattach", running, "--", "echo", "in"],
+        env={**cluster.env, "ROTA_SCHEDULER": f"{b},{a}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (attached.returncode, attached.stdout) == (0, "in\n"), attached.stderr
 
 
 def test_a_stopped_leader_that_wakes_after_the_take_over_cannot_write(pair: Pair) -> None:
