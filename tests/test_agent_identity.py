@@ -8,6 +8,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from rota.agent.runtime.docker_runtime import DockerRuntime
@@ -29,7 +30,7 @@ def _ids(node: str) -> list[tuple[str, str]]:
     out = subprocess.run(
         [*listing, '{{.Label "rota.agent"}} {{.ID}}'], capture_output=True, text=True, check=True
     ).stdout
-    return [(line.split()[0], line.split()[1]) for line in out.splitlines()]
+    return [(owner, cid) for owner, _, cid in (line.partition(" ") for line in out.splitlines())]
 
 
 def _owners(node: str) -> list[str]:
@@ -82,3 +83,25 @@ def test_two_clusters_with_one_node_name_keep_their_own_containers(
     finally:
         other.stop()
         subprocess.run(["rm", "-rf", str(other_root)], check=False)
+
+
+def test_an_upgraded_agent_adopts_its_older_unlabelled_containers(
+    searchable_dir: Path, test_image: str
+) -> None:
+    """Containers an agent of an older rota started carry no rota.agent label: the upgraded
+    agent (same node name, a new agent-id file) adopts them, never one with another's id."""
+    node = f"legacy-{uuid.uuid4().hex[:6]}"
+    base = ["docker", "run", "-d", "--label", f"rota.node={node}", "--label", "rota.attempt=1"]
+    legacy = ["--label", "rota.job_id=7", "--label", "rota.display_id=7"]
+    foreign = ["--label", "rota.job_id=8", "--label", "rota.agent=0123456789abcdef"]
+    try:
+        for labels in (legacy, foreign):
+            cmd = [*base, *labels, test_image, "sleep", "60"]
+            subprocess.run(cmd, check=True, capture_output=True)
+        runtime = DockerRuntime(node, searchable_dir / "agent", lambda e: None, time.time, "env")
+        runtime.adopt()
+        assert [(a.job_id, a.attempt) for a in runtime.attempts()] == [(7, 1)]
+        assert (searchable_dir / "agent" / "agent-id").read_text().strip() == runtime.agent_id
+    finally:
+        ids = [cid for _, cid in _ids(node)]
+        subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
