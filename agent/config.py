@@ -102,6 +102,9 @@ class AgentConfig(Settings):
     allow_root: bool = False  # jobs of root run as root (else as the default uid:gid)
     pids_limit: Count = 4096
     max_output: Bytes = 1 << 30  # output kept per attempt, per file (log, --output, --error)
+    # a grun session's last terminal output kept for a client that comes back (at most 4 MiB,
+    # a session's window)
+    terminal_buffer: Annotated[Bytes, Field(le=4 << 20)] = 64 << 10
     # observability (docs/metrics.md)
     metrics_listen: HostPort | None = None  # serve /metrics here; None = off
     metrics_insecure: bool = False  # allow a non-loopback metrics_listen (no authentication)

@@ -105,7 +105,9 @@ class Agent:
         self._logs: dict[int, LogFlow] = {}  # output requests being sent
         tls = (config.ca, config.cert, config.key) if config.ca else None
         dialer = Dialer(lambda: self.link.address, tls)
-        self.sessions = Sessions(self.runtime.open_session, self.link.send, dialer)
+        self.sessions = Sessions(
+            self.runtime.open_session, self.link.send, dialer, config.terminal_buffer
+        )
         self.readings = AgentReadings()
         self.metrics = MetricsServer(
             AgentCollector(
@@ -195,7 +197,8 @@ class Agent:
         elif isinstance(msg, StepStart):
             threading.Thread(target=self._send_when_connected, args=(msg,), daemon=True).start()
         elif isinstance(msg, JobCommand) and self.steps is not None:
-            error = f"{msg.tool}: error: the scheduler is not reachable from this node\n"
+            tool = msg.tool.removesuffix("-wait")  # sbatch --wait's question
+            error = f"{tool}: error: the scheduler is not reachable from this node\n"
             self.steps.order(JobCommandReply(msg.request_id, 1, error=error))
 
     def _send_when_connected(self, msg: StepStart) -> None:

@@ -5,7 +5,9 @@ Output: at most ``window`` bytes sent and not yet acknowledged by the scheduler 
 acknowledges what its client took), so a slow client slows the process down instead of
 filling anyone's memory. Input: each chunk written is acknowledged (``SessionOutput.ack``), and
 the scheduler keeps at most its window of input in flight. Each session has a reader and a
-writer thread; nothing here blocks the link's thread.
+writer thread; nothing here blocks the link's thread. A grun session's terminal is read by its
+``Terminal`` instead (``agent/terminals.py``), which outlives its clients and keeps its last
+output for the next one.
 
 A forward whose opening carries a dial ticket goes another way: once the port is open, the
 agent dials a raw data connection back to the scheduler (``agent/dial.py``) and copies bytes
@@ -26,6 +28,7 @@ from collections.abc import Callable
 
 from rota.agent.dial import Dialer, DialError
 from rota.agent.runtime.sessions import SessionError, SessionHandle
+from rota.agent.terminals import DEFAULT_KEEP, Terminal, Terminals
 from rota.bytepipe import abort, relay
 from rota.messages import SessionInput, SessionOpen, SessionOutput
 
@@ -38,17 +41,20 @@ DEFAULT_WINDOW = 4 << 20
 class Sessions:
     """Open sessions by request id. ``open_handle`` opens one in the engine (may block);
     ``send`` queues a message for the scheduler; ``dialer`` makes forwards' data connections
-    (None: none is made, every forward is relayed over the stream)."""
+    (None: none is made, every forward is relayed over the stream); ``keep``: bytes of each
+    terminal's last output kept."""
 
     def __init__(
         self,
         open_handle: Callable[[SessionOpen], SessionHandle],
         send: Callable[[SessionOutput], None],
         dialer: Dialer | None = None,
+        keep: int = DEFAULT_KEEP,
     ) -> None:
         self._open_handle = open_handle
         self._send = send
         self._dialer = dialer
+        self.terminals = Terminals(open_handle, keep)
         self._sessions: dict[int, _Session] = {}
         # raw forwards' sockets, by a number of this agent's (request ids start again at 1
         # with each scheduler process)
@@ -62,7 +68,7 @@ class Sessions:
             threading.Thread(target=self._raw_forward, args=(order,), daemon=True).start()
             return
         if isinstance(order, SessionOpen):
-            session = _Session(order, self._open_handle, self._send, self._forget)
+            session = _Session(order, self._open, self._send, self._forget)
             with self._lock:
                 self._sessions[order.request_id] = session
             threading.Thread(target=session.run, name="session", daemon=True).start()
@@ -123,6 +129,11 @@ class Sessions:
             with self._lock:
                 self._raw.pop(key, None)
 
+    def _open(self, request: SessionOpen) -> SessionHandle | Terminal:
+        if request.kind == "attach":
+            return self.terminals.get(request)
+        return self._open_handle(request)
+
     def _forget(self, request_id: int) -> None:
         with self._lock:
             self._sessions.pop(request_id, None)
@@ -132,7 +143,7 @@ class _Session:
     def __init__(
         self,
         request: SessionOpen,
-        open_handle: Callable[[SessionOpen], SessionHandle],
+        open_handle: Callable[[SessionOpen], SessionHandle | Terminal],
         send: Callable[[SessionOutput], None],
         forget: Callable[[int], None],
     ) -> None:
@@ -146,6 +157,8 @@ class _Session:
         self._closed = False
         self._inputs: queue.Queue[SessionInput] = queue.Queue()
         self._handle: SessionHandle | None = None
+        self._terminal: Terminal | None = None
+        self._done = threading.Event()  # a terminal's client: ended (closed, taken over ...)
 
     def take(self, order: SessionInput) -> None:
         if order.ack:
@@ -156,8 +169,10 @@ class _Session:
             with self._credit:
                 self._closed = True
                 self._credit.notify_all()
+            self._done.set()
             handle = self._handle
-            if handle is not None:  # also frees a writer blocked on a process not reading
+            # also frees a writer blocked on a process not reading; a terminal runs on
+            if handle is not None and self._terminal is None:
                 with contextlib.suppress(OSError):
                     handle.sock.shutdown(socket.SHUT_RDWR)
         if order.data or order.eof or order.rows or order.close:
@@ -168,10 +183,14 @@ class _Session:
         rid = self.request.request_id
         try:
             try:
-                handle = self._handle = self._open_handle(self.request)
+                opened = self._open_handle(self.request)
             except SessionError as exc:
                 self._send(SessionOutput(rid, error=str(exc)))
                 return
+            if isinstance(opened, Terminal):
+                self._attach(opened)
+                return
+            handle = self._handle = opened
             if self.request.rows and self.request.cols:
                 handle.resize(self.request.rows, self.request.cols)
             threading.Thread(target=self._write, args=(handle,), daemon=True).start()
@@ -190,6 +209,48 @@ class _Session:
             self._forget(rid)
             self._inputs.put(SessionInput(rid, close=True))  # ends the writer
 
+    def _attach(self, terminal: Terminal) -> None:
+        """Be ``terminal``'s client until the client goes away, another takes over or the
+        process ends."""
+        self._terminal = terminal  # first: a close from now on leaves the terminal's socket be
+        handle = self._handle = terminal.handle
+        if self.request.rows and self.request.cols:
+            handle.resize(self.request.rows, self.request.cols)
+        threading.Thread(target=self._write, args=(handle,), daemon=True).start()
+        request = self.request
+        if request.replay == "from":
+            start: int | None = request.resume_from
+        elif request.replay == "tail":
+            start = None
+        else:  # an older scheduler's: all the output, or none when attached before
+            start = -1 if request.reopen else 0
+        terminal.join(self, start)
+        self._done.wait()
+        terminal.leave(self)
+
+    # a terminal's client (terminals.Client)
+    def output(self, offset: int, data: bytes) -> bool:
+        return self._output(1, data, offset)
+
+    def taken_over(self) -> None:
+        with self._credit:
+            closed, self._closed = self._closed, True
+            self._credit.notify_all()
+        if not closed:
+            self._send(SessionOutput(self.request.request_id, detached=True))
+        self._done.set()
+
+    def finish(self, code: int | None) -> None:
+        with self._credit:
+            closed, self._closed = self._closed, True
+        if not closed:
+            rid = self.request.request_id
+            if code is None:
+                self._send(SessionOutput(rid, error="the engine did not say how it ended"))
+            else:
+                self._send(SessionOutput(rid, exited=True, exit_code=code))
+        self._done.set()
+
     def _read(self, handle: SessionHandle) -> None:
         frames = _Frames() if handle.multiplexed else None
         early = handle.early
@@ -205,8 +266,9 @@ class _Session:
                 if not self._output(stream, payload):
                     return
 
-    def _output(self, stream: int, payload: bytes) -> bool:
-        """Send ``payload`` once the window allows; False when the client went away."""
+    def _output(self, stream: int, payload: bytes, offset: int = 0) -> bool:
+        """Send ``payload`` (a terminal's from byte ``offset``) once the window allows;
+        False when the client went away."""
         for start in range(0, len(payload), CHUNK):
             piece = payload[start : start + CHUNK]
             with self._credit:
@@ -215,7 +277,10 @@ class _Session:
                 if self._closed:
                     return False
                 self._unacked += len(piece)
-            self._send(SessionOutput(self.request.request_id, stream=stream, data=piece))
+            out = SessionOutput(
+                self.request.request_id, stream=stream, data=piece, offset=offset + start
+            )
+            self._send(out)
         return True
 
     def _write(self, handle: SessionHandle) -> None:
@@ -224,15 +289,16 @@ class _Session:
             order = self._inputs.get()
             try:
                 if order.close:
-                    handle.sock.shutdown(socket.SHUT_RDWR)
-                    handle.sock.close()
+                    if self._terminal is None:  # a terminal outlives its clients
+                        handle.sock.shutdown(socket.SHUT_RDWR)
+                        handle.sock.close()
                     return
                 if order.rows and order.cols:
                     handle.resize(order.rows, order.cols)
                 if order.data:
                     handle.sock.sendall(order.data)
                     self._send(SessionOutput(rid, ack=len(order.data)))
-                if order.eof:
+                if order.eof and self._terminal is None:  # a terminal's input has no end
                     handle.sock.shutdown(socket.SHUT_WR)
             except OSError:
                 if order.close:

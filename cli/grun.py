@@ -6,6 +6,10 @@ the terminal to its process through the scheduler: a real terminal with ``--pty`
 default when no command is given and stdin is a terminal), plain pipes otherwise. Its exit
 code is the command's. Ctrl-C while pending cancels the job; without a terminal, Ctrl-C
 cancels the running job too.
+
+``grun --attach JOB`` goes back to a session's own terminal (grun's, after it detached with
+``~.``, lost its scheduler for good or its terminal closed): its last output first, then the
+session as it goes on; another client attached to it is detached.
 """
 
 from __future__ import annotations
@@ -54,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="start JupyterLab (the image must have it), forward its port, print its URL",
     )
     p.add_argument("--port", type=int, default=0, help="--jupyter: local port (default: free)")
+    p.add_argument(
+        "--attach",
+        metavar="JOBID",
+        default="",
+        help="go back to the terminal of session JOBID (its last output first); submits nothing",
+    )
     pty = p.add_mutually_exclusive_group()
     pty.add_argument("--pty", action="store_true", default=None, help="give CMD a terminal")
     pty.add_argument("--no-pty", dest="pty", action="store_false", help="plain pipes")
@@ -116,6 +126,8 @@ def _grun(args: argparse.Namespace) -> int:
 
     if args.command[:1] == ["--"]:
         args.command = args.command[1:]
+    if args.attach:
+        return _attach(args)
     try:
         image = args.image or default_image()
     except ConfigError as exc:
@@ -175,6 +187,43 @@ def _grun(args: argparse.Namespace) -> int:
             client.cancel_jobs([job_id], current_user())
             state = "running" if started else "pending"
             say("grun", f"cancelled {state} job {job_id}")
+            return 130
+
+
+def _attach(args: argparse.Namespace) -> int:
+    """``grun --attach JOB``: the session's own terminal again (the kept output first)."""
+    from rota.cli.client import connect
+    from rota.cli.errors import CliError
+    from rota.cli.session import run_session, say
+
+    if args.command or args.jupyter:
+        raise CliError("--attach takes a session's job id and no CMD or --jupyter", 2)
+    defaults = build_parser().parse_args([])
+    kept = ("attach", "pty", "reconnect", "scheduler", "ca", "command")
+    given = [k for k, v in vars(args).items() if k not in kept and v != getattr(defaults, k)]
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise CliError(f"--attach submits nothing: {flags} do not apply", 2)
+    use_tty = args.pty if args.pty is not None else sys.stdin.isatty()
+    job_id = args.attach
+
+    def on_wait(status: Any) -> None:
+        say(
+            "grun",
+            f"job {job_id} is {status.state}{f' ({status.reason})' if status.reason else ''}",
+        )
+
+    with connect(args.scheduler, args.ca) as client:
+        try:
+            return run_session(
+                client,
+                {"job_id": job_id, "kind": "attach", "replay": "tail"},
+                use_tty,
+                on_wait,
+                reconnect=max(args.reconnect, 0.0),
+                prog="grun",
+            )
+        except KeyboardInterrupt:  # pipes: the session runs on
             return 130
 
 

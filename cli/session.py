@@ -12,6 +12,11 @@ as the scheduler answers, for at most that long since it last answered; the term
 as it is and the process goes on where it was. Otherwise, or when the time runs out, or when
 a session without a terminal had started (a gap in piped output would go unnoticed), the
 session ends with ``LOST`` (255, as ssh's), saying that the job runs on.
+
+An attach to a session's terminal (grun's) counts the terminal's bytes it has shown, and when
+it opens again asks for exactly those after them, which the node keeps for a while
+(``agent/terminals.py``). There ``~.`` at the start of a line detaches (ssh's escape: the
+session runs on; ``grun --attach JOB`` goes back), and so does another client attaching.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from rota.cli.errors import CliError
 CHUNK = 256 * 1024
 QUEUED = 64  # input messages waiting for the call
 LOST = 255  # the exit code when the scheduler went away and did not come back in time
+DETACHED = 0  # the exit code when the client detached (~.) or another client attached
+ESCAPE_HELP = "~. detach (the session runs on), ~? this list, ~~ a ~ (at the start of a line)"
 RETRY = (0.2, 2.0)  # seconds between tries to reach the scheduler again: first, at most
 
 
@@ -65,9 +72,26 @@ def run_session(
     lost_at = 0.0  # when the scheduler last went away; 0 while it answers
     delay = RETRY[0]
     untried = client.target.address.count(",")  # other schedulers to open it on (standbys)
+    terminal = use_tty and opening["kind"] == "attach"  # a session's own terminal
+    # the terminal's bytes shown (None: it asked for the kept tail and none came yet)
+    position: int | None = None if opening.get("replay") == "tail" else 0
+    detached = threading.Event()  # ~. was typed
+    calls: list[Any] = []  # the current call, cancelled by ~.
 
     def notice(text: str) -> None:
         _write_all(stderr_fd, f"\r\n{prog}: {text}\r\n" if raw else f"{prog}: {text}\n")
+
+    def detach() -> None:
+        detached.set()
+        for current in calls:
+            current.cancel()
+
+    def left() -> int:
+        notice(
+            f"detached from job {opening['job_id']} (it runs on; grun --attach "
+            f"{opening['job_id']} goes back)"
+        )
+        return DETACHED
 
     try:
         while True:
@@ -75,6 +99,9 @@ def run_session(
                 opening = {**opening, "tty": True}
                 opening["rows"], opening["cols"] = terminal_size(stdin_fd)
             call = client.interact(outbox.stream(client.interact_request(**opening)))
+            calls[:] = [call]
+            if detached.is_set():
+                return left()
             try:
                 for reply in call:
                     answered = True
@@ -86,17 +113,28 @@ def run_session(
                         on_start()
                         if use_tty:
                             raw += _raw(stdin_fd, outbox, client)
-                        _read_input(stdin_fd, outbox, client, eof=not use_tty)
+                        escape = _Escape(notice, detach) if terminal else None
+                        _read_input(stdin_fd, outbox, client, not use_tty, escape)
                     elif reply.state and not started:
                         on_wait(reply)
+                    if reply.data and reply.stream != 2 and terminal:
+                        if position is not None and reply.offset > position:
+                            missed = reply.offset - position
+                            notice(f"{missed} bytes of output were not kept on the node")
+                        position = reply.offset + len(reply.data)
                     if reply.data:
                         _write_all(stderr_fd if reply.stream == 2 else stdout_fd, reply.data)
+                    if reply.detached:
+                        notice("detached: another client attached")
+                        return DETACHED
                     if reply.exited:
                         return int(reply.exit_code)
                     if reply.error:
                         raise CliError(reply.error, 1)
                 raise CliError("the session ended without an exit code", 1)
             except client.rpc_error as exc:
+                if detached.is_set():
+                    return left()
                 if not answered and untried and client.lost(exc):  # a standby, or one down
                     untried -= 1
                     client.next_scheduler()
@@ -117,8 +155,11 @@ def run_session(
                 elif now - lost_at > reconnect:
                     why = f"the scheduler did not answer again within {reconnect:g} s"
                     raise CliError(_lost(client, job, why), LOST) from None
-                # attached before: the process's earlier output is not replayed
+                # attached before: the process's earlier output is not replayed, but what
+                # its terminal wrote after what was shown is
                 opening["reopen"] = started and opening["kind"] == "attach"
+                if opening["reopen"] and terminal and position is not None:
+                    opening["replay"], opening["resume_from"] = "from", position
                 client.next_scheduler()  # a standby may lead now
                 time.sleep(delay)
                 delay = min(delay * 2, RETRY[1])
@@ -135,8 +176,8 @@ def _lost(client: Client, job: str, why: str) -> str:
     """What grun says when it gives up on the scheduler."""
     return (
         f"lost the scheduler at {client.target.address}: {why}; job {job} runs on until its "
-        f"process ends, its time limit, gcancel {job} or idle reclamation (gattach {job} "
-        "opens a shell in it)"
+        f"process ends, its time limit, gcancel {job} or idle reclamation (grun --attach "
+        f"{job} goes back to its terminal)"
     )
 
 
@@ -211,8 +252,45 @@ def _raw(fd: int, outbox: _Outbox, client: Client) -> list[Callable[[], None]]:
     return [undo]
 
 
-def _read_input(fd: int, outbox: _Outbox, client: Client, eof: bool) -> None:
-    """Copy ``fd`` into the session on a thread; at its end, say so when ``eof``."""
+class _Escape:
+    """ssh's escapes, recognised after a newline (or at the start): ``~.`` detaches (calls
+    ``detach``), ``~?`` lists them (``say``), ``~~`` sends one ``~``; ``~`` and anything else
+    sends both."""
+
+    def __init__(self, say: Callable[[str], None], detach: Callable[[], None]) -> None:
+        self._say = say
+        self._detach = detach
+        self._line_start = True
+        self._tilde = False
+
+    def feed(self, data: bytes) -> bytes | None:
+        """What of ``data`` goes to the session; None once detached."""
+        out = bytearray()
+        for byte in data:
+            char = bytes((byte,))
+            if self._tilde:
+                self._tilde = False
+                if char == b".":
+                    self._detach()
+                    return None
+                if char == b"?":
+                    self._say(ESCAPE_HELP)
+                    continue
+                if char != b"~":
+                    out += b"~"
+            elif self._line_start and char == b"~":
+                self._tilde = True
+                continue
+            out += char
+            self._line_start = char in (b"\r", b"\n")
+        return bytes(out)
+
+
+def _read_input(
+    fd: int, outbox: _Outbox, client: Client, eof: bool, escape: _Escape | None = None
+) -> None:
+    """Copy ``fd`` into the session on a thread (through ``escape``, when given); at its
+    end, say so when ``eof``."""
 
     def copy() -> None:
         while True:
@@ -222,7 +300,10 @@ def _read_input(fd: int, outbox: _Outbox, client: Client, eof: bool) -> None:
                 data = b""
             if not data:
                 break
-            if not outbox.put(client.interact_request(data=data)):
+            sent = escape.feed(data) if escape is not None else data
+            if sent is None:
+                return
+            if sent and not outbox.put(client.interact_request(data=sent)):
                 return
         if eof:
             outbox.put(client.interact_request(eof=True))

@@ -349,6 +349,8 @@ class SessionOutput:
     error: str = ""
     dial_error: str = ""  # a forward's data connection could not be dialled back: why
     node_lost: bool = False  # the scheduler's own: the node's stream ended mid-session
+    offset: int = 0  # a terminal's output: the terminal's byte number of data[0]
+    detached: bool = False  # another client attached to the terminal: this one ends
 
 
 SESSION_KINDS = ("attach", "exec", "forward")
@@ -375,6 +377,10 @@ class SessionOpen:
     dial_port: int = 0
     dial_tls: bool = False
     reopen: bool = False  # attach again, without replaying the process's earlier output
+    # attach to a terminal: "from" (its output after byte resume_from), "tail" (its kept
+    # output), "" (as reopen says: all of it, or none)
+    replay: str = ""
+    resume_from: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,8 +409,11 @@ class JobRequeue:
 class JobCommand:
     """``sbatch`` or ``scancel`` (``tool``) ran in the job's container on this node: its
     arguments, the script sbatch read (``script_index``: the argument it read it from, -1 for
-    none or standard input) and the container's working directory. The scheduler answers
-    with a ``JobCommandReply`` of the same ``request_id``."""
+    none or standard input), the container's working directory and, for sbatch, the values
+    of the variables its ``--export`` options name bare (``environment``: (name, value)
+    pairs from the environment it ran in). ``sbatch-wait`` asks whether the job ``argv[0]``
+    ended (``sbatch --wait``). The scheduler answers with a ``JobCommandReply`` of the same
+    ``request_id``."""
 
     request_id: int
     job_id: int
@@ -414,17 +423,22 @@ class JobCommand:
     script: bytes = b""
     script_index: int = -1
     cwd: str = ""
+    environment: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class JobCommandReply:
     """What the command prints (``output`` on its standard output, ``error`` on its
-    standard error) and its exit code."""
+    standard error) and its exit code; ``wait_for``: the job sbatch --wait now waits for
+    (the container asks again with ``sbatch-wait``); ``ended``: an ``sbatch-wait`` answer
+    that ends the wait (an answer without it, a failure on the way, is asked again)."""
 
     request_id: int
     exit_code: int
     output: str = ""
     error: str = ""
+    wait_for: str = ""
+    ended: bool = False
 
 
 AgentMessage = (

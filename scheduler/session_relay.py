@@ -53,7 +53,7 @@ class SessionRelay:
         self, node: str, request: SessionOpen, inputs: AsyncIterator[SessionInput]
     ) -> AsyncGenerator[SessionOutput, None]:
         """Open ``request`` on ``node`` and relay: the output as it comes, ending with the
-        session's end (``exited`` or ``error``). ``inputs`` is the client's input (data, end,
+        session's end (``exited``, ``error`` or ``detached``). ``inputs`` is the client's input (data, end,
         resizes); when the caller stops, the node is told to close the session."""
         if self.hub.live(node) is None:
             raise NotFound(f"node {node} is not connected")
@@ -73,7 +73,7 @@ class SessionRelay:
                     self._queued[request_id] -= len(out.data)
                     yield out
                     self._send(node, SessionInput(request_id, ack=len(out.data)))
-                if out.exited or out.error:
+                if out.exited or out.error or out.detached:
                     ended = True
                     yield out
                     return

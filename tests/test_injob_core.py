@@ -177,7 +177,7 @@ def test_the_containers_sbatch_finds_the_script_where_the_scheduler_does(
     (tmp_path / "sbatch").write_bytes(tool_text(TOOLS / "sbatch"))
     (tmp_path / "rota-request").write_text(  # what rota-request does, without an agent
         f'dir={tmp_path}/req; mkdir -p "$dir"; die() {{ echo "$*" >&2; exit 1; }}\n'
-        'ask() { cat "$dir/index"; }\n'
+        'ask() { cat "$dir/index"; rc=0 note=; }\n'
     )
     (tmp_path / "run.sh").write_text("#!/bin/sh\n")
     found = subprocess.run(

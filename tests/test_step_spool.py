@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rota.agent.steps.spool import MAX_REQUEST, MAX_SCRIPT, JobSpool, SpoolError
+from rota.agent.steps.spool import MAX_REQUEST, MAX_SCRIPT, MAX_VARIABLES, JobSpool, SpoolError
 from rota.agent.steps.srun import MAX_BUFFERED, OutputBudget, Srun
 from rota.messages import StepLayout
 
@@ -157,3 +157,54 @@ def test_an_sbatch_request_is_read_with_its_script_and_refused_when_odd(
     (where / "script").symlink_to(secret)
     with pytest.raises(SpoolError):
         spool.read_command("s.sb1")
+
+
+def test_an_sbatch_requests_variables_are_read_bounded(spool: JobSpool) -> None:
+    """sbatch's ``--export`` values (``e.0`` ...: NAME=value, newlines kept) are read up to
+    the first missing one, at most ``MAX_VARIABLES`` of ``MAX_SCRIPT`` bytes in all."""
+    where = _request(spool, "s.env1", "--export=A,B", "--wrap", "true")
+    (where / "e.0").write_text("A=two\nlines")
+    (where / "e.1").write_text("B=")
+    (where / "e.3").write_text("C=after a gap: not read")
+    request = spool.read_command("s.env1")
+    assert request.environment == (("A", "two\nlines"), ("B", ""))
+    (where / "e.2").write_text("no equals sign")
+    with pytest.raises(SpoolError, match="expected NAME=value"):
+        spool.read_command("s.env1")
+    (where / "e.2").write_bytes(b"D=" + b"x" * MAX_SCRIPT)
+    with pytest.raises(SpoolError, match=r"e\.2 is too large"):
+        spool.read_command("s.env1")
+    (where / "e.2").unlink()
+    (where / "e.3").unlink()
+    for i in range(2, MAX_VARIABLES + 1):
+        (where / f"e.{i}").write_text(f"V{i}=1")
+    with pytest.raises(SpoolError, match=f"at most {MAX_VARIABLES} variables"):
+        spool.read_command("s.env1")
+
+
+def test_a_request_sent_to_an_earlier_agent_is_released_whole(spool: JobSpool) -> None:
+    """An sbatch whose line reached an agent that died before it opened the request's FIFOs
+    waits on all three: the next agent closes ``out`` and ``err`` and hands it exit code 1,
+    so that the tool (sbatch --wait asks again) never hangs."""
+    where = _request(spool, "s.sent1", "4")
+    for fifo in ("out", "err", "end"):
+        os.mkfifo(where / fifo)
+    (where / "sent").touch()
+    got: dict[str, bytes] = {}
+
+    def tool() -> None:  # as rota-request: cat out, cat err, then read end
+        readers = [
+            threading.Thread(target=lambda f=f: got.update({f: (where / f).read_bytes()}))
+            for f in ("out", "err")
+        ]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()
+        got["end"] = (where / "end").read_bytes()
+
+    waiting = threading.Thread(target=tool, daemon=True)
+    waiting.start()
+    spool.release()
+    waiting.join(10)
+    assert got == {"out": b"", "err": b"", "end": b"1\n"}

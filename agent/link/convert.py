@@ -89,6 +89,8 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 exit_code=msg.exit_code,
                 error=msg.error,
                 dial_error=msg.dial_error,
+                offset=msg.offset,
+                detached=msg.detached,
             )
         )
     if isinstance(msg, StepStart | StepOutput | StepEnd | StepCancel):
@@ -106,6 +108,7 @@ def message_to_pb(msg: AgentMessage) -> pb.AgentMessage:
                 script=msg.script,
                 script_index=msg.script_index,
                 cwd=msg.cwd,
+                environment=dict(msg.environment),
             )
         )
     return pb.AgentMessage(
@@ -165,6 +168,8 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             o.dial_port,
             o.dial_tls,
             o.reopen,
+            o.replay,
+            o.resume_from,
         )
     if kind == "session_input":
         i = msg.session_input
@@ -173,7 +178,7 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
         return _step_order(msg)
     if kind == "job_command_reply":
         c = msg.job_command_reply
-        return JobCommandReply(c.request_id, c.exit_code, c.output, c.error)
+        return JobCommandReply(c.request_id, c.exit_code, c.output, c.error, c.wait_for, c.ended)
     r = msg.log_request
     return LogRequest(r.request_id, r.job_id, r.attempt, r.follow, r.cancel, r.window, r.ack)
 

@@ -8,7 +8,9 @@ The runtime calls ``prepare`` before it creates a job's container (the spool, th
 this node sends goes through ``send`` (set by ``connect``).
 
 ``sbatch`` and ``scancel`` here become a ``JobCommand`` to the scheduler, whose
-``JobCommandReply`` (what to print, the exit code) is written to their FIFOs as an srun's.
+``JobCommandReply`` (what to print, the exit code) is written to their FIFOs as an srun's;
+the exit code's line also carries ``wait ID`` (sbatch --wait: ask again with
+``sbatch-wait``) or ``ended`` (the answer that ends such a wait).
 An srun here becomes a ``StepStart`` to the scheduler, which checks it against the job and
 answers with ``StepLaunch`` orders to the step's nodes; their output and ends come back as
 ``StepOutput`` and one ``StepEnd`` for this srun, written to its FIFOs.
@@ -20,7 +22,6 @@ earlier process left running in the containers it adopts (``records``).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -66,7 +67,7 @@ START_WAIT = 300.0  # seconds a step waits for its job's container to start on t
 REPORT_WAIT = 5.0  # seconds sruns have to report their steps cancelled at the time limit
 LISTEN_TICK = 0.2  # seconds between the listener's looks at whether its attempt ended
 Key = tuple[int, int]  # (job id, attempt)
-COMMANDS = ("sbatch", "scancel")  # relayed to the scheduler as a JobCommand
+COMMANDS = ("sbatch", "scancel", "sbatch-wait")  # relayed to the scheduler as a JobCommand
 
 
 @dataclass
@@ -138,6 +139,7 @@ class NodeSteps:
     def started(self, job_id: int, attempt: int, target: Target) -> None:
         """The container runs: listen to its sruns (an adopted one's spool is found again)."""
         key = (job_id, attempt)
+        adopted = False
         with self._lock:
             held = self._held.get(key)
             left = self._records(key).found() if held is None else []
@@ -150,11 +152,12 @@ class NodeSteps:
                 if not spool.ctl.exists():
                     return
                 held = self._held[key] = Held(spool)
-                threading.Thread(target=_release, args=(spool,), daemon=True).start()
+                adopted = True
             held.target = target
-            held.ctl = held.spool.open_ctl()
+            if not adopted:
+                held.ctl = held.spool.open_ctl()
         held.spool.describe(target.start, target.deadline)
-        threading.Thread(target=self._listen, args=(key, held), daemon=True).start()
+        threading.Thread(target=self._listen, args=(key, held, adopted), daemon=True).start()
 
     def time_limit(self, job_id: int, attempt: int) -> None:
         """The attempt reached its time limit: stop its steps' tasks here and give its sruns
@@ -275,7 +278,10 @@ class NodeSteps:
             srun.write(reply.output.encode())
         if reply.error:
             srun.write(reply.error.encode(), stderr=True)
-        srun.finish(min(max(reply.exit_code, 0), 255))
+        note = "ended" if reply.ended else ""
+        if reply.wait_for and reply.wait_for.replace("_", "").isdigit():
+            note = f"wait {reply.wait_for}"
+        srun.finish(min(max(reply.exit_code, 0), 255), note)
 
     def _step_ended(self, end: StepEnd) -> None:
         with self._lock:
@@ -300,10 +306,18 @@ class NodeSteps:
 
     # ------------------------------------------------------------ sruns
 
-    def _listen(self, key: Key, held: Held) -> None:
+    def _listen(self, key: Key, held: Held, adopted: bool = False) -> None:
         """Read ``ctl`` until the attempt ends; each line starts or cancels an srun. Nothing
         ever writes to ``ctl`` but the job (which may keep it full): the end of the attempt is
-        noticed by polling ``held.stopping``."""
+        noticed by polling ``held.stopping``. An adopted attempt's requests that waited on an
+        earlier agent process are released (``JobSpool.release``) before ``ctl`` opens, so
+        that one still waiting to write its line there is heard afresh, not released."""
+        if adopted:
+            held.spool.release()
+            with self._lock:
+                if held.stopping:
+                    return
+                held.ctl = held.spool.open_ctl()
         pending = b""
         poller = select.poll()
         poller.register(held.ctl, select.POLLIN)
@@ -352,7 +366,7 @@ class NodeSteps:
             os.close(out)
             return
         request_id = next(self._ids)
-        tool = "srun" if verb == "start" else verb
+        tool = "srun" if verb == "start" else verb.removesuffix("-wait")  # as it prints
         srun = Srun(
             key, spool, name, out, err, lambda _: self._forget(request_id), held.budget, tool
         )
@@ -384,7 +398,7 @@ class NodeSteps:
         try:
             request = waiter.spool.read_command(waiter.name)
         except SpoolError as exc:
-            waiter.write(f"{tool}: error: {exc}\n".encode(), stderr=True)
+            waiter.write(f"{tool.removesuffix('-wait')}: error: {exc}\n".encode(), stderr=True)
             waiter.finish(1)
             return
         self._send(
@@ -397,6 +411,7 @@ class NodeSteps:
                 request.script,
                 request.script_index,
                 request.cwd,
+                request.environment,
             )
         )
 
@@ -471,18 +486,6 @@ class NodeSteps:
     def _records(self, key: Key) -> TaskRecords:
         """Where the attempt's running tasks are recorded: beside the spools, never mounted."""
         return TaskRecords(self.root / "tasks" / f"{key[0]}-{key[1]}")
-
-
-def _release(spool: JobSpool) -> None:
-    """Sruns that waited on an earlier agent process fail (their steps' ends are lost)."""
-    for name in spool.requests():
-        try:
-            end = spool.open_fifo(name, "end", wait=1.0)
-        except SpoolError:
-            continue
-        with contextlib.suppress(OSError):
-            os.write(end, b"1\n")
-        os.close(end)
 
 
 def _key(order: StepLaunch) -> Key:

@@ -10,8 +10,10 @@ user's own directory. srun makes a request directory ``steps/s.XXXXXXXX`` with i
 directory (``cwd``) and three FIFOs (``out``, ``err``, ``end``), then writes
 ``start s.XXXXXXXX`` to ``ctl``. ``sbatch`` and ``scancel`` make the same directory with
 their arguments, the script sbatch read (``script``, and in ``index`` the argument it came
-from) and ``cwd``, then write ``sbatch s.XXXXXXXX`` (``scancel ...``): the agent relays them to
-the scheduler, which answers with what the command prints and its exit code.
+from), the variables its ``--export`` names bare (``e.0`` ...: ``NAME=value``) and ``cwd``,
+then write ``sbatch s.XXXXXXXX`` (``scancel ...``; ``sbatch-wait ...`` while ``sbatch
+--wait`` waits) and, once written, make ``sent``: the agent relays them to the scheduler,
+which answers with what the command prints and its exit code.
 
 Everything under ``steps/`` is the job's to change, so the agent opens it one component at a
 time from a descriptor of the spool, never following a link, reads only regular files of a
@@ -20,6 +22,7 @@ bounded size and writes only to FIFOs; a request that breaks these rules is refu
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -42,6 +45,7 @@ MAX_ARGS = 4096
 MAX_REQUEST = 512 * 1024  # bytes of arguments, and separately of environment, per request
 MAX_PATH = 4096
 MAX_SCRIPT = MAX_COMMAND_BYTES  # bytes of a script sbatch sends (gsub's limit of a command)
+MAX_VARIABLES = 1024  # variables sbatch sends, of MAX_SCRIPT bytes in all
 MAX_NODELIST = 2048  # characters of srun -w's host list
 PIPE_WAIT = 5.0  # seconds srun has to open its FIFOs once it asked
 _NAME = re.compile(r"^s\.[A-Za-z0-9]{1,32}$")
@@ -107,12 +111,14 @@ class SrunRequest:
 
 @dataclass(frozen=True, slots=True)
 class CommandRequest:
-    """What one sbatch or scancel asked for (``script_index``: -1 for none or stdin)."""
+    """What one sbatch or scancel asked for (``script_index``: -1 for none or stdin;
+    ``environment``: (name, value) pairs)."""
 
     argv: tuple[str, ...]
     script: bytes
     script_index: int
     cwd: str
+    environment: tuple[tuple[str, str], ...] = ()
 
 
 class JobSpool:
@@ -185,9 +191,44 @@ class JobSpool:
             script = _read_file(fd, "script", MAX_SCRIPT) or b""
             index = (_read_file(fd, "index", 16) or b"-1").decode("ascii", "replace").strip()
             cwd = (_read_file(fd, "cwd", MAX_PATH) or b"").decode("utf-8", "replace")
+            variables = _read_words(fd, "e", MAX_VARIABLES, MAX_SCRIPT, "replace")
         if not index.lstrip("-").isdigit() or not -1 <= int(index) < len(argv):
             raise SpoolError(f"bad script index {index[:16]!r}")
-        return CommandRequest(tuple(argv), script, int(index), cwd.strip("\n"))
+        environment = []
+        for entry in variables:
+            name, eq, value = entry.partition("=")
+            if not eq:
+                raise SpoolError(f"bad variable {name[:40]!r}: expected NAME=value")
+            environment.append((name, value))
+        return CommandRequest(tuple(argv), script, int(index), cwd.strip("\n"), tuple(environment))
+
+    def release(self) -> None:
+        """Requests that waited on an earlier agent process fail (their answers are lost): each
+        is handed exit code 1 when it reads its ``end`` within a second. One whose line
+        reached that process (``sent``: sbatch, scancel) first has its ``out`` and ``err``
+        closed, as that process may not have opened them. Call before ``ctl`` is opened again:
+        a request still waiting to write its line has no ``sent`` yet."""
+        for name in self.requests():
+            if self._has(name, "sent"):
+                for fifo in ("out", "err"):
+                    with contextlib.suppress(SpoolError):
+                        os.close(self.open_fifo(name, fifo, wait=0.5))
+            try:
+                end = self.open_fifo(name, "end", wait=1.0)
+            except SpoolError:
+                continue
+            with contextlib.suppress(OSError):
+                os.write(end, b"1\n")
+            os.close(end)
+
+    def _has(self, name: str, entry: str) -> bool:
+        """Whether the request ``name`` holds ``entry`` (not following a link)."""
+        try:
+            with self._request_dir(name) as fd:
+                os.stat(entry, dir_fd=fd, follow_symlinks=False)
+        except (SpoolError, OSError):
+            return False
+        return True
 
     def requests(self) -> list[str]:
         """The names of the request directories in ``steps/``."""
@@ -259,17 +300,24 @@ class _Fd:
 def _read_argv(dir_fd: int, errors: str) -> list[str]:
     """The arguments ``a.0`` ... of a request: at most ``MAX_ARGS`` of ``MAX_REQUEST`` bytes in
     all, decoded with ``errors``."""
-    argv: list[str] = []
+    return _read_words(dir_fd, "a", MAX_ARGS, MAX_REQUEST, errors)
+
+
+def _read_words(dir_fd: int, prefix: str, most: int, limit: int, errors: str) -> list[str]:
+    """The files ``<prefix>.0`` ... of a request, up to the first missing: at most ``most`` of
+    ``limit`` bytes in all, decoded with ``errors``."""
+    words: list[str] = []
     total = 0
-    while len(argv) <= MAX_ARGS:
-        data = _read_file(dir_fd, f"a.{len(argv)}", MAX_REQUEST - total)
+    while len(words) <= most:
+        data = _read_file(dir_fd, f"{prefix}.{len(words)}", limit - total)
         if data is None:
             break
         total += len(data)
-        argv.append(data.decode("utf-8", errors))
-    if len(argv) > MAX_ARGS:
-        raise SpoolError(f"at most {MAX_ARGS} arguments are allowed")
-    return argv
+        words.append(data.decode("utf-8", errors))
+    if len(words) > most:
+        what = "arguments" if prefix == "a" else "variables"
+        raise SpoolError(f"at most {most} {what} are allowed")
+    return words
 
 
 def _read_file(dir_fd: int, name: str, limit: int) -> bytes | None:

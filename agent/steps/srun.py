@@ -63,8 +63,8 @@ class Srun:
         self._fds = (out, err)
         self._done = done
         self._budget = budget
-        # (output, for stderr, bytes of the budget it holds), then the exit code
-        self._queue: queue.SimpleQueue[tuple[bytes, bool, int] | int] = queue.SimpleQueue()
+        # (output, for stderr, bytes of the budget it holds), then the exit code's line
+        self._queue: queue.SimpleQueue[tuple[bytes, bool, int] | str] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._dropped = False
         self._finished = False
@@ -83,18 +83,19 @@ class Srun:
                 return
         self._queue.put((data, stderr, len(data)))
 
-    def finish(self, code: int) -> None:
-        """After the queued output, close it and hand srun ``code`` (once)."""
+    def finish(self, code: int, note: str = "") -> None:
+        """After the queued output, close it and hand srun ``code`` (once), followed on its
+        line by ``note`` (one line of words, for the tool)."""
         with self._lock:
             if self._finished:
                 return
             self._finished = True
-        self._queue.put(code)
+        self._queue.put(f"{code} {note}".strip() if note else str(code))
 
     def _drain(self) -> None:
         while True:
             item = self._queue.get()
-            if isinstance(item, int):
+            if isinstance(item, str):
                 break
             data, stderr, held = item
             with contextlib.suppress(OSError):  # srun went away: its output is dropped

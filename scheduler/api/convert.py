@@ -221,6 +221,8 @@ def session_output_from_pb(msg: pb.SessionOutput) -> SessionOutput:
         msg.exit_code,
         msg.error,
         msg.dial_error,
+        offset=msg.offset,
+        detached=msg.detached,
     )
 
 
@@ -260,6 +262,7 @@ def job_command_from_pb(msg: pb.JobCommand) -> JobCommand:
         msg.script,
         msg.script_index,
         msg.cwd,
+        tuple(sorted(msg.environment.items())),
     )
 
 
@@ -354,6 +357,8 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 dial_ticket=order.dial_ticket,
                 dial_port=order.dial_port,
                 reopen=order.reopen,
+                replay=order.replay,
+                resume_from=order.resume_from,
                 dial_tls=order.dial_tls,
             )
         )
@@ -411,6 +416,8 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 exit_code=order.exit_code,
                 output=order.output,
                 error=order.error,
+                wait_for=order.wait_for,
+                ended=order.ended,
             )
         )
     return pb.SchedulerMessage(

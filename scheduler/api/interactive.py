@@ -37,6 +37,8 @@ class InteractiveServicer(pb_grpc.InteractiveServiceServicer):
             first.port,
             first.node,
             first.reopen,
+            first.replay,
+            first.resume_from,
         )
         events = self.engine.interactive.interact(
             opening, _inputs(first, request_iterator), caller(), context.peer() or ""
@@ -75,4 +77,6 @@ def _output(out: SessionOutput) -> pb.InteractReply:
         exited=out.exited,
         exit_code=out.exit_code,
         error=out.error,
+        offset=out.offset,
+        detached=out.detached,
     )

@@ -277,6 +277,21 @@ def job_principal(owner: Principal) -> Principal:
     return dataclasses.replace(owner, admin=False)
 
 
+def may_pick_jobs_of(principal: Principal, user: str) -> str:
+    """``scancel -u USER`` inside a job picks among its owner's jobs only, whoever the owner
+    is (admins included: a job never acts with admin rights): "" for the owner's own name."""
+    if user == principal.user:
+        return ""
+    return f"{user[:40]!r}: inside a job, scancel acts on {principal.user}'s own jobs only"
+
+
+def may_wait_for(principal: Principal, job: JobRecord) -> str:
+    """``sbatch --wait`` inside a job follows jobs of the job's owner only."""
+    if job.user == principal.user:
+        return ""
+    return f"job {job.display_id} belongs to {job.user}; sbatch --wait follows your own jobs only"
+
+
 def may_send_data(node: str, asked_of: str) -> str:
     """Data (log output) answers a request made of one node; only that node may answer it."""
     if node == asked_of:

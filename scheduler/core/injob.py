@@ -6,36 +6,41 @@ command line is split as gsub splits its own and must agree with where the conta
 found its script, and the script is read by ``rota.sbatch`` exactly as gsub reads it, with
 the running job's image as the default image. Paths the container names (its working
 directory, ``-D``, ``-o``, ``-e``) are mapped to the node's through the job's mounts
-(``HostPaths``). Nothing here decides who may ask (``authz.may_command_from_job``) or stores
-anything.
+(``HostPaths``); a bare ``--export=NAME`` takes the value the container's sbatch sent from the
+environment it ran in. Nothing here decides who may ask (``authz.may_command_from_job``) or
+stores anything.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rota.inputs import MAX_COMMAND_BYTES, MAX_PATH, SpecError, is_job_id
+from rota.inputs import MAX_COMMAND_BYTES, MAX_ENV_VALUE, MAX_PATH, SpecError, check_text
 from rota.jobspec import JobSpec, parse_job_file
 from rota.messages import JobCommand
 from rota.sbatch import absolute_outputs, is_batch_script, read_script, wrap_script
 from rota.sbatch_options import ScriptError, long_name, takes_value
+from rota.scheduler.cluster.model import JobRecord
 from rota.scheduler.core.errors import UserError
-from rota.validate import MAX_COMMAND_ARGS
+from rota.states import JobState
+from rota.validate import MAX_COMMAND_ARGS, MAX_ENV, MAX_ENV_KEY
 
-TOOLS = ("sbatch", "scancel")
-MAX_IDS = 1000  # job ids of one scancel
+# sbatch-wait: sbatch --wait asking whether the job it submitted ended
+TOOLS = ("sbatch", "scancel", "sbatch-wait")
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def check_command(cmd: JobCommand) -> None:
     """UserError unless ``cmd`` is within what a command line may be: a known tool, at most
     ``MAX_COMMAND_ARGS`` arguments and ``MAX_COMMAND_BYTES`` characters of them, a script of
     at most ``MAX_COMMAND_BYTES`` bytes (gsub's limit of a job's command), an absolute working
-    directory of at most ``MAX_PATH`` characters."""
+    directory of at most ``MAX_PATH`` characters, and an environment (``check_environment``)."""
     if cmd.tool not in TOOLS:
         raise UserError(f"tool: {cmd.tool[:40]!r} is not one of {', '.join(TOOLS)}")
     if len(cmd.argv) > MAX_COMMAND_ARGS:
@@ -50,18 +55,43 @@ def check_command(cmd: JobCommand) -> None:
         raise UserError(f"the working directory must be an absolute path of at most {MAX_PATH}")
     if not -1 <= cmd.script_index < max(len(cmd.argv), 1):
         raise UserError("the script's argument is out of range")
+    check_environment(cmd.environment)
+
+
+def check_environment(environment: Sequence[tuple[str, str]]) -> None:
+    """UserError naming the field unless ``environment`` is at most ``MAX_ENV`` variables,
+    each named as a shell names one (at most ``MAX_ENV_KEY`` characters), with a value of at
+    most ``MAX_ENV_VALUE`` characters without control characters but tabs and newlines, and
+    ``MAX_COMMAND_BYTES`` characters in all."""
+    if len(environment) > MAX_ENV:
+        raise UserError(f"environment: {len(environment)} variables; at most {MAX_ENV}")
+    total = 0
+    for name, value in environment:
+        if len(name) > MAX_ENV_KEY or not _VARIABLE.match(name):
+            raise UserError(
+                f"environment: {name[:40]!r} is not a variable name (letters, digits and _, "
+                f"not starting with a digit, at most {MAX_ENV_KEY})"
+            )
+        try:
+            check_text(f"environment.{name}", value, MAX_ENV_VALUE, multiline=True)
+        except SpecError as exc:
+            raise UserError(str(exc)) from None
+        total += len(name) + len(value)
+    if total > MAX_COMMAND_BYTES:
+        raise UserError(f"environment: {total} characters; at most {MAX_COMMAND_BYTES} are allowed")
 
 
 @dataclass(frozen=True, slots=True)
 class SbatchLine:
     """An sbatch command line: sbatch options for the script, the script's name ("" for
-    standard input), its arguments, ``--wrap``'s command and ``--parsable``."""
+    standard input), its arguments, ``--wrap``'s command, ``--parsable`` and ``--wait``."""
 
     options: tuple[str, ...]
     script: str
     args: tuple[str, ...]
     wrap: str | None
     parsable: bool
+    wait: bool = False
 
 
 def split_line(argv: Sequence[str], script_index: int) -> SbatchLine:
@@ -70,7 +100,7 @@ def split_line(argv: Sequence[str], script_index: int) -> SbatchLine:
     script from (``script_index``), or with both ``--wrap`` and a script."""
     options: list[str] = []
     wrap: str | None = None
-    parsable = False
+    parsable = wait = False
     found = -1
     i = 0
     while i < len(argv):
@@ -90,6 +120,8 @@ def split_line(argv: Sequence[str], script_index: int) -> SbatchLine:
             i += 1
         if name == "parsable":
             parsable = True
+        elif name == "wait":
+            wait = True
         elif name == "wrap":
             wrap = words[1] if len(words) > 1 else word.partition("=")[2]
         else:
@@ -103,7 +135,7 @@ def split_line(argv: Sequence[str], script_index: int) -> SbatchLine:
         raise UserError("--wrap CMD takes no script")
     script = argv[found] if found >= 0 else ""
     args = tuple(argv[found + 1 :]) if found >= 0 else ()
-    return SbatchLine(tuple(options), script, args, wrap, parsable)
+    return SbatchLine(tuple(options), script, args, wrap, parsable, wait)
 
 
 class HostPaths:
@@ -143,27 +175,33 @@ class HostPaths:
 
 @dataclass(frozen=True, slots=True)
 class Sbatch:
-    """A script read for submission: the spec, gsub's warnings and ``--parsable``."""
+    """A script read for submission: the spec, gsub's warnings, ``--parsable`` and
+    ``--wait``."""
 
     spec: JobSpec
     source: str
     warnings: tuple[str, ...]
     parsable: bool
+    wait: bool = False
 
 
 def read_sbatch(cmd: JobCommand, running: JobSpec, node: str, now: datetime) -> Sbatch:
     """The job ``cmd`` (checked: ``check_command``) asks for, from a container of a job with
     spec ``running`` on ``node``: its script read as gsub reads it in the container's working
-    directory, the running job's image unless the script names one, and the paths mapped to
-    the node's. UserError naming what is wrong (the script's lines, one per problem)."""
+    directory with the environment sbatch sent (for ``sbatch $0``, which the container sent
+    no text of, over the running job's own ``env``), the running job's image unless the
+    script names one, and the paths mapped to the node's. UserError naming what is wrong (the
+    script's lines, one per problem)."""
     line = split_line(cmd.argv, cmd.script_index)
     cwd = posixpath.normpath(cmd.cwd)
     name = "--wrap" if line.wrap is not None else line.script or "-"
     own = own_script(running)
+    environ = dict(cmd.environment)
     if line.wrap is not None:
         text = wrap_script(line.wrap)
     elif own is not None and line.script == own[0]:
         text = own[1]
+        environ = {**running.env, **environ}
     else:
         try:
             text = cmd.script.decode("utf-8")
@@ -178,7 +216,7 @@ def read_sbatch(cmd: JobCommand, running: JobSpec, node: str, now: datetime) -> 
             )
     try:
         batch = read_script(
-            name, text, running.image, {}, cwd, options=line.options, args=line.args, now=now
+            name, text, running.image, environ, cwd, options=line.options, args=line.args, now=now
         )
     except ScriptError as exc:
         raise UserError("\n".join(f"{name}: {row}" for row in str(exc).splitlines())) from None
@@ -202,7 +240,7 @@ def read_sbatch(cmd: JobCommand, running: JobSpec, node: str, now: datetime) -> 
             "in its image's working directory"
         )
     spec = dataclasses.replace(spec, submit_dir=submit_dir or "", submit_host=node)
-    return Sbatch(spec, name, tuple(warnings), line.parsable)
+    return Sbatch(spec, name, tuple(warnings), line.parsable, line.wait)
 
 
 def own_script(spec: JobSpec) -> tuple[str, str] | None:
@@ -219,19 +257,16 @@ def own_script(spec: JobSpec) -> tuple[str, str] | None:
     return command[at + 2] if at + 2 < len(command) else command[at - 1], command[at + 1]
 
 
-def read_scancel(argv: Sequence[str]) -> list[str]:
-    """The job ids of a scancel command line (``12``, ``12_3``); UserError for anything else."""
-    if not argv:
-        raise UserError("No job identification provided")
-    if len(argv) > MAX_IDS:
-        raise UserError(f"{len(argv)} job ids; at most {MAX_IDS} at once")
-    for word in argv:
-        if not is_job_id(word):
-            raise UserError(
-                f"Invalid job id {word[:40]!r}: inside a job, rota's scancel takes job ids "
-                "only (scancel 12 13_4)"
-            )
-    return list(argv)
+def waited_exit(jobs: Sequence[JobRecord]) -> int | None:
+    """What sbatch --wait exits with once every one of ``jobs`` (a job, an array's tasks)
+    ended: the highest exit code, a job that ended without one counting 0 when COMPLETED and
+    1 otherwise (gsub --wait's rule); None while any has not ended."""
+    if not jobs or not all(j.state.terminal for j in jobs):
+        return None
+    return max(
+        j.exit_code if j.exit_code is not None else int(j.state is not JobState.COMPLETED)
+        for j in jobs
+    )
 
 
 class CommandBudget:

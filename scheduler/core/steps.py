@@ -22,8 +22,10 @@ from rota.scheduler.core import authz
 from rota.scheduler.core.audit import agent_refusal
 from rota.scheduler.core.control import ACTIONS as CONTROL_ACTIONS
 from rota.scheduler.core.errors import AccessDenied, NotFound, UserError
+from rota.scheduler.core.injob import waited_exit
 from rota.scheduler.core.lifecycle import Orders
 from rota.scheduler.core.lookup import CancelResult
+from rota.scheduler.core.scancel_line import ScancelLine
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.submission import SubmitItem
 from rota.scheduler.core.unused_notice import unused_words
@@ -219,6 +221,28 @@ class CoreSteps:
             services.users.record(entry)
             raise AccessDenied(why)
         return job.display_id, job.spec, authz.job_principal(owner.principal())
+
+    def scancel_targets(self, who: Principal, line: ScancelLine) -> list[str]:
+        """The display ids of ``who``'s live jobs a filtered scancel inside a job cancels;
+        AccessDenied when ``-u`` names anyone but ``who`` (``authz.may_pick_jobs_of``)."""
+        why = authz.may_pick_jobs_of(who, line.user) if line.user else ""
+        if why:
+            raise AccessDenied(why)
+        default = self.services.partitions.table.default.name
+        return line.chosen(self.services.model.jobs.values(), who.user, default)
+
+    def waited(self, who: Principal, display_id: str) -> int | None:
+        """sbatch --wait inside a job: the exit code of the job ``display_id`` (an array's
+        highest) once it ended, None before; NotFound when it names no job, AccessDenied for
+        another user's (``authz.may_wait_for``)."""
+        jobs = self.services.lookup.resolve(display_id)
+        if not jobs:
+            raise NotFound(f"job {display_id} is not known")
+        for job in jobs:
+            why = authz.may_wait_for(who, job)
+            if why:
+                raise AccessDenied(why)
+        return waited_exit(jobs)
 
     def command_done(self, entry: AuditEntry, noted: Sequence[str] = ()) -> None:
         """Record a command inside a job in the audit log, and ``entry.detail`` in the events

@@ -8,6 +8,11 @@ of ``injob.check_command``. It acts as the job's owner, never as an admin
 (``authz.job_principal``), through the same submit and cancel as gsub and gcancel, so every
 check of theirs applies. Each accepted command is in the audit log, and each job sbatch
 submits says in its events where it came from ("submitted from job 12 on node gpu03").
+
+``sbatch --wait`` holds nothing here: the reply names the job (``wait_for``) and the
+container's sbatch asks again (``sbatch-wait``, within the same budget, at most every 32
+seconds once it waited a while) until an answer is ``ended``; an answer lost on the way (the
+agent restarted) is simply asked again.
 """
 
 from __future__ import annotations
@@ -25,14 +30,8 @@ from rota.messages import JobCommand, JobCommandReply
 from rota.scheduler.agent_hub import AgentSession
 from rota.scheduler.cluster.users import AuditEntry, Principal
 from rota.scheduler.core.errors import AccessDenied, Conflict, NotFound, UserError
-from rota.scheduler.core.injob import (
-    TOOLS,
-    CommandBudget,
-    Sbatch,
-    check_command,
-    read_sbatch,
-    read_scancel,
-)
+from rota.scheduler.core.injob import TOOLS, CommandBudget, Sbatch, check_command, read_sbatch
+from rota.scheduler.core.scancel_line import read_scancel
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
 from rota.scheduler.core.submission import SubmitItem
@@ -67,10 +66,9 @@ class InJobFacade:
         task.add_done_callback(self._running.discard)
 
     async def run(self, session: AgentSession, cmd: JobCommand) -> None:
-        tool = cmd.tool if cmd.tool in TOOLS else "rota"
+        tool = cmd.tool.removesuffix("-wait") if cmd.tool in TOOLS else "rota"
         try:
-            output = await self._answer(session, cmd)
-            reply = JobCommandReply(cmd.request_id, 0, output=output)
+            reply = await self._answer(session, cmd)
         except (UserError, SpecError, AccessDenied, NotFound, Conflict) as exc:
             lines = str(exc).splitlines() or ["refused"]
             error = "".join(f"{tool}: error: {line}\n" for line in lines)
@@ -80,8 +78,8 @@ class InJobFacade:
             reply = JobCommandReply(cmd.request_id, 1, error=f"{tool}: error: internal error\n")
         session.outbox.put_nowait(reply)
 
-    async def _answer(self, session: AgentSession, cmd: JobCommand) -> str:
-        """What the command prints; raises what it prints as an error."""
+    async def _answer(self, session: AgentSession, cmd: JobCommand) -> JobCommandReply:
+        """The reply to ``cmd``; raises what it prints as an error."""
         clock = self.services.jobs.clock
         if not self.budget.take(cmd.job_id, session.node, clock()):
             log.warning("job %d: %s from node %s refused: rate", cmd.job_id, cmd.tool, session.node)
@@ -96,7 +94,9 @@ class InJobFacade:
         display_id, spec, who = found
         origin = f"from job {display_id} on node {node}"
         if cmd.tool == "scancel":
-            return await self._scancel(cmd, who, origin, peer)
+            return JobCommandReply(cmd.request_id, 0, await self._scancel(cmd, who, origin, peer))
+        if cmd.tool == "sbatch-wait":
+            return await self._waited(cmd, who)
         now = datetime.fromtimestamp(clock()).astimezone()
         host = node if HOST_NAME.match(node) else ""
         read = await self._read(who.user, cmd, spec, host, now)
@@ -113,8 +113,27 @@ class InJobFacade:
         await self._record(who, "sbatch", ",".join(ids), peer, detail, True, results[0].job_ids)
         warnings = "".join(f"sbatch: warning: {w}\n" for w in read.warnings)
         if read.parsable:
-            return warnings + "".join(f"{i}\n" for i in ids)
-        return warnings + "".join(f"Submitted batch job {i}\n" for i in ids)
+            output = warnings + "".join(f"{i}\n" for i in ids)
+        else:
+            output = warnings + "".join(f"Submitted batch job {i}\n" for i in ids)
+        wait_for = ids[0] if read.wait and ids else ""
+        return JobCommandReply(cmd.request_id, 0, output, wait_for=wait_for)
+
+    async def _waited(self, cmd: JobCommand, who: Principal) -> JobCommandReply:
+        """Whether the job ``argv[0]`` that an sbatch --wait follows ended: ``ended`` with its
+        exit code, or ``wait_for`` it again; ``ended`` with exit 1 and the error when it
+        cannot be followed (not a job of ``who``'s, no such job)."""
+        display_id = cmd.argv[0] if len(cmd.argv) == 1 else ""
+        try:
+            if not display_id:
+                raise UserError("sbatch-wait takes one job id")
+            code = await self.core.call(self.steps.waited, who, display_id)
+        except (UserError, AccessDenied, NotFound) as exc:
+            error = "".join(f"sbatch: error: {line}\n" for line in str(exc).splitlines())
+            return JobCommandReply(cmd.request_id, 1, error=error, ended=True)
+        if code is None:
+            return JobCommandReply(cmd.request_id, 0, wait_for=display_id)
+        return JobCommandReply(cmd.request_id, code, ended=True)
 
     async def _read(
         self, user: str, cmd: JobCommand, spec: JobSpec, host: str, now: datetime
@@ -140,8 +159,20 @@ class InJobFacade:
                 self._reading[user] = left
 
     async def _scancel(self, cmd: JobCommand, who: Principal, origin: str, peer: str) -> str:
-        """Cancel as ``who``: AccessDenied (nothing cancelled) when any id is another user's."""
-        ids = read_scancel(cmd.argv)
+        """Cancel as ``who`` the jobs named, or those of ``who``'s the filters pick (nothing
+        picked: nothing done, as SLURM's scancel); AccessDenied (nothing cancelled) when any
+        id is another user's, UserError naming ``--user`` when it names another user."""
+        line = read_scancel(cmd.argv)
+        ids = list(line.ids)
+        if line.filtered:
+            try:
+                ids = await self.core.call(self.steps.scancel_targets, who, line)
+            except AccessDenied as exc:
+                words = " ".join(cmd.argv)[:200]
+                await self._record(who, "scancel", words, peer, f"{origin}: {exc}", False)
+                raise UserError(f"--user: {exc}") from None
+            if not ids:
+                return ""
         reason = f"cancelled by {who.user} with scancel {origin}"
         try:
             results = await self.jobs.cancel(ids, who, reason)
@@ -149,7 +180,8 @@ class InJobFacade:
             await self._record(who, "scancel", ",".join(ids), peer, f"{origin}: {exc}", False)
             raise
         await self._record(who, "scancel", ",".join(ids), peer, reason)
-        problems = [f"{r.id}: {r.message}" for r in results if not r.ok]
+        # a job a filter picked may have ended since: SLURM's scancel passes over it
+        problems = [f"{r.id}: {r.message}" for r in results if not r.ok and not line.filtered]
         if problems:
             raise UserError("\n".join(problems))
         return ""

@@ -40,6 +40,10 @@ MAX_TERMINAL = 10_000  # rows or columns
 # have open or waiting at once: each holds up to a window of the scheduler's memory each way
 # and a thread and a process on the node
 MAX_USER_SESSIONS = 64
+# how an attach to a terminal starts: "" all its kept output (grun's first attach), "from"
+# the bytes after resume_from (grun back after losing the scheduler), "tail" its kept output
+# (grun --attach: a client that has none of it)
+REPLAYS = ("", "from", "tail")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,8 @@ class ClientOpen:
     port: int = 0
     node: str = ""
     reopen: bool = False  # attach: attached before; no replay of the earlier output
+    replay: str = ""  # attach to a terminal: "from" resume_from, "tail" (REPLAYS)
+    resume_from: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,11 @@ def check_open(request: ClientOpen) -> None:
     check_number("cols", request.cols, 0, MAX_TERMINAL)
     if request.kind == "forward":
         check_number("port", request.port, 1, 65535)
+    if request.replay not in REPLAYS:
+        raise SpecError("replay", f"{request.replay[:40]!r} is not one of '', 'from', 'tail'")
+    if request.replay and request.kind != "attach":
+        raise SpecError("replay", f"only an attach replays output, not {request.kind!r}")
+    check_number("resume_from", request.resume_from, 0, 2**63 - 1)
     if request.node:
         check_node_name("node", request.node)
 
@@ -163,7 +174,7 @@ class InteractiveFacade:
         node = request.node or job.node_names[0]
         if node not in job.node_names:
             raise SpecError("node", f"job {job.display_id} runs on {', '.join(job.node_names)}")
-        if request.kind != "attach":
+        if request.kind != "attach" or request.replay == "tail":  # grun --attach: recorded
             await self.core.call(sessions.entered, job, who, request.kind, node, peer)
         opening = SessionOpen(
             0,
@@ -175,6 +186,8 @@ class InteractiveFacade:
             request.rows,
             request.cols,
             request.port,
+            replay=request.replay,
+            resume_from=request.resume_from,
         )
         yield Started(node)
         # grun's terminal is attached again when its node comes back (a gap in piped output
@@ -183,6 +196,8 @@ class InteractiveFacade:
         resumable = Resumable(inputs, request.rows, request.cols) if again else None
         attached = True
         reopen = request.reopen
+        # the terminal's bytes the client has (None: it asked for the kept tail, none came yet)
+        position = None if request.replay == "tail" else request.resume_from
         end = "\r\n" if request.tty else "\n"
         try:
             # Not idle while a client is attached. Inside the try: a client gone (or a task
@@ -213,6 +228,8 @@ class InteractiveFacade:
                     opening = dataclasses.replace(
                         opening, rows=resumable.rows, cols=resumable.cols, reopen=reopen
                     )
+                    if reopen and position is not None:  # exactly what the client misses
+                        opening = dataclasses.replace(opening, replay="from", resume_from=position)
                 async for out in self.relay.run(node, opening, resumable or inputs):
                     if out.node_lost and resumable is not None:
                         lost = reopen = True  # its process runs on in its container: again
@@ -226,7 +243,9 @@ class InteractiveFacade:
                             async for event in self._ended(request, job):
                                 yield event
                             return
-                    if out.exited or out.error:
+                    if out.data and out.stream == 1:
+                        position = out.offset + len(out.data)
+                    if out.exited or out.error or out.detached:
                         # Detached before the end is handed on: a client that leaves as soon as
                         # it has it may leave this generator unfinished until it is collected.
                         attached = False

@@ -172,3 +172,6 @@ class _Session:
             await self.socket.send(TEXT, json.dumps({"exited": event.exit_code}).encode())
         elif event.error:
             await self.socket.send(TEXT, json.dumps({"error": event.error}).encode())
+        elif event.detached:  # a session's terminal that another client took over
+            why = "detached: another client attached"
+            await self.socket.send(TEXT, json.dumps({"error": why}).encode())

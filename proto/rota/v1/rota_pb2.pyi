@@ -1260,7 +1260,14 @@ class JobRequeue(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class JobCommand(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "tool", "argv", "script", "script_index", "cwd")
+    __slots__ = ("request_id", "job_id", "attempt", "tool", "argv", "script", "script_index", "cwd", "environment")
+    class EnvironmentEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1269,6 +1276,7 @@ class JobCommand(_message.Message):
     SCRIPT_FIELD_NUMBER: _ClassVar[int]
     SCRIPT_INDEX_FIELD_NUMBER: _ClassVar[int]
     CWD_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1277,22 +1285,27 @@ class JobCommand(_message.Message):
     script: bytes
     script_index: int
     cwd: str
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., tool: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., script: _Optional[bytes] = ..., script_index: _Optional[int] = ..., cwd: _Optional[str] = ...) -> None: ...
+    environment: _containers.ScalarMap[str, str]
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., tool: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., script: _Optional[bytes] = ..., script_index: _Optional[int] = ..., cwd: _Optional[str] = ..., environment: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class JobCommandReply(_message.Message):
-    __slots__ = ("request_id", "exit_code", "output", "error")
+    __slots__ = ("request_id", "exit_code", "output", "error", "wait_for", "ended")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     exit_code: int
     output: str
     error: str
-    def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., output: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+    wait_for: str
+    ended: bool
+    def __init__(self, request_id: _Optional[int] = ..., exit_code: _Optional[int] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., wait_for: _Optional[str] = ..., ended: _Optional[bool] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
-    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls", "reopen")
+    __slots__ = ("request_id", "job_id", "attempt", "kind", "command", "tty", "rows", "cols", "port", "window", "dial_ticket", "dial_port", "dial_tls", "reopen", "replay", "resume_from")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -1307,6 +1320,8 @@ class SessionOpen(_message.Message):
     DIAL_PORT_FIELD_NUMBER: _ClassVar[int]
     DIAL_TLS_FIELD_NUMBER: _ClassVar[int]
     REOPEN_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FROM_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     job_id: int
     attempt: int
@@ -1321,7 +1336,9 @@ class SessionOpen(_message.Message):
     dial_port: int
     dial_tls: bool
     reopen: bool
-    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ..., dial_ticket: _Optional[str] = ..., dial_port: _Optional[int] = ..., dial_tls: _Optional[bool] = ..., reopen: _Optional[bool] = ...) -> None: ...
+    replay: str
+    resume_from: int
+    def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., window: _Optional[int] = ..., dial_ticket: _Optional[str] = ..., dial_port: _Optional[int] = ..., dial_tls: _Optional[bool] = ..., reopen: _Optional[bool] = ..., replay: _Optional[str] = ..., resume_from: _Optional[int] = ...) -> None: ...
 
 class SessionInput(_message.Message):
     __slots__ = ("request_id", "data", "eof", "rows", "cols", "ack", "close")
@@ -1342,7 +1359,7 @@ class SessionInput(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., ack: _Optional[int] = ..., close: _Optional[bool] = ...) -> None: ...
 
 class SessionOutput(_message.Message):
-    __slots__ = ("request_id", "stream", "data", "ack", "exited", "exit_code", "error", "dial_error")
+    __slots__ = ("request_id", "stream", "data", "ack", "exited", "exit_code", "error", "dial_error", "offset", "detached")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
@@ -1351,6 +1368,8 @@ class SessionOutput(_message.Message):
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     DIAL_ERROR_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DETACHED_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     stream: int
     data: bytes
@@ -1359,7 +1378,9 @@ class SessionOutput(_message.Message):
     exit_code: int
     error: str
     dial_error: str
-    def __init__(self, request_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., ack: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., dial_error: _Optional[str] = ...) -> None: ...
+    offset: int
+    detached: bool
+    def __init__(self, request_id: _Optional[int] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., ack: _Optional[int] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., dial_error: _Optional[str] = ..., offset: _Optional[int] = ..., detached: _Optional[bool] = ...) -> None: ...
 
 class User(_message.Message):
     __slots__ = ("name", "admin", "accounts", "default_account", "uid", "gid", "revoked", "created")
@@ -1712,7 +1733,7 @@ class SummaryResponse(_message.Message):
     def __init__(self, users: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ..., accounts: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ..., start: _Optional[float] = ..., end: _Optional[float] = ...) -> None: ...
 
 class InteractRequest(_message.Message):
-    __slots__ = ("job_id", "kind", "command", "tty", "rows", "cols", "port", "node", "data", "eof", "reopen")
+    __slots__ = ("job_id", "kind", "command", "tty", "rows", "cols", "port", "node", "data", "eof", "reopen", "replay", "resume_from")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
@@ -1724,6 +1745,8 @@ class InteractRequest(_message.Message):
     DATA_FIELD_NUMBER: _ClassVar[int]
     EOF_FIELD_NUMBER: _ClassVar[int]
     REOPEN_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FROM_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     kind: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -1735,10 +1758,12 @@ class InteractRequest(_message.Message):
     data: bytes
     eof: bool
     reopen: bool
-    def __init__(self, job_id: _Optional[str] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., node: _Optional[str] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., reopen: _Optional[bool] = ...) -> None: ...
+    replay: str
+    resume_from: int
+    def __init__(self, job_id: _Optional[str] = ..., kind: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., tty: _Optional[bool] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., port: _Optional[int] = ..., node: _Optional[str] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., reopen: _Optional[bool] = ..., replay: _Optional[str] = ..., resume_from: _Optional[int] = ...) -> None: ...
 
 class InteractReply(_message.Message):
-    __slots__ = ("state", "reason", "estimated_start", "started", "stream", "data", "exited", "exit_code", "error")
+    __slots__ = ("state", "reason", "estimated_start", "started", "stream", "data", "exited", "exit_code", "error", "offset", "detached")
     STATE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_START_FIELD_NUMBER: _ClassVar[int]
@@ -1748,6 +1773,8 @@ class InteractReply(_message.Message):
     EXITED_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DETACHED_FIELD_NUMBER: _ClassVar[int]
     state: str
     reason: str
     estimated_start: float
@@ -1757,4 +1784,6 @@ class InteractReply(_message.Message):
     exited: bool
     exit_code: int
     error: str
-    def __init__(self, state: _Optional[str] = ..., reason: _Optional[str] = ..., estimated_start: _Optional[float] = ..., started: _Optional[bool] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+    offset: int
+    detached: bool
+    def __init__(self, state: _Optional[str] = ..., reason: _Optional[str] = ..., estimated_start: _Optional[float] = ..., started: _Optional[bool] = ..., stream: _Optional[int] = ..., data: _Optional[bytes] = ..., exited: _Optional[bool] = ..., exit_code: _Optional[int] = ..., error: _Optional[str] = ..., offset: _Optional[int] = ..., detached: _Optional[bool] = ...) -> None: ...
