@@ -414,3 +414,14 @@ def _read_to_the_end(conn: socket.socket) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def test_a_lowered_connection_cap_is_logged_once(cluster: Cluster, db_url: str) -> None:
+    """An HA scheduler built its server options twice (standing by, then leading), and said
+    twice that the open-file limit lowers max_connections."""
+    config = cluster.root / "many.yaml"
+    config.write_text("max_connections: 100000000\n")
+    args = ["scheduler", "--ha", "--db", db_url, "--config", str(config), "--http-listen", ""]
+    cluster.spawn("one", [*args, "--listen", f"127.0.0.1:{free_port()}"])
+    wait_for(lambda: "listening on" in cluster.log("one"), 30, what="it leads")
+    assert cluster.log("one").count("is more than the open-file limit") == 1, cluster.log("one")
