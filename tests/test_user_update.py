@@ -51,6 +51,8 @@ def test_an_admin_changes_a_users_accounts_and_the_token_keeps_working(cluster: 
     bad = cluster.cli("gadmin", "user", "update", "alice", "--default-account", "physics")
     assert bad.returncode == 2
     assert "default_account: 'physics' is not one of the user's accounts" in bad.stderr
+    unknown = cluster.cli("gadmin", "user", "update", "carol", "--admin")
+    assert unknown.returncode == 1 and "user carol does not exist" in unknown.stderr
     nothing = cluster.cli("gadmin", "user", "update", "alice")
     assert nothing.returncode == 2 and "nothing to change" in nothing.stderr
     me = json.loads(cluster.cli("gadmin", "user", "list", "--json", check=True).stdout)
