@@ -20,6 +20,7 @@ import grpc
 
 from rota.cli.errors import CliError
 from rota.cli.failover import FailoverChannel
+from rota.cli.rpc_errors import translate
 from rota.cli.target import Target, check_plaintext, resolve_target
 from rota.states import JobState
 from rota.tls import TLSFileError, channel_credentials
@@ -129,36 +130,8 @@ class Client:
             raise self.translate(exc) from None
 
     def translate(self, exc: grpc.RpcError) -> CliError:
-        code = exc.code() if hasattr(exc, "code") else None
-        details = exc.details() if hasattr(exc, "details") else str(exc)
-        if code is grpc.StatusCode.UNAVAILABLE and self.target.ca and _tls_failure(details):
-            return CliError(
-                f"TLS with the rota scheduler at {self.target.address} failed (CA "
-                f"{self.target.ca}; a scheduler name not in its certificate, a wrong CA, or a "
-                "missing client certificate)",
-                1,
-            )
-        if code is grpc.StatusCode.UNAVAILABLE and "is a standby" in (details or ""):
-            return CliError(
-                f"no rota scheduler at {self.target.address} leads (address from "
-                f"{self.target.source}): {details}; add the leader's address to --scheduler or "
-                "ROTA_SCHEDULER",
-                1,
-            )
-        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            return CliError(
-                f"cannot reach the rota scheduler at {self.target.address} "
-                f"(address from {self.target.source}; set --scheduler or ROTA_SCHEDULER): "
-                f"{'timed out' if code is grpc.StatusCode.DEADLINE_EXCEEDED else 'unavailable'}",
-                1,
-            )
-        if code is grpc.StatusCode.INVALID_ARGUMENT:
-            return CliError(details or "invalid request", 2)
-        if code is grpc.StatusCode.UNAUTHENTICATED:
-            return CliError(f"not signed in to the rota scheduler: {details}", 1)
-        if code is grpc.StatusCode.PERMISSION_DENIED:
-            return CliError(f"permission denied: {details}", 1)
-        return CliError(details or str(code), 1)
+        """The one-line error a failed call is shown as (``rpc_errors.translate``)."""
+        return translate(self.target, exc)
 
     # ------------------------------------------------------------ jobs
 
@@ -256,11 +229,22 @@ class Client:
         return list(self.call(self.jobs.ControlJobs, request).results)
 
     def stream_logs(self, job_id: str, attempt: int, follow: bool, node: str) -> Iterator[bytes]:
-        """An attempt's output in pieces; with ``follow``, until the attempt ends."""
+        """An attempt's output in pieces; with ``follow``, until the attempt ends. A stream
+        refused as unavailable before its first piece (a standby, a scheduler down) is asked
+        of the next scheduler given, as a call with one reply is."""
         request = pb.StreamLogsRequest(id=job_id, attempt=attempt, follow=follow, node=node)
-        with self.errors():
-            for chunk in self.jobs.StreamLogs(request, timeout=None if follow else 60):
-                yield chunk.data
+        tries = len(self.target.address.split(","))
+        for tried in range(1, tries + 1):
+            started = False
+            try:
+                for chunk in self.jobs.StreamLogs(request, timeout=None if follow else 60):
+                    started = True
+                    yield chunk.data
+                return
+            except grpc.RpcError as exc:
+                if started or tried == tries or not self.lost(exc):
+                    raise self.translate(exc) from None
+                self.next_scheduler()
 
     def interact(self, requests: Iterator[Any]) -> Any:
         """An interactive session (``rota.v1.InteractRequest`` in, ``InteractReply`` out): the
@@ -371,6 +355,10 @@ class Client:
         )
         return self.call(self.users.AddUser, request)
 
+    def update_user(self, name: str, **changes: Any) -> Any:
+        """Change a user (``UpdateUserRequest``'s fields: set_accounts and accounts ...)."""
+        return self.call(self.users.UpdateUser, pb.UpdateUserRequest(name=name, **changes))
+
     def list_users(self) -> list[Any]:
         return list(self.call(self.users.ListUsers, pb.ListUsersRequest()).users)
 
@@ -476,11 +464,6 @@ def as_dict(message: Any) -> dict[str, Any]:
     from google.protobuf.json_format import MessageToDict
 
     return MessageToDict(message, preserving_proto_field_name=True)
-
-
-def _tls_failure(details: str | None) -> bool:
-    text = (details or "").lower()
-    return any(word in text for word in ("ssl", "handshake", "certificate", "tls"))
 
 
 @contextmanager

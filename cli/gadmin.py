@@ -8,6 +8,8 @@ import argparse
 import sys
 import time
 
+from rota.cli.subcommands import name_subcommands
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gadmin", description="Administer rota nodes.")
@@ -75,7 +77,7 @@ def parse_labels(text: str | None) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = name_subcommands(build_parser()).parse_args(argv)
     from rota.cli.errors import run_main
 
     return run_main(lambda: _run(args))

@@ -1,4 +1,4 @@
-"""``gadmin user`` (add, list, revoke, token) and ``gadmin audit``: admins only.
+"""``gadmin user`` (add, update, list, revoke, token) and ``gadmin audit``: admins only.
 
 A token is printed once (only its hash is kept). With ``--install``, run as root on a shared
 host, it is written instead to the user's ``~/.config/rota/credentials``, owned by them, mode
@@ -18,7 +18,7 @@ from rota.cli.errors import CliError
 
 
 def add_user_parsers(sub: Any) -> None:
-    """Add ``user add|list|revoke|token`` and ``audit`` to gadmin's subcommands."""
+    """Add ``user add|update|list|revoke|token`` and ``audit`` to gadmin's subcommands."""
     user = sub.add_parser("user", help="users and their tokens")
     ops = user.add_subparsers(dest="op", required=True)
     add = ops.add_parser("add", help="create a user and print their token (once)")
@@ -34,6 +34,23 @@ def add_user_parsers(sub: Any) -> None:
     add.add_argument("--default-account", default="", help="account of jobs that name none")
     add.add_argument("--uid", type=int, help="uid their containers run as (with --gid)")
     add.add_argument("--gid", type=int, help="gid their containers run as (with --uid)")
+    update = ops.add_parser("update", help="change a user's accounts, uid:gid or admin flag")
+    update.add_argument("name")
+    update.add_argument(
+        "--account",
+        action="append",
+        metavar="A",
+        help="their accounts from now on (repeatable; replaces the list)",
+    )
+    update.add_argument("--default-account", help="account of jobs that name none ('': none)")
+    update.add_argument("--uid", type=int, help="uid their containers run as (with --gid)")
+    update.add_argument("--gid", type=int, help="gid their containers run as (with --uid)")
+    update.add_argument(
+        "--no-ids", action="store_true", help="forget uid:gid (the node's passwd entry decides)"
+    )
+    update.add_argument(
+        "--admin", action=argparse.BooleanOptionalAction, help="may administer everything"
+    )
     lst = ops.add_parser("list", help="users, admin flag, accounts, uid:gid, revoked")
     lst.add_argument("--json", action="store_true", help="print JSON")
     revoke = ops.add_parser("revoke", help="the user's token stops working now")
@@ -51,7 +68,7 @@ def add_user_parsers(sub: Any) -> None:
     audit.add_argument("--since", help="from this time: 2025-01-31, '2025-01-31 12:00', or 2h ago")
     audit.add_argument("--limit", type=int, default=1000, help="at most this many (newest)")
     audit.add_argument("--json", action="store_true", help="print JSON")
-    for sp in (add, lst, revoke, token, audit):
+    for sp in (add, update, lst, revoke, token, audit):
         sp.add_argument("--scheduler", default=argparse.SUPPRESS, help="scheduler HOST:PORT")
         sp.add_argument("--ca", default=argparse.SUPPRESS, help="CA certificate (or ROTA_CA)")
 
@@ -73,6 +90,15 @@ def run_user(args: argparse.Namespace, client: Client) -> int:
             -1 if args.gid is None else args.gid,
         )
         _show_token(reply, args, home, "created")
+    elif args.op == "update":
+        user = client.update_user(args.name, **_changes(args))
+        admin = "an admin" if user.admin else "not an admin"
+        accounts = ",".join(user.accounts) or "-"
+        ids = f"{user.uid}:{user.gid}" if user.uid >= 0 else "-"
+        print(
+            f"User {user.name} updated: accounts {accounts}, default account "
+            f"{user.default_account or '-'}, uid:gid {ids}, {admin}"
+        )
     elif args.op == "token":
         reply = client.new_token(args.name)
         _show_token(reply, args, home, "has a new token (the old one no longer works)")
@@ -82,6 +108,31 @@ def run_user(args: argparse.Namespace, client: Client) -> int:
     else:
         _print_users(client.list_users(), args.json)
     return 0
+
+
+def _changes(args: argparse.Namespace) -> dict[str, Any]:
+    """``UpdateUserRequest`` fields of what the options of ``gadmin user update`` set."""
+    changes: dict[str, Any] = {}
+    if args.account is not None:
+        changes.update(set_accounts=True, accounts=args.account)
+    if args.default_account is not None:
+        changes.update(set_default_account=True, default_account=args.default_account)
+    if (args.uid is None) != (args.gid is None):
+        raise CliError("--uid and --gid: give both or neither", 2)
+    if args.uid is not None and args.no_ids:
+        raise CliError("--uid/--gid and --no-ids: give one or the other", 2)
+    if args.uid is not None or args.no_ids:
+        uid, gid = (-1, -1) if args.no_ids else (args.uid, args.gid)
+        changes.update(set_ids=True, uid=uid, gid=gid)
+    if args.admin is not None:
+        changes.update(set_admin=True, admin=args.admin)
+    if not changes:
+        raise CliError(
+            "nothing to change: give --account, --default-account, --uid/--gid, --no-ids, "
+            "--admin or --no-admin",
+            2,
+        )
+    return changes
 
 
 def _show_token(reply: Any, args: argparse.Namespace, home: Any, what: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rota.cli.subcommands import name_subcommands
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gcontrol", description="Act on rota jobs.")
@@ -24,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = name_subcommands(build_parser()).parse_args(argv)
     from rota.cli.errors import run_main
 
     return run_main(lambda: _show(args) if args.action == "show" else _act(args))

@@ -8,6 +8,8 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from rota.cli.subcommands import name_subcommands
+
 EXAMPLES = """\
 examples:
   greserve create --name lab-a --start "monday 09:00" --duration 5d --nodes gpu03 --users alice,bob
@@ -106,7 +108,7 @@ def _booking_options(c: argparse.ArgumentParser, required: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = name_subcommands(build_parser()).parse_args(argv)
     from rota.cli.errors import run_main
 
     return run_main(lambda: _run(args))

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from rota.cli.db_errors import database_error
+
 
 def bootstrap_admin(db_url: str, name: str) -> str:
     """Make ``name`` an admin with a new token, straight in the scheduler's database (the
@@ -23,9 +25,10 @@ def bootstrap_admin(db_url: str, name: str) -> str:
         store.close()
 
 
-def _database_url(args: argparse.Namespace, prog: str) -> str | None:
+def _database_url(args: argparse.Namespace, prog: str) -> tuple[str, bool] | None:
     """The database URL ``rota scheduler`` would open with the same --db, --config and
-    --db-password-file; None after one error line on stderr."""
+    --db-password-file, and whether they named one (else: SQLite in this user's data
+    directory); None after one error line on stderr."""
     from rota.scheduler.config import load_config
 
     try:
@@ -34,7 +37,7 @@ def _database_url(args: argparse.Namespace, prog: str) -> str | None:
             database_url=args.db,
             db_password_file=args.db_password_file,
         )
-        return config.resolved_database_url()
+        return config.resolved_database_url(), bool(config.database_url)
     except (ValueError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return None
@@ -44,15 +47,20 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
     """``rota admin-token NAME``: on the scheduler host, with access to its database."""
     from rota.credentials import credentials_file, write_credentials
 
-    url = _database_url(args, "rota admin-token")
-    if url is None:
+    found = _database_url(args, "rota admin-token")
+    if found is None:
         return 2
+    url, named = found
     os.umask(0o077)
     name = args.name or current_user_name()
     try:
+        missing = "" if named else _no_schema(url)
+        if missing:
+            print(f"rota admin-token: error: {missing}", file=sys.stderr)
+            return 1
         token = bootstrap_admin(url, name)
     except Exception as exc:  # the database cannot be opened: one line, exit 1
-        print(f"rota admin-token: error: {exc}", file=sys.stderr)
+        print(f"rota admin-token: error: {database_error(exc) or exc}", file=sys.stderr)
         return 1
     if args.install:
         path = write_credentials(credentials_file(), token)
@@ -62,6 +70,37 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_schema(url: str) -> str:
+    """Why the default database ``url`` is not a rota database ("" when it is one): a token
+    written to a database no scheduler reads would be refused (a database named with --db or
+    database_url may be new: its schema is made). An empty SQLite file opened here is removed
+    again."""
+    from sqlalchemy import inspect
+    from sqlalchemy.engine import make_url
+
+    from rota.scheduler.store import schema
+    from rota.scheduler.store.store import open_engine
+
+    engine = open_engine(url)
+    try:
+        found = schema.status(engine)
+        tables = inspect(engine).get_table_names()
+    finally:
+        engine.dispose()
+    if found.current is not None or found.unversioned_tables:
+        return ""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not tables:
+        for suffix in ("", "-wal", "-shm"):  # a file without tables holds nothing
+            Path(parsed.database + suffix).unlink(missing_ok=True)
+    return (
+        f"{parsed.render_as_string(hide_password=True)} holds no rota database: name the "
+        "scheduler's with --db, or database_url in its --config (a scheduler run by the "
+        "systemd unit keeps SQLite in /var/lib/rota/scheduler.db: --db "
+        "sqlite:////var/lib/rota/scheduler.db)"
+    )
+
+
 def cmd_db(args: argparse.Namespace) -> int:
     """``rota db upgrade|current|downgrade [REV]``: the database's schema revision, on the
     database ``rota scheduler`` with the same --db/--config would open."""
@@ -69,9 +108,10 @@ def cmd_db(args: argparse.Namespace) -> int:
     from rota.scheduler.store.store import open_engine
 
     prog = f"rota db {args.db_command}"
-    url = _database_url(args, prog)
-    if url is None:
+    database = _database_url(args, prog)
+    if database is None:
         return 2
+    url = database[0]
     os.umask(0o077)
     engine = open_engine(url)
     try:
@@ -82,7 +122,7 @@ def cmd_db(args: argparse.Namespace) -> int:
         else:
             found = schema.downgrade(engine, args.revision, drop_all=args.drop_all)
     except Exception as exc:  # refused, unreachable, or a migration failed: one line, exit 1
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {database_error(exc) or exc}", file=sys.stderr)
         return 1
     finally:
         engine.dispose()

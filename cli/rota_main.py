@@ -14,6 +14,7 @@ import socket
 import sys
 from pathlib import Path
 
+from rota.cli.subcommands import name_subcommands
 from rota.paths import DEFAULT_ADDRESS, DEFAULT_HTTP, DEFAULT_PORT
 from rota.settings import SettingsFileError
 
@@ -84,6 +85,14 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
         return asyncio.run(serve(config))
     except (ListenError, SchemaError) as exc:
         print(f"rota scheduler: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the database cannot be opened at start-up: one line, exit 1
+        from rota.cli.db_errors import database_error
+
+        line = database_error(exc)
+        if line is None:
+            raise
+        print(f"rota scheduler: error: {line}", file=sys.stderr)
         return 1
 
 
@@ -381,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         from rota.cli.forward import main as forward_main
 
         return forward_main(argv)
-    args = build_parser().parse_args(argv)
+    args = name_subcommands(build_parser()).parse_args(argv)
     if args.command == "completion":
         from rota.cli.completion import script
 

@@ -71,6 +71,7 @@ def run_session(
     started = answered = False
     lost_at = 0.0  # when the scheduler last went away; 0 while it answers
     delay = RETRY[0]
+    untried = client.target.address.count(",")  # other schedulers to open it on (standbys)
     terminal = use_tty and opening["kind"] == "attach"  # a session's own terminal
     # the terminal's bytes shown (None: it asked for the kept tail and none came yet)
     position: int | None = None if opening.get("replay") == "tail" else 0
@@ -137,6 +138,10 @@ def run_session(
             except client.rpc_error as exc:
                 if detached.is_set():
                     return left()
+                if not answered and untried and client.lost(exc):  # a standby, or one down
+                    untried -= 1
+                    client.next_scheduler()
+                    continue
                 if not client.lost(exc) or not (answered or reconnect):  # never reached
                     raise client.translate(exc) from None
                 now = time.monotonic()

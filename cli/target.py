@@ -116,3 +116,23 @@ def check_plaintext(target: Target) -> None:
         f"warning: sending your rota token without TLS to {target.address} (ROTA_INSECURE)",
         file=sys.stderr,
     )
+
+
+def closed_hint(target: Target, details: str | None) -> str:
+    """What a connection the scheduler closed at once most likely lacks ("" if not closed):
+    gRPC reports a TLS scheduler that a plaintext client, or a client without the certificate
+    that ``tls_client_ca`` requires, speaks to only as "Socket closed"."""
+    if "socket closed" not in (details or "").lower():
+        return ""
+    if not target.ca:
+        return (
+            " (the connection was closed at once: if the scheduler serves TLS, give its CA: "
+            "--ca, ROTA_CA or ca: in ~/.config/rota/config.yaml)"
+        )
+    if not target.cert:
+        return (
+            " (the connection was closed at once: if the scheduler requires client "
+            "certificates, give yours: cert: and key: in ~/.config/rota/config.yaml, or "
+            "ROTA_CERT and ROTA_KEY)"
+        )
+    return ""

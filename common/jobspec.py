@@ -169,6 +169,11 @@ def _command(key: str, value: Any) -> tuple[str, ...]:
             raise SpecError(key, "must not be empty")
         return ("/bin/sh", "-c", value)
     if isinstance(value, list) and value and all(isinstance(v, str | int | float) for v in value):
+        for i, v in enumerate(value):
+            if isinstance(v, bool):  # YAML reads true, yes, on ... as booleans
+                raise SpecError(
+                    f"{key}[{i}]", f"got the boolean {v}; quote the word (e.g. 'true', 'yes')"
+                )
         return tuple(str(v) for v in value)
     raise SpecError(key, "expected a non-empty list of strings, or one string run by /bin/sh -c")
 

@@ -87,8 +87,9 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     leadership = None
+    options = server_options(config)  # once: it logs when the open-file limit lowers the cap
     if config.ha:
-        leadership = await _lead(config, database_url, stop)
+        leadership = await _lead(config, database_url, stop, options)
         if leadership is None:
             log.info("rota scheduler stopped (it was standing by)")
             return 0
@@ -112,7 +113,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
         AuthInterceptor(engine, time.time),
         ValidationInterceptor(input_rules(config)),
     ]
-    server = grpc.aio.server(options=server_options(config), interceptors=interceptors)
+    server = grpc.aio.server(options=options, interceptors=interceptors)
     add_servicers(server, engine)
     health = await add_standard_services(server)
     port = _bind(server, config)
@@ -170,9 +171,12 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     return 0
 
 
-async def _lead(config: SchedulerConfig, url: str, stop: asyncio.Event) -> Leadership | None:
-    """Stand by until this scheduler leads (its leadership), or None when ``stop`` came first.
-    The schema is checked first, as ``Store`` does (the lease lives in it)."""
+async def _lead(
+    config: SchedulerConfig, url: str, stop: asyncio.Event, options: list[tuple[str, int]]
+) -> Leadership | None:
+    """Stand by until this scheduler leads (its leadership), or None when ``stop`` came first;
+    ``options``: the standby's gRPC server options. The schema is checked first, as ``Store``
+    does (the lease lives in it)."""
     engine = open_engine(url)
     try:
         prepare(engine)
@@ -180,7 +184,7 @@ async def _lead(config: SchedulerConfig, url: str, stop: asyncio.Event) -> Leade
         engine.dispose()
     lease = Lease(url, config.ha_advertise or config.listen, config.ha_lease)
     leadership = Leadership(lease, _deposed)
-    if await leadership.acquire(lambda server: _bind(server, config), stop, server_options(config)):
+    if await leadership.acquire(lambda server: _bind(server, config), stop, options):
         return leadership
     await leadership.stop()
     return None

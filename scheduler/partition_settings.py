@@ -52,19 +52,21 @@ class PartitionSettings(Settings):
 
 
 def check_partitions(partitions: Mapping[str, PartitionSettings]) -> None:
-    """Names like job names and one default; ValueError naming the problem."""
+    """Names like job names and one default; ValueError phrased to follow the setting's name
+    ("partitions must ...")."""
     for name in partitions:
+        if not name:
+            raise ValueError("must not have an empty name")
         try:
             check_name("partitions", name)
         except SpecError as exc:
-            raise ValueError(f"partition name {name!r}: {exc}") from None
-        if not name:
-            raise ValueError("a partition name must not be empty")
+            rule = str(exc).removeprefix("partitions: ")
+            raise ValueError(f"must have names as jobs do ({rule}), got {name!r}") from None
     defaults = [name for name, p in partitions.items() if p.default]
     if len(defaults) > 1:
-        raise ValueError(f"only one partition may be the default, got {', '.join(defaults)}")
+        raise ValueError(f"must have only one default, got {', '.join(defaults)}")
     if len(partitions) > 1 and not defaults:
-        raise ValueError(f"one of the partitions ({', '.join(partitions)}) must have default: true")
+        raise ValueError(f"must mark one of {', '.join(partitions)} as the default (default: true)")
 
 
 def partition_table(

@@ -239,13 +239,19 @@ class Cluster:
             proc.wait(timeout=30)
 
     def cli(
-        self, *args: str, input: str | None = None, check: bool = False, cwd: Path | None = None
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = False,
+        cwd: Path | None = None,
+        token: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run a user command (gsub, gqueue ...) as a subprocess (in ``cwd`` when given)."""
+        """Run a user command (gsub, gqueue ...) as a subprocess (in ``cwd`` when given), as
+        the user of ``token`` (``add_user``) when given, else as the cluster's admin."""
         module = {"rota": "rota_main"}.get(args[0], args[0])
         result = subprocess.run(
             [sys.executable, "-m", f"rota.cli.{module}", *args[1:]],
-            env=self.env,
+            env=self.env if token is None else {**self.env, "ROTA_TOKEN": token},
             capture_output=True,
             text=True,
             input=input,

@@ -112,7 +112,18 @@ class GpuCluster:
         return [MessageToDict(e, preserving_proto_field_name=True) for e in job.events]
 
     def container_pid(self, job_id: str) -> int:
-        name = f"rota-{self.node_name}-{job_id}-1"
+        labels = [f"rota.node={self.node_name}", f"rota.job_id={job_id}", "rota.attempt=1"]
+        name = subprocess.run(
+            [
+                "docker",
+                "ps",
+                "-aq",
+                *(f for label in labels for f in ("--filter", f"label={label}")),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[0]
         out = subprocess.run(
             ["docker", "inspect", "-f", "{{.State.Pid}}", name],
             capture_output=True,

@@ -4,23 +4,9 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from datetime import datetime
 
 from tests.cluster import TEST_IMAGE, Cluster, free_port, fresh_passes, wait_for
-
-
-def _as(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run a user command as the user of ``token`` (``cluster.add_user``)."""
-    module = args[0]
-    return subprocess.run(
-        [sys.executable, "-m", f"rota.cli.{module}", *args[1:]],
-        env={**cluster.env, "ROTA_TOKEN": token},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def _submit(cluster: Cluster, token: str, user: str, *flags: str) -> str:
@@ -36,9 +22,9 @@ def _alices_lab(cluster: Cluster) -> tuple[str, str, str]:
     alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
     cluster.start_agent("n1", gpus=4)
     node = cluster.node_name("n1")
-    made = _as(
-        cluster, alice, "greserve", "create", "--name", "lab", "--start", "now",
-        "--duration", "2h", "--nodes", node, "--users", "alice", "--no-lend",
+    made = cluster.cli(
+        "greserve", "create", "--name", "lab", "--start", "now", "--duration", "2h",
+        "--nodes", node, "--users", "alice", "--no-lend", token=alice,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     return alice, bob, node
@@ -46,7 +32,7 @@ def _alices_lab(cluster: Cluster) -> tuple[str, str, str]:
 
 def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> None:
     alice, bob, node = _alices_lab(cluster)
-    shown = json.loads(_as(cluster, alice, "greserve", "show", "lab", "--json").stdout)
+    shown = json.loads(cluster.cli("greserve", "show", "lab", "--json", token=alice).stdout)
     assert shown["gpus"] == [{"node": node, "indices": [0, 1, 2, 3]}]
 
     other = _submit(cluster, bob, "bob")
@@ -69,12 +55,12 @@ def test_a_reservation_runs_its_jobs_and_keeps_others_off(cluster: Cluster) -> N
     why = cluster.cli("gqueue", "--explain", other, check=True).stdout
     assert "reservation:     lab (until " in why
 
-    refused = _as(cluster, bob, "gsub", "--reservation", "lab", str(cluster.root / "bob.yaml"))
+    refused = cluster.cli("gsub", "--reservation", "lab", str(cluster.root / "bob.yaml"), token=bob)
     assert refused.returncode != 0 and "reservation 'lab' allows users alice" in refused.stderr
 
-    overlap = _as(
-        cluster, bob, "greserve", "create", "--name", "late", "--start", "now+1h",
-        "--duration", "2h", "--nodes", node, "--users", "bob",
+    overlap = cluster.cli(
+        "greserve", "create", "--name", "late", "--start", "now+1h", "--duration", "2h",
+        "--nodes", node, "--users", "bob", token=bob,
     )  # fmt: skip
     assert overlap.returncode != 0 and "reserved by lab" in overlap.stderr
     listed = json.loads(cluster.cli("greserve", "list", "--json", check=True).stdout)
@@ -172,9 +158,9 @@ def test_maint_blocks_everyone_and_its_nodes_show_maintenance(cluster: Cluster) 
     alice, bob = cluster.add_user("alice"), cluster.add_user("bob")
     cluster.start_agent("n1", gpus=2)
     node = cluster.node_name("n1")
-    made = _as(
-        cluster, alice, "greserve", "create", "--name", "lab", "--start", "now",
-        "--duration", "2h", "--nodes", node, "--users", "alice",
+    made = cluster.cli(
+        "greserve", "create", "--name", "lab", "--start", "now", "--duration", "2h",
+        "--nodes", node, "--users", "alice", token=alice,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     cluster.cli(
@@ -199,7 +185,7 @@ def test_maint_blocks_everyone_and_its_nodes_show_maintenance(cluster: Cluster) 
 
 def _submit_text(cluster: Cluster, token: str, name: str, text: str, *flags: str) -> str:
     path = cluster.write_job(f"{name}.yaml", f"image: {TEST_IMAGE}\n{text}")
-    out = _as(cluster, token, "gsub", "--parsable", *flags, str(path))
+    out = cluster.cli("gsub", "--parsable", *flags, str(path), token=token)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 

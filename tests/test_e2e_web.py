@@ -7,8 +7,6 @@ ROTA_DOCS_SCREENSHOTS=1, the overview and the timeline into docs/img for the REA
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,17 +32,6 @@ mounts: ['{{gate}}:/gate:ro']
 @pytest.fixture
 def gc(cluster: Cluster, fake_nvml_lib: Path) -> GpuCluster:
     return GpuCluster(cluster, fake_nvml_lib)
-
-
-def as_user(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """A user command run with ``token`` (another user than the cluster's admin)."""
-    return subprocess.run(
-        [sys.executable, "-m", f"rota.cli.{args[0]}", *args[1:]],
-        env={**cluster.env, "ROTA_TOKEN": token},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def log_in(drv: WebDriver, base: str, token: str) -> None:
@@ -148,7 +135,7 @@ def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
     screenshot(browser, tmp_path, "heatmap")
 
     demo = gc.c.write_job("demo.yaml", JOB.replace("{gate}", str(gate)))
-    job = as_user(gc.c, ann, "gsub", "--parsable", str(demo))
+    job = gc.c.cli("gsub", "--parsable", str(demo), token=ann)
     assert job.returncode == 0, job.stderr
     job_id = job.stdout.strip()
     browser.get(base + "/#queue")
@@ -173,7 +160,7 @@ def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
     cells = wait_cells(browser, "#resv-table tbody tr", "ann-sweep")
     assert cells[1] == "ann" and cells[2] == "ann" and cells[5] == f"{node}:1,2", cells
     screenshot(browser, tmp_path, "timeline", for_docs=True)
-    listed = as_user(gc.c, ann, "greserve", "list")
+    listed = gc.c.cli("greserve", "list", token=ann)
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if line.startswith("ann-sweep"))
     assert f"{node}:1,2" in row, listed.stdout

@@ -17,8 +17,6 @@ fit and two taps select a booking's GPUs and time; the bookings' CSV the page of
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import urllib.request
 from datetime import datetime, timedelta
@@ -65,16 +63,6 @@ def add_member(cluster: Cluster, name: str) -> str:
         return UsersService(store.users, time.time).add(name, False, ("physics",), "physics")[1]
     finally:
         store.close()
-
-
-def as_user(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", f"rota.cli.{args[0]}", *args[1:]],
-        env={**cluster.env, "ROTA_TOKEN": token},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def set_zone(drv: WebDriver, zone: str) -> None:
@@ -135,12 +123,12 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     base = start(cluster)
     ann = add_member(cluster, "ann")
     bob = add_member(cluster, "bob")
-    job = as_user(cluster, ann, "gsub", "--parsable", str(cluster.write_job("t.yaml", SLEEPER)))
+    job = cluster.cli("gsub", "--parsable", str(cluster.write_job("t.yaml", SLEEPER)), token=ann)
     assert job.returncode == 0, job.stderr
     job_id = job.stdout.strip()
     cluster.wait_state(job_id, "RUNNING", timeout=90)
     sweep = SLEEPER.replace("gpus: 2", "gpus: 4") + "array: 0-2\n"
-    array = as_user(cluster, ann, "gsub", "--parsable", str(cluster.write_job("a.yaml", sweep)))
+    array = cluster.cli("gsub", "--parsable", str(cluster.write_job("a.yaml", sweep)), token=ann)
     assert array.returncode == 0, array.stderr
     array_id = array.stdout.strip().split("_")[0]
 
@@ -320,7 +308,7 @@ def test_drained_grey_account_booking_and_daily_from_the_page(
         browser, f'.tl-track[data-node="{n1}"][data-index="0"] .tl-bar[data-resv="physics-run"]'
     )
     assert wait_text(browser, "#book-result", "changed").startswith("changed physics-run")
-    shown = as_user(cluster, ann, "greserve", "show", "physics-run", "--json")
+    shown = cluster.cli("greserve", "show", "physics-run", "--json", token=ann)
     end = datetime.fromisoformat(json.loads(shown.stdout)["end"].replace("Z", "+00:00"))
     assert end.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M") == tomorrow(zone, 13)
     feed = wait_until(browser, "#ical-link").get_attribute("href") or ""

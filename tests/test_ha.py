@@ -195,6 +195,28 @@ def test_a_standby_is_not_serving_and_names_the_leader(pair: Pair) -> None:
         timeout=60,
     )
     assert standby_first.returncode == 0, standby_first.stderr  # past the standby to the leader
+    # a streamed reply (glogs) too: it named the leader and gave up, though given its address
+    cluster.start_agent("n1", 1, "--scheduler", f"{b},{a}")
+    job = cluster.submit(f"image: {TEST_IMAGE}\ncommand: [echo, hello]\n")
+    cluster.wait_state(job, "COMPLETED")
+    logs = subprocess.run(
+        [sys.executable, "-m", "rota.cli.glogs", job],
+        env={**cluster.env, "ROTA_SCHEDULER": f"{b},{a}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (logs.returncode, logs.stdout) == (0, "hello\n"), logs.stderr
+    running = cluster.submit(f"image: {TEST_IMAGE}\ncommand: [sleep, '600']\n")
+    cluster.wait_state(running, "RUNNING")
+    attached = subprocess.run(
+        [sys.executable, "-m", "rota.cli.gattach", running, "--", "echo", "in"],
+        env={**cluster.env, "ROTA_SCHEDULER": f"{b},{a}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (attached.returncode, attached.stdout) == (0, "in\n"), attached.stderr
 
 
 def test_a_stopped_leader_that_wakes_after_the_take_over_cannot_write(pair: Pair) -> None:
@@ -392,3 +414,14 @@ def _read_to_the_end(conn: socket.socket) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def test_a_lowered_connection_cap_is_logged_once(cluster: Cluster, db_url: str) -> None:
+    """An HA scheduler built its server options twice (standing by, then leading), and said
+    twice that the open-file limit lowers max_connections."""
+    config = cluster.root / "many.yaml"
+    config.write_text("max_connections: 100000000\n")
+    args = ["scheduler", "--ha", "--db", db_url, "--config", str(config), "--http-listen", ""]
+    cluster.spawn("one", [*args, "--listen", f"127.0.0.1:{free_port()}"])
+    wait_for(lambda: "listening on" in cluster.log("one"), 30, what="it leads")
+    assert cluster.log("one").count("is more than the open-file limit") == 1, cluster.log("one")

@@ -8,8 +8,6 @@ busybox image."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -154,16 +152,6 @@ def test_cancelling_a_job_that_waits_leaves_the_waited_job_running(cluster: Clus
     cluster.cli("gcancel", waited, check=True)
 
 
-def _as(cluster: Cluster, token: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", *args],
-        env={**cluster.env, "ROTA_TOKEN": token},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_scancel_filters_pick_the_owners_jobs_only(cluster: Cluster) -> None:
     _start(cluster)
     bob = cluster.add_user("bob")
@@ -172,7 +160,7 @@ def test_scancel_filters_pick_the_owners_jobs_only(cluster: Cluster) -> None:
         for name in ("a1", "a2", "b")
     }
     path = cluster.write_job("bob.yaml", _job("sleep 60", "name: a1\n"))
-    his = _as(cluster, bob, "rota.cli.gsub", "--parsable", "--hold", str(path))
+    his = cluster.cli("gsub", "--parsable", "--hold", str(path), token=bob)
     assert his.returncode == 0, his.stderr
     his_id = his.stdout.strip()
     command = (

@@ -82,6 +82,7 @@ def test_string_command_runs_through_sh() -> None:
         ({**BASE, "dependency": "afterok:abc"}, "dependency"),
         ({**BASE, "mounts": [{"source": "rel", "target": "/x"}]}, "mounts[0].source"),
         ({**BASE, "env": {"A": [1]}}, "env.A"),
+        ({"image": "i", "command": ["echo", True]}, "command[1]"),  # YAML's unquoted yes
         ({**BASE, "begin": "someday"}, "begin"),
         ({**BASE, "name": "bad name!"}, "name"),
         (["not", "a", "mapping"], "(top level)"),

@@ -46,7 +46,7 @@ def test_admins_manage_partitions_at_run_time(
     shown = cluster.cli("gqueue", "-t", "all", "-h", "-j", job, "-o", "%P %N", check=True)
     assert shown.stdout.split() == ["b", n2]
     too_long = cluster.cli("gsub", "-p", "b", "--time", "20", "--wrap", "true")
-    assert "exceeds partition 'b''s max_time of 600s" in too_long.stderr
+    assert "exceeds the max_time of partition 'b' (600s)" in too_long.stderr
 
     cluster.kill("scheduler", signal.SIGTERM)
     cluster.start_scheduler("--config", str(config))

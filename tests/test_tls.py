@@ -71,6 +71,7 @@ def test_tls_clients_and_agents_verify_the_scheduler(cluster: Cluster, tls: Path
     assert _ginfo(_cli_env(cluster, tls / "ca.pem")).returncode == 0
     plain = _ginfo(_cli_env(cluster, None))
     assert plain.returncode == 1 and "cannot reach" in plain.stderr
+    assert "if the scheduler serves TLS, give its CA: --ca, ROTA_CA" in plain.stderr
     other = _certs(cluster, "other")
     forged = _ginfo(_cli_env(cluster, other / "ca.pem"))
     assert forged.returncode == 1 and "TLS with the rota scheduler" in forged.stderr
@@ -99,6 +100,9 @@ def test_mutual_tls_needs_a_certificate_and_a_node_certificate_speaks_for_its_no
     ca = tls / "ca.pem"
     no_cert = _ginfo(_cli_env(cluster, ca))
     assert no_cert.returncode == 1, no_cert.stdout
+    assert "if the scheduler requires client certificates, give yours: cert: and key:" in (
+        no_cert.stderr
+    )
     assert _ginfo(_cli_env(cluster, ca, tls / "user-ann")).returncode == 0
 
     cluster.env_extra = {
@@ -116,6 +120,12 @@ def test_mutual_tls_needs_a_certificate_and_a_node_certificate_speaks_for_its_no
     assert f"the client certificate is for node {n1!r}, not for node {n2!r}" in cluster.log(
         "impostor"
     )
+    spawn_agent(cluster, "bare", n2, "--ca", str(ca))
+    wait_for(lambda: "retrying" in cluster.log("bare"), 20, what="the agent without a cert")
+    assert "if the scheduler requires client certificates (tls_client_ca), set cert and key" in (
+        cluster.log("bare")
+    )
+    cluster.kill("bare")
     user = spawn_agent(
         cluster,
         "user",

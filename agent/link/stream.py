@@ -61,6 +61,14 @@ class Link:
         self._addresses = [one.strip() for one in address.split(",")]
         self._at = 0  # the address dialled now
         self._credentials = channel_credentials(*tls) if tls else None
+        self._closed_hint = (  # gRPC says only "Socket closed" when the TLS handshake is refused
+            "if the scheduler serves TLS, set ca (--ca)"
+            if not tls
+            else "if the scheduler requires client certificates (tls_client_ca), set cert and "
+            "key (--cert, --key: node-NAME.pem from rota certs init)"
+            if not tls[1]
+            else ""
+        )
         self._hello = hello
         self._on_order = on_order
         self._monotonic = monotonic
@@ -113,10 +121,17 @@ class Link:
                 code = exc.code() if hasattr(exc, "code") else None
                 if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
                     raise Rejected(exc.details() if hasattr(exc, "details") else str(exc)) from None
+                details = (exc.details() if hasattr(exc, "details") else "") or ""
+                closed = (  # never welcomed: refused at the handshake, not a broken stream
+                    "socket closed" in details.lower()
+                    and not self.connected.is_set()
+                    and self._closed_hint
+                )
                 log.warning(
-                    "scheduler %s unreachable or stream broken (%s); retrying",
+                    "scheduler %s unreachable or stream broken (%s)%s; retrying",
                     self.address,
                     code.name if code else exc,
+                    f": the connection was closed at once: {self._closed_hint}" if closed else "",
                 )
             finally:
                 if self.connected.is_set():

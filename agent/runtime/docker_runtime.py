@@ -22,6 +22,7 @@ from rota.agent.runtime.attempts import Attempt, AttemptTable, Phase
 from rota.agent.runtime.base import EngineHealth, ReportFn
 from rota.agent.runtime.engine_args import (
     ENGINE_DOWN,
+    LABEL_AGENT,
     LABEL_ATTEMPT,
     LABEL_DISPLAY,
     LABEL_GPUS,
@@ -37,6 +38,7 @@ from rota.agent.runtime.engine_args import (
     short,
 )
 from rota.agent.runtime.engine_client import default_network, new_client, resolve_gpu_mode
+from rota.agent.runtime.identity import agent_id
 from rota.agent.runtime.mounts import MountStager
 from rota.agent.runtime.output import OutputSaver
 from rota.agent.runtime.policy import ContainerPolicy
@@ -79,6 +81,7 @@ class DockerRuntime:
         steps: NodeSteps | None = None,
     ) -> None:
         self.node = node
+        self.agent_id = agent_id(data_dir)  # whose containers are ours (identity.py)
         self.steps = steps or NodeSteps(data_dir / "steps", node, base_url)
         self.policy = policy or ContainerPolicy()
         log_dir = data_dir / "logs"
@@ -115,7 +118,8 @@ class DockerRuntime:
         return self._table.gpu_jobs()
 
     def container_info(self, container_id: str) -> tuple[int, str] | None:
-        """(host pid of the container's init process, job display id); None when it is gone.
+        """(host pid of the container's init process, job display id); None when it is gone
+        or is another agent's (``identity``: its processes belong to none of our jobs).
 
         Used to map GPU processes to jobs (``owners.ProcessOwners``).
         """
@@ -124,6 +128,8 @@ class DockerRuntime:
         except (DockerException, *ENGINE_DOWN):
             return None
         labels = attrs.get("Config", {}).get("Labels") or {}
+        if labels.get(LABEL_AGENT, self.agent_id) != self.agent_id:
+            return None
         display = labels.get(LABEL_DISPLAY) or labels.get(LABEL_JOB, "")
         return int(attrs.get("State", {}).get("Pid") or 0), display
 
@@ -151,7 +157,9 @@ class DockerRuntime:
     # ------------------------------------------------------------------ adopt
 
     def adopt(self) -> None:
-        """Take over this node's containers left by an earlier agent process.
+        """Take over this agent's containers left by an earlier process of it: those with its
+        node name and its id (``identity``), or with its node name and no id (started by an
+        older agent, which labelled none), never another agent's of the same node name.
 
         Running ones are watched with their original deadlines; ended ones are reported with
         their real exit codes.
@@ -161,6 +169,8 @@ class DockerRuntime:
         )
         for container in containers:
             labels = container.labels
+            if labels.get(LABEL_AGENT, self.agent_id) != self.agent_id:
+                continue  # another agent's, on the same engine with the same node name
             att = Attempt(
                 int(labels[LABEL_JOB]),
                 int(labels[LABEL_ATTEMPT]),
@@ -241,6 +251,7 @@ class DockerRuntime:
                 place.who,
                 place.workdir,
                 place.home,
+                self.agent_id,
             )
             args["labels"].update(place.files.labels())
             self.steps.prepare(

@@ -1,9 +1,10 @@
 """What the agent asks the Docker engine for: a container's create arguments, its name and
 labels, and how Docker's own texts (times, errors) are read back.
 
-Every container carries labels (node, job id, attempt, time limit, GPUs) and a unique name, so
-a restarted agent adopts what is still there and a second launch of the same attempt never
-starts a second container.
+Every container carries labels (node, the agent's id, job id, attempt, time limit, GPUs) and a
+name unique on its engine (``identity``), so a restarted agent adopts what is still there, a
+second launch of the same attempt never starts a second container, and another agent of the
+same node name on that engine (another user's ``rota up``) neither collides with nor adopts it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from rota.jobspec import Mount as JobMount
 from rota.messages import LaunchOrder
 
 LABEL_NODE = "rota.node"
+LABEL_AGENT = "rota.agent"  # the agent's id (identity.agent_id): whose container it is
 LABEL_JOB = "rota.job_id"
 LABEL_ATTEMPT = "rota.attempt"
 LABEL_DISPLAY = "rota.display_id"
@@ -43,11 +45,13 @@ def create_args(
     who: Identity | None = None,
     workdir: str = "",
     home: str = "",
+    agent: str = "",
 ) -> dict[str, Any]:
     """``containers.create`` arguments; ``mounts`` as ``policy.admit`` resolved (and the
     stager staged) them; ``gpu_mode`` "nvidia" or "env"; ``network`` "" for the engine's;
     ``who`` the container's user (``policy.identity`` when None); ``workdir`` and ``home``
-    as ``workplace.prepare`` decided them ("" = the spec's ``workdir``, the image's ``HOME``)."""
+    as ``workplace.prepare`` decided them ("" = the spec's ``workdir``, the image's ``HOME``);
+    ``agent`` the agent's id (``identity.agent_id``), in the name and labels."""
     spec = order.spec
     env = order.container_env  # policy.admit refused user values for the GPU variables
     who = who or policy.identity(order)
@@ -89,10 +93,11 @@ def create_args(
     return dict(
         image=spec.image,
         command=list(spec.command),
-        name=container_name(node, order.job_id, order.attempt),
+        name=container_name(node, order.job_id, order.attempt, agent),
         environment=env,
         labels={
             LABEL_NODE: node,
+            LABEL_AGENT: agent,
             LABEL_JOB: str(order.job_id),
             LABEL_ATTEMPT: str(order.attempt),
             LABEL_DISPLAY: order.display_id,
@@ -135,9 +140,11 @@ def image_path(client: docker.DockerClient, image: str) -> str:
     return next((e[5:] for e in env if e.startswith("PATH=")), "")
 
 
-def container_name(node: str, job_id: int, attempt: int) -> str:
+def container_name(node: str, job_id: int, attempt: int, agent: str = "") -> str:
+    """``rota-NODE-JOB-ATTEMPT``, with the agent's id after the node when given."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "-", node)
-    return f"rota-{safe}-{job_id}-{attempt}"
+    owner = f"{safe}-{agent}" if agent else safe
+    return f"rota-{owner}-{job_id}-{attempt}"
 
 
 def parse_time(text: str) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 from rota.scheduler.api.auth import caller
 from rota.scheduler.api.errors import unary
 from rota.scheduler.cluster.users import UserRecord
+from rota.scheduler.core.users import UserChange
 from rota.scheduler.engine import Engine
 from rota.v1 import rota_pb2 as pb
 from rota.v1 import rota_pb2_grpc as pb_grpc
@@ -27,7 +28,7 @@ def user_to_pb(user: UserRecord) -> pb.User:
 
 
 class UserServicer(pb_grpc.UserServiceServicer):
-    """``gadmin user add|list|revoke|token`` and ``gadmin audit``."""
+    """``gadmin user add|update|list|revoke|token`` and ``gadmin audit``."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -44,6 +45,21 @@ class UserServicer(pb_grpc.UserServiceServicer):
             caller(),
         )
         return pb.UserTokenResponse(user=user_to_pb(user), token=token)
+
+    @unary
+    async def UpdateUser(self, request: pb.UpdateUserRequest, context: Any) -> pb.User:
+        ids = (
+            (None if request.uid < 0 else request.uid, None if request.gid < 0 else request.gid)
+            if request.set_ids
+            else None
+        )
+        change = UserChange(
+            accounts=tuple(request.accounts) if request.set_accounts else None,
+            default_account=request.default_account if request.set_default_account else None,
+            ids=ids,
+            admin=request.admin if request.set_admin else None,
+        )
+        return user_to_pb(await self.engine.users.update_user(request.name, change, caller()))
 
     @unary
     async def ListUsers(self, request: pb.ListUsersRequest, context: Any) -> pb.ListUsersResponse:

@@ -185,6 +185,21 @@ def _add_user(req: pb.AddUserRequest, rules: Rules) -> None:
             check_host_id(name, value)
 
 
+def _update_user(req: pb.UpdateUserRequest, rules: Rules) -> None:
+    _user_name(req, rules)
+    _set(req.accounts, normal_names(req.accounts))
+    for i, account in enumerate(req.accounts):
+        check_account(f"accounts[{i}]", account)
+    req.default_account = normal_name(req.default_account)
+    check_account("default_account", req.default_account)
+    if req.set_ids and (req.uid == -1) != (req.gid == -1):
+        raise SpecError("uid, gid", "give both or neither (-1 and -1 clear them)")
+    for name in ("uid", "gid"):
+        value = getattr(req, name)
+        if value != -1:  # -1: unset
+            check_host_id(name, value)
+
+
 _CHECKS: dict[str, Callable[[Any, Rules], None]] = {
     _JOBS + "SubmitJobs": _submit,
     _JOBS + "ListJobs": _list,
@@ -210,6 +225,7 @@ _CHECKS: dict[str, Callable[[Any, Rules], None]] = {
     _PARTITIONS + "RemovePartition": _partition,
     _GPUS + "ResumeGpu": _gpu,
     _USERS + "AddUser": _add_user,
+    _USERS + "UpdateUser": _update_user,
     _USERS + "RevokeUser": _user_name,
     _USERS + "NewToken": _user_name,
 }

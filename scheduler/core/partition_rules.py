@@ -65,13 +65,13 @@ def _refusal(
     limit = spec.time_limit or part.default_time
     if part.max_time and limit > part.max_time:
         return UserError(
-            f"{source}: time_limit: {limit:.0f}s exceeds partition {part.name!r}'s max_time "
-            f"of {part.max_time:.0f}s"
+            f"{source}: time_limit: {limit:.0f}s exceeds the max_time of partition "
+            f"{part.name!r} ({part.max_time:.0f}s)"
         )
     gpus = (spec.gpus or part.default_gpus) * spec.nodes
     if part.max_gpus_per_job and gpus > part.max_gpus_per_job:
         return UserError(
-            f"{source}: resources.gpus: {gpus} GPUs in all exceeds partition {part.name!r}'s "
-            f"max_gpus_per_job of {part.max_gpus_per_job}"
+            f"{source}: resources.gpus: {gpus} GPUs in all exceeds the max_gpus_per_job of "
+            f"partition {part.name!r} ({part.max_gpus_per_job})"
         )
     return None

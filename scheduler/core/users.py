@@ -21,6 +21,19 @@ from rota.scheduler.core.tokens import hash_token, new_token
 from rota.scheduler.store.protocols import UserRepository
 
 _SELECTOR = 16  # hex digits of a token's hash that find it in memory
+
+
+@dataclasses.dataclass(frozen=True)
+class UserChange:
+    """What ``gadmin user update`` changes; None keeps the user's. ``ids``: (uid, gid), or
+    (None, None) to clear them."""
+
+    accounts: tuple[str, ...] | None = None
+    default_account: str | None = None
+    ids: tuple[int | None, int | None] | None = None
+    admin: bool | None = None
+
+
 MAX_AUDIT = 10_000  # entries one ListAudit answers with at most
 PRUNE_EVERY = 3600.0  # seconds between audit retention prunes
 
@@ -164,6 +177,50 @@ class UsersService:
 
     def all(self) -> list[UserRecord]:
         return self.store.users()
+
+    def update(self, name: str, change: UserChange) -> UserRecord:
+        """Apply ``change`` to user ``name`` (NotFound for an unknown one) and keep their
+        token; UserError names a bad field, or a change that would leave no admin, and
+        changes nothing."""
+        user = self.get(name)
+        accounts = user.accounts if change.accounts is None else change.accounts
+        default = user.default_account if change.default_account is None else change.default_account
+        uid, gid = (user.uid, user.gid) if change.ids is None else change.ids
+        admin = user.admin if change.admin is None else change.admin
+        try:
+            for i, account in enumerate(accounts):
+                check_account(f"accounts[{i}]", account)
+            if default:
+                check_account("default_account", default)
+            for field_name, value in (("uid", uid), ("gid", gid)):
+                if value is not None:
+                    check_host_id(field_name, value)
+        except SpecError as exc:
+            raise UserError(str(exc)) from None
+        if (uid is None) != (gid is None):
+            raise UserError("uid, gid: give both or neither")
+        if default and accounts and default not in accounts:
+            raise UserError(
+                f"default_account: {default!r} is not one of the user's accounts "
+                f"({', '.join(accounts)})"
+            )
+        others = [u for u in self.store.users() if u.admin and not u.revoked and u.name != name]
+        if user.admin and not admin and not others:
+            raise UserError(f"admin: {name} is the last admin; make another user an admin first")
+        updated = dataclasses.replace(
+            user,
+            accounts=tuple(dict.fromkeys(accounts)),
+            default_account=default,
+            uid=uid,
+            gid=gid,
+            admin=admin,
+        )
+        self._forget(user)
+        self._ids.pop(name, None)
+        self.store.save(updated)
+        if not updated.revoked:
+            self._accept(updated)
+        return updated
 
     def revoke(self, name: str) -> UserRecord:
         """The user's token stops working at once; NotFound for an unknown user."""

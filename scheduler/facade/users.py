@@ -8,6 +8,7 @@ from rota.scheduler.cluster.users import AuditEntry, Principal, UserRecord
 from rota.scheduler.core import authz
 from rota.scheduler.core.services import Services
 from rota.scheduler.core.steps import CoreSteps
+from rota.scheduler.core.users import UserChange
 from rota.scheduler.core_thread import Executor
 from rota.scheduler.store.protocols import WebSessionRepository
 
@@ -54,6 +55,10 @@ class UsersFacade:
         authz.require("users.manage", who)
         users = self.services.users
         return await self.core.call(users.add, name, admin, accounts, default_account, uid, gid)
+
+    async def update_user(self, name: str, change: UserChange, who: Principal) -> UserRecord:
+        authz.require("users.manage", who)
+        return await self.core.call(self.services.users.update, name, change)
 
     async def list_users(self, who: Principal) -> list[UserRecord]:
         authz.require("users.manage", who)

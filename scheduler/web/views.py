@@ -115,7 +115,7 @@ def node_json(
         "state": status.state,
         "reason": status.reason,
         "stale": status.stale,
-        "labels": dict(node.labels),
+        "labels": {**node.inventory.labels, **node.labels},  # the agent's, the admin's over them
         "address": node.address,
         "last_heartbeat": iso(node.last_heartbeat),
         "cpus": node.inventory.cpus,

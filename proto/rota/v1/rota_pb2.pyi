@@ -1478,6 +1478,30 @@ class WhoAmIRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class UpdateUserRequest(_message.Message):
+    __slots__ = ("name", "set_accounts", "accounts", "set_default_account", "default_account", "set_ids", "uid", "gid", "set_admin", "admin")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SET_ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    SET_DEFAULT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    SET_IDS_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    GID_FIELD_NUMBER: _ClassVar[int]
+    SET_ADMIN_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    set_accounts: bool
+    accounts: _containers.RepeatedScalarFieldContainer[str]
+    set_default_account: bool
+    default_account: str
+    set_ids: bool
+    uid: int
+    gid: int
+    set_admin: bool
+    admin: bool
+    def __init__(self, name: _Optional[str] = ..., set_accounts: _Optional[bool] = ..., accounts: _Optional[_Iterable[str]] = ..., set_default_account: _Optional[bool] = ..., default_account: _Optional[str] = ..., set_ids: _Optional[bool] = ..., uid: _Optional[int] = ..., gid: _Optional[int] = ..., set_admin: _Optional[bool] = ..., admin: _Optional[bool] = ...) -> None: ...
+
 class ReservedGpus(_message.Message):
     __slots__ = ("node", "indices")
     NODE_FIELD_NUMBER: _ClassVar[int]

@@ -1100,6 +1100,11 @@ class UserServiceStub:
                 request_serializer=rota_dot_v1_dot_rota__pb2.WhoAmIRequest.SerializeToString,
                 response_deserializer=rota_dot_v1_dot_rota__pb2.User.FromString,
                 _registered_method=True)
+        self.UpdateUser = channel.unary_unary(
+                '/rota.v1.UserService/UpdateUser',
+                request_serializer=rota_dot_v1_dot_rota__pb2.UpdateUserRequest.SerializeToString,
+                response_deserializer=rota_dot_v1_dot_rota__pb2.User.FromString,
+                _registered_method=True)
 
 
 class UserServiceServicer:
@@ -1143,6 +1148,13 @@ class UserServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateUser(self, request, context):
+        """`gadmin user update`: change what the request sets, keep the rest (and the token).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_UserServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1174,6 +1186,11 @@ def add_UserServiceServicer_to_server(servicer, server):
             'WhoAmI': grpc.unary_unary_rpc_method_handler(
                     servicer.WhoAmI,
                     request_deserializer=rota_dot_v1_dot_rota__pb2.WhoAmIRequest.FromString,
+                    response_serializer=rota_dot_v1_dot_rota__pb2.User.SerializeToString,
+            ),
+            'UpdateUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateUser,
+                    request_deserializer=rota_dot_v1_dot_rota__pb2.UpdateUserRequest.FromString,
                     response_serializer=rota_dot_v1_dot_rota__pb2.User.SerializeToString,
             ),
     }
@@ -1338,6 +1355,33 @@ class UserService:
             target,
             '/rota.v1.UserService/WhoAmI',
             rota_dot_v1_dot_rota__pb2.WhoAmIRequest.SerializeToString,
+            rota_dot_v1_dot_rota__pb2.User.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rota.v1.UserService/UpdateUser',
+            rota_dot_v1_dot_rota__pb2.UpdateUserRequest.SerializeToString,
             rota_dot_v1_dot_rota__pb2.User.FromString,
             options,
             channel_credentials,
