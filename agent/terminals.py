@@ -90,8 +90,12 @@ class Terminal:
                     start = self._end
                 start = first if start is None else max(start, first)
                 backlog = bytes(self._ring[start - first :]) if start < self._end else b""
-                self._client, self._position = client, max(start, self._end)
+                # a client that joined since ``before`` was told: this one takes over from it
+                late, self._client = self._client, client
+                self._position = max(start, self._end)
                 ended, code = self.ended, self._code
+            if late is not None:
+                late.taken_over()
             if backlog:
                 client.output(start, backlog)
         self._begin()
