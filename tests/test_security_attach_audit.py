@@ -69,3 +69,25 @@ def test_an_admin_taking_over_a_users_terminal_is_recorded(cluster: Cluster) -> 
     assert "grun attach by " in shown
     audit = cluster.cli("gadmin", "audit", check=True).stdout
     assert "Interact/attach" in audit
+
+
+def test_an_attach_to_a_batch_job_or_another_users_session_is_refused(cluster: Cluster) -> None:
+    """Held: ``grun --attach`` of a batch job is refused as no grun session (gattach opens a
+    shell in it), and of another user's job as theirs, whatever ``replay`` asks."""
+    cluster.start_scheduler("--config", config_file(cluster), "--open-registration")
+    cluster.start_agent("n1", gpus=1)
+    bob = cluster.add_user("bob")
+    cluster.submit(f"image: {TEST_IMAGE}\ncommand: [sleep, '60']\n")
+    cluster.wait_state("1", "RUNNING")
+    attach = [sys.executable, "-m", "rota.cli.grun", "--attach", "1", "--no-pty"]
+    batch = subprocess.run(attach, env=cluster.env, capture_output=True, timeout=60)
+    assert batch.returncode != 0
+    assert b"is a batch job, not a grun session" in batch.stderr
+    code = _ATTACH.replace('replay="from", resume_from=0', 'replay="from", resume_from=2**63 - 1')
+    theirs = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**cluster.env, "ROTA_TOKEN": bob},
+        capture_output=True,
+        timeout=60,
+    )
+    assert theirs.returncode != 0 and b"belongs to" in theirs.stderr, theirs.stderr[-300:]
