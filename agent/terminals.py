@@ -115,8 +115,10 @@ class Terminal:
             while True:
                 if not data:
                     if not self._settled.is_set():
-                        ready, _, _ = select.select([sock], [], [], SETTLE)
-                        if not ready:
+                        # poll, not select: the agent's descriptors go past FD_SETSIZE (1024)
+                        waiting = select.poll()
+                        waiting.register(sock, select.POLLIN)
+                        if not waiting.poll(SETTLE * 1000):
                             self._settled.set()
                             continue
                     try:
