@@ -184,10 +184,10 @@ class Terminals:
                 return found
             # the output so far too: positions count from the container's start
             handle = self._open_handle(dataclasses.replace(request, reopen=False))
-            if handle.multiplexed:
-                if request.reopen or request.replay:  # pipes: no replay after the first
+            if handle.multiplexed:  # pipes: no earlier output after the first attach
+                if request.reopen or request.replay:
                     handle.sock.close()
-                    return self._open_handle(request)
+                    return self._open_handle(dataclasses.replace(request, reopen=True))
                 return handle
             terminal = Terminal(handle, self._keep, lambda t: self._drop(key, t))
             with self._lock:
