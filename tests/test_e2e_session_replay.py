@@ -178,7 +178,9 @@ def test_detach_with_tilde_dot_and_a_second_attach_takes_the_terminal_over(
 def test_grun_attach_to_a_piped_session_gives_no_earlier_output(cluster: Cluster) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=1)
-    script = "echo early-line; until [ -e /dev/shm/gate ]; do sleep 0.2; done; echo late-line; sleep 600"
+    script = (
+        "echo early-line; until [ -e /dev/shm/gate ]; do sleep 0.2; done; echo late-line; sleep 600"
+    )
     first = subprocess.Popen(
         [sys.executable, "-m", "rota.cli.grun", "--image", TEST_IMAGE, "sh", "-c", script],
         env=cluster.env,
