@@ -90,8 +90,12 @@ class Terminal:
                     start = self._end
                 start = first if start is None else max(start, first)
                 backlog = bytes(self._ring[start - first :]) if start < self._end else b""
-                self._client, self._position = client, max(start, self._end)
+                # a client that joined since ``before`` was told: this one takes over from it
+                late, self._client = self._client, client
+                self._position = max(start, self._end)
                 ended, code = self.ended, self._code
+            if late is not None:
+                late.taken_over()
             if backlog:
                 client.output(start, backlog)
         self._begin()
@@ -111,8 +115,10 @@ class Terminal:
             while True:
                 if not data:
                     if not self._settled.is_set():
-                        ready, _, _ = select.select([sock], [], [], SETTLE)
-                        if not ready:
+                        # poll, not select: the agent's descriptors go past FD_SETSIZE (1024)
+                        waiting = select.poll()
+                        waiting.register(sock, select.POLLIN)
+                        if not waiting.poll(SETTLE * 1000):
                             self._settled.set()
                             continue
                     try:
@@ -178,10 +184,10 @@ class Terminals:
                 return found
             # the output so far too: positions count from the container's start
             handle = self._open_handle(dataclasses.replace(request, reopen=False))
-            if handle.multiplexed:
-                if request.reopen or request.replay:  # pipes: no replay after the first
+            if handle.multiplexed:  # pipes: no earlier output after the first attach
+                if request.reopen or request.replay:
                     handle.sock.close()
-                    return self._open_handle(request)
+                    return self._open_handle(dataclasses.replace(request, reopen=True))
                 return handle
             terminal = Terminal(handle, self._keep, lambda t: self._drop(key, t))
             with self._lock:

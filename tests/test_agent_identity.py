@@ -105,3 +105,26 @@ def test_an_upgraded_agent_adopts_its_older_unlabelled_containers(
     finally:
         ids = [cid for _, cid in _ids(node)]
         subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
+
+
+def test_a_damaged_agent_id_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    """Eighth attack: an agent-id file of binary bytes stopped the agent with the decoder's
+    words (``'utf-8' codec can't decode byte 0xff``) and not the file's name, a huge one was
+    read whole into memory, a directory in its place gave ``Is a directory`` alone. Each is
+    now one error naming the file; only its first bytes are read."""
+    import pytest
+
+    from rota.agent.runtime.identity import agent_id
+
+    path = tmp_path / "agent-id"
+    for damage in (b"\xff\xfe" * 8, b"0" * (64 << 20), b"0123456789abcdeX\n"):
+        path.write_bytes(damage)
+        with pytest.raises(ValueError, match="agent-id does not hold an agent id"):
+            agent_id(tmp_path)
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(ValueError, match="agent-id cannot be read"):
+        agent_id(tmp_path)
+    path.rmdir()
+    made = agent_id(tmp_path)
+    assert agent_id(tmp_path) == made and len(made) == 16

@@ -187,3 +187,33 @@ def test_detach_with_tilde_dot_and_a_second_attach_takes_the_terminal_over(
         if second is not None:
             second.close()
     assert cluster.wait_state("1", "FAILED")["exit_code"] == 5
+
+
+def test_grun_attach_to_a_piped_session_gives_no_earlier_output(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", gpus=1)
+    script = (
+        "echo early-line; until [ -e /dev/shm/gate ]; do sleep 0.2; done; echo late-line; sleep 600"
+    )
+    first = subprocess.Popen(
+        [sys.executable, "-m", "rota.cli.grun", "--image", TEST_IMAGE, "sh", "-c", script],
+        env=cluster.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert first.stdout is not None and first.stdout.readline() == b"early-line\n"
+    first.kill()
+    first.wait()
+    again = subprocess.Popen(
+        [sys.executable, "-m", "rota.cli.grun", "--attach", "1"],
+        env=cluster.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        cluster.cli("gattach", "1", "touch", "/dev/shm/gate", check=True)
+        assert again.stdout is not None and again.stdout.readline() == b"late-line\n"
+    finally:
+        again.kill()
+        again.wait()
+        cluster.cli("gcancel", "1")

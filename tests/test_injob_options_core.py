@@ -152,3 +152,32 @@ def test_the_jobs_own_script_takes_a_bare_name_from_the_jobs_environment() -> No
     assert dict(read_sbatch(own, running, "", NOW).spec.env) == {"SEED": "41"}
     resent = JobCommand(1, 9, 1, "sbatch", ("/bin/sh",), b"", 0, "/", (("SEED", "42"),))
     assert dict(read_sbatch(resent, running, "", NOW).spec.env) == {"SEED": "42"}
+
+
+def test_scancel_ids_cost_each_job_one_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eighth attack: a filtered scancel inside a job compared every one of its (up to 1,000)
+    ids with each of the owner's live jobs on the core thread: ``scancel --me 1 ... 1000``
+    from a job of a user with a pending array of 10,000 tasks took 15 s, 20 at once (the
+    burst) five minutes of every request's thread. The ids are parsed once and each job is
+    looked up among them."""
+    import rota.scheduler.core.scancel_line as scancel_line
+
+    parsed = []
+    real = scancel_line.parse_display_id
+
+    def counted(text: str) -> tuple[int, int | None]:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(scancel_line, "parse_display_id", counted)
+    tasks = [
+        _job(100_000 + i, "ann", "a", JobState.PENDING, array_job_id=100_000, array_task_id=i)
+        for i in range(2000)
+    ]
+    jobs = [*tasks, _job(5, "ann", "a", JobState.RUNNING), _job(6, "bob", "a", JobState.PENDING)]
+    line = read_scancel(["--me", *map(str, range(1, 999)), "100000_7", "6"])
+    assert line.chosen(jobs, "ann") == ["5", "100000_7"]  # bob's job 6 is never picked
+    assert len(parsed) <= 2 * 1000  # each id parsed once or twice, not once per job
+    assert read_scancel(["-n", "a", "100000"]).chosen(jobs, "ann") == [
+        j.display_id for j in tasks
+    ]  # every task of the array

@@ -148,3 +148,73 @@ def test_grun_attach_refuses_what_only_a_submission_takes() -> None:
             timeout=60,
         )
         assert done.returncode == 2 and why in done.stderr, done.stderr
+
+
+class _Slow(Recorder):
+    """A client whose ``taken_over`` waits for ``go``: the moment a second attach races in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def taken_over(self) -> None:
+        self.entered.set()
+        assert self.go.wait(10)
+        super().taken_over()
+
+
+def test_two_attaches_at_once_leave_one_client_and_tell_the_other(
+    pair: tuple[Terminal, socket.socket],
+) -> None:
+    """Eighth attack: two attaches at once (two ``grun --attach JOB``) both found the client
+    before gone already: the later to set itself was the terminal's client, the other was
+    never told it was taken over and never got output again; its grun waited for ever, a
+    session slot and a node thread held. Now the one displaced is told."""
+    terminal, process = pair
+    first = _Slow()
+    terminal.join(first, 0)
+    a, b = Recorder(), Recorder()
+    joining = threading.Thread(target=terminal.join, args=(a, 0))
+    joining.start()
+    assert first.entered.wait(10)  # a is telling the first client
+    terminal.join(b, 0)  # b joins meanwhile
+    first.go.set()
+    joining.join(10)
+    assert first.over.is_set()
+    process.sendall(b"after")
+    winner, loser = (a, b) if b.over.is_set() else (b, a)
+    assert loser.over.is_set(), "neither attach was told it was taken over"
+    winner.wait_for(5)
+    assert bytes(winner.data) == b"after" and not winner.over.is_set()
+
+
+def test_a_terminal_whose_descriptor_is_past_1024_is_read() -> None:
+    """Eighth attack: the terminal's reader waited for the engine's replay with
+    ``select.select``, which cannot take a descriptor past 1023: on an agent holding that many
+    (its unit allows 65,536: a user's sessions, log streams and sruns waiting on their FIFOs
+    are each one or more), every grun terminal attached next ended at once, its process
+    running on unseen. Now it waits with ``poll``."""
+    import os
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        ours, process = socket.socketpair()
+        assert ours.fileno() >= 1024
+        terminal = Terminal(SessionHandle(None, ours, False, "c1", direct=True), KEEP, print)
+        client = Recorder()
+        process.sendall(b"replayed")
+        terminal.join(client, None)  # the kept tail: waits for the replay to settle
+        client.wait_for(8)
+        process.sendall(b" live")
+        client.wait_for(13)
+        assert bytes(client.data) == b"replayed live" and not terminal.ended
+        process.close()
+        ours.close()
+    finally:
+        for fd in held:
+            os.close(fd)

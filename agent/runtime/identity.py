@@ -21,12 +21,17 @@ FILE = "agent-id"
 
 def agent_id(data_dir: Path) -> str:
     """The id kept in ``data_dir/agent-id`` (16 hex digits), created there (mode 0600) when
-    missing; a file that does not hold such an id is an error naming it (ValueError)."""
+    missing; a file that cannot be read or does not hold such an id (only its first bytes
+    are read) is an error naming it (ValueError)."""
     path = private_dir(data_dir) / FILE
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        text = path.read_text().strip()
+        try:
+            with open(path, "rb") as kept:  # a few bytes: an id, a newline, maybe spaces
+                text = kept.read(64).decode("ascii", "replace").strip()
+        except OSError as exc:  # a directory, unreadable
+            raise ValueError(f"{path} cannot be read: {exc.strerror or exc}") from None
         if len(text) != 16 or any(c not in "0123456789abcdef" for c in text):
             raise ValueError(
                 f"{path} does not hold an agent id (16 hex digits); remove it only if no job "

@@ -204,9 +204,8 @@ class UsersService:
                 f"default_account: {default!r} is not one of the user's accounts "
                 f"({', '.join(accounts)})"
             )
-        others = [u for u in self.store.users() if u.admin and not u.revoked and u.name != name]
-        if user.admin and not admin and not others:
-            raise UserError(f"admin: {name} is the last admin; make another user an admin first")
+        if user.admin and not admin:
+            self._keep_an_admin("admin", user)
         updated = dataclasses.replace(
             user,
             accounts=tuple(dict.fromkeys(accounts)),
@@ -223,8 +222,11 @@ class UsersService:
         return updated
 
     def revoke(self, name: str) -> UserRecord:
-        """The user's token stops working at once; NotFound for an unknown user."""
+        """The user's token stops working at once; NotFound for an unknown user, UserError
+        for the last admin whose token works."""
         user = self.get(name)
+        if user.admin and not user.revoked:
+            self._keep_an_admin("name", user)
         self._forget(user)
         revoked = dataclasses.replace(user, revoked=True)
         self.store.save(revoked)
@@ -249,6 +251,13 @@ class UsersService:
             return self.add(name, admin=True)[1]
         self.store.save(dataclasses.replace(self.get(name), admin=True))
         return self.new_token(name)[1]
+
+    def _keep_an_admin(self, field_name: str, user: UserRecord) -> None:
+        """UserError naming ``field_name`` when ``user`` is the last admin whose token works."""
+        if not any(u.admin and not u.revoked and u.name != user.name for u in self.store.users()):
+            raise UserError(
+                f"{field_name}: {user.name} is the last admin; make another user an admin first"
+            )
 
     def get(self, name: str) -> UserRecord:
         """The stored user; NotFound names an unknown one."""

@@ -174,7 +174,9 @@ class InteractiveFacade:
         node = request.node or job.node_names[0]
         if node not in job.node_names:
             raise SpecError("node", f"job {job.display_id} runs on {', '.join(job.node_names)}")
-        if request.kind != "attach" or request.replay == "tail":  # grun --attach: recorded
+        # recorded: gattach, forwards, grun --attach, and any attach by someone other than
+        # the job's owner (an admin taking over a user's terminal, its kept output with it)
+        if request.kind != "attach" or request.replay == "tail" or who.user != job.user:
             await self.core.call(sessions.entered, job, who, request.kind, node, peer)
         opening = SessionOpen(
             0,
