@@ -111,10 +111,13 @@ def run_session(
                     if reply.started and not started:
                         started = True
                         on_start()
+                        tell_size = None
                         if use_tty:
-                            raw += _raw(stdin_fd, outbox, client)
+                            size = _Size(stdin_fd, outbox, client, opening["rows"], opening["cols"])
+                            raw += _raw(stdin_fd, size)
+                            tell_size = size.tell
                         escape = _Escape(notice, detach) if terminal else None
-                        _read_input(stdin_fd, outbox, client, not use_tty, escape)
+                        _read_input(stdin_fd, outbox, client, not use_tty, escape, tell_size)
                     elif reply.state and not started:
                         on_wait(reply)
                     if reply.data and reply.stream != 2 and terminal:
@@ -232,18 +235,32 @@ class _Outbox:
             self._cond.notify_all()
 
 
-def _raw(fd: int, outbox: _Outbox, client: Client) -> list[Callable[[], None]]:
+class _Size:
+    """The terminal size last sent to the session, sent again whenever the terminal's differs:
+    on SIGWINCH and before each chunk of keys, so keys typed after a resize reach the session
+    after it (the signal's handler runs only when the main thread next gets to it, which a
+    busy machine may delay past the input thread's next read)."""
+
+    def __init__(self, fd: int, outbox: _Outbox, client: Client, rows: int, cols: int) -> None:
+        self._fd, self._outbox, self._client, self._sent = fd, outbox, client, (rows, cols)
+
+    def tell(self) -> None:
+        """Send the size if it changed; when the queue is full, the next call sends it. No
+        lock (the signal's handler must not wait on the input thread): two callers at once
+        may both send it, and one that sent a size read before a resize sends the new one."""
+        while (size := terminal_size(self._fd)) != self._sent:
+            request = self._client.interact_request(rows=size[0], cols=size[1])
+            if not self._outbox.put(request, block=False):
+                return
+            self._sent = size
+
+
+def _raw(fd: int, size: _Size) -> list[Callable[[], None]]:
     """Put the terminal in raw mode (keys such as Ctrl-C go to the session) and send its new
     size on every SIGWINCH; what undoes both."""
     saved = termios.tcgetattr(fd)
     tty.setraw(fd)
-
-    def resized(signum: int, frame: Any) -> None:
-        rows, cols = terminal_size(fd)
-        # when full, the next resize sends the size again
-        outbox.put(client.interact_request(rows=rows, cols=cols), block=False)
-
-    before = signal.signal(signal.SIGWINCH, resized)
+    before = signal.signal(signal.SIGWINCH, lambda signum, frame: size.tell())
 
     def undo() -> None:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
@@ -287,10 +304,15 @@ class _Escape:
 
 
 def _read_input(
-    fd: int, outbox: _Outbox, client: Client, eof: bool, escape: _Escape | None = None
+    fd: int,
+    outbox: _Outbox,
+    client: Client,
+    eof: bool,
+    escape: _Escape | None = None,
+    before_keys: Callable[[], None] | None = None,
 ) -> None:
-    """Copy ``fd`` into the session on a thread (through ``escape``, when given); at its
-    end, say so when ``eof``."""
+    """Copy ``fd`` into the session on a thread (through ``escape``, when given), calling
+    ``before_keys`` (if any) before each chunk it sends; at its end, say so when ``eof``."""
 
     def copy() -> None:
         while True:
@@ -303,6 +325,8 @@ def _read_input(
             sent = escape.feed(data) if escape is not None else data
             if sent is None:
                 return
+            if sent and before_keys:
+                before_keys()
             if sent and not outbox.put(client.interact_request(data=sent)):
                 return
         if eof:

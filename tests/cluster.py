@@ -288,6 +288,18 @@ class Cluster:
             what=f"job {job_id} in {states}",
         )
 
+    def pending_reason(self, job_id: str, timeout: float = 60) -> str:
+        """Why PENDING job ``job_id`` waits, once a scheduling pass gave it a reason (a job
+        just submitted has none until the next pass)."""
+        return str(
+            wait_for(
+                lambda: (j := self.job(job_id))["state"] == "PENDING" and j["reason"],
+                timeout,
+                interval=0.2,
+                what=f"job {job_id} pending with a reason",
+            )
+        )
+
     def node(self, name: str) -> dict[str, Any] | None:
         result = self.cli("ginfo", "--json")
         if result.returncode != 0:

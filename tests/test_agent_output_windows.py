@@ -39,12 +39,12 @@ def test_a_session_writing_a_byte_at_a_time_holds_window_over_cost_messages() ->
     sessions.order(SessionOpen(5, 7, 1, "exec", ("sh",), window=WINDOW))
     frames = b"".join(struct.pack(">BxxxL", 1, 1) + b"x" for _ in range(5000))
     process.sendall(frames)  # 5,000 one-byte writes of the process, nothing acknowledged
-    wait_for(lambda: len(sent) >= WINDOW // MESSAGE_COST, 10, what="the window's messages")
+    wait_for(lambda: len(sent) >= WINDOW // MESSAGE_COST, 30, what="the window's messages")
     session = sessions._sessions[5]
-    wait_for(lambda: session._unacked == WINDOW, 10, what="the window full")
+    wait_for(lambda: session._unacked == WINDOW, 30, what="the window full")
     assert len(sent) == WINDOW // MESSAGE_COST  # 64 messages in flight, not 5,000
     sessions.order(SessionInput(5, ack=1))  # the client took one
-    wait_for(lambda: len(sent) == WINDOW // MESSAGE_COST + 1, 10, what="one more message")
+    wait_for(lambda: len(sent) == WINDOW // MESSAGE_COST + 1, 30, what="one more message")
     sessions.close_all()
     process.close()
 
@@ -56,7 +56,7 @@ def test_an_output_request_counts_each_chunk_at_least_the_message_cost() -> None
     blocked = threading.Thread(target=flow.send, args=(1,))
     blocked.start()
     flow.acked(1)  # the reader took one chunk: room for one more
-    blocked.join(10)
+    blocked.join(30)
     assert not blocked.is_alive()
     assert flow._unacked == WINDOW
     flow.stop()

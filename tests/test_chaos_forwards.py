@@ -66,8 +66,8 @@ def test_broken_raw_forwards_leave_nothing_in_the_agent(cluster: Cluster) -> Non
             assert forward.stdout is not None
             assert b"Forwarding 127.0.0.1:" in forward.stdout.readline()
         _echo(echo).close()
-        wait_for(lambda: "raw data connection" in cluster.log("agent-n1"), 20, what="raw path")
-        before = wait_for(lambda: _settled(agent.pid), 20, what="the agent settled")
+        wait_for(lambda: "raw data connection" in cluster.log("agent-n1"), 60, what="raw path")
+        before = wait_for(lambda: _settled(agent.pid), 60, what="the agent settled")
 
         held = [_echo(echo) for _ in range(HELD // 2)]
         held += [socket.create_connection(("127.0.0.1", silent)) for _ in range(HELD // 2)]

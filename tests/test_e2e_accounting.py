@@ -18,9 +18,10 @@ from tests.nvml_fake import GiB, fake_gpu
 JOB = """
 name: {name}
 image: {image}
-command: ["sleep", "3"]
+command: ["sh", "-c", "until [ -e /gate/go ]; do sleep 0.1; done; sleep 3"]
 account: {account}
 resources: {{gpus: 1}}
+mounts: ['{gate}:/gate:ro']
 """
 
 
@@ -41,11 +42,17 @@ def test_gacct_totals_equal_the_jobs_run_with_nvml_figures(gc: GpuCluster) -> No
             fake_gpu(1, utilization=3, memory_used=2 * GiB),
         ],
         gpu_dirty_memory="1Ti",
+        allowed_mounts=[str(gc.c.root)],
     )
+    gate = gc.c.root / "gate"
+    gate.mkdir(mode=0o755)
     jobs = [
-        gc.c.submit(JOB.format(name=f"j{i}", image=TEST_IMAGE, account=acct))
+        gc.c.submit(JOB.format(name=f"j{i}", image=TEST_IMAGE, account=acct, gate=gate))
         for i, acct in enumerate(("vision", "nlp"))
     ]
+    for job in jobs:  # both run at once, whatever a loaded machine's pace
+        gc.c.wait_state(job, "RUNNING")
+    (gate / "go").write_text("")
     for job in jobs:
         gc.c.wait_state(job, "COMPLETED")
     gpu_of = {job: gc.gpu_ids(job)[0] for job in jobs}

@@ -123,7 +123,7 @@ def test_agent_metrics_show_nvml_readings_jobs_and_the_link(gc: GpuCluster) -> N
 
     # while the scheduler is away the readings stay fresh; its return counts as a reconnect
     gc.c.kill("scheduler")
-    wait_for(lambda: scrape(port)[("rota_agent_connected", agent)] == 0, 20, what="link down")
+    wait_for(lambda: scrape(port)[("rota_agent_connected", agent)] == 0, 60, what="link down")
     gc.change(0, utilization=12)
     wait_for(
         lambda: scrape(port)[("rota_agent_gpu_utilization_percent", gpu(0))] == 12,

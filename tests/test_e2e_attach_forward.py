@@ -170,4 +170,4 @@ def test_grun_of_a_quick_command_gets_its_output_and_exit_code(
     )
     assert result.stdout == b"quick\n"
     assert result.returncode == 4
-    wait_for(lambda: not cluster.containers(), 20, what="the session's container removed")
+    wait_for(lambda: not cluster.containers(), 60, what="the session's container removed")

@@ -85,7 +85,7 @@ def test_signal_comes_before_the_time_limit(cluster: Cluster) -> None:
     )
     done = cluster.wait_state(job, "COMPLETED", "TIMEOUT", timeout=60)
     assert done["state"] == "COMPLETED"
-    wait_for(lambda: "warned" in cluster.cli("glogs", job).stdout, 10, what="the warning")
+    wait_for(lambda: "warned" in cluster.cli("glogs", job).stdout, 60, what="the warning")
 
 
 def datetime_of(iso: str) -> float:

@@ -12,7 +12,7 @@ def test_hold_release_requeue_and_show(cluster: Cluster) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=1)
     held = cluster.submit(QUICK, "--hold")
-    assert cluster.wait_state(held, "PENDING")["reason"] == "JobHeldUser"
+    assert cluster.pending_reason(held) == "JobHeldUser"
     cluster.cli("gcontrol", "release", held, check=True)
     assert cluster.wait_state(held, "COMPLETED")["attempt"] == 1
 

@@ -39,7 +39,7 @@ def test_failed_job_shows_exit_code_and_logs_with_its_gpus(cluster: Cluster) -> 
     logs = cluster.cli("glogs", job_id, check=True).stdout
     assert f"visible={gpu} " in logs
     assert f"uuids=GPU-sim-{node}-{gpu}" in logs
-    wait_for(lambda: not cluster.containers(), 20, what="container removed after the job ended")
+    wait_for(lambda: not cluster.containers(), 60, what="container removed after the job ended")
 
 
 def test_cancel_running_job_ends_cancelled_and_removes_container(cluster: Cluster) -> None:
@@ -51,7 +51,7 @@ def test_cancel_running_job_ends_cancelled_and_removes_container(cluster: Cluste
     cluster.cli("gcancel", job_id, check=True)
     job = cluster.wait_state(job_id, "CANCELLED", timeout=30)
     assert job["state_code"] == "CA"
-    wait_for(lambda: not cluster.containers(), 20, what="container removed after gcancel")
+    wait_for(lambda: not cluster.containers(), 60, what="container removed after gcancel")
 
 
 def test_cancel_pending_job_and_unknown_id(cluster: Cluster) -> None:
@@ -60,7 +60,7 @@ def test_cancel_pending_job_and_unknown_id(cluster: Cluster) -> None:
     running = cluster.submit(SLEEPER)
     cluster.wait_state(running, "RUNNING")
     pending = cluster.submit(SLEEPER)
-    assert cluster.wait_state(pending, "PENDING")["reason"] == "Resources"
+    assert cluster.pending_reason(pending) == "Resources"
     cluster.cli("gcancel", pending, check=True)
     assert cluster.job(pending)["state"] == "CANCELLED"
     bad = cluster.cli("gcancel", "99999")
@@ -78,18 +78,25 @@ def test_time_limit_ends_timeout(cluster: Cluster) -> None:
 
 
 def test_two_jobs_wanting_all_gpus_run_one_after_the_other(cluster: Cluster) -> None:
-    cluster.start_scheduler()
+    cluster.start_scheduler("--allowed-mount", str(cluster.root), "--open-registration")
     cluster.start_agent("n1", gpus=2)
+    gate = cluster.root / "gate"
+    gate.mkdir(mode=0o755)
     job = f"""
 image: {TEST_IMAGE}
-command: ["sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES; sleep 6"]
+command: ["sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES; while [ ! -e /gate/go ]; do sleep 0.1; done"]
 resources: {{gpus: 2}}
+mounts: ['{gate}:/gate:ro']
 """
     first = cluster.submit(job)
     second = cluster.submit(job)
-    cluster.wait_state(first, "RUNNING")
-    waiting = cluster.job(second)
-    assert waiting["state"] == "PENDING" and waiting["reason"] == "Resources"
+    cluster.wait_state(first, "RUNNING")  # and it runs on until the gate opens
+    wait_for(
+        lambda: (j := cluster.job(second))["state"] == "PENDING" and j["reason"] == "Resources",
+        30,
+        what="the second job waiting for resources",
+    )
+    (gate / "go").write_text("")
     a = cluster.wait_state(first, "COMPLETED")
     b = cluster.wait_state(second, "COMPLETED")
     assert b["start_time"] >= a["end_time"], (

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import re
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.cluster import Cluster
-from tests.gpu_e2e import HEARTBEAT, SLEEPER, GpuCluster, gpus, wait_for
+from tests.gpu_e2e import SLEEPER, GpuCluster, gpus, wait_for
 from tests.nvml_fake import HOSTBRIDGE, SINGLE, SYSTEM, GiB, fake_gpu
 
 
@@ -44,7 +43,7 @@ def test_inventory_telemetry_and_staleness_in_ginfo(gc: GpuCluster) -> None:
     assert links == {(0, 1): ("PIX", True), (0, 2): ("SYS", False), (1, 2): ("PHB", True)}
 
     gc.change(1, utilization=37, temperature=51, memory_used=3 * GiB)
-    wait_for(lambda: gc.gpu(1).get("telemetry", {}).get("utilization") == 37, 10, what="telemetry")
+    wait_for(lambda: gc.gpu(1).get("telemetry", {}).get("utilization") == 37, 30, what="telemetry")
     table = gc.c.cli("ginfo", "-G", check=True).stdout
     row = next(
         line.split() for line in table.splitlines() if line.split()[:2] == [gc.node_name, "1"]
@@ -56,7 +55,7 @@ def test_inventory_telemetry_and_staleness_in_ginfo(gc: GpuCluster) -> None:
     assert "PIX+" in detail and "SYS" in detail
 
     gc.c.kill("agent-n1")  # heartbeats stop: the values stay, marked stale, never as fresh
-    wait_for(lambda: gc.gpu(1).get("stale"), 10, what="telemetry marked stale")
+    wait_for(lambda: gc.gpu(1).get("stale"), 30, what="telemetry marked stale")
     table = gc.c.cli("ginfo", "-G", check=True).stdout
     row = next(
         line.split() for line in table.splitlines() if line.split()[:2] == [gc.node_name, "1"]
@@ -65,7 +64,7 @@ def test_inventory_telemetry_and_staleness_in_ginfo(gc: GpuCluster) -> None:
     assert "* stale" in table
 
 
-def test_lost_gpu_is_unhealthy_within_one_heartbeat_kept_across_restart_and_resumed(
+def test_lost_gpu_is_unhealthy_kept_across_restart_and_resumed(
     gc: GpuCluster,
 ) -> None:
     gc.start(gpus(2))
@@ -73,10 +72,8 @@ def test_lost_gpu_is_unhealthy_within_one_heartbeat_kept_across_restart_and_resu
     gc.c.wait_state(first, "RUNNING")
     assert gc.gpu_ids(first) == [0]
 
-    lost_at = time.time()
-    gc.change(0, lost=True)
-    gpu0 = gc.wait_gpu(0, "unhealthy", timeout=10)
-    assert gpu0["marked_time"] - lost_at < HEARTBEAT + 0.5, "marked within one heartbeat"
+    gc.change(0, lost=True)  # marked by the first heartbeat carrying it: test_gpu_rules.py
+    gpu0 = gc.wait_gpu(0, "unhealthy", timeout=30)
     assert "GPU is lost" in gpu0["reason"] and gpu0["marked_by"] == "rota"
     assert gpu0["job_id"] == first
     # the job running on it is told: an event and a visible reason
@@ -90,7 +87,7 @@ def test_lost_gpu_is_unhealthy_within_one_heartbeat_kept_across_restart_and_resu
     gc.c.cli("gcancel", first, check=True)
     gc.c.wait_state(first, "CANCELLED")
     third = gc.c.submit(SLEEPER)
-    assert gc.c.wait_state(third, "PENDING")["reason"] == "Resources"
+    assert gc.c.pending_reason(third) == "Resources"
 
     # the GPU recovers, but only an admin returns it: the mark survives a scheduler restart
     gc.change(0, lost=False)
@@ -100,7 +97,7 @@ def test_lost_gpu_is_unhealthy_within_one_heartbeat_kept_across_restart_and_resu
         lambda: (n := gc.c.node(gc.node_name)) and n["state"] != "DOWN", 30, what="reconnected"
     )
     gc.change(0, temperature=41)  # a marker: once shown, a report without the loss was judged
-    wait_for(lambda: gc.gpu(0).get("telemetry", {}).get("temperature") == 41, 10, what="report")
+    wait_for(lambda: gc.gpu(0).get("telemetry", {}).get("temperature") == 41, 30, what="report")
     assert gc.gpu(0)["state"] == "unhealthy"
     assert gc.c.job(third)["state"] == "PENDING"
     ginfo = gc.c.cli("ginfo", check=True).stdout
@@ -132,14 +129,14 @@ def test_foreign_process_keeps_jobs_off_gpu0_and_job_processes_are_mapped(
     gc.c.wait_state(first, "RUNNING")
     assert gc.gpu_ids(first) == [1], "the busy GPU 0 gets no job"
     second = gc.c.submit(SLEEPER)
-    assert gc.c.wait_state(second, "PENDING")["reason"] == "Resources"
+    assert gc.c.pending_reason(second) == "Resources"
 
     # the job's own process (its container's init, a real host pid) is mapped to the job
     pid = gc.container_pid(first)
     gc.change(1, memory_used=GiB, processes=[{"pid": pid, "used_memory": GiB}])
     wait_for(
         lambda: gc.gpu(1)["telemetry"].get("processes", [{}])[0].get("job_id") == first,
-        10,
+        30,
         what="job process mapped to its job",
     )
     detail = gc.c.cli("ginfo", "-N", gc.node_name, check=True).stdout
@@ -162,7 +159,7 @@ def test_hot_gpu_is_drained_and_returns_once_cool(gc: GpuCluster) -> None:
     gc.c.wait_state(job, "RUNNING")
     assert gc.gpu_ids(job) == [1], "the hot GPU gets no job"
     gc.change(0, temperature=60)
-    gc.wait_gpu(0, "idle", timeout=10)  # healthy for gpu_auto_resume_after: back in service
+    gc.wait_gpu(0, "idle", timeout=30)  # healthy for gpu_auto_resume_after: back in service
 
 
 def test_memory_held_after_the_job_ends_marks_the_gpu_dirty_until_released(
@@ -174,10 +171,10 @@ def test_memory_held_after_the_job_ends_marks_the_gpu_dirty_until_released(
     gc.change(0, memory_used=10 * GiB, utilization=90)
     gc.c.cli("gcancel", first, check=True)
     gc.c.wait_state(first, "CANCELLED")
-    gpu0 = gc.wait_gpu(0, "dirty", timeout=10)
+    gpu0 = gc.wait_gpu(0, "dirty", timeout=30)
     assert f"10Gi still in use after job {first} ended" in gpu0["reason"]
     second = gc.c.submit(SLEEPER)
-    waiting = wait_for(lambda: (j := gc.c.job(second))["reason"] and j, 10, what="a pass")
+    waiting = wait_for(lambda: (j := gc.c.job(second))["reason"] and j, 30, what="a pass")
     assert waiting["state"] == "PENDING", "a dirty GPU gets no job"
     gc.change(0, memory_used=0, utilization=0)
     gc.c.wait_state(second, "RUNNING")

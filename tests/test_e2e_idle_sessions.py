@@ -15,7 +15,8 @@ from tests.gpu_e2e import GpuCluster, gpus, wait_for
 from tests.support.smtp import SmtpRelay
 from tests.terminal import Terminal
 
-IDLE_AFTER = 6.0
+IDLE_AFTER = 20.0
+WARNED_BEFORE = 16.0  # warned 4 s into idling: 16 s left to look at the warning before the end
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ def _kept_then_warned_and_ended(gc: GpuCluster, relay: SmtpRelay) -> None:
     gc.start(
         gpus(1),
         interactive_idle_after=IDLE_AFTER,
-        interactive_idle_warning=4.0,
+        interactive_idle_warning=WARNED_BEFORE,
         mail_relay=relay.address,
         mail_domain="lab.example",
     )
@@ -43,7 +44,8 @@ def _kept_then_warned_and_ended(gc: GpuCluster, relay: SmtpRelay) -> None:
         term.expect(b"$ ")
         (job,) = gc.c.jobs()
         assert job["interactive"] and job["state"] == "RUNNING"
-        time.sleep(2 * IDLE_AFTER)  # idle GPUs, but a client is attached: kept, not warned
+        # idle GPUs, but a client is attached: kept, not warned (nor, then, ended)
+        time.sleep(2 * (IDLE_AFTER - WARNED_BEFORE))
         job = gc.c.job(job["id"])
         assert (job["state"], job["warning"]) == ("RUNNING", "")
         term.send(b"echo still-here\r")
@@ -53,7 +55,7 @@ def _kept_then_warned_and_ended(gc: GpuCluster, relay: SmtpRelay) -> None:
     wait_for(lambda: "WARN: idle session" in gc.queue_line(job["id"]), 30, what="idle warning")
     assert any("idle session" in e["reason"] for e in gc.events(job["id"]))
     entered = gc.c.cli("gattach", job["id"], "true", check=True)  # the terminal is told
-    wait_for(lambda: relay.mails(), 20, what="the idle warning by mail")
+    wait_for(lambda: relay.mails(), 60, what="the idle warning by mail")
     subject = str(relay.mails()[0][2]["Subject"]).strip()
     assert subject.startswith(f"rota Job_id={job['id']} Name=interactive Idle"), subject
     assert "rota: this session was warned: idle session: no client attached" in entered.stderr

@@ -17,7 +17,7 @@ from tests.nvml_fake import GiB, fake_gpu
 JOB = f"""
 name: metered
 image: {TEST_IMAGE}
-command: ["sleep", "4"]
+command: ["sleep", "600"]
 resources: {{gpus: 1}}
 """
 
@@ -60,8 +60,8 @@ def test_metrics_parse_and_move_when_a_job_starts_and_ends(gc: GpuCluster) -> No
 
     job = gc.c.submit(JOB)
     gc.c.wait_state(job, "RUNNING")
-    running = wait_for(
-        lambda: (m := scrape(port)).get(("rota_jobs", (("state", "RUNNING"),))) == 1 and m, 10
+    running = wait_for(  # the job runs until it is cancelled: a slow look still finds it
+        lambda: (m := scrape(port)).get(("rota_jobs", (("state", "RUNNING"),))) == 1 and m, 30
     )
     assert running[("rota_node_gpus_allocated", (("node", node),))] == 1
     assert running[("rota_node_gpus_idle", (("node", node),))] == 1
@@ -73,9 +73,10 @@ def test_metrics_parse_and_move_when_a_job_starts_and_ends(gc: GpuCluster) -> No
     )
     assert running[submits] == 1
 
-    gc.c.wait_state(job, "COMPLETED")
+    gc.c.cli("gcancel", job, check=True)
+    gc.c.wait_state(job, "CANCELLED")
     after = wait_for(
-        lambda: (m := scrape(port)).get(("rota_jobs", (("state", "RUNNING"),))) == 0 and m, 10
+        lambda: (m := scrape(port)).get(("rota_jobs", (("state", "RUNNING"),))) == 0 and m, 30
     )
     assert after[("rota_node_gpus_allocated", (("node", node),))] == 0
     assert after[("rota_node_gpus_idle", (("node", node),))] == 2

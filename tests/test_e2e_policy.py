@@ -117,9 +117,12 @@ def test_array_runs_at_most_its_percent_limit_at_once_and_cancels_as_one(
 
 
 def test_dependencies_hold_release_and_begin_time(cluster: Cluster) -> None:
-    cluster.start_scheduler()
+    cluster.start_scheduler("--allowed-mount", str(cluster.root), "--open-registration")
     cluster.start_agent("n1", gpus=4)
-    first = cluster.submit(_job("sleep 10; exit 1"))
+    gate = cluster.root / "gate"  # first fails once its dependants were seen waiting
+    gate.mkdir(mode=0o755)
+    mounts = f"mounts: ['{gate}:/gate:ro']\n"
+    first = cluster.submit(_job("until [ -e /gate/go ]; do sleep 0.1; done; exit 1", extra=mounts))
     ok = cluster.submit(_job("echo ok"), "--dependency", f"afterok:{first}")
     notok = cluster.submit(_job("echo notok"), "--dependency", f"afternotok:{first}")
     anydep = cluster.submit(_job("echo any", extra=f"dependency: afterany:{first}\n"))
@@ -128,6 +131,7 @@ def test_dependencies_hold_release_and_begin_time(cluster: Cluster) -> None:
     cluster.cli("gcontrol", "hold", notok, check=True)
     _wait_reason(cluster, notok, "JobHeldUser")
     assert cluster.wait_state(after, "COMPLETED")["start_time"] >= cluster.job(first)["start_time"]
+    (gate / "go").write_text("")
     cluster.wait_state(first, "FAILED")
     _wait_reason(cluster, ok, "DependencyNeverSatisfied")
     cluster.wait_state(anydep, "COMPLETED")
@@ -137,7 +141,7 @@ def test_dependencies_hold_release_and_begin_time(cluster: Cluster) -> None:
     explained = cluster.cli("gqueue", "--explain", ok, check=True).stdout
     assert "DependencyNeverSatisfied" in explained
 
-    later = cluster.submit(_job("echo later", extra="begin: now+4s\n"))
+    later = cluster.submit(_job("echo later", extra="begin: now+15s\n"))  # seen waiting first
     _wait_reason(cluster, later, "BeginTime")
     done = cluster.wait_state(later, "COMPLETED", timeout=60)
     assert done["start_time"] > done["submit_time"]
@@ -154,7 +158,7 @@ def test_preemption_requeues_the_low_priority_job_with_sigterm(cluster: Cluster)
         )
     )
     cluster.wait_state(low, "RUNNING")
-    wait_for(lambda: "attempt 1" in cluster.cli("glogs", low).stdout, 20, what="low job output")
+    wait_for(lambda: "attempt 1" in cluster.cli("glogs", low).stdout, 60, what="low job output")
     high = cluster.submit(_job("echo high; sleep 2", gpus=2, extra="qos: high\n"))
     done = cluster.wait_state(high, "COMPLETED", timeout=90)
     first_try = cluster.cli("glogs", "--attempt", "1", low, check=True).stdout

@@ -141,7 +141,7 @@ def test_forward_is_relayed_over_the_stream_when_the_agent_cannot_dial_back(
     assert proxied.stdout == data
     log = cluster.log("scheduler")
     assert "relayed over the agent's stream" in log and "raw data connection" not in log
-    wait_for(lambda: "no data connection" in cluster.log("agent-n1"), 10, what="agent log")
+    wait_for(lambda: "no data connection" in cluster.log("agent-n1"), 60, what="agent log")
     assert cluster.log("agent-n1").count("no data connection") == 1  # not asked again
 
 

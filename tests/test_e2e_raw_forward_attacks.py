@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 
 from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 from tests.test_e2e_attach_forward import run_as, start_servers
@@ -94,8 +93,9 @@ def test_bytes_pipelined_after_the_upgrade_and_half_closes_free_their_slots(
 STUCK = f"""
 name: stuck
 image: {TEST_IMAGE}
-command: ["sh", "-c", "nc -ll -p 9000 -e cat & sleep 1; kill -STOP $!; for i in 1 2 3 4 5 6 7 8; do nc 127.0.0.1 9000 & done; sleep 600"]
+command: ["sh", "-c", "nc -ll -p 9000 -e cat & until grep -qE ':2328 0+:0000 0A' /proc/net/tcp /proc/net/tcp6; do sleep 0.1; done; kill -STOP $!; for i in 1 2 3 4 5 6 7 8; do nc 127.0.0.1 9000 & done; sleep 600"]
 """
+FULL = ["grep", "-q", "0100007F:2328 02 ", "/proc/net/tcp"]  # a connection to 9000 unanswered
 
 
 def test_a_port_slow_to_accept_keeps_others_forwards_raw(cluster: Cluster) -> None:
@@ -111,7 +111,12 @@ def test_a_port_slow_to_accept_keeps_others_forwards_raw(cluster: Cluster) -> No
     path = cluster.write_job("stuck.yaml", STUCK)
     his_id = run_as(cluster, bob, "rota.cli.gsub", "--parsable", str(path)).stdout.decode().strip()
     cluster.wait_state(his_id, "RUNNING")
-    time.sleep(2)  # the listener is stopped and its queue filled
+    wait_for(  # the listener, stopped once it listened, has its queue full
+        lambda: run_as(cluster, bob, "rota.cli.gattach", his_id, *FULL).returncode == 0,
+        60,
+        interval=0.5,
+        what="port 9000's queue full",
+    )
     stuck = subprocess.Popen(
         [sys.executable, "-m", "rota.cli.rota_main", "proxy", his_id, "9000"],
         env={**cluster.env, "ROTA_TOKEN": bob},

@@ -206,7 +206,7 @@ def test_a_borrower_is_preempted_when_the_owner_submits(cluster: Cluster) -> Non
     )  # fmt: skip
     lent = cluster.wait_state(borrower, "RUNNING")
     assert lent["nodes"] == [node], "idle reserved GPUs are lent to a preemptible job"
-    wait_for(lambda: cluster.job(borrower)["attempt"] == 1, 10, what="first attempt")
+    wait_for(lambda: cluster.job(borrower)["attempt"] == 1, 30, what="first attempt")
     owner = _submit_text(
         cluster, alice, "train", "command: [sh, -c, 'sleep 60']\nresources: {gpus: 2}\n",
         "--reservation", "lab",

@@ -52,6 +52,16 @@ def _written(cluster: Cluster, text: bytes) -> None:
     wait_for(logged, 30, interval=0.2, what=f"{text!r} written")
 
 
+def _go(cluster: Cluster) -> None:
+    """Let the session's shell print what it waits to print (``WAIT``): the test decides when,
+    so that no client is attached then, whatever a loaded machine's pace."""
+    (name,) = cluster.containers(all_states=False)
+    subprocess.run(["docker", "exec", "-u", "0", name, "touch", "/go"], check=True)
+
+
+WAIT = b"until [ -e /go ]; do sleep 0.1; done"
+
+
 def _attach(cluster: Cluster, env: dict[str, str]) -> Terminal:
     return Terminal(["-m", "rota.cli.grun", "--attach", "1"], {**cluster.env, **env})
 
@@ -59,10 +69,11 @@ def _attach(cluster: Cluster, env: dict[str, str]) -> Terminal:
 def test_grun_shows_what_the_shell_wrote_while_the_scheduler_was_away(cluster: Cluster) -> None:
     args, term = _session(cluster, {})
     try:
-        term.send(b"sleep 2; echo missed-$((6*7))\r")
+        term.send(WAIT + b"; echo missed-$((6*7))\r")
         term.expect(b"echo missed-$((6*7))")  # the typed line's echo; its output comes later
         cluster.kill("scheduler")
         term.expect(b"grun: lost the scheduler at ")
+        _go(cluster)
         _written(cluster, b"missed-42")
         restart_scheduler(cluster, *args)
         before = term.expect(b"grun: the scheduler is back: job 1 goes on")
@@ -81,10 +92,11 @@ def test_grun_shows_what_the_shell_wrote_while_the_scheduler_was_away(cluster: C
 def test_a_restarted_agent_sends_what_the_shell_wrote_while_it_was_away(cluster: Cluster) -> None:
     _, term = _session(cluster, {})
     try:
-        term.send(b"sleep 2; echo missed-$((6*7))\r")
+        term.send(WAIT + b"; echo missed-$((6*7))\r")
         term.expect(b"echo missed-$((6*7))")
         cluster.kill("agent-n1")
         term.expect(b"is not connected; waiting for it (job 1 runs on)")
+        _go(cluster)
         _written(cluster, b"missed-42")
         cluster.start_agent("n1", gpus=1)
         term.expect(b"rota: node " + cluster.node_name("n1").encode() + b" is back")
@@ -102,13 +114,14 @@ def test_a_restarted_agent_sends_what_the_shell_wrote_while_it_was_away(cluster:
 def test_grun_attach_goes_back_to_a_session_grun_lost(cluster: Cluster) -> None:
     args, term = _session(cluster, {}, "--reconnect", "1")
     try:
-        term.send(b"sleep 2; echo while-away-$((6*7))\r")
+        term.send(WAIT + b"; echo while-away-$((6*7))\r")
         term.expect(b"echo while-away-$((6*7))")
         cluster.kill("scheduler")
         assert term.wait(30) == 255
         assert b"(grun --attach 1 goes back to its terminal)" in term.seen
     finally:
         term.close()
+    _go(cluster)
     _written(cluster, b"while-away-42")
     restart_scheduler(cluster, *args)
     back = _attach(cluster, {})
@@ -137,7 +150,7 @@ def test_detach_with_tilde_dot_and_a_second_attach_takes_the_terminal_over(
     term = Terminal(argv, {**cluster.env, "ROTA_TOKEN": alice})
     try:
         term.expect(b"$ ")
-        term.send(b"X=mine; (sleep 2; echo later-$((6*7))) &\r")
+        term.send(b"X=mine; (" + WAIT + b"; echo later-$((6*7))) &\r")
         term.expect(b"$ ")
         term.send(b"\r~.")
         assert term.wait() == 0
@@ -145,6 +158,7 @@ def test_detach_with_tilde_dot_and_a_second_attach_takes_the_terminal_over(
     finally:
         term.close()
     assert cluster.job("1")["state"] == "RUNNING"
+    _go(cluster)
     _written(cluster, b"later-42")
     theirs = subprocess.run(
         [sys.executable, "-m", "rota.cli.grun", "--attach", "1", "--no-pty"],

@@ -22,9 +22,10 @@ from tests.nvml_fake import GiB, fake_gpu
 JOB = f"""
 name: web-demo
 image: {TEST_IMAGE}
-command: ["sh", "-c", "echo hello from the dashboard; sleep 15; echo done"]
+command: ["sh", "-c", "echo hello from the dashboard; until [ -e /gate/go ]; do sleep 0.1; done; echo done"]
 resources: {{gpus: 1}}
 time_limit: 10m
+mounts: ['{{gate}}:/gate:ro']
 """
 
 
@@ -108,10 +109,13 @@ def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
             fake_gpu(3, utilization=0),
         ],
         http_listen=f"127.0.0.1:{port}",
+        allowed_mounts=[str(gc.c.root)],
     )
     base = f"http://127.0.0.1:{port}"
     node = gc.node_name
     ann = gc.c.add_user("ann")
+    gate = gc.c.root / "gate"  # the job runs until the page was seen following it
+    gate.mkdir(mode=0o755)
     bob = gc.c.add_user("bob")
 
     browser.get(base + "/")
@@ -130,7 +134,8 @@ def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
     wait_text(browser, f'[data-gpu="{node}:2"]', "foreign pid 4000042")
     screenshot(browser, tmp_path, "heatmap")
 
-    job = gc.c.cli("gsub", "--parsable", str(gc.c.write_job("demo.yaml", JOB)), token=ann)
+    demo = gc.c.write_job("demo.yaml", JOB.replace("{gate}", str(gate)))
+    job = gc.c.cli("gsub", "--parsable", str(demo), token=ann)
     assert job.returncode == 0, job.stderr
     job_id = job.stdout.strip()
     browser.get(base + "/#queue")
@@ -142,6 +147,7 @@ def test_log_in_see_gpus_follow_a_job_and_keep_output_private(
 
     browser.get(f"{base}/#job/{job_id}")
     wait_text(browser, "#job-log", "hello from the dashboard", 60)
+    (gate / "go").write_text("")
     wait_text(browser, "#job-fields", "COMPLETED", 90)
     wait_text(browser, "#job-log", "done", 30)
     wait_text(browser, "#job-events", "RUNNING → COMPLETED")

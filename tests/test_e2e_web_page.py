@@ -172,6 +172,23 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
     browser.execute_script("performance.clearResourceTimings()")
     polls = """return performance.getEntriesByType('resource').map(e => e.name)
       .filter(n => n.includes('/api/v1/'))"""
+    # the page's requests are counted from now on, each one under way until its body is read
+    browser.execute_script(
+        """const real = window.fetch;
+        window.asking = 0;
+        window.asked = 0;
+        window.fetch = async (...args) => {
+          window.asking++;
+          window.asked++;
+          try {
+            const res = await real(...args);
+            await res.clone().arrayBuffer();
+            return res;
+          } finally {
+            window.asking--;
+          }
+        };"""
+    )
     asked = WebDriverWait(browser, 30).until(
         lambda d: len(d.execute_script(polls)) >= 6 and d.execute_script(polls)
     )
@@ -180,7 +197,13 @@ def test_local_time_who_holds_what_and_cancel_from_the_page(
         """Object.defineProperty(document, 'hidden', {get: () => true, configurable: true});
         document.dispatchEvent(new Event('visibilitychange'));"""
     )
-    time.sleep(1.5)  # a poll under way when the tab was hidden may still end
+    # a poll under way when the tab was hidden still ends (a loaded machine may take seconds)
+    WebDriverWait(browser, 60).until(
+        lambda d: (
+            d.execute_script("return window.asking") == 0
+            and len(d.execute_script(polls)) >= d.execute_script("return window.asked")
+        )
+    )
     hidden_at = len(browser.execute_script(polls))
     time.sleep(5)  # two poll periods
     assert len(browser.execute_script(polls)) == hidden_at, "a hidden tab does not poll"

@@ -81,7 +81,7 @@ def test_drain_resume_and_ginfo_shows_who_and_since(cluster: Cluster) -> None:
     waiting = cluster.submit(SLEEP)
     cluster.cli("gcancel", running, check=True)
     cluster.wait_state(running, "CANCELLED")
-    wait_for(lambda: (n := cluster.node(name)) and n["state"] == "DRAINED", 20, what="DRAINED")
+    wait_for(lambda: (n := cluster.node(name)) and n["state"] == "DRAINED", 60, what="DRAINED")
     assert cluster.job(waiting)["state"] == "PENDING"
     listing = cluster.cli("gadmin", "node", "list", check=True).stdout
     assert "DRAINED" in listing and "fan noise" in listing
@@ -126,19 +126,26 @@ def test_remove_refused_while_jobs_run_unless_forced(cluster: Cluster) -> None:
 def test_sigterm_stops_the_scheduler_gracefully_and_nothing_is_lost(cluster: Cluster) -> None:
     sched = cluster.start_scheduler("--config", config_file(cluster), "--open-registration")
     cluster.start_agent("n1", 1)
-    job = cluster.submit(f"image: {TEST_IMAGE}\ncommand: [sleep, '4']\nresources: {{gpus: 1}}\n")
+    gate = cluster.root / "gate"  # the job ends once the scheduler is gone
+    gate.mkdir(mode=0o755)
+    script = "until [ -e /gate/go ]; do sleep 0.1; done"
+    mounts = f"mounts: ['{gate}:/gate:ro']"
+    job = cluster.submit(
+        f"image: {TEST_IMAGE}\ncommand: [sh, -c, '{script}']\nresources: {{gpus: 1}}\n{mounts}\n"
+    )
     cluster.wait_state(job, "RUNNING")
     queued = cluster.submit(SLEEP)
     sched.send_signal(signal.SIGTERM)
-    assert wait_gone(sched, 15) == 0
+    assert wait_gone(sched, 60) == 0
+    (gate / "go").write_text("")
     log = cluster.log("scheduler")
     assert "finishing the current pass" in log and "rota scheduler stopped" in log
     assert cluster.cli("gqueue").returncode == 1, "it no longer accepts requests"
     restart_scheduler(cluster, "--config", config_file(cluster), "--open-registration")
     api = Api(cluster.address, cluster.token)
     try:
-        wait_for(lambda: api.state(job) == "COMPLETED", 30, what="job completes after restart")
-        wait_for(lambda: api.state(queued) == "RUNNING", 30, what="queued job runs")
+        wait_for(lambda: api.state(job) == "COMPLETED", 60, what="job completes after restart")
+        wait_for(lambda: api.state(queued) == "RUNNING", 60, what="queued job runs")
         assert [e.attempt for e in api.events(job)][-1] == 1
     finally:
         api.close()

@@ -14,7 +14,7 @@ SCRIPT = """#!/bin/sh
 #SBATCH --gres=gpu:2
 #SBATCH --time=5:00
 #ROTA image={image}
-sleep 2
+until [ -e go ]; do sleep 0.1; done
 echo done
 """
 
@@ -37,8 +37,15 @@ def test_a_script_naming_two_partitions_runs_in_either(
     cluster.start_agent("n2", gpus=2)
     script = tmp_path / "either.sh"
     script.write_text(SCRIPT.format(image=test_image))
-    ids = [cluster.cli("gsub", "--parsable", str(script)).stdout.strip() for _ in range(2)]
+    # in the submission directory: both run until the test makes "go", so surely side by side
+    ids = [
+        cluster.cli("gsub", "--parsable", str(script), cwd=cluster.root).stdout.strip()
+        for _ in range(2)
+    ]
     assert all(i.isdigit() for i in ids), ids
+    for job_id in ids:
+        cluster.wait_state(job_id, "RUNNING")
+    (cluster.root / "go").write_text("")
     for job_id in ids:
         cluster.wait_state(job_id, "COMPLETED")
     shown = cluster.cli("gqueue", "-t", "all", "-h", "-o", "%i %P %N", check=True).stdout

@@ -136,7 +136,7 @@ def test_a_read_only_mount_is_read_only_in_the_container(cluster: Cluster) -> No
     mounts = f"mounts: ['{shared}:/ro:ro', '{shared}:/rw', '{shared}/in.txt:/file:ro']"
     job = cluster.submit(_job(script, mounts))
     cluster.wait_state(job, "RUNNING", *TERMINAL)
-    wait_for(lambda: list(_staging(cluster).iterdir()) == [], 10, what="staging emptied")
+    wait_for(lambda: list(_staging(cluster).iterdir()) == [], 30, what="staging emptied")
     (shared / "go").write_text("")
     assert cluster.wait_state(job, *TERMINAL)["state"] == "COMPLETED", _reason(cluster, job)
     out = cluster.cli("glogs", job, check=True).stdout

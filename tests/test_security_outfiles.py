@@ -78,7 +78,7 @@ def test_a_job_cannot_turn_its_output_file_into_a_link_to_a_root_file(cluster: C
     assert cluster.wait_state(job, "COMPLETED", "FAILED")["state"] == "COMPLETED"
     assert target.read_text() == "ssh-ed25519 AAAA admin\n"
     assert target.stat().st_uid == 0
-    wait_for(lambda: "not written" in _shown(cluster, job), 20, what="the output note")
+    wait_for(lambda: "not written" in _shown(cluster, job), 60, what="the output note")
     shown = _shown(cluster, job)
     assert f"output file {bob / 'out.txt'} not written: is a symbolic link" in shown
 
@@ -123,7 +123,7 @@ def test_a_fifo_as_output_fails_the_job_instead_of_hanging(cluster: Cluster) -> 
     swap = "rm /w/late.out; mkfifo /w/late.out; echo hi"
     job = _submit_as(cluster, token, swap, "-o", str(bob / "late.out"), mount=str(bob))
     assert cluster.wait_state(job, "COMPLETED", "FAILED", timeout=30)["state"] == "COMPLETED"
-    wait_for(lambda: "is not a regular file" in _shown(cluster, job), 20, what="the note")
+    wait_for(lambda: "is not a regular file" in _shown(cluster, job), 60, what="the note")
 
 
 def test_output_beyond_the_cap_is_dropped_after_a_marker(cluster: Cluster) -> None:
@@ -138,7 +138,7 @@ def test_output_beyond_the_cap_is_dropped_after_a_marker(cluster: Cluster) -> No
         data = path.read_bytes()
         assert len(data) <= CAP + len(marker) + 1, path
         assert data.endswith(marker) and data.startswith(b"0123456789abcdef\n"), path
-    wait_for(lambda: "output truncated at 1.0 MiB" in _shown(cluster, job), 20, what="the note")
+    wait_for(lambda: "output truncated at 1.0 MiB" in _shown(cluster, job), 60, what="the note")
 
 
 def test_a_users_output_file_is_theirs(cluster: Cluster) -> None:
@@ -217,7 +217,7 @@ def test_an_unexpected_error_on_the_launch_path_fails_the_attempt(
     try:
         spec = JobSpec(image=test_image, command=("true",))
         runtime.launch(LaunchOrder(7, 1, "7", spec, (0,), (), {}, 60.0))
-        wait_for(lambda: events, 20, what="the launch's report")
+        wait_for(lambda: events, 60, what="the launch's report")
     finally:
         runtime.close()
     (event,) = events

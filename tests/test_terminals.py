@@ -43,7 +43,7 @@ class Recorder:
 
     def wait_for(self, size: int) -> None:
         with self.grew:
-            assert self.grew.wait_for(lambda: len(self.data) >= size, 10), bytes(self.data[-80:])
+            assert self.grew.wait_for(lambda: len(self.data) >= size, 30), bytes(self.data[-80:])
 
 
 @pytest.fixture
