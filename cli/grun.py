@@ -27,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="grun",
         description="Run an interactive session (a shell or CMD) on allocated GPUs.",
+        epilog="With a terminal, at the start of a line: ~. detaches (the session runs on; "
+        "grun --attach JOBID goes back), ~? lists the escapes, ~~ sends a ~.",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="CMD", help="default: a shell")
     p.add_argument("--gpus", "-G", type=int, default=0, help="GPUs (default 0)")
@@ -65,7 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="go back to the terminal of session JOBID (its last output first); submits nothing",
     )
     pty = p.add_mutually_exclusive_group()
-    pty.add_argument("--pty", action="store_true", default=None, help="give CMD a terminal")
+    pty.add_argument(
+        "--pty",
+        action="store_true",
+        default=None,
+        help="give CMD a terminal (default: for the shell, or --attach, when stdin is one)",
+    )
     pty.add_argument("--no-pty", dest="pty", action="store_false", help="plain pipes")
     p.add_argument(
         "--reconnect",
