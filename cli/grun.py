@@ -163,7 +163,7 @@ def _grun(args: argparse.Namespace) -> int:
             return run_jupyter(client, spec, token, args.port, http)
     spec = dataclasses.replace(spec, interactive=True, tty=use_tty)
     with connect(args.scheduler, args.ca) as client:
-        reply = client.submit([(os.urandom(16).hex(), "grun", spec)], current_user())
+        reply = client.submit([(os.urandom(16).hex(), "session", spec)], current_user())
         job_id = reply.jobs[0].job_ids[0]
         waited: list[str] = []
 

@@ -127,6 +127,10 @@ def test_forward_reaches_httpd_and_proxy_carries_bytes_both_ways(cluster: Cluste
 def test_grun_shows_pending_reason_and_ctrl_c_cancels(cluster: Cluster) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=1)
+    # a session that can never fit is refused at once, the line naming the field once
+    refused = cluster.cli("grun", "--image", TEST_IMAGE, "--gpus", "2", "true")
+    assert refused.returncode == 2
+    assert ": error: session: resources.gpus: 2 GPU(s) per node, but " in refused.stderr
     busy = cluster.submit(SLEEPER)
     cluster.wait_state(busy, "RUNNING")
     grun = subprocess.Popen(
