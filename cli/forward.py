@@ -107,7 +107,7 @@ def _proxy(args: argparse.Namespace) -> int:
 
 
 def _forward(args: argparse.Namespace, local: int, remote: int) -> int:
-    from rota.cli.client import connect
+    from rota.cli.client import connect, state_of
     from rota.cli.errors import CliError
     from rota.cli.http_client import http_client
 
@@ -120,7 +120,10 @@ def _forward(args: argparse.Namespace, local: int, remote: int) -> int:
     listener.listen(16)
     bound = listener.getsockname()[1]
     with connect(args.scheduler, args.ca) as client:
-        client.get_job(args.id)  # an unknown job fails here, not at the first connection
+        # an unknown or ended job fails here, not at the first connection
+        state = state_of(client.get_job(args.id))
+        if state.terminal:
+            raise CliError(f"job {args.id} is {state.value}, not running", 1)
         print(
             f"Forwarding 127.0.0.1:{bound} -> job {args.id} port {remote} (Ctrl-C to stop)",
             flush=True,

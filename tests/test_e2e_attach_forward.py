@@ -122,6 +122,13 @@ def test_forward_reaches_httpd_and_proxy_carries_bytes_both_ways(cluster: Cluste
     )
     assert proxied.returncode == 0, proxied.stderr
     assert proxied.stdout == data
+    # a job that ended has no port: forward says so at once instead of "Forwarding ..."
+    cluster.cli("gcancel", job_id, check=True)
+    cluster.wait_state(job_id, "CANCELLED")
+    ended = cluster.cli("rota", "forward", job_id, f"{free_port()}:8080")
+    assert ended.returncode == 1
+    assert ended.stdout == ""
+    assert f"job {job_id} is CANCELLED, not running" in ended.stderr
 
 
 def test_grun_shows_pending_reason_and_ctrl_c_cancels(cluster: Cluster) -> None:
