@@ -1,5 +1,6 @@
 """gacct -j takes an array task's own integer id (its SLURM_JOB_ID), as gqueue -j, gcancel and
-gcontrol do: a script that logged $SLURM_JOB_ID finds its record with it, as with sacct -j."""
+gcontrol do: a script that logged $SLURM_JOB_ID finds its record with it, as with sacct -j;
+and sacct's -X and --format."""
 
 from __future__ import annotations
 
@@ -36,3 +37,11 @@ def test_gacct_finds_an_array_task_by_its_own_job_id(cluster: Cluster) -> None:
     # the array's id still names every task
     rows = json.loads(cluster.cli("gacct", "-j", array, "--json", check=True).stdout)
     assert sorted(r["id"] for r in rows if "." not in r["id"]) == [f"{array}_0", f"{array}_1"]
+    # sacct's habits: -X leaves out the steps' lines, --format picks columns by sacct's names
+    out = cluster.cli("gacct", "-j", array, "-X", "--format=JobID,State,ExitCode%5", check=True)
+    lines = [line.split() for line in out.stdout.splitlines()]
+    assert lines[0] == ["JOBID", "STATE", "EXIT"]
+    assert sorted(lines[1:]) == [[f"{array}_0", "COMPLETED", "0"], [f"{array}_1", "COMPLETED", "0"]]
+    bad = cluster.cli("gacct", "-o", "JobID,MaxRSS")
+    assert bad.returncode == 2
+    assert "--format: 'MaxRSS' is not a field gacct shows; fields: JobID JobName" in bad.stderr
