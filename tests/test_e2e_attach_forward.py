@@ -181,4 +181,20 @@ def test_grun_of_a_quick_command_gets_its_output_and_exit_code(
     )
     assert result.stdout == b"quick\n"
     assert result.returncode == 4
+    # srun's spelling of the request (srun -N 1 --gres=gpu:1 --pty bash) asks the same
+    gres = cluster.cli(
+        "grun",
+        "--image",
+        TEST_IMAGE,
+        "-N",
+        "1",
+        "--gres=gpu:1",
+        "sh",
+        "-c",
+        "echo $CUDA_VISIBLE_DEVICES",
+    )
+    assert (gres.returncode, gres.stdout) == (0, "0\n"), gres.stderr
+    other = cluster.cli("grun", "--image", TEST_IMAGE, "--gres=gpu:1,lscratch:10", "true")
+    assert other.returncode == 2
+    assert "--gres: 'gpu:1,lscratch:10': rota schedules GPUs only" in other.stderr
     wait_for(lambda: not cluster.containers(), 20, what="the session's container removed")
