@@ -26,13 +26,21 @@ if TYPE_CHECKING:
 
 def build_parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"rota {command}")
-    p.add_argument("id", metavar="JOBID")
+    p.add_argument("id", metavar="JOBID", help="a running job (yours, or any as an admin)")
     if command == "forward":
         p.description = "Forward a TCP port of a job's container to this machine."
-        p.add_argument("ports", metavar="[LOCAL:]REMOTE")
+        p.add_argument(
+            "ports",
+            metavar="[LOCAL:]REMOTE",
+            help="the container's port REMOTE on 127.0.0.1:LOCAL (default: the same number; "
+            "0: any free port)",
+        )
     else:
-        p.description = "Relay stdin and stdout to a TCP port of a job's container."
-        p.add_argument("port", type=int, metavar="PORT")
+        p.description = (
+            "Relay stdin and stdout to a TCP port of a job's container (an ssh ProxyCommand: "
+            "rota proxy %h 22)."
+        )
+        p.add_argument("port", type=int, metavar="PORT", help="the container's TCP port")
     p.add_argument("--node", "-w", default="", help="a gang job's node (default: rank 0's)")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")

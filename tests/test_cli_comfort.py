@@ -225,3 +225,14 @@ def test_grun_help_names_the_escapes_and_the_terminal_default() -> None:
     flat = " ".join(out.split())
     assert "~. detaches (the session runs on; grun --attach JOBID goes back)" in flat
     assert "give CMD a terminal (default: for the shell, or --attach, when stdin is one)" in flat
+
+
+def test_forward_and_proxy_help_say_what_their_arguments_are() -> None:
+    def helped(command: str) -> str:
+        argv = [sys.executable, "-m", "rota.cli.rota_main", command, "--help"]
+        return " ".join(subprocess.run(argv, capture_output=True, text=True).stdout.split())
+
+    assert "the container's port REMOTE on 127.0.0.1:LOCAL (default: the same number" in helped(
+        "forward"
+    )
+    assert "(an ssh ProxyCommand: rota proxy %h 22)" in helped("proxy")
