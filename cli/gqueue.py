@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         help="squeue-style columns, e.g. '%%.10i %%.9j %%.8u %%.2t %%.10M %%.10l %%.6D %%R' "
         "(letters: i A F K j u a P q t T M l L D c C m b f E R N r V S e v Z o; %%.N "
-        "right-aligns in N, %%N and %%-N left-align)",
+        "right-aligns in N, %%N and %%-N left-align); default: SQUEUE_FORMAT when set",
     )
     p.add_argument(
         "-h", "--noheader", action="store_true", help="no header and no summary line (as squeue -h)"
@@ -100,10 +101,14 @@ def _show(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 0:
         raise CliError(f"--limit: expected a number >= 0, got {args.limit}", 2)
+    # as squeue: without -o, the SQUEUE_FORMAT of a SLURM user's shell
+    fmt, origin = args.format, "--format"
+    if not fmt and os.environ.get("SQUEUE_FORMAT"):
+        fmt, origin = os.environ["SQUEUE_FORMAT"], "SQUEUE_FORMAT"
     try:
-        parts = parse_format(args.format) if args.format else None
+        parts = parse_format(fmt) if fmt else None
     except ValueError as exc:
-        raise CliError(f"--format: {exc}", 2) from None
+        raise CliError(f"{origin}: {exc}", 2) from None
     users = _split(args.user)
     names = _split(args.states)
     states: list[JobState] = []

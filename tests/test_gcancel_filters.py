@@ -1,7 +1,11 @@
 """gcancel takes scancel's filters (-n, -t, -u, --me, -p) as SLURM users type them daily:
-`scancel -n sweep -t PD`, `scancel -u $USER`; real scheduler, agent and containers."""
+`scancel -n sweep -t PD`, `scancel -u $USER`, and gqueue their SQUEUE_FORMAT; real scheduler,
+agent and containers."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
@@ -34,6 +38,14 @@ def test_gcancel_filters_pick_the_callers_jobs_by_name_and_state(cluster: Cluste
     assert bobs.returncode == 0, bobs.stderr
     bobs_id = bobs.stdout.strip()
     cluster.wait_state(running, "RUNNING")
+    # gqueue takes a SLURM user's SQUEUE_FORMAT as squeue does (-o wins over it)
+    env = {**cluster.env, "SQUEUE_FORMAT": "%i %j %t"}
+    argv = [sys.executable, "-m", "rota.cli.gqueue", "-h", "-j", running]
+    listed = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+    assert listed.split() == [running, "sweep", "R"]
+    argv += ["-o", "%i"]
+    listed = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+    assert listed.split() == [running]
 
     # -n and -t together: only the pending one of that name
     assert cluster.cli("gcancel", "-n", "sweep", "-t", "PD", check=True).stdout == ""
