@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
         "right-aligns in N, %%N and %%-N left-align); default: SQUEUE_FORMAT when set",
     )
     p.add_argument(
+        "-l",
+        "--long",
+        action="store_true",
+        help="squeue -l's columns: -o '%%.18i %%.9P %%.8j %%.8u %%.8T %%.10M %%.9l %%.6D %%R'",
+    )
+    p.add_argument(
         "-h", "--noheader", action="store_true", help="no header and no summary line (as squeue -h)"
     )
     p.add_argument(
@@ -93,6 +99,9 @@ def _split(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
+LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"  # squeue -l's columns
+
+
 def _show(args: argparse.Namespace) -> int:
     from rota.cli.errors import CliError
     from rota.cli.gqueue_format import parse_format
@@ -102,7 +111,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         raise CliError(f"--limit: expected a number >= 0, got {args.limit}", 2)
     # as squeue: without -o, the SQUEUE_FORMAT of a SLURM user's shell
-    fmt, origin = args.format, "--format"
+    fmt, origin = args.format or (LONG if args.long else ""), "--format"
     if not fmt and os.environ.get("SQUEUE_FORMAT"):
         fmt, origin = os.environ["SQUEUE_FORMAT"], "SQUEUE_FORMAT"
     try:

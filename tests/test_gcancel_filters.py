@@ -46,6 +46,10 @@ def test_gcancel_filters_pick_the_callers_jobs_by_name_and_state(cluster: Cluste
     argv += ["-o", "%i"]
     listed = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
     assert listed.split() == [running]
+    long = cluster.cli("gqueue", "-l", "-j", running, check=True).stdout.splitlines()
+    assert long[0].split()[:5] == ["JOBID", "PARTITION", "NAME", "USER", "STATE"]
+    row = long[1].split()
+    assert (row[0], row[1], row[2], row[4]) == (running, "default", "sweep", "RUNNING")
 
     # -n and -t together: only the pending one of that name
     assert cluster.cli("gcancel", "-n", "sweep", "-t", "PD", check=True).stdout == ""
