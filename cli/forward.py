@@ -26,13 +26,21 @@ if TYPE_CHECKING:
 
 def build_parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"rota {command}")
-    p.add_argument("id", metavar="JOBID")
+    p.add_argument("id", metavar="JOBID", help="a running job (yours, or any as an admin)")
     if command == "forward":
         p.description = "Forward a TCP port of a job's container to this machine."
-        p.add_argument("ports", metavar="[LOCAL:]REMOTE")
+        p.add_argument(
+            "ports",
+            metavar="[LOCAL:]REMOTE",
+            help="the container's port REMOTE on 127.0.0.1:LOCAL (default: the same number; "
+            "0: any free port)",
+        )
     else:
-        p.description = "Relay stdin and stdout to a TCP port of a job's container."
-        p.add_argument("port", type=int, metavar="PORT")
+        p.description = (
+            "Relay stdin and stdout to a TCP port of a job's container (an ssh ProxyCommand: "
+            "rota proxy %h 22)."
+        )
+        p.add_argument("port", type=int, metavar="PORT", help="the container's TCP port")
     p.add_argument("--node", "-w", default="", help="a gang job's node (default: rank 0's)")
     p.add_argument("--scheduler", help="scheduler address HOST:PORT")
     p.add_argument("--ca", help="CA certificate to verify the scheduler with (or ROTA_CA)")
@@ -107,7 +115,7 @@ def _proxy(args: argparse.Namespace) -> int:
 
 
 def _forward(args: argparse.Namespace, local: int, remote: int) -> int:
-    from rota.cli.client import connect
+    from rota.cli.client import connect, state_of
     from rota.cli.errors import CliError
     from rota.cli.http_client import http_client
 
@@ -120,7 +128,10 @@ def _forward(args: argparse.Namespace, local: int, remote: int) -> int:
     listener.listen(16)
     bound = listener.getsockname()[1]
     with connect(args.scheduler, args.ca) as client:
-        client.get_job(args.id)  # an unknown job fails here, not at the first connection
+        # an unknown or ended job fails here, not at the first connection
+        state = state_of(client.get_job(args.id))
+        if state.terminal:
+            raise CliError(f"job {args.id} is {state.value}, not running", 1)
         print(
             f"Forwarding 127.0.0.1:{bound} -> job {args.id} port {remote} (Ctrl-C to stop)",
             flush=True,

@@ -34,6 +34,22 @@ HEADERS = [
 ]
 
 
+RIGHT = ["EXIT", "ELAPSED", "GPUS", "GPU_HOURS", "GPU_UTIL", "JOBS", "BOOKED_UNUSED"]
+
+
+def _shown(args: argparse.Namespace) -> list[str]:
+    """The columns ``-o/--format`` names (all by default); a usage error names a bad one."""
+    from rota.cli.errors import CliError
+    from rota.cli.gacct_format import columns
+
+    if not args.format:
+        return HEADERS
+    try:
+        return columns(args.format)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rota.when import HELP, LOCAL
 
@@ -77,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=IDLE_BELOW,
         metavar="PERCENT",
         help=f"--efficiency: mean GPU utilisation that counts as idle (default {IDLE_BELOW:g})",
+    )
+    p.add_argument(
+        "-o",
+        "--format",
+        help="these columns, as sacct's: JobID,JobName,State,ExitCode,Elapsed ... (%%WIDTH "
+        "suffixes accepted)",
+    )
+    p.add_argument(
+        "-X", "--allocations", action="store_true", help="jobs only, without their steps' lines"
     )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON")
@@ -131,13 +156,23 @@ def _acct(args: argparse.Namespace) -> int:
     from rota.cli.client import connect
 
     query = _filter(args, datetime.now().astimezone())
+    shown = _shown(args)
     with connect(args.scheduler, args.ca) as client:
         if args.summary:
             return _print_summary(client.usage_summary(query), args)
         jobs = client.list_finished(query)
+    if args.allocations:
+        jobs = [j for j in jobs if "." not in j.id]
     if args.efficiency:
         return _print_efficiency(jobs, args)
-    _emit([job_row(j) for j in jobs], HEADERS, args)
+    if shown == HEADERS or args.json or args.csv:
+        _emit([job_row(j) for j in jobs], HEADERS, args)
+        return 0
+    from rota.cli.render import table
+
+    at = [HEADERS.index(h) for h in shown]
+    cells = [[c[i] for i in at] for c in (_cells(job_row(j)) for j in jobs)]
+    print(table(shown, cells, [h for h in shown if h in RIGHT]))
     return 0
 
 
@@ -216,10 +251,9 @@ def _emit(rows: Sequence[dict[str, Any]], headers: Sequence[str], args: argparse
                 ]
             )
     else:
-        right = ["EXIT", "ELAPSED", "GPUS", "GPU_HOURS", "GPU_UTIL", "JOBS", "BOOKED_UNUSED"]
         print(
             table(
-                list(headers), [_cells(r) if "id" in r else list(r.values()) for r in rows], right
+                list(headers), [_cells(r) if "id" in r else list(r.values()) for r in rows], RIGHT
             )
         )
 

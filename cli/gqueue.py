@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -49,7 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         help="squeue-style columns, e.g. '%%.10i %%.9j %%.8u %%.2t %%.10M %%.10l %%.6D %%R' "
         "(letters: i A F K j u a P q t T M l L D c C m b f E R N r V S e v Z o; %%.N "
-        "right-aligns in N, %%N and %%-N left-align)",
+        "right-aligns in N, %%N and %%-N left-align); default: SQUEUE_FORMAT when set",
+    )
+    p.add_argument(
+        "-l",
+        "--long",
+        action="store_true",
+        help="squeue -l's columns: -o '%%.18i %%.9P %%.8j %%.8u %%.8T %%.10M %%.9l %%.6D %%R'",
     )
     p.add_argument(
         "-h", "--noheader", action="store_true", help="no header and no summary line (as squeue -h)"
@@ -92,6 +99,9 @@ def _split(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
+LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"  # squeue -l's columns
+
+
 def _show(args: argparse.Namespace) -> int:
     from rota.cli.errors import CliError
     from rota.cli.gqueue_format import parse_format
@@ -100,10 +110,14 @@ def _show(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 0:
         raise CliError(f"--limit: expected a number >= 0, got {args.limit}", 2)
+    # as squeue: without -o, the SQUEUE_FORMAT of a SLURM user's shell
+    fmt, origin = args.format or (LONG if args.long else ""), "--format"
+    if not fmt and os.environ.get("SQUEUE_FORMAT"):
+        fmt, origin = os.environ["SQUEUE_FORMAT"], "SQUEUE_FORMAT"
     try:
-        parts = parse_format(args.format) if args.format else None
+        parts = parse_format(fmt) if fmt else None
     except ValueError as exc:
-        raise CliError(f"--format: {exc}", 2) from None
+        raise CliError(f"{origin}: {exc}", 2) from None
     users = _split(args.user)
     names = _split(args.states)
     states: list[JobState] = []

@@ -27,10 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="grun",
         description="Run an interactive session (a shell or CMD) on allocated GPUs.",
+        epilog="With a terminal, at the start of a line: ~. detaches (the session runs on; "
+        "grun --attach JOBID goes back), ~? lists the escapes, ~~ sends a ~.",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="CMD", help="default: a shell")
     p.add_argument("--gpus", "-G", type=int, default=0, help="GPUs (default 0)")
     p.add_argument("--gpu-type", default="", help="GPU model, e.g. A100")
+    p.add_argument("--gres", default="", help="SLURM's gpu:N or gpu:TYPE:N (as --gpus, --gpu-type)")
+    p.add_argument(
+        "--nodes", "-N", type=int, default=1, help="1 (SLURM's -N: a session has one node)"
+    )
     p.add_argument("--time", "-t", default="", help="time limit (2h, 90m, 1-00:00:00)")
     p.add_argument(
         "--image",
@@ -65,7 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="go back to the terminal of session JOBID (its last output first); submits nothing",
     )
     pty = p.add_mutually_exclusive_group()
-    pty.add_argument("--pty", action="store_true", default=None, help="give CMD a terminal")
+    pty.add_argument(
+        "--pty",
+        action="store_true",
+        default=None,
+        help="give CMD a terminal (default: for the shell, or --attach, when stdin is one)",
+    )
     pty.add_argument("--no-pty", dest="pty", action="store_false", help="plain pipes")
     p.add_argument(
         "--reconnect",
@@ -80,10 +91,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.nodes != 1:
+        parser.error(f"--nodes: {args.nodes}: a session runs on one node (gsub runs gang jobs)")
+    if args.gres:
+        _read_gres(parser, args)
     from rota.cli.errors import run_main
 
     return run_main(lambda: _grun(args))
+
+
+def _read_gres(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """SLURM's ``--gres=gpu[:TYPE]:N`` as ``--gpus N [--gpu-type TYPE]``; a usage error for
+    other generic resources or with ``--gpus`` too."""
+    from rota.sbatch_options import ScriptError, gres_gpus
+
+    try:
+        found, others = gres_gpus(args.gres)
+    except ScriptError as exc:
+        parser.error(str(exc))
+    if others or found is None:
+        parser.error(f"--gres: {args.gres!r}: rota schedules GPUs only (gpu:N or gpu:TYPE:N)")
+    if args.gpus or args.gpu_type:
+        parser.error("--gres: give it or --gpus/--gpu-type, not both")
+    args.gpu_type, args.gpus = found
 
 
 def job_fields(args: argparse.Namespace, image: str) -> dict[str, Any]:
@@ -156,7 +188,7 @@ def _grun(args: argparse.Namespace) -> int:
             return run_jupyter(client, spec, token, args.port, http)
     spec = dataclasses.replace(spec, interactive=True, tty=use_tty)
     with connect(args.scheduler, args.ca) as client:
-        reply = client.submit([(os.urandom(16).hex(), "grun", spec)], current_user())
+        reply = client.submit([(os.urandom(16).hex(), "session", spec)], current_user())
         job_id = reply.jobs[0].job_ids[0]
         waited: list[str] = []
 

@@ -58,7 +58,7 @@ def run_jupyter(
     from rota.cli.forward import serve_connections
 
     job_id = (
-        client.submit([(os.urandom(16).hex(), "grun", spec)], current_user()).jobs[0].job_ids[0]
+        client.submit([(os.urandom(16).hex(), "session", spec)], current_user()).jobs[0].job_ids[0]
     )
     try:
         shown = ""

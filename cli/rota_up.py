@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rota.cli.rota_admin import bootstrap_admin, current_user_name
-from rota.paths import data_dir
+from rota.paths import DEFAULT_ADDRESS, DEFAULT_HTTP, data_dir
 
 if TYPE_CHECKING:
     from rota.scheduler.store.protocols import UserRepository
@@ -37,6 +37,23 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _wait_listening(scheduler: subprocess.Popen[bytes], port: int) -> bool:
+    """Wait until the scheduler accepts connections on ``port`` (so that the agent started
+    next reaches it at once instead of logging that it is unreachable); False when it exited.
+    Ctrl-C meanwhile stops it."""
+    try:
+        while scheduler.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return True
+            except OSError:
+                time.sleep(0.1)
+    except KeyboardInterrupt:
+        scheduler.terminate()
+        scheduler.wait()
+    return False
 
 
 def _kept_token(users: UserRepository, admin: str, path: Path) -> str:
@@ -104,6 +121,13 @@ def cmd_up(args: argparse.Namespace) -> int:
     scheduler = subprocess.Popen(
         [*exe, "scheduler", "--listen", listen, "--db", db_url, *ports, *home, *logs]
     )
+    if not _wait_listening(scheduler, args.port):
+        print(
+            f"rota up: error: the scheduler exited (code {scheduler.returncode}) before it "
+            "listened",
+            file=sys.stderr,
+        )
+        return 1
     agent_cmd = [
         *exe,
         "agent",
@@ -128,6 +152,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
+    if listen != DEFAULT_ADDRESS or http != DEFAULT_HTTP:  # commands look for the defaults
+        print(
+            f"rota up: in other shells: export ROTA_SCHEDULER={listen} ROTA_HTTP={http}",
+            file=sys.stderr,
+            flush=True,
+        )
     procs = [agent, scheduler]
 
     def stop(*_: object) -> None:

@@ -330,6 +330,11 @@ def _begin(req: Request, option: str, value: str | None) -> None:
 
 def _export(req: Request, option: str, value: str | None) -> None:
     req.job.setdefault("env", {}).update(slurm_export(value or "ALL", req.environ))
+    if "ALL" in (v.strip() for v in (value or "ALL").split(",")):
+        req.warn(
+            "ALL ignored: a container never inherits your shell's environment; only the "
+            "variables named (NAME or NAME=value) are set"
+        )
     req.origins["env"] = f"--{option}"
 
 

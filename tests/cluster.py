@@ -129,6 +129,7 @@ class Cluster:
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.pop("COLUMNS", None)  # pytest-xdist's workers set 80: CLI output is not fitted
+        env.pop("SQUEUE_FORMAT", None)  # a SLURM user's shell: gqueue would take its columns
         env.update(
             XDG_DATA_HOME=str(self.root / "data"),
             XDG_CONFIG_HOME=str(self.root / "config"),

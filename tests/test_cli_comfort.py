@@ -215,3 +215,24 @@ def test_gqueue_on_a_long_queue(cluster: Cluster) -> None:
 
     bad = cluster.cli("gqueue", "-o", "%i %d")
     assert bad.returncode == 2 and "unknown field %d" in bad.stderr
+
+
+def test_grun_help_names_the_escapes_and_the_terminal_default() -> None:
+    """A user who reads only ``grun --help`` learns how to detach and when a terminal is given."""
+    out = subprocess.run(
+        [sys.executable, "-m", "rota.cli.grun", "--help"], capture_output=True, text=True
+    ).stdout
+    flat = " ".join(out.split())
+    assert "~. detaches (the session runs on; grun --attach JOBID goes back)" in flat
+    assert "give CMD a terminal (default: for the shell, or --attach, when stdin is one)" in flat
+
+
+def test_forward_and_proxy_help_say_what_their_arguments_are() -> None:
+    def helped(command: str) -> str:
+        argv = [sys.executable, "-m", "rota.cli.rota_main", command, "--help"]
+        return " ".join(subprocess.run(argv, capture_output=True, text=True).stdout.split())
+
+    assert "the container's port REMOTE on 127.0.0.1:LOCAL (default: the same number" in helped(
+        "forward"
+    )
+    assert "(an ssh ProxyCommand: rota proxy %h 22)" in helped("proxy")

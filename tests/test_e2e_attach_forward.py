@@ -122,11 +122,22 @@ def test_forward_reaches_httpd_and_proxy_carries_bytes_both_ways(cluster: Cluste
     )
     assert proxied.returncode == 0, proxied.stderr
     assert proxied.stdout == data
+    # a job that ended has no port: forward says so at once instead of "Forwarding ..."
+    cluster.cli("gcancel", job_id, check=True)
+    cluster.wait_state(job_id, "CANCELLED")
+    ended = cluster.cli("rota", "forward", job_id, f"{free_port()}:8080")
+    assert ended.returncode == 1
+    assert ended.stdout == ""
+    assert f"job {job_id} is CANCELLED, not running" in ended.stderr
 
 
 def test_grun_shows_pending_reason_and_ctrl_c_cancels(cluster: Cluster) -> None:
     cluster.start_scheduler()
     cluster.start_agent("n1", gpus=1)
+    # a session that can never fit is refused at once, the line naming the field once
+    refused = cluster.cli("grun", "--image", TEST_IMAGE, "--gpus", "2", "true")
+    assert refused.returncode == 2
+    assert ": error: session: resources.gpus: 2 GPU(s) per node, but " in refused.stderr
     busy = cluster.submit(SLEEPER)
     cluster.wait_state(busy, "RUNNING")
     grun = subprocess.Popen(
@@ -170,4 +181,20 @@ def test_grun_of_a_quick_command_gets_its_output_and_exit_code(
     )
     assert result.stdout == b"quick\n"
     assert result.returncode == 4
+    # srun's spelling of the request (srun -N 1 --gres=gpu:1 --pty bash) asks the same
+    gres = cluster.cli(
+        "grun",
+        "--image",
+        TEST_IMAGE,
+        "-N",
+        "1",
+        "--gres=gpu:1",
+        "sh",
+        "-c",
+        "echo $CUDA_VISIBLE_DEVICES",
+    )
+    assert (gres.returncode, gres.stdout) == (0, "0\n"), gres.stderr
+    other = cluster.cli("grun", "--image", TEST_IMAGE, "--gres=gpu:1,lscratch:10", "true")
+    assert other.returncode == 2
+    assert "--gres: 'gpu:1,lscratch:10': rota schedules GPUs only" in other.stderr
     wait_for(lambda: not cluster.containers(), 60, what="the session's container removed")

@@ -153,6 +153,7 @@ def test_scheduler_unreachable_is_one_line_exit_1(cluster: Cluster) -> None:
 def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
     c = Cluster(tmp_path)
     env = c.env
+    http_port = free_port()
     up = subprocess.Popen(
         [
             "rota",
@@ -166,7 +167,7 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
             "--data-dir",
             str(tmp_path / "up"),
             "--http-port",
-            str(free_port()),
+            str(http_port),
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -185,6 +186,13 @@ def test_rota_up_runs_the_example_job(tmp_path, test_image: str) -> None:
         code = up.wait(timeout=30)
         c.stop()
     assert code == 0
+    assert up.stdout is not None
+    out = up.stdout.read().decode()
+    # other ports than the defaults: it says what the other shells need
+    hint = f"export ROTA_SCHEDULER=127.0.0.1:{c.port} ROTA_HTTP=127.0.0.1:{http_port}"
+    assert f"rota up: in other shells: {hint}" in out
+    # the agent starts once the scheduler listens: no warning that it is unreachable
+    assert "unreachable" not in out, out
 
 
 def test_rota_up_started_again_keeps_its_admin_token(tmp_path) -> None:

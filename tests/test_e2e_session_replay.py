@@ -7,12 +7,15 @@ processes, Docker containers and a ``grun --pty sh`` driven through a pseudo-ter
   where the client's output stopped;
 - grun gone for good (255): ``grun --attach`` shows the session's last output and goes on
   with the same shell, recorded in the job's events and the audit log;
+- the terminal window closed (grun hung up): the session runs on and ``grun --attach`` goes
+  back to it;
 - ``~.`` detaches, another user may not attach, a second ``grun --attach`` takes the
   terminal over (the first is told so), and the session's exit code ends the last one.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -217,3 +220,25 @@ def test_grun_attach_to_a_piped_session_gives_no_earlier_output(cluster: Cluster
         again.kill()
         again.wait()
         cluster.cli("gcancel", "1")
+
+
+def test_closing_the_terminal_window_leaves_the_session_running(cluster: Cluster) -> None:
+    """The window grun ran in is closed (its terminal hangs up, grun gets SIGHUP): as with
+    ``~.``, the session runs on with its shell, and ``grun --attach`` goes back to it."""
+    _, term = _session(cluster, {})
+    term.send(b"(sleep 2; echo after-hangup-$((6*7))) &\r")
+    term.expect(b"$ ")
+    os.close(term.fd)  # the window closes: the kernel hangs the terminal up
+    wait_for(lambda: os.waitpid(term.pid, os.WNOHANG)[0], 30, what="grun ended by the hang-up")
+    _written(cluster, b"after-hangup-42")
+    assert cluster.job("1")["state"] == "RUNNING"
+    back = _attach(cluster, {})
+    try:
+        back.expect(b"after-hangup-42")  # what the shell wrote after the window closed
+        back.send(b"echo again-$X\r")
+        back.expect(b"again-kept-42")
+        back.send(b"exit 3\r")
+        assert back.wait() == 3
+    finally:
+        back.close()
+    assert cluster.wait_state("1", "FAILED")["exit_code"] == 3

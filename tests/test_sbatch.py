@@ -269,7 +269,7 @@ def test_dry_run_prints_the_exact_job_file(
     parse_job_file(yaml.safe_load(out))  # what it prints is a valid job file
 
 
-JOB_FILE = "name: resnet50-finetune\nimage: img\ncommand: [true]\noutput: slurm-%j.out\n"
+JOB_FILE = "name: resnet50-finetune\nimage: img\ncommand: ['true']\noutput: slurm-%j.out\n"
 
 
 @pytest.mark.usefixtures("lab_env")
@@ -447,3 +447,21 @@ def test_script_arguments_and_wrap_run_end_to_end(cluster: Cluster, test_image: 
     assert cluster.job(wrapped)["name"] == "wrap"
     logs = wait_for(lambda: cluster.cli("glogs", wrapped).stdout, 20, what="the wrap output")
     assert logs.strip() == "wrapped 5"
+
+
+@pytest.mark.usefixtures("lab_env")
+def test_export_all_warns_that_the_shells_environment_is_not_carried(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """sbatch's default, --export=ALL, carries the whole shell; a container never does, so a
+    script reading a variable exported in the shell would silently see nothing."""
+    assert gsub.main(["--dry-run", "--export=ALL,LR=0.1", "--wrap", "true"]) == 0
+    captured = capsys.readouterr()
+    assert yaml.safe_load(captured.out)["env"] == {"LR": "0.1"}
+    assert captured.err == (
+        "gsub: warning: --wrap: command line: --export=ALL,LR=0.1: ALL ignored: a container "
+        "never inherits your shell's environment; only the variables named (NAME or "
+        "NAME=value) are set\n"
+    )
+    assert gsub.main(["--dry-run", "--export=NONE", "--wrap", "true"]) == 0
+    assert capsys.readouterr().err == ""

@@ -35,6 +35,10 @@ GPU_MODES = ("auto", "nvidia", "env")
 ENGINE_DOWN = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
 
 
+# a node name the kernel takes as a container's host name (at most 63 characters, no "_")
+HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,62}")
+
+
 def create_args(
     order: LaunchOrder,
     mounts: tuple[JobMount, ...],
@@ -74,6 +78,8 @@ def create_args(
         kwargs["network_mode"] = "host"
     elif network:
         kwargs["network_mode"] = network
+    if not order.host_network and HOSTNAME.fullmatch(node):
+        kwargs["hostname"] = node  # `hostname` (srun hostname) names the node, as under SLURM
     if spec.cpus:
         kwargs["nano_cpus"] = int(spec.cpus * 1e9)
     if spec.memory:

@@ -129,7 +129,7 @@ class AccountingService:
         out: list[FinishedJob | StepRow] = []
         for row in rows:
             display = row.job.display_id
-            whole = display in query.whole or str(row.job.array_job_id) in query.whole
+            whole = {display, str(row.job.id), str(row.job.array_job_id)} & set(query.whole)
             if whole:
                 out.append(row)
             if whole or any(s.startswith(f"{display}.") for s in query.steps):
