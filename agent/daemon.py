@@ -20,6 +20,7 @@ from rota import __version__
 from rota.agent.config import AgentConfig
 from rota.agent.dial import Dialer
 from rota.agent.fence import SelfFence, Step
+from rota.agent.fence_record import FenceRecord
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
 from rota.agent.log_flow import LogFlow
@@ -87,6 +88,7 @@ class Agent:
         self.runtime = runtime(self._on_event)
         self.owners = ProcessOwners(self.runtime.container_info)
         self.fence = SelfFence(config.kill_grace, monotonic)
+        self.fence_record = FenceRecord(config.data_dir / "fence.json")
         self.link = Link(
             config.scheduler,
             self._hello,
@@ -120,6 +122,13 @@ class Agent:
         """Serve until SIGTERM/SIGINT (exit 0) or until the scheduler refuses us (exit 1)."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stop())
+        if self.fence_record.restore(self.fence):
+            log.warning(
+                "last contact with the scheduler %.1fs ago (before this restart): the jobs "
+                "adopted are stopped in time for node_grace %gs unless it answers",
+                self.fence.silence(),
+                self.fence.node_grace,
+            )
         self.runtime.adopt()
         self._serve_metrics()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
@@ -220,12 +229,14 @@ class Agent:
             self._period = max(order.telemetry_period, self._interval)
             self._keepalive = order.keepalive_interval
             self._welcome_fence(order)
+            self.fence_record.save(self.fence)
             self.runtime.keep_only({(a.job_id, a.attempt) for a in order.keep})
             for event in self.runtime.finals():
                 self.link.send(event)
             self._send_heartbeat(self._heartbeat())
         elif isinstance(order, Pong):
             self.fence.answered()
+            self.fence_record.save(self.fence)
             if order.telemetry_period:
                 self._period = max(order.telemetry_period, self._interval)
         elif isinstance(order, LaunchOrder):

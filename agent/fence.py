@@ -52,6 +52,10 @@ class SelfFence:
         self.contact = self._hello if self._hello is not None else self._monotonic()
         self._asked.clear()
 
+    def restore(self, node_grace: float, node_timeout: float, contact: float) -> None:
+        """Timings kept by an earlier run of this agent (``FenceRecord``), until welcomed."""
+        self.node_grace, self.node_timeout, self.contact = node_grace, node_timeout, contact
+
     def asked(self) -> None:
         """A heartbeat or keepalive is about to be sent (the scheduler answers it)."""
         self._asked.append(self._monotonic())

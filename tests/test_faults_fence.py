@@ -133,3 +133,39 @@ def test_a_job_that_ignores_sigterm_is_dead_before_the_scheduler_may_requeue_it(
     assert "no contact with the scheduler" in agent_log
     if grace < 20:
         assert "kill_grace" in agent_log and "shortened" in agent_log
+
+
+def test_an_agent_restarted_while_cut_off_still_stops_its_jobs_in_time(cluster: Cluster) -> None:
+    # kill -9 of the agent right after the scheduler froze: the new agent is never welcomed,
+    # and keeps the fence's timings from the one before (same boot, same monotonic clock)
+    grace = 20.0
+    cluster.start_scheduler(
+        "--open-registration", "--config", config_file(cluster, node_grace=grace, node_timeout=3)
+    )
+    agent = cluster.start_agent("n1", 1)
+    job_id = cluster.submit(STUBBORN)
+    cluster.wait_state(job_id, "RUNNING")
+    [name] = cluster.containers(all_states=False)
+
+    scheduler = cluster.procs["scheduler"]
+    os.kill(scheduler.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        agent.kill()
+        agent.wait()
+        cluster.start_agent("n1", 1, wait=False)
+        time.sleep(max(0.0, grace - (time.monotonic() - started)))
+        state = _inspect(name)
+    finally:
+        os.kill(scheduler.pid, signal.SIGCONT)
+    assert not state["Running"], f"job still running when node_grace ran out: {state}"
+    assert state["ExitCode"] == 137, state
+    assert "before this restart" in cluster.log("agent-n1")
+    cluster.wait_state(job_id, "PENDING", "CONFIGURING", "RUNNING", timeout=60)
+    job = wait_for(
+        lambda: (j := cluster.job(job_id))["attempt"] == 2 and j,
+        60,
+        interval=0.5,
+        what="the job requeued",
+    )
+    assert job["attempt"] == 2
