@@ -19,7 +19,8 @@ from dataclasses import replace
 from rota import __version__
 from rota.agent.config import AgentConfig
 from rota.agent.dial import Dialer
-from rota.agent.fence import SelfFence
+from rota.agent.fence import SelfFence, Step
+from rota.agent.fence_record import FenceRecord
 from rota.agent.gpu import open_backend
 from rota.agent.link.stream import Link, Rejected
 from rota.agent.log_flow import LogFlow
@@ -30,6 +31,7 @@ from rota.agent.runtime.owners import ProcessOwners
 from rota.agent.sessions import Sessions
 from rota.agent.steps.node import NodeSteps
 from rota.messages import (
+    FENCE_KILL_MARGIN,
     AgentEvent,
     AgentMessage,
     AgentOrder,
@@ -86,6 +88,7 @@ class Agent:
         self.runtime = runtime(self._on_event)
         self.owners = ProcessOwners(self.runtime.container_info)
         self.fence = SelfFence(config.kill_grace, monotonic)
+        self.fence_record = FenceRecord(config.data_dir / "fence.json")
         self.link = Link(
             config.scheduler,
             self._hello,
@@ -119,9 +122,17 @@ class Agent:
         """Serve until SIGTERM/SIGINT (exit 0) or until the scheduler refuses us (exit 1)."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stop())
+        if self.fence_record.restore(self.fence):
+            log.warning(
+                "last contact with the scheduler %.1fs ago (before this restart): the jobs "
+                "adopted are stopped in time for node_grace %gs unless it answers",
+                self.fence.silence(),
+                self.fence.node_grace,
+            )
         self.runtime.adopt()
         self._serve_metrics()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
+        threading.Thread(target=self._fence_watch, name="fence", daemon=True).start()
         log.info(
             "rota agent %s: %d GPU(s)%s, GPU mode %s, scheduler %s",
             self.config.node,
@@ -168,6 +179,7 @@ class Agent:
             labels=self.config.labels,
             gpu_mode=self.runtime.gpu_mode,
         )
+        self.fence.hello_sent()
         return Hello(
             node_name=self.config.node,
             token=self.config.token,
@@ -180,10 +192,9 @@ class Agent:
         )
 
     def _disconnected(self) -> None:
-        """The scheduler's stream ended: fence the jobs in time, end the sessions it relayed."""
-        self.fence.lost()
+        """The scheduler's stream ended: end the sessions it relayed (the fence counts from
+        the last confirmed contact whatever the stream does)."""
         self.sessions.close_all()
-        self.fence.lost()
         if self.steps is not None:
             self.steps.disconnected()
         for flow in list(self._logs.values()):  # no acknowledgement will come
@@ -217,12 +228,15 @@ class Agent:
             self._interval = order.heartbeat_interval or self._interval
             self._period = max(order.telemetry_period, self._interval)
             self._keepalive = order.keepalive_interval
-            self.fence.welcomed(order.node_grace)
+            self._welcome_fence(order)
+            self.fence_record.save(self.fence)
             self.runtime.keep_only({(a.job_id, a.attempt) for a in order.keep})
             for event in self.runtime.finals():
                 self.link.send(event)
             self._send_heartbeat(self._heartbeat())
         elif isinstance(order, Pong):
+            self.fence.answered()
+            self.fence_record.save(self.fence)
             if order.telemetry_period:
                 self._period = max(order.telemetry_period, self._interval)
         elif isinstance(order, LaunchOrder):
@@ -258,7 +272,6 @@ class Agent:
         while not self._stop.wait(self._interval):
             if not self.link.connected.is_set():
                 self._read_gpus()  # kept fresh for /metrics while the scheduler is away
-                self._maybe_fence()
                 continue
             now = self._monotonic()
             gap = min(self._period, self._keepalive or self._period)
@@ -272,22 +285,57 @@ class Agent:
             if now - self._sent_beat >= self._period - slack or _health(beat) != self._health_sent:
                 self._send_heartbeat(beat)
             elif self._keepalive and now - self._sent_any >= self._keepalive - slack:
+                self.fence.asked()
                 self.link.send(Keepalive())
                 self._sent_any = now
 
-    def _maybe_fence(self) -> None:
-        away = self.fence.due()
-        if away is None:
-            return
-        log.warning(
-            "no contact with the scheduler for %.0fs: stopping this node's jobs before they "
-            "may be run elsewhere (node_grace %.0fs)",
-            away,
-            self.fence.node_grace,
-        )
-        self.runtime.fence(f"no contact with the scheduler for {away:.0f}s")
+    # ------------------------------------------------------------ self-fencing
+
+    def _welcome_fence(self, welcome: Welcome) -> None:
+        """Take the scheduler's timings for the fence; say when they shorten kill_grace."""
+        before = self.fence.kill_grace
+        self.fence.welcomed(welcome.node_grace, welcome.node_timeout)
+        shortened = self.fence.kill_grace
+        if shortened < self.fence.configured_kill_grace and shortened != before:
+            log.warning(
+                "kill_grace %gs shortened to %gs when cut off from the scheduler: its "
+                "node_grace %gs leaves no more after node_timeout %gs of silence and %gs to "
+                "kill the containers before it may run their jobs elsewhere",
+                self.fence.configured_kill_grace,
+                shortened,
+                welcome.node_grace,
+                self.fence.node_timeout,
+                FENCE_KILL_MARGIN,
+            )
+
+    def _fence_watch(self) -> None:
+        """Stop this node's jobs, whatever the stream's state, in time for the scheduler's
+        ``node_grace`` (``SelfFence``): SIGTERM, then SIGKILL to whatever still runs."""
+        while not self._stop.wait(self.fence.wait()):
+            step = self.fence.due()
+            silence = self.fence.silence()
+            if step is Step.TERM:
+                log.warning(
+                    "no contact with the scheduler for %.1fs: stopping this node's jobs "
+                    "(SIGKILL after %gs) before they may run elsewhere (node_grace %gs)",
+                    silence,
+                    self.fence.kill_grace,
+                    self.fence.node_grace,
+                )
+                reason = f"no contact with the scheduler for {silence:.0f}s"
+                self.runtime.fence(reason, self.fence.kill_grace)
+            elif step is Step.KILL:
+                killed = self.runtime.fence_kill()
+                if killed:
+                    log.warning(
+                        "no contact with the scheduler for %.1fs: sent SIGKILL to %d "
+                        "container(s) still running",
+                        silence,
+                        killed,
+                    )
 
     def _send_heartbeat(self, beat: Heartbeat) -> None:
+        self.fence.asked()
         self.link.send(beat)
         self._sent_beat = self._sent_any = self._monotonic()
         self._health_sent = _health(beat)

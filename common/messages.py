@@ -252,13 +252,22 @@ class Welcome:
 
     The agent looks at its GPUs every ``heartbeat_interval``, sends telemetry every
     ``telemetry_period`` (0: every ``heartbeat_interval``) and at once when GPU or engine health
-    changes, and sends at least one message every ``keepalive_interval`` (0: no keepalives)."""
+    changes, and sends at least one message every ``keepalive_interval`` (0: no keepalives).
+    ``node_timeout``: the silence after which the scheduler marks the node DOWN (0: not said);
+    a cut-off agent stops its jobs no sooner (``FENCE_KILL_MARGIN``)."""
 
     heartbeat_interval: float
     keep: tuple[RunningAttempt, ...] = ()
     node_grace: float = 0.0
     telemetry_period: float = 0.0
     keepalive_interval: float = 0.0
+    node_timeout: float = 0.0
+
+
+# Seconds before ``node_grace`` ends by which an agent cut off from the scheduler has sent
+# SIGKILL to its containers (time for the engine to carry it out on a loaded host); the
+# scheduler refuses a ``node_grace`` shorter than ``node_timeout`` plus this.
+FENCE_KILL_MARGIN = 5.0
 
 
 # What one message of output counts against a session's or a log request's window at least,

@@ -17,6 +17,7 @@ from sqlalchemy.exc import ArgumentError
 
 from rota.allowlists import DEFAULT_REGISTRIES, mount_refusal
 from rota.destinations import parse_networks
+from rota.messages import FENCE_KILL_MARGIN
 from rota.paths import DEFAULT_ADDRESS, data_dir
 from rota.private import private_dir, private_file
 from rota.scheduler.core.booking import BookingRules
@@ -287,6 +288,13 @@ class SchedulerConfig(Settings):
             raise ValueError(
                 f"node_timeout ({self.node_timeout:g}s) must be longer than heartbeat_interval "
                 f"({self.heartbeat_interval:g}s), or every node goes DOWN between heartbeats"
+            )
+        if self.node_grace < self.node_timeout + FENCE_KILL_MARGIN:
+            raise ValueError(
+                f"node_grace ({self.node_grace:g}s) must be at least node_timeout "
+                f"({self.node_timeout:g}s) + {FENCE_KILL_MARGIN:g}s: a cut-off agent stops its "
+                "jobs no sooner than node_timeout after its last contact and needs "
+                f"{FENCE_KILL_MARGIN:g}s to kill them before they may run elsewhere"
             )
         if self.ha and not self.database_url.startswith("postgresql"):
             raise ValueError(

@@ -76,7 +76,7 @@ def test_agent_frozen_past_grace_requeues_elsewhere_and_late_reports_are_fenced(
     cluster: Cluster,
 ) -> None:
     cluster.start_scheduler(
-        "--config", config_file(cluster, node_timeout=3, node_grace=6), "--open-registration"
+        "--config", config_file(cluster, node_timeout=3, node_grace=8), "--open-registration"
     )
     out = cluster.root / "out"
     out.mkdir()

@@ -172,3 +172,25 @@ def test_duplicate_request_race_returns_the_stored_ids(h: Harness, monkeypatch) 
     assert len(h.s.jobs.list_jobs(JobQuery())) == 1
     with pytest.raises(UserError, match="unique"):
         h.s.jobs.submit([item, item], "ann")
+
+
+def test_a_closed_stream_counts_node_grace_from_the_last_message_received(h: Harness) -> None:
+    # the agent fences itself counting from its last contact; the scheduler must not count
+    # from the moment it noticed the stream had closed, which may come much later
+    token = h.s.nodes.add("n1", {}, "root")
+    join(h, "n1", token)
+    job = h.submit(gpus=1, requeue=True)
+    h.schedule()
+    h.event("n1", job, "STARTED")
+    h.clock.now += 5
+    h.engine.steps.heartbeat("n1", h.sessions["n1"], Heartbeat())
+    last = h.clock.now
+    h.clock.now += 8  # silent, within node_timeout, then the stream is seen closed
+    h.s.agents.disconnected("n1", h.sessions["n1"])
+    assert h.s.model.nodes["n1"].down_since == last
+    h.clock.now = last + 59
+    h.tick()
+    assert h.state(job) is JobState.RUNNING
+    h.clock.now = last + 61  # node_grace after the last message, 53 s after the close
+    h.tick()
+    assert h.state(job) is JobState.PENDING and h.s.jobs.get(job)[0].attempt == 1

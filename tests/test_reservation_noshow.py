@@ -34,7 +34,9 @@ ROOT = Principal("root", admin=True)
 
 @pytest.fixture
 def h(tmp_path: Path) -> Harness:
-    harness = Harness(tmp_path, node_timeout=10 * HOUR)  # the fake clock jumps; nodes stay
+    harness = Harness(
+        tmp_path, node_timeout=10 * HOUR, node_grace=11 * HOUR
+    )  # the fake clock jumps; nodes stay
     harness.connect("n1", gpus=4)
     harness.connect("n2", gpus=2)
     return harness

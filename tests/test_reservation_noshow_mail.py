@@ -28,7 +28,9 @@ ROOT = Principal("root", admin=True)
 
 
 def _harness(path: Path, **config: object) -> Harness:
-    h = Harness(path, node_timeout=10 * HOUR, **config)  # the fake clock jumps; nodes stay
+    h = Harness(
+        path, node_timeout=10 * HOUR, node_grace=11 * HOUR, **config
+    )  # the fake clock jumps; nodes stay
     h.connect("n1", gpus=4)
     h.connect("n2", gpus=2)
     for name, accounts in (("bob", ("ml",)), ("cat", ("ml", "vision")), ("dan", ("vision",))):

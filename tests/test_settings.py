@@ -109,6 +109,8 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
         ({"database_url": "not a url"}, "database_url must be empty or a SQLAlchemy URL"),
         ({"tick_interval": 0}, "tick_interval must be > 0, got 0"),
         ({"node_grace": "inf"}, "node_grace must be a finite number, got inf"),
+        ({"node_grace": 0}, "node_grace (0s) must be at least node_timeout (30s) + 5s"),
+        ({"node_grace": "34s"}, "node_grace (34s) must be at least node_timeout (30s) + 5s"),
         ({"lisen": 1, "polcy": 2}, "unknown scheduler settings 'lisen', 'polcy'; known: "),
     ],
 )

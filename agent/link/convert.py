@@ -148,6 +148,7 @@ def order_from_pb(msg: pb.SchedulerMessage) -> AgentOrder:
             w.node_grace,
             w.telemetry_period,
             w.keepalive_interval,
+            w.node_timeout,
         )
     if kind == "pong":
         return Pong(msg.pong.time, msg.pong.telemetry_period)

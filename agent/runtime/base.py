@@ -43,8 +43,12 @@ class ContainerRuntime(Protocol):
     def kill(self, order: KillOrder) -> None:
         """Stop the attempt; reported KILLED (LOST when this node does not hold it)."""
 
-    def fence(self, reason: str) -> None:
-        """Stop every running attempt, each reported LOST with ``reason``."""
+    def fence(self, reason: str, grace: float) -> None:
+        """Stop every attempt not ended (SIGTERM, ``grace`` seconds, SIGKILL), each reported
+        LOST with ``reason``; one still launching is stopped at once when it starts."""
+
+    def fence_kill(self) -> int:
+        """SIGKILL every container still running; how many were."""
 
     def keep_only(self, keep: set[tuple[int, int]]) -> None:
         """Stop the running attempts whose (job id, attempt) is not in ``keep``."""

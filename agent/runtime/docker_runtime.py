@@ -284,7 +284,8 @@ class DockerRuntime:
         now = self._clock()
         att.started(now + order.time_limit if order.time_limit else 0.0)
         if att.stop_kind is not None:  # ordered while launching, when there was nothing to stop
-            self._spawn(self._stop, att, self._kill_grace)
+            fenced = att.stop_kind is EventKind.LOST  # it may run elsewhere soon: no grace
+            self._spawn(self._stop, att, 0.0 if fenced else self._kill_grace)
         target = Target(container.id, att.gpus, self.gpu_mode, now, att.deadline)
         self.steps.started(att.job_id, att.attempt, target)
         notes = "; ".join(place.notes)
@@ -440,12 +441,28 @@ class DockerRuntime:
             except (DockerException, *ENGINE_DOWN):
                 self._sleep(1.0)
 
-    def fence(self, reason: str) -> None:
-        """Stop every running attempt because this node lost the scheduler; they are reported
-        LOST (the scheduler ends them NODE_FAIL and requeues those that allow it)."""
-        for att in self._table.in_phase(Phase.RUNNING):
-            if att.stop(EventKind.LOST, f"fenced: {reason}"):
-                self._spawn(self._stop, att, self._kill_grace)
+    def fence(self, reason: str, grace: float) -> None:
+        """Stop every attempt because this node lost the scheduler; they are reported LOST
+        (the scheduler ends them NODE_FAIL and requeues those that allow it). One launching
+        now is stopped without grace once started (``_start``)."""
+        for att in self._table.in_phase(Phase.LAUNCHING, Phase.RUNNING):
+            if att.stop(EventKind.LOST, f"fenced: {reason}") and att.phase is Phase.RUNNING:
+                self._spawn(self._stop, att, grace)
+
+    def fence_kill(self) -> int:
+        """SIGKILL the container of every attempt not ended, whatever stop is under way (its
+        grace may outlast the fence's); how many were running."""
+        killed = 0
+        for att in self._table.in_phase(Phase.LAUNCHING, Phase.RUNNING):
+            container_id = att.container_id
+            if not container_id:
+                continue
+            try:
+                self._client.containers.get(container_id).kill()
+                killed += 1
+            except (DockerException, *ENGINE_DOWN) as exc:  # not running, gone, engine down
+                log.info("SIGKILL to %s: %s", container_id[:12], short(exc))
+        return killed
 
     def keep_only(self, keep: set[tuple[int, int]]) -> None:
         """After a (re)connect: stop running attempts the scheduler does not list."""

@@ -405,6 +405,7 @@ def order_to_pb(order: AgentOrder) -> pb.SchedulerMessage:
                 node_grace=order.node_grace,
                 telemetry_period=order.telemetry_period,
                 keepalive_interval=order.keepalive_interval,
+                node_timeout=order.node_timeout,
             )
         )
     if isinstance(order, StepLaunch | StepOutput | StepEnd | StepCancel):

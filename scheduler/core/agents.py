@@ -139,6 +139,7 @@ class AgentService:
                     self.config.node_grace,
                     period or self.config.heartbeat_interval,
                     keepalive_interval(self.config),
+                    self.config.node_timeout,
                 ),
             )
         ]
@@ -173,11 +174,15 @@ class AgentService:
         return changed
 
     def disconnected(self, node_name: str, session: int) -> None:
-        """The stream ``session`` of ``node_name`` ended (a newer session is left alone)."""
+        """The stream ``session`` of ``node_name`` ended (a newer session is left alone). Its
+        ``node_grace`` counts from the last message received, as for a silent node (the agent
+        fences itself counting from its last contact too)."""
         node = self.model.nodes.get(node_name)
         if node is None or node.session != session:
             return
-        node = dataclasses.replace(node, connected=False, session=0, down_since=self.clock())
+        seen = self.liveness.seen(node_name, session) or 0.0
+        last = max(seen, node.last_heartbeat or 0.0) or self.clock()
+        node = dataclasses.replace(node, connected=False, session=0, down_since=last)
         self.store.save(node)
         self.model.nodes[node_name] = node
         self.model.bump()

@@ -1064,20 +1064,22 @@ class LogRequest(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., job_id: _Optional[int] = ..., attempt: _Optional[int] = ..., follow: _Optional[bool] = ..., cancel: _Optional[bool] = ..., window: _Optional[int] = ..., ack: _Optional[int] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("heartbeat_interval", "keep", "scheduler_version", "node_grace", "telemetry_period", "keepalive_interval")
+    __slots__ = ("heartbeat_interval", "keep", "scheduler_version", "node_grace", "telemetry_period", "keepalive_interval", "node_timeout")
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     KEEP_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_VERSION_FIELD_NUMBER: _ClassVar[int]
     NODE_GRACE_FIELD_NUMBER: _ClassVar[int]
     TELEMETRY_PERIOD_FIELD_NUMBER: _ClassVar[int]
     KEEPALIVE_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    NODE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval: float
     keep: _containers.RepeatedCompositeFieldContainer[AttemptStatus]
     scheduler_version: str
     node_grace: float
     telemetry_period: float
     keepalive_interval: float
-    def __init__(self, heartbeat_interval: _Optional[float] = ..., keep: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., scheduler_version: _Optional[str] = ..., node_grace: _Optional[float] = ..., telemetry_period: _Optional[float] = ..., keepalive_interval: _Optional[float] = ...) -> None: ...
+    node_timeout: float
+    def __init__(self, heartbeat_interval: _Optional[float] = ..., keep: _Optional[_Iterable[_Union[AttemptStatus, _Mapping]]] = ..., scheduler_version: _Optional[str] = ..., node_grace: _Optional[float] = ..., telemetry_period: _Optional[float] = ..., keepalive_interval: _Optional[float] = ..., node_timeout: _Optional[float] = ...) -> None: ...
 
 class EventAck(_message.Message):
     __slots__ = ("job_id", "attempt")
