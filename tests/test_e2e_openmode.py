@@ -1,0 +1,75 @@
+"""End to end with Docker: SLURM's ``--open-mode`` for the output file of a requeued batch job.
+As with SLURM (``JobFileAppend=0``), an attempt empties ``slurm-%j.out`` unless the job or the
+scheduler (``job_file_append``) says append; then the file holds every attempt's output."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import TEST_IMAGE, Cluster, wait_for
+
+pytestmark = pytest.mark.docker
+
+SCRIPT = f"""#!/bin/sh
+#SBATCH --requeue
+{{directive}}
+#ROTA image={TEST_IMAGE}
+echo "attempt $SLURM_RESTART_COUNT"
+if [ "$SLURM_RESTART_COUNT" = 0 ]; then trap 'exit 0' TERM; sleep 300 & wait; fi
+"""
+
+
+def _workdir(cluster: Cluster) -> Path:
+    work = cluster.root / "work"
+    work.mkdir()
+    os.chown(work, 65534, 65534)  # the job's user (root's jobs run as the default 65534)
+    return work
+
+
+def _submit(cluster: Cluster, work: Path, name: str, directive: str, *flags: str) -> str:
+    script = cluster.root / f"{name}.sh"
+    script.write_text(SCRIPT.format(directive=directive))
+    done = cluster.cli("gsub", "--parsable", *flags, str(script), cwd=work)
+    assert done.stdout.strip().isdigit(), done.stderr
+    return done.stdout.strip()
+
+
+def _requeue_while_running(cluster: Cluster, work: Path, jobs: list[str]) -> None:
+    """Each job's first attempt has written its line; requeued, its second attempt ends."""
+    for job in jobs:
+        out = work / f"slurm-{job}.out"
+        wait_for(lambda: out.exists() and out.read_text() == "attempt 0\n", 60, what=str(out))
+        cluster.cli("gcontrol", "requeue", job, check=True)
+    for job in jobs:
+        wait_for(
+            lambda: cluster.job(job)["attempt"] == 2 and cluster.job(job)["state"] == "COMPLETED",
+            90,
+            what=f"job {job}'s second attempt",
+        )
+
+
+def test_a_requeued_job_appends_only_when_it_says_so(cluster: Cluster) -> None:
+    cluster.start_scheduler()
+    cluster.start_agent("n1", 2)
+    work = _workdir(cluster)
+    appends = _submit(cluster, work, "appends", "#SBATCH --open-mode=append")
+    default = _submit(cluster, work, "default", "")
+    _requeue_while_running(cluster, work, [appends, default])
+    assert (work / f"slurm-{appends}.out").read_text() == "attempt 0\nattempt 1\n"
+    assert (work / f"slurm-{default}.out").read_text() == "attempt 1\n"  # JobFileAppend=0
+    assert cluster.cli("glogs", "--attempt", "1", default, check=True).stdout == "attempt 0\n"
+
+
+def test_the_schedulers_job_file_append_and_gsub_open_mode(cluster: Cluster) -> None:
+    config = cluster.write_job("sched.yaml", "job_file_append: true\n")
+    cluster.start_scheduler("--open-registration", "--config", str(config))
+    cluster.start_agent("n1", 2)
+    work = _workdir(cluster)
+    default = _submit(cluster, work, "default", "")
+    truncates = _submit(cluster, work, "truncates", "", "--open-mode", "truncate")
+    _requeue_while_running(cluster, work, [default, truncates])
+    assert (work / f"slurm-{default}.out").read_text() == "attempt 0\nattempt 1\n"
+    assert (work / f"slurm-{truncates}.out").read_text() == "attempt 1\n"
