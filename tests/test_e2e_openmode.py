@@ -41,14 +41,15 @@ def _requeue_while_running(cluster: Cluster, work: Path, jobs: list[str]) -> Non
     """Each job's first attempt has written its line; requeued, its second attempt ends."""
     for job in jobs:
         out = work / f"slurm-{job}.out"
-        wait_for(lambda: out.exists() and out.read_text() == "attempt 0\n", 60, what=str(out))
+        wait_for(lambda o=out: o.exists() and o.read_text() == "attempt 0\n", 60, what=str(out))
         cluster.cli("gcontrol", "requeue", job, check=True)
     for job in jobs:
-        wait_for(
-            lambda: cluster.job(job)["attempt"] == 2 and cluster.job(job)["state"] == "COMPLETED",
-            90,
-            what=f"job {job}'s second attempt",
-        )
+        wait_for(lambda j=job: _second_attempt_done(cluster, j), 90, what=f"job {job} requeued")
+
+
+def _second_attempt_done(cluster: Cluster, job: str) -> bool:
+    seen = cluster.job(job)
+    return bool(seen["attempt"] == 2 and seen["state"] == "COMPLETED")
 
 
 def test_a_requeued_job_appends_only_when_it_says_so(cluster: Cluster) -> None:
