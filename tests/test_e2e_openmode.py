@@ -5,6 +5,7 @@ scheduler (``job_file_append``) says append; then the file holds every attempt's
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ SCRIPT = f"""#!/bin/sh
 #ROTA image={TEST_IMAGE}
 echo "attempt $SLURM_RESTART_COUNT"
 if [ "$SLURM_RESTART_COUNT" = 0 ]; then trap 'exit 0' TERM; sleep 300 & wait; fi
-"""
+{{then}}"""
 
 
 def _workdir(cluster: Cluster) -> Path:
@@ -29,9 +30,11 @@ def _workdir(cluster: Cluster) -> Path:
     return work
 
 
-def _submit(cluster: Cluster, work: Path, name: str, directive: str, *flags: str) -> str:
+def _submit(
+    cluster: Cluster, work: Path, name: str, directive: str, *flags: str, then: str = ""
+) -> str:
     script = cluster.root / f"{name}.sh"
-    script.write_text(SCRIPT.format(directive=directive))
+    script.write_text(SCRIPT.format(directive=directive, then=then))
     done = cluster.cli("gsub", "--parsable", *flags, str(script), cwd=work)
     assert done.stdout.strip().isdigit(), done.stderr
     return done.stdout.strip()
@@ -74,3 +77,23 @@ def test_the_schedulers_job_file_append_and_gsub_open_mode(cluster: Cluster) -> 
     _requeue_while_running(cluster, work, [default, truncates])
     assert (work / f"slurm-{default}.out").read_text() == "attempt 0\nattempt 1\n"
     assert (work / f"slurm-{truncates}.out").read_text() == "attempt 1\n"
+
+
+def test_an_agent_restarted_mid_attempt_still_appends(cluster: Cluster) -> None:
+    """The adopting agent writes the attempt's output after the earlier attempt's, not over it."""
+    cluster.start_scheduler()
+    cluster.start_agent("n1", 1)
+    work = _workdir(cluster)
+    then = 'until [ -e go ]; do sleep 0.1; done; echo "end $SLURM_RESTART_COUNT"\n'
+    job = _submit(cluster, work, "adopted", "#SBATCH --open-mode=append", then=then)
+    out = work / f"slurm-{job}.out"
+    wait_for(lambda: out.exists() and out.read_text() == "attempt 0\n", 60, what=str(out))
+    cluster.cli("gcontrol", "requeue", job, check=True)
+    both = "attempt 0\nattempt 1\n"
+    wait_for(lambda: out.read_text() == both, 60, what="the second attempt's line")
+    cluster.kill("agent-n1", signal.SIGKILL)
+    cluster.start_agent("n1", 1)
+    wait_for(lambda: "adopted running job" in cluster.log("agent-n1"), 60, what="the job adopted")
+    (work / "go").touch()
+    assert cluster.wait_state(job, "COMPLETED")["attempt"] == 2
+    assert out.read_text() == both + "end 1\n"
