@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-e", "--error", metavar="PATTERN", help="write standard error to this file instead"
     )
+    p.add_argument(
+        "--open-mode",
+        choices=("append", "truncate"),
+        help="keep what the output files hold (append) or empty them (truncate) when an "
+        "attempt starts; default: the scheduler's job_file_append",
+    )
     p.add_argument("--notify", metavar="URL", help="POST a JSON webhook here when the job ends")
     p.add_argument(
         "--notify-on",
@@ -241,6 +247,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "output": args.output,
         "error": args.error,
+        "open_mode": args.open_mode,
         "notify": notify,
         "reservation": args.reservation,
         "partition": args.partition,

@@ -21,6 +21,7 @@ from rota.units import DURATION_HELP, SIZE_HELP, parse_duration, parse_size
 from rota.validate import (
     CLIENT_RULES,
     HARD_MAX_ARRAY_SIZE,
+    OPEN_MODES,
     PULL_POLICIES,
     Rules,
     array_size,
@@ -83,6 +84,7 @@ class JobSpec:
     notify_on: tuple[str, ...] = ()  # which ends; empty = every end
     output: str = ""  # stdout (and stderr when ``error`` is empty) to this file pattern
     error: str = ""  # stderr to this file pattern
+    open_mode: str = ""  # output files: "append", "truncate"; "" = the scheduler's default
     slurm_env: bool = False  # set SLURM's batch-job variables in the container (gsub scripts)
     submit_dir: str = ""  # where gsub ran (SLURM_SUBMIT_DIR); set by the client, not the file
     submit_host: str = ""  # the host gsub ran on (SLURM_SUBMIT_HOST); set by the client
@@ -343,6 +345,13 @@ def _pull(key: str, value: Any) -> str:
     return text
 
 
+def _open_mode(key: str, value: Any) -> str:
+    text = _str(key, value)
+    if text not in OPEN_MODES:
+        raise SpecError(key, f"expected one of {', '.join(OPEN_MODES)}, got {text!r}")
+    return text
+
+
 def _signal(key: str, value: Any) -> str:
     try:
         return canonical_signal(_str(key, value))
@@ -392,6 +401,7 @@ _TOP_FIELDS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "hold": ("hold", _bool),
     "output": ("output", _str),
     "error": ("error", _str),
+    "open_mode": ("open_mode", _open_mode),
     "slurm_env": ("slurm_env", _bool),
     "checkpointable": ("checkpointable", _bool),
     "signal": ("signal", _signal),

@@ -71,6 +71,7 @@ FIELD_ORDER = (
     "pull",
     "output",
     "error",
+    "open_mode",
     "notify",
     "slurm_env",
     "command",

@@ -338,6 +338,14 @@ def _export(req: Request, option: str, value: str | None) -> None:
     req.origins["env"] = f"--{option}"
 
 
+def _open_mode(value: str) -> str:
+    """sbatch's reading: a value starting with ``a`` appends, with ``t`` truncates."""
+    mode = {"a": "append", "t": "truncate"}.get(value[:1].lower())
+    if mode is None:
+        raise ScriptError(f"--open-mode: expected append or truncate, got {value!r}")
+    return mode
+
+
 def _priority(value: str) -> int:
     if not value.strip().lstrip("-").isdigit():
         raise ScriptError(f"--priority: expected a whole number, got {value!r}")
@@ -376,6 +384,7 @@ _HANDLERS: dict[str, Handler] = {
     "nodes": _nodes,
     "output": _set("output"),
     "error": _set("error"),
+    "open-mode": _set("open_mode", _open_mode),
     "array": _set("array"),
     "dependency": _set("dependency"),
     "reservation": _set("reservation"),

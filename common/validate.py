@@ -57,6 +57,7 @@ MAX_TIME_LIMIT = 10 * 365 * 86400.0
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
 INT32 = (-(2**31), 2**31 - 1)
 PULL_POLICIES = ("missing", "always", "never")
+OPEN_MODES = ("append", "truncate")  # sbatch --open-mode; "" = the scheduler's job_file_append
 RESERVED_ENV = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 HOST_NAME = re.compile(r"^(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?\Z")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
@@ -360,6 +361,11 @@ def _check_job_ends(spec: JobSpec, rules: Rules, at: Callable[[str], str]) -> No
             raise SpecError(
                 at("notify.on"), f"unknown end {name[:40]!r}; allowed: {', '.join(NOTIFY_EVENTS)}"
             )
+    if spec.open_mode and spec.open_mode not in OPEN_MODES:
+        raise SpecError(
+            at("open_mode"),
+            f"unknown mode {spec.open_mode[:40]!r}; allowed: {', '.join(OPEN_MODES)}",
+        )
     for field_name, pattern in (("output", spec.output), ("error", spec.error)):
         if not pattern:
             continue

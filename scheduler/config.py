@@ -106,6 +106,7 @@ class SchedulerConfig(Settings):
     node_grace: Seconds = 300.0  # DOWN this long with jobs: they end NODE_FAIL
     kill_grace: Seconds = 10.0  # SIGTERM -> SIGKILL
     max_requeue: Count = 3
+    job_file_append: bool = False  # -o/-e files of jobs without open_mode: append, not truncate
     default_memory: Bytes = 16 * 2**30  # memory limit (per node) of a job that sets none; 0: none
     tick_interval: PositiveSeconds = 5.0  # periodic pass and housekeeping
     master_port_range: tuple[Port, Port] = (29500, 29999)  # MASTER_PORT of gang jobs

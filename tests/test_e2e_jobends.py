@@ -72,6 +72,7 @@ def test_the_scheduler_refuses_bad_fields_by_name(cluster: Cluster) -> None:
         ({"notify_url": "http://x/", "notify_on": ["soon"]}, "notify.on"),
         ({"output": "/tmp/%Z.out"}, "output"),
         ({"error": "/srv/x.err"}, "error"),  # not under allowed_mounts
+        ({"open_mode": "sometimes"}, "open_mode"),
     ):
         spec = pb.JobSpec(image="img", command=["true"], **fields)  # type: ignore[arg-type]
         with pytest.raises(grpc.RpcError) as err:

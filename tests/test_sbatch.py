@@ -298,7 +298,6 @@ def test_unsupported_directives_warn_once_each_with_their_lines(
     said = [w.split(": ", 5)[3:5] for w in warnings]
     assert said == [
         ["line 8", "--mem=0"],
-        ["line 13", "--open-mode=append"],
         ["line 14", "--comment=ticket 4411"],
         ["line 15", "--time-min=1:00:00"],
         ["line 17", "--nice=100"],
@@ -317,7 +316,7 @@ def test_strict_refuses_every_unsupported_directive_at_once() -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
-    assert len(lines) == 8, result.stderr
+    assert len(lines) == 7, result.stderr
     assert all(line.endswith("(refused: --strict)") for line in lines)
     assert "legacy_cluster.sh: line 8: --mem=0: " in lines[0]
     assert "line 20: --hint=nomultithread" in lines[-1]

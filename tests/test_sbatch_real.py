@@ -27,12 +27,18 @@ EXPECTED: dict[str, tuple[list[str], dict[str, Any]]] = {
     "vllm_last_node.slurm": ([], {"requeue": True, "time_limit": "3-00:00:00"}),
     "idris_account.slurm": (["--hint"], {"account": "six@gpu", "qos": "qos_gpu-t3"}),
     "perlmutter_per_gpu.sh": (
-        ["--licenses", "--open-mode"],
-        {"ntasks_per_node": 4, "gpus_per_task": 1, "signal": "USR1@60", "qos": "preempt"},
+        ["--licenses"],
+        {
+            "ntasks_per_node": 4,
+            "gpus_per_task": 1,
+            "signal": "USR1@60",
+            "qos": "preempt",
+            "open_mode": "append",
+        },
     ),
     "variable_time.sh": (
-        ["--time-min", "--comment", "--open-mode"],
-        {"signal": "B:USR1@60", "constraint": "haswell"},
+        ["--time-min", "--comment"],
+        {"signal": "B:USR1@60", "constraint": "haswell", "open_mode": "append"},
     ),
     "array_by_line.sh": ([], {"array": "1-64", "time_limit": "0-3"}),
     "array_index.sh": ([], {"array": "0-550", "resources": {"cpus": 8, "memory": "32Gi"}}),

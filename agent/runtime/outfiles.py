@@ -5,7 +5,10 @@ Paths come from the job's patterns (``rota.jobends.expand``) and must pass this 
 (as with sbatch); the files are opened as the container's uid:gid, never as root
 (``useropen.open_as``: no symbolic link followed, only a regular file of that user, never
 blocking), and receive the output as it comes, then the complete output once the container
-ended. Every file of an attempt's output (these and the agent's own log) holds at most the
+ended. The job's ``open_mode`` (the scheduler fills in its default) says where an attempt's
+output starts: ``truncate`` empties the file when the attempt starts, ``append`` keeps what the
+file held then (an earlier attempt's output, SLURM's ``--open-mode=append``) and writes after
+it; either way, what this attempt wrote is written again from that offset. Every file of an attempt's output (these and the agent's own log) holds at most the
 agent's ``max_output`` bytes, then one marker line (``CappedWriter``).
 """
 
@@ -26,30 +29,51 @@ from rota.messages import LaunchOrder
 
 LABEL_OUTPUT = "rota.output"  # container labels: where the files go, kept for an adopting agent
 LABEL_ERROR = "rota.error"
+LABEL_OUTPUT_FROM = "rota.output.from"  # the offset where this attempt's output starts
+LABEL_ERROR_FROM = "rota.error.from"
 
 
 @dataclass(frozen=True, slots=True)
 class OutputFiles:
-    """Where the job's standard output and error go ("" = not to a file of its own)."""
+    """Where the job's standard output and error go ("" = not to a file of its own), and the
+    offset in each where this attempt's output starts (what came before is kept)."""
 
     output: str = ""
     error: str = ""
+    output_from: int = 0
+    error_from: int = 0
 
     def labels(self) -> dict[str, str]:
-        return {k: v for k, v in ((LABEL_OUTPUT, self.output), (LABEL_ERROR, self.error)) if v}
+        pairs = (
+            (LABEL_OUTPUT, self.output),
+            (LABEL_ERROR, self.error),
+            (LABEL_OUTPUT_FROM, str(self.output_from) if self.output_from else ""),
+            (LABEL_ERROR_FROM, str(self.error_from) if self.error_from else ""),
+        )
+        return {k: v for k, v in pairs if v}
 
     @classmethod
     def from_labels(cls, labels: dict[str, str]) -> OutputFiles:
-        return cls(labels.get(LABEL_OUTPUT, ""), labels.get(LABEL_ERROR, ""))
+        return cls(
+            labels.get(LABEL_OUTPUT, ""),
+            labels.get(LABEL_ERROR, ""),
+            _offset(labels.get(LABEL_OUTPUT_FROM, "")),
+            _offset(labels.get(LABEL_ERROR_FROM, "")),
+        )
 
-    def streams(self) -> list[tuple[str, bool, bool]]:
-        """(path, stdout, stderr) per file: stderr goes with stdout unless ``error`` is set."""
+    def streams(self) -> list[tuple[str, bool, bool, int]]:
+        """(path, stdout, stderr, offset) per file: stderr goes with stdout unless ``error``
+        is set; the attempt's output goes from ``offset`` on."""
         out = []
         if self.output:
-            out.append((self.output, True, not self.error))
+            out.append((self.output, True, not self.error, self.output_from))
         if self.error:
-            out.append((self.error, not self.output, True))
+            out.append((self.error, not self.output, True, self.error_from))
         return out
+
+
+def _offset(text: str) -> int:
+    return int(text) if text.isdigit() else 0
 
 
 def plan(order: LaunchOrder, node: str, allowed: Iterable[str]) -> OutputFiles:
@@ -105,15 +129,22 @@ def _resolve(name: str, expanded: str, allowed: tuple[str, ...]) -> str:
     return str(Path(folder) / path.name)
 
 
-def create(files: OutputFiles, uid: int, gid: int) -> None:
-    """Create (truncate) each file as ``uid:gid``; SpecError naming the one that fails."""
+def create(files: OutputFiles, uid: int, gid: int, append: bool = False) -> OutputFiles:
+    """Create each file as ``uid:gid``, truncated, or with ``append`` kept as it is: ``files``
+    with the offsets where this attempt's output starts; SpecError naming the one that fails."""
+    starts = {}
     for name, path in (("output", files.output), ("error", files.error)):
         if not path:
             continue
         try:
-            os.close(open_as(path, uid, gid))
+            fd = open_as(path, uid, gid, None if append else 0)
         except OSError as exc:
             raise SpecError(name, f"cannot write {path} on the node: {exc.strerror}") from None
+        try:
+            starts[name] = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+    return OutputFiles(files.output, files.error, starts.get("output", 0), starts.get("error", 0))
 
 
 def owner(user: str) -> tuple[int, int]:
@@ -124,10 +155,13 @@ def owner(user: str) -> tuple[int, int]:
     return int(uid), int(gid)
 
 
-def write(path: str, uid: int, gid: int, chunks: Iterable[bytes], limit: int) -> bool:
-    """Write ``chunks`` over the file from its start, opened as ``uid:gid`` (in place, so
-    ``tail -f`` keeps it), at most ``limit`` bytes; True when the output was cut there."""
-    with os.fdopen(open_as(path, uid, gid), "wb") as out:
+def write(
+    path: str, uid: int, gid: int, chunks: Iterable[bytes], limit: int, start: int = 0
+) -> bool:
+    """Write ``chunks`` over the file from offset ``start`` (what comes before is kept),
+    opened as ``uid:gid`` (in place, so ``tail -f`` keeps it), at most ``limit`` bytes; True
+    when the output was cut there."""
+    with os.fdopen(open_as(path, uid, gid, start), "wb") as out:
         capped = CappedWriter(out, limit)
         for chunk in chunks:
             if not capped.write(chunk):

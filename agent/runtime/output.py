@@ -41,8 +41,10 @@ class OutputSaver:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             files = [
-                self._spawn(self._follow_file, container, target, stdout, stderr)
-                for target, stdout, stderr in OutputFiles.from_labels(container.labels).streams()
+                self._spawn(self._follow_file, container, target, stdout, stderr, start)
+                for target, stdout, stderr, start in OutputFiles.from_labels(
+                    container.labels
+                ).streams()
             ]
             with path.open("wb") as out:
                 capped = outfiles.CappedWriter(out, self.max_output)
@@ -60,12 +62,14 @@ class OutputSaver:
         engine's connection errors (saved again once the engine answers)."""
         return self._save_log(job_id, attempt, container) + self._write_files(container)
 
-    def _follow_file(self, container: Any, path: str, stdout: bool, stderr: bool) -> None:
+    def _follow_file(
+        self, container: Any, path: str, stdout: bool, stderr: bool, start: int
+    ) -> None:
         """The job's own output file (``--output``/``--error``) as the output comes."""
         try:
             uid, gid = outfiles.owner(container.attrs.get("Config", {}).get("User", ""))
             stream = container.logs(stdout=stdout, stderr=stderr, stream=True, follow=True)
-            outfiles.write(path, uid, gid, stream, self.max_output)
+            outfiles.write(path, uid, gid, stream, self.max_output, start)
         except (DockerException, *ENGINE_DOWN, OSError):
             pass  # written whole when the attempt ends, which reports why it cannot be
 
@@ -73,11 +77,11 @@ class OutputSaver:
         """The job's output files, complete (the attempt has ended); a note for the final
         report per file that could not be written or was cut at ``max_output``."""
         notes = []
-        for path, stdout, stderr in OutputFiles.from_labels(container.labels).streams():
+        for path, stdout, stderr, start in OutputFiles.from_labels(container.labels).streams():
             try:
                 uid, gid = outfiles.owner(container.attrs.get("Config", {}).get("User", ""))
                 stream = container.logs(stdout=stdout, stderr=stderr, stream=True, follow=False)
-                if outfiles.write(path, uid, gid, stream, self.max_output):
+                if outfiles.write(path, uid, gid, stream, self.max_output, start):
                     notes.append(f"output file {path} {outfiles.truncation_note(self.max_output)}")
             except ENGINE_DOWN:
                 raise  # written again once the engine answers

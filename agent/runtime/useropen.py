@@ -1,7 +1,8 @@
 """Open a job's output file, or a bind-mount source, as the job's user, never as root.
 
 ``open_as`` returns a descriptor, open for writing, of a regular file owned by ``uid``,
-truncated to zero length. Where the agent runs as root, a child process opens it: the child
+cut to at most ``keep`` bytes (zero by default; all of it kept with ``keep=None``) and placed
+at its end. Where the agent runs as root, a child process opens it: the child
 starts as root, drops to ``uid:gid`` (and the supplementary groups of ``uid``'s passwd entry
 on this host, none without one) before touching the path, and hands the descriptor back over a
 socket pair. So the kernel checks every permission as the job's user, and a file or directory
@@ -9,7 +10,7 @@ that user cannot write is refused as it would be for them.
 
 The path is walked from ``/`` one component at a time without following any symbolic link
 (``O_NOFOLLOW``); the file is opened without blocking (a FIFO is refused at once), checked to be
-a regular file owned by ``uid`` and only then truncated. An existing file of another owner is
+a regular file owned by ``uid`` and only then cut. An existing file of another owner is
 never truncated nor chowned. ``open_source_as`` opens a mount source the same way, as an
 ``O_PATH`` descriptor that the (root) agent then bind-mounts.
 
@@ -33,12 +34,13 @@ _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CL
 _TIMEOUT = 30.0  # seconds the child may take (a hung network file system fails the open)
 
 
-def open_as(path: str, uid: int, gid: int) -> int:
-    """A write descriptor of ``path`` (absolute) created or truncated as ``uid:gid``; OSError
-    with the reason when the user may not write it or it is not their regular file."""
+def open_as(path: str, uid: int, gid: int, keep: int | None = 0) -> int:
+    """A write descriptor of ``path`` (absolute) created as ``uid:gid`` or cut to ``keep``
+    bytes (None: not cut), at its end; OSError with the reason when the user may not write it
+    or it is not their regular file."""
     if os.geteuid() != 0:
-        return open_checked(os.fsencode(path), os.geteuid())
-    return _in_child("file", path, uid, gid)
+        return open_checked(os.fsencode(path), os.geteuid(), keep)
+    return _in_child("file", path, uid, gid, keep)
 
 
 def open_source_as(path: str, uid: int, gid: int) -> int:
@@ -50,7 +52,7 @@ def open_source_as(path: str, uid: int, gid: int) -> int:
     return _in_child("path", path, uid, gid)
 
 
-def _in_child(mode: str, path: str, uid: int, gid: int) -> int:
+def _in_child(mode: str, path: str, uid: int, gid: int, keep: int | None = 0) -> int:
     """The descriptor of ``path`` that a child dropped to ``uid:gid`` opened in ``mode``."""
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with parent:
@@ -64,6 +66,7 @@ def _in_child(mode: str, path: str, uid: int, gid: int) -> int:
                     mode,
                     os.fsencode(path),
                     str(child.fileno()),
+                    "all" if keep is None else str(keep),
                     str(uid),
                     str(gid),
                     *(str(g) for g in supplementary_groups(uid, gid)),
@@ -164,9 +167,10 @@ def open_no_follow(path: bytes) -> int:
     return out
 
 
-def open_checked(path: bytes, uid: int) -> int:
+def open_checked(path: bytes, uid: int, keep: int | None = 0) -> int:
     """Open ``path`` as the calling process may: every directory without following links,
-    the file without blocking, refused unless a regular file owned by ``uid``; truncated."""
+    the file without blocking, refused unless a regular file owned by ``uid``; cut to at most
+    ``keep`` bytes (None: as it is) and placed at its end."""
     folders, name = _parts(path)
     fd = _walk(folders)
     try:
@@ -181,7 +185,9 @@ def open_checked(path: bytes, uid: int) -> int:
             raise OSError(errno.EINVAL, "is not a regular file")
         if info.st_uid != uid:
             raise OSError(errno.EPERM, f"belongs to uid {info.st_uid}, not the job's uid {uid}")
-        os.ftruncate(out, 0)
+        if keep is not None and info.st_size > keep:
+            os.ftruncate(out, keep)
+        os.lseek(out, 0, os.SEEK_END)
     except BaseException:
         os.close(out)
         raise
@@ -201,7 +207,7 @@ def _reason(exc: OSError, prefix: str = "") -> OSError:
 
 def _child(argv: list[str]) -> None:
     """The child: drop to the user, open, send the descriptor (or ``"ERRNO reason"``)."""
-    mode, path, sock_fd, uid, gid, *groups = argv
+    mode, path, sock_fd, keep, uid, gid, *groups = argv
     sock = socket.socket(fileno=int(sock_fd))
     try:
         os.setgroups([int(g) for g in groups])
@@ -212,7 +218,7 @@ def _child(argv: list[str]) -> None:
         if mode == "path":
             fd = open_no_follow(os.fsencode(path))
         else:
-            fd = open_checked(os.fsencode(path), int(uid))
+            fd = open_checked(os.fsencode(path), int(uid), None if keep == "all" else int(keep))
     except OSError as exc:
         sock.sendall(f"{exc.errno or errno.EIO} {exc.strerror or exc}".encode())
         return

@@ -52,8 +52,8 @@ def prepare(
     who = policy.identity(order)
     allowed = policy.allowed_mounts
     notes: list[str] = []
-    files = outfiles.plan(order, node, allowed)
-    outfiles.create(files, who.uid, who.gid)
+    append = order.spec.open_mode == "append"
+    files = outfiles.create(outfiles.plan(order, node, allowed), who.uid, who.gid, append)
     files = _default_output(order, node, allowed, files, who, notes)
     targets = {m.target.rstrip("/") or "/" for m in mounts}
     wanted: dict[str, str] = {}  # path -> what it is, for the notes
@@ -95,12 +95,14 @@ def _default_output(
 ) -> OutputFiles:
     try:
         path = outfiles.default_output(order, node, allowed)
-        if path:
-            outfiles.create(OutputFiles(path), who.uid, who.gid)
+        if not path:
+            return files
+        append = order.spec.open_mode == "append"
+        made = outfiles.create(OutputFiles(path), who.uid, who.gid, append)
     except SpecError as exc:
         notes.append(f"no default output file, the output is in glogs only: {_reason(exc)}")
         return files
-    return OutputFiles(path, files.error) if path else files
+    return OutputFiles(path, files.error, made.output_from, files.error_from)
 
 
 def _stage(

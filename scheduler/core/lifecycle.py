@@ -171,6 +171,9 @@ class Lifecycle:
         spec = job.spec
         if not spec.memory and self.config.default_memory:  # a limit, not counted as a request
             spec = dataclasses.replace(spec, memory=self.config.default_memory)
+        if not spec.open_mode:  # SLURM's JobFileAppend, read when the attempt starts
+            mode = "append" if self.config.job_file_append else "truncate"
+            spec = dataclasses.replace(spec, open_mode=mode)
         orders: Orders = []
         for rank, alloc in enumerate(job.allocation):
             node_env = dict(env)

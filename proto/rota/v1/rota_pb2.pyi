@@ -87,7 +87,7 @@ class Mount(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "checkpointable", "signal", "interactive", "tty", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task", "constraint")
+    __slots__ = ("name", "image", "command", "resources", "nodes", "time_limit", "account", "qos", "priority", "preemptible", "requeue", "dependency", "begin_time", "array", "reservation", "node_selector", "exclusive", "env", "mounts", "workdir", "shm_size", "pull", "hold", "notify_url", "notify_on", "output", "error", "slurm_env", "submit_dir", "submit_host", "partition", "checkpointable", "signal", "interactive", "tty", "nodelist", "exclude", "mail_type", "mail_user", "ntasks", "ntasks_per_node", "gpus_per_task", "constraint", "open_mode")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,7 @@ class JobSpec(_message.Message):
     NTASKS_PER_NODE_FIELD_NUMBER: _ClassVar[int]
     GPUS_PER_TASK_FIELD_NUMBER: _ClassVar[int]
     CONSTRAINT_FIELD_NUMBER: _ClassVar[int]
+    OPEN_MODE_FIELD_NUMBER: _ClassVar[int]
     name: str
     image: str
     command: _containers.RepeatedScalarFieldContainer[str]
@@ -188,7 +189,8 @@ class JobSpec(_message.Message):
     ntasks_per_node: int
     gpus_per_task: int
     constraint: str
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., checkpointable: _Optional[bool] = ..., signal: _Optional[str] = ..., interactive: _Optional[bool] = ..., tty: _Optional[bool] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., constraint: _Optional[str] = ...) -> None: ...
+    open_mode: str
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., nodes: _Optional[int] = ..., time_limit: _Optional[float] = ..., account: _Optional[str] = ..., qos: _Optional[str] = ..., priority: _Optional[int] = ..., preemptible: _Optional[bool] = ..., requeue: _Optional[bool] = ..., dependency: _Optional[str] = ..., begin_time: _Optional[float] = ..., array: _Optional[str] = ..., reservation: _Optional[str] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., exclusive: _Optional[bool] = ..., env: _Optional[_Mapping[str, str]] = ..., mounts: _Optional[_Iterable[_Union[Mount, _Mapping]]] = ..., workdir: _Optional[str] = ..., shm_size: _Optional[int] = ..., pull: _Optional[str] = ..., hold: _Optional[bool] = ..., notify_url: _Optional[str] = ..., notify_on: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., slurm_env: _Optional[bool] = ..., submit_dir: _Optional[str] = ..., submit_host: _Optional[str] = ..., partition: _Optional[str] = ..., checkpointable: _Optional[bool] = ..., signal: _Optional[str] = ..., interactive: _Optional[bool] = ..., tty: _Optional[bool] = ..., nodelist: _Optional[str] = ..., exclude: _Optional[str] = ..., mail_type: _Optional[_Iterable[str]] = ..., mail_user: _Optional[str] = ..., ntasks: _Optional[int] = ..., ntasks_per_node: _Optional[int] = ..., gpus_per_task: _Optional[int] = ..., constraint: _Optional[str] = ..., open_mode: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("time", "old_state", "new_state", "reason", "attempt", "kind")
