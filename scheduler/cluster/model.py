@@ -121,8 +121,12 @@ class NodeState:
     address: str = ""
     connected: bool = False
     session: int = 0  # id of the live agent stream, 0 when none
-    last_heartbeat: float | None = None
-    down_since: float | None = None
+    last_heartbeat: float | None = None  # wall clock: shown and stored
+    down_since: float | None = None  # wall clock: shown
+    # on the scheduler's monotonic clock, never stored or shown: durations of silence are
+    # judged on these, so a step of the wall clock makes no node look silent for longer
+    heard: float | None = None  # the last message received (while connected)
+    grace_from: float | None = None  # node_grace counts from here (while not connected)
     engine_healthy: bool = True
     engine_error: str = ""
     telemetry: tuple[GpuTelemetry, ...] = ()
