@@ -126,3 +126,15 @@ def test_after_a_restart_node_grace_counts_from_the_start(h: Harness) -> None:
     h.clock.now += 2
     h.tick()
     assert h.state(job) is JobState.PENDING
+
+
+def test_telemetry_freshness_is_judged_on_the_monotonic_clock(h: Harness) -> None:
+    # the idle-GPU rules act only on fresh telemetry (3 heartbeat intervals, 6 s here)
+    job = running_job(h)
+    record = h.s.jobs.get(job)[0]
+    beat(h)
+    h.clock.step(HOURS)
+    assert h.s.gpus.last_active(record, h.clock.now) is not None, "fresh, 0 s ago"
+    h.clock.step(-2 * HOURS)
+    h.clock.now += 7
+    assert h.s.gpus.last_active(record, h.clock.now) is None, "7 s old: stale"

@@ -130,7 +130,8 @@ class NodeState:
     engine_healthy: bool = True
     engine_error: str = ""
     telemetry: tuple[GpuTelemetry, ...] = ()
-    telemetry_time: float | None = None
+    telemetry_time: float | None = None  # wall clock: when the telemetry arrived (shown)
+    telemetry_heard: float | None = None  # the same on the monotonic clock (is it fresh?)
     attempts: tuple[RunningAttempt, ...] = ()
 
     @property

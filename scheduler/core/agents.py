@@ -20,7 +20,7 @@ from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord, NodeS
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders, script_once
-from rota.scheduler.core.liveness import Liveness, keepalive_interval
+from rota.scheduler.core.liveness import Liveness, Stamp, keepalive_interval
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.store.protocols import NodeRepository
@@ -152,7 +152,7 @@ class AgentService:
         return welcome + orders
 
     def heartbeat(
-        self, node_name: str, session: int, beat: Heartbeat, received: float | None = None
+        self, node_name: str, session: int, beat: Heartbeat, received: Stamp | None = None
     ) -> bool:
         """Record telemetry and engine health as of ``received`` (when the heartbeat arrived;
         default now); True when schedulability changed."""
@@ -161,10 +161,10 @@ class AgentService:
             return False
         before = node.schedulable
         node.telemetry = beat.gpus
-        node.telemetry_time = self.clock() if received is None else received
-        node.last_heartbeat = max(node.last_heartbeat or 0.0, node.telemetry_time)
-        if received is None:  # else its receipt stamp (``Liveness``) keeps the node alive
-            node.heard = self.monotonic()
+        at = Stamp(self.clock(), self.monotonic()) if received is None else received
+        node.telemetry_time, node.telemetry_heard = at
+        node.last_heartbeat = max(node.last_heartbeat or 0.0, at.wall)
+        node.heard = at.monotonic if node.heard is None else max(node.heard, at.monotonic)
         node.engine_healthy = beat.engine_healthy
         node.engine_error = beat.engine_error
         node.attempts = beat.attempts

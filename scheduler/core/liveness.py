@@ -30,12 +30,11 @@ class Liveness:
         self.monotonic = monotonic
         self._seen: dict[str, tuple[int, Stamp]] = {}
 
-    def stamp(self, node: str, session: int) -> float:
-        """Record that ``session`` of ``node`` was heard from now (event loop); returns the
-        wall-clock time."""
+    def stamp(self, node: str, session: int) -> Stamp:
+        """Record that ``session`` of ``node`` was heard from now (event loop); returns now."""
         now = Stamp(self.clock(), self.monotonic())
         self._seen[node] = (session, now)
-        return now.wall
+        return now
 
     def seen(self, node: str, session: int) -> Stamp | None:
         """When ``session`` of ``node`` was last heard from, None if never (any thread)."""

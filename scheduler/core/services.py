@@ -101,7 +101,7 @@ def build_services(
     model.observe(usage.committed)  # the ledger is fed what was written, once written
     lifecycle = Lifecycle(model, config, clock, users.ids_of)
     lookup = JobLookup(model, store.jobs)
-    gpus = GpuHealth(model, store.nodes, store.jobs, lifecycle, config, clock)
+    gpus = GpuHealth(model, store.nodes, store.jobs, lifecycle, config, clock, monotonic)
     liveness = Liveness(clock, monotonic)
     reservations = ReservationService(
         model, store.reservations, store.jobs, clock, booking_rules(config), gpus.unhealthy
