@@ -163,8 +163,7 @@ class AgentService:
         node.telemetry = beat.gpus
         at = Stamp(self.clock(), self.monotonic()) if received is None else received
         node.telemetry_time, node.telemetry_heard = at
-        node.last_heartbeat = max(node.last_heartbeat or 0.0, at.wall)
-        node.heard = at.monotonic if node.heard is None else max(node.heard, at.monotonic)
+        _heard_at(node, at)
         node.engine_healthy = beat.engine_healthy
         node.engine_error = beat.engine_error
         node.attempts = beat.attempts
@@ -311,10 +310,8 @@ class AgentService:
     def _merge_seen(self, node: NodeState) -> None:
         """Take the receipt stamp of ``node``'s stream into ``last_heartbeat`` and ``heard``."""
         seen = self.liveness.seen(node.name, node.session)
-        if seen is None:
-            return
-        node.last_heartbeat = max(node.last_heartbeat or 0.0, seen.wall)
-        node.heard = seen.monotonic if node.heard is None else max(node.heard, seen.monotonic)
+        if seen is not None:
+            _heard_at(node, seen)
 
     def lost_nodes(self) -> Orders:
         """Mark nodes whose streams went silent DOWN; end the attempts of nodes DOWN past the
@@ -363,3 +360,10 @@ class AgentService:
             self.model.commit(changed, events)
             self.model.bump()
         return orders
+
+
+def _heard_at(node: NodeState, stamp: Stamp) -> None:
+    """``node`` was heard from at ``stamp``: it becomes its last heartbeat unless a later one
+    (on the monotonic clock: the wall clock may have stepped back) was recorded already."""
+    if node.heard is None or stamp.monotonic >= node.heard:
+        node.heard, node.last_heartbeat = stamp.monotonic, stamp.wall
