@@ -102,7 +102,7 @@ async def serve(config: SchedulerConfig, on_ready: Callable[[int], None] | None 
     ticker = AsyncIOScheduler()
     clock = ReservationClock(ticker)
     engine = Engine(
-        build_services(store, config, time.time, policy),
+        build_services(store, config, time.time, policy, monotonic=time.monotonic),
         observer=metrics,
         on_reservations=clock.changed,
     )

@@ -332,7 +332,9 @@ class StuckHarness(RotaHarness):
     def _build(self) -> tuple[Services, Engine]:
         store = Store(f"sqlite:///{self.path / 'db'}")
         policy = StuckRota(policy_config(self.config))
-        services = build_services(store, self.config, self.clock, policy)
+        services = build_services(
+            store, self.config, self.clock, policy, monotonic=self.clock.monotonic
+        )
         return services, Engine(services)
 
 

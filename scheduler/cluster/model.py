@@ -121,12 +121,17 @@ class NodeState:
     address: str = ""
     connected: bool = False
     session: int = 0  # id of the live agent stream, 0 when none
-    last_heartbeat: float | None = None
-    down_since: float | None = None
+    last_heartbeat: float | None = None  # wall clock: shown and stored
+    down_since: float | None = None  # wall clock: shown
+    # on the scheduler's monotonic clock, never stored or shown: durations of silence are
+    # judged on these, so a step of the wall clock makes no node look silent for longer
+    heard: float | None = None  # the last message received (while connected)
+    grace_from: float | None = None  # node_grace counts from here (while not connected)
     engine_healthy: bool = True
     engine_error: str = ""
     telemetry: tuple[GpuTelemetry, ...] = ()
-    telemetry_time: float | None = None
+    telemetry_time: float | None = None  # wall clock: when the telemetry arrived (shown)
+    telemetry_heard: float | None = None  # the same on the monotonic clock (is it fresh?)
     attempts: tuple[RunningAttempt, ...] = ()
 
     @property

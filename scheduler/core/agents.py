@@ -20,7 +20,7 @@ from rota.scheduler.cluster.model import HistoryKind, JobEvent, JobRecord, NodeS
 from rota.scheduler.config import SchedulerConfig
 from rota.scheduler.core.errors import AuthError
 from rota.scheduler.core.lifecycle import Lifecycle, Orders, script_once
-from rota.scheduler.core.liveness import Liveness, keepalive_interval
+from rota.scheduler.core.liveness import Liveness, Stamp, keepalive_interval
 from rota.scheduler.core.model import ClusterModel
 from rota.scheduler.core.tokens import hash_token
 from rota.scheduler.store.protocols import NodeRepository
@@ -34,7 +34,9 @@ _ENDED = ("EXITED", "KILLED", "TIMED_OUT")  # reports of a container that ran an
 class AgentService:
     """The agent side of the life cycle. Each method commits before it returns: new records
     (jobs and nodes) are written, then swapped into the model; a failed write raises and leaves
-    the model as it was (a node's liveness fields, never stored, excepted)."""
+    the model as it was (a node's liveness fields, never stored, excepted). ``clock`` is the
+    wall clock (times shown and stored); silence (``node_timeout``, ``node_grace``) is
+    measured on ``monotonic``, so a step of the wall clock never makes a node look lost."""
 
     def __init__(
         self,
@@ -44,6 +46,7 @@ class AgentService:
         liveness: Liveness,
         config: SchedulerConfig,
         clock: Callable[[], float],
+        monotonic: Callable[[], float],
     ) -> None:
         self.model = model
         self.store = store
@@ -51,6 +54,7 @@ class AgentService:
         self.liveness = liveness
         self.config = config
         self.clock = clock
+        self.monotonic = monotonic
 
     def hello(self, hello: Hello, session: int, period: float | None = None) -> Orders:
         """Authenticate a (re)connecting agent, record its inventory, and reconcile attempts.
@@ -94,6 +98,7 @@ class AgentService:
         node.session = session
         node.last_heartbeat = now
         node.down_since = None
+        node.heard, node.grace_from = self.monotonic(), None
         node.engine_healthy = True
         node.attempts = hello.attempts
         self.store.save(node)
@@ -147,7 +152,7 @@ class AgentService:
         return welcome + orders
 
     def heartbeat(
-        self, node_name: str, session: int, beat: Heartbeat, received: float | None = None
+        self, node_name: str, session: int, beat: Heartbeat, received: Stamp | None = None
     ) -> bool:
         """Record telemetry and engine health as of ``received`` (when the heartbeat arrived;
         default now); True when schedulability changed."""
@@ -156,8 +161,9 @@ class AgentService:
             return False
         before = node.schedulable
         node.telemetry = beat.gpus
-        node.telemetry_time = self.clock() if received is None else received
-        node.last_heartbeat = max(node.last_heartbeat or 0.0, node.telemetry_time)
+        at = Stamp(self.clock(), self.monotonic()) if received is None else received
+        node.telemetry_time, node.telemetry_heard = at
+        _heard_at(node, at)
         node.engine_healthy = beat.engine_healthy
         node.engine_error = beat.engine_error
         node.attempts = beat.attempts
@@ -180,9 +186,12 @@ class AgentService:
         node = self.model.nodes.get(node_name)
         if node is None or node.session != session:
             return
-        seen = self.liveness.seen(node_name, session) or 0.0
-        last = max(seen, node.last_heartbeat or 0.0) or self.clock()
-        node = dataclasses.replace(node, connected=False, session=0, down_since=last)
+        self._merge_seen(node)
+        last = node.last_heartbeat or self.clock()
+        heard = self.monotonic() if node.heard is None else node.heard
+        node = dataclasses.replace(
+            node, connected=False, session=0, down_since=last, heard=None, grace_from=heard
+        )
         self.store.save(node)
         self.model.nodes[node_name] = node
         self.model.bump()
@@ -288,49 +297,53 @@ class AgentService:
 
     def next_timeout(self) -> float | None:
         """Seconds until the first connected node would have been silent for longer than
-        ``node_timeout`` (judged from receipt stamps); None when no node is connected."""
+        ``node_timeout`` (judged from receipt stamps, on the monotonic clock); None when no
+        node is connected."""
         due: float | None = None
         for node in self.model.nodes.values():
-            if node.connected and node.last_heartbeat:
-                seen = self.liveness.seen(node.name, node.session) or 0.0
-                last = max(seen, node.last_heartbeat)
+            if node.connected and node.heard is not None:
+                seen = self.liveness.seen(node.name, node.session)
+                last = node.heard if seen is None else max(seen.monotonic, node.heard)
                 due = last if due is None else min(due, last)
-        return None if due is None else due + self.config.node_timeout - self.clock()
+        return None if due is None else due + self.config.node_timeout - self.monotonic()
+
+    def _merge_seen(self, node: NodeState) -> None:
+        """Take the receipt stamp of ``node``'s stream into ``last_heartbeat`` and ``heard``."""
+        seen = self.liveness.seen(node.name, node.session)
+        if seen is not None:
+            _heard_at(node, seen)
 
     def lost_nodes(self) -> Orders:
         """Mark nodes whose streams went silent DOWN; end the attempts of nodes DOWN past the
         grace period as NODE_FAIL (requeued when allowed). Silence is judged from receipt
         stamps (``Liveness``), so telemetry still waiting for the core thread keeps its node
-        alive. When the jobs' commit fails it raises: the jobs are as they were (the nodes'
-        liveness, never stored, stays as observed) and the next call ends them again."""
-        now = self.clock()
+        alive, and measured on the monotonic clock. When the jobs' commit fails it raises: the
+        jobs are as they were (the nodes' liveness, never stored, stays as observed) and the
+        next call ends them again."""
+        now = self.monotonic()
         orders: Orders = []
         changed: list[JobRecord] = []
         events: list[JobEvent] = []
         ended: dict[int, JobRecord] = {}
         for node in self.model.nodes.values():
             if node.connected:
-                seen = self.liveness.seen(node.name, node.session)
-                if seen is not None and seen > (node.last_heartbeat or 0.0):
-                    node.last_heartbeat = seen
+                self._merge_seen(node)
             if (
                 node.connected
-                and node.last_heartbeat
-                and now - node.last_heartbeat > self.config.node_timeout
+                and node.heard is not None
+                and now - node.heard > self.config.node_timeout
             ):
+                silent = now - node.heard
                 node.connected = False
                 node.session = 0
                 node.down_since = node.last_heartbeat
+                node.heard, node.grace_from = None, node.heard
                 self.model.bump()
-                log.warning(
-                    "node %s missed heartbeats for %.0fs: DOWN",
-                    node.name,
-                    now - node.last_heartbeat,
-                )
+                log.warning("node %s missed heartbeats for %.0fs: DOWN", node.name, silent)
             if (
                 node.connected
-                or node.down_since is None
-                or now - node.down_since < self.config.node_grace
+                or node.grace_from is None
+                or now - node.grace_from < self.config.node_grace
             ):
                 continue
             why = f"node {node.name} down for more than {self.config.node_grace:.0f}s"
@@ -347,3 +360,10 @@ class AgentService:
             self.model.commit(changed, events)
             self.model.bump()
         return orders
+
+
+def _heard_at(node: NodeState, stamp: Stamp) -> None:
+    """``node`` was heard from at ``stamp``: it becomes its last heartbeat unless a later one
+    (on the monotonic clock: the wall clock may have stepped back) was recorded already."""
+    if node.heard is None or stamp.monotonic >= node.heard:
+        node.heard, node.last_heartbeat = stamp.monotonic, stamp.wall

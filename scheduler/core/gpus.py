@@ -45,13 +45,16 @@ class GpuHealth:
         lifecycle: Lifecycle,
         config: SchedulerConfig,
         clock: Callable[[], float],
+        monotonic: Callable[[], float],
     ) -> None:
-        """``store`` keeps the marks; ``jobs`` gives the warnings of live jobs at start-up."""
+        """``store`` keeps the marks; ``jobs`` gives the warnings of live jobs at start-up;
+        ``clock`` dates them, ``monotonic`` ages telemetry."""
         self.model = model
         self.store = store
         self.lifecycle = lifecycle
         self.config = config
         self.clock = clock
+        self.monotonic = monotonic
         self.marks: dict[str, dict[int, GpuMark]] = {
             name: {m.index: m for m in marks} for name, marks in store.gpu_marks().items()
         }
@@ -310,7 +313,7 @@ class GpuHealth:
                 job.state is not JobState.RUNNING
                 or not job.spec.gpus
                 or job.spec.interactive  # grun sessions: SessionService.reclaim
-                or not self._observed(job, now)
+                or not self._observed(job)
             ):
                 continue
             since = max(job.start_time or now, self._active_at.get(job.id, 0.0))
@@ -353,21 +356,23 @@ class GpuHealth:
     def last_active(self, job: JobRecord, now: float) -> float | None:
         """When ``job``'s GPUs were last seen busy (its start if never), on fresh telemetry of
         real GPUs; None when that telemetry is missing (no sign of idleness)."""
-        if not self._observed(job, now):
+        if not self._observed(job):
             return None
         return max(job.start_time or now, self._active_at.get(job.id, 0.0))
 
-    def _observed(self, job: JobRecord, now: float) -> bool:
-        """True when every node of the job sent fresh telemetry of real GPUs."""
+    def _observed(self, job: JobRecord) -> bool:
+        """True when every node of the job sent fresh telemetry of real GPUs (its age measured
+        on the monotonic clock)."""
         stale_after = 3 * self.config.heartbeat_interval
+        now = self.monotonic()
         for alloc in job.allocation:
             node = self.model.nodes.get(alloc.node)
             if (
                 node is None
                 or not node.connected
                 or node.inventory.simulated
-                or node.telemetry_time is None
-                or now - node.telemetry_time > stale_after
+                or node.telemetry_heard is None
+                or now - node.telemetry_heard > stale_after
             ):
                 return False
         return True

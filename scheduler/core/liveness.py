@@ -9,24 +9,34 @@ dict assignment of an immutable pair, atomic under the GIL, so no lock is needed
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from rota.scheduler.config import SchedulerConfig
 
 
+class Stamp(NamedTuple):
+    """When a message arrived: ``wall`` (shown, stored) and ``monotonic`` (for durations)."""
+
+    wall: float
+    monotonic: float
+
+
 class Liveness:
-    """Receipt stamps per node: ``(session, time)`` of the last message of that session."""
+    """Receipt stamps per node: ``(session, Stamp)`` of the last message of that session.
+    ``clock`` is the wall clock, ``monotonic`` the clock silence is measured on."""
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(self, clock: Callable[[], float], monotonic: Callable[[], float]) -> None:
         self.clock = clock
-        self._seen: dict[str, tuple[int, float]] = {}
+        self.monotonic = monotonic
+        self._seen: dict[str, tuple[int, Stamp]] = {}
 
-    def stamp(self, node: str, session: int) -> float:
+    def stamp(self, node: str, session: int) -> Stamp:
         """Record that ``session`` of ``node`` was heard from now (event loop); returns now."""
-        now = self.clock()
+        now = Stamp(self.clock(), self.monotonic())
         self._seen[node] = (session, now)
         return now
 
-    def seen(self, node: str, session: int) -> float | None:
+    def seen(self, node: str, session: int) -> Stamp | None:
         """When ``session`` of ``node`` was last heard from, None if never (any thread)."""
         entry = self._seen.get(node)
         if entry is None or entry[0] != session:

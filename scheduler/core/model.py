@@ -27,14 +27,20 @@ class ClusterModel:
     """Live jobs by id and nodes by name, as committed. Not thread-safe."""
 
     def __init__(
-        self, jobs: JobRepository, nodes: NodeRepository, clock: Callable[[], float]
+        self,
+        jobs: JobRepository,
+        nodes: NodeRepository,
+        clock: Callable[[], float],
+        monotonic: Callable[[], float],
     ) -> None:
         self._stored = jobs  # where ``commit`` writes
         self.jobs: dict[int, JobRecord] = {j.id: j for j in jobs.active()}
         self.nodes: dict[str, NodeState] = {n.name: n for n in nodes.all()}
-        now = clock()
+        now, started = clock(), monotonic()
         for node in self.nodes.values():
-            node.down_since = now  # no agent is connected until it says hello
+            # no agent is connected until it says hello; monotonic time does not survive a
+            # process, so each node's node_grace counts from this start
+            node.down_since, node.grace_from = now, started
         self.version = 0
         self.starts: dict[int, float] = {}  # estimated starts of the last applied plan
         self._changed: set[int] = set(self.jobs)

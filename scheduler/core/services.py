@@ -3,6 +3,7 @@ concern, each given exactly the collaborators it uses. The engine is the only ca
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -69,13 +70,19 @@ class Services:
 
 
 def build_services(
-    store: Store, config: SchedulerConfig, clock: Callable[[], float], policy: Policy
+    store: Store,
+    config: SchedulerConfig,
+    clock: Callable[[], float],
+    policy: Policy,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> Services:
     """Load the model from ``store`` and compose the services around it, each given the
     repositories it uses. Dry runs get policy instances of their own (same factory, same
     settings; one for the core thread's priorities, one for the what-if thread), so they never
-    wait for a pass."""
-    model = ClusterModel(store.jobs, store.nodes, clock)
+    wait for a pass. ``clock`` is the wall clock (times shown and stored); ``monotonic``
+    measures how long a node has been silent (``node_timeout``, ``node_grace``), so a step of
+    the wall clock never makes a node look lost."""
+    model = ClusterModel(store.jobs, store.nodes, clock, monotonic)
     pconfig = policy.config
     half_life = pconfig.usage_half_life
     now = clock()
@@ -94,8 +101,8 @@ def build_services(
     model.observe(usage.committed)  # the ledger is fed what was written, once written
     lifecycle = Lifecycle(model, config, clock, users.ids_of)
     lookup = JobLookup(model, store.jobs)
-    gpus = GpuHealth(model, store.nodes, store.jobs, lifecycle, config, clock)
-    liveness = Liveness(clock)
+    gpus = GpuHealth(model, store.nodes, store.jobs, lifecycle, config, clock, monotonic)
+    liveness = Liveness(clock, monotonic)
     reservations = ReservationService(
         model, store.reservations, store.jobs, clock, booking_rules(config), gpus.unhealthy
     )
@@ -135,7 +142,7 @@ def build_services(
             partitions=table,
             session_rules=session_rules,
         ),
-        agents=AgentService(model, store.nodes, lifecycle, liveness, config, clock),
+        agents=AgentService(model, store.nodes, lifecycle, liveness, config, clock, monotonic),
         nodes=NodeService(model, store.nodes, lifecycle, gpus, config, clock, partitions=table),
         gpus=gpus,
         control=ControlService(model, lookup, lifecycle, revoked=users.revoked),

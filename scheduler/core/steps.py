@@ -24,6 +24,7 @@ from rota.scheduler.core.control import ACTIONS as CONTROL_ACTIONS
 from rota.scheduler.core.errors import AccessDenied, NotFound, UserError
 from rota.scheduler.core.injob import waited_exit
 from rota.scheduler.core.lifecycle import Orders
+from rota.scheduler.core.liveness import Stamp
 from rota.scheduler.core.lookup import CancelResult
 from rota.scheduler.core.scancel_line import ScancelLine
 from rota.scheduler.core.services import Services
@@ -43,7 +44,7 @@ class ReceivedBeat:
     node: str
     session: int
     beat: Beat
-    received: float
+    received: Stamp
 
     def decoded(self) -> Heartbeat:
         return self.beat if isinstance(self.beat, Heartbeat) else self.beat()
@@ -96,7 +97,7 @@ class CoreSteps:
         return orders
 
     def heartbeat(
-        self, node: str, session: int, beat: Heartbeat, received: float | None = None
+        self, node: str, session: int, beat: Heartbeat, received: Stamp | None = None
     ) -> bool:
         """Apply one heartbeat received at ``received`` (default now): True when what the
         policy sees of the node changed. The one place applied telemetry is handed to its

@@ -27,13 +27,32 @@ from rota.states import JobState
 
 
 class Clock:
-    """A clock the test moves by hand (``clock.now += 5``)."""
+    """A wall clock and a monotonic clock the test moves by hand: ``clock.now += 5`` lets
+    5 s pass on both; ``clock.step(3600)`` steps the wall clock alone (an NTP correction,
+    ``date -s``). Called, it reads the wall clock; ``clock.monotonic()`` reads the other."""
 
     def __init__(self) -> None:
-        self.now = 1_000_000.0
+        self._wall = 1_000_000.0
+        self._monotonic = 5_000.0
+
+    @property
+    def now(self) -> float:
+        return self._wall
+
+    @now.setter
+    def now(self, value: float) -> None:
+        self._monotonic += value - self._wall
+        self._wall = value
+
+    def step(self, seconds: float) -> None:
+        """Step the wall clock by ``seconds`` (either way); monotonic time does not move."""
+        self._wall += seconds
 
     def __call__(self) -> float:
-        return self.now
+        return self._wall
+
+    def monotonic(self) -> float:
+        return self._monotonic
 
 
 def inventory(gpus: int) -> Inventory:
@@ -65,6 +84,7 @@ class Harness:
             self.config,
             self.clock,
             make_policy(self._policy(), policy_config(self.config)),
+            monotonic=self.clock.monotonic,
         )
         return services, Engine(services, executor=self.executor)
 

@@ -62,7 +62,11 @@ class World:
         config = SchedulerConfig(open_registration=True)
         self.store = Store(f"sqlite:///{root / 'db'}")
         self.s = build_services(
-            self.store, config, self.clock, make_policy("rota", policy_config(config))
+            self.store,
+            config,
+            self.clock,
+            make_policy("rota", policy_config(config)),
+            monotonic=self.clock.monotonic,
         )
         self.engine = Engine(self.s)
         self.sessions: dict[str, int] = {}
