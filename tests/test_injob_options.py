@@ -14,6 +14,7 @@ import pytest
 
 from tests.cluster import TEST_IMAGE, Cluster, free_port, wait_for
 from tests.faults_support import config_file, restart_scheduler
+from tests.test_injob_commands import _logs, _shared
 
 pytestmark = pytest.mark.docker
 
@@ -37,17 +38,6 @@ def _job(command: str, extra: str = "") -> str:
 def _in(work: Path) -> str:
     """A job's working directory ``work``, mounted at its own path."""
     return f"workdir: {work}\nmounts: [{{source: {work}, target: {work}}}]\n"
-
-
-def _shared(cluster: Cluster, name: str) -> Path:
-    path = cluster.root / name
-    path.mkdir()
-    path.chmod(0o777)
-    return path
-
-
-def _logs(cluster: Cluster, job_id: str) -> str:
-    return cluster.cli("glogs", job_id, check=True).stdout
 
 
 def _line(log: str, prefix: str) -> str:
@@ -85,6 +75,8 @@ def test_export_of_a_bare_name_takes_the_calling_shells_value(cluster: Cluster) 
     cluster.wait_state(wrap, "COMPLETED")
     assert _logs(cluster, new) == "script=two words fixed=set-here cli=c1\n"
     assert _logs(cluster, wrap) == "got mine\n"
+    # sbatch's warnings go to its standard error, so --parsable's output stays the id alone
+    assert "sbatch: warning: command line: --export=script,ALL: ALL ignored" in log
     # a variable that was not exported is not in sbatch's environment, as under SLURM
     assert "--export: NOT_EXPORTED is not set in the submitting environment" in log
     assert "unset=1" in log

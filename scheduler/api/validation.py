@@ -172,13 +172,18 @@ def _user_name(req: Any, rules: Rules) -> None:
     check_name("name", req.name)
 
 
-def _add_user(req: pb.AddUserRequest, rules: Rules) -> None:
-    _user_name(req, rules)
+def _user_accounts(req: pb.AddUserRequest | pb.UpdateUserRequest) -> None:
+    """Normalise and check a user request's ``accounts`` and ``default_account``."""
     _set(req.accounts, normal_names(req.accounts))
     for i, account in enumerate(req.accounts):
         check_account(f"accounts[{i}]", account)
     req.default_account = normal_name(req.default_account)
     check_account("default_account", req.default_account)
+
+
+def _add_user(req: pb.AddUserRequest, rules: Rules) -> None:
+    _user_name(req, rules)
+    _user_accounts(req)
     for name in ("uid", "gid"):
         value = getattr(req, name)
         if value != -1:  # -1: unset
@@ -187,11 +192,7 @@ def _add_user(req: pb.AddUserRequest, rules: Rules) -> None:
 
 def _update_user(req: pb.UpdateUserRequest, rules: Rules) -> None:
     _user_name(req, rules)
-    _set(req.accounts, normal_names(req.accounts))
-    for i, account in enumerate(req.accounts):
-        check_account(f"accounts[{i}]", account)
-    req.default_account = normal_name(req.default_account)
-    check_account("default_account", req.default_account)
+    _user_accounts(req)
     if req.set_ids and (req.uid == -1) != (req.gid == -1):
         raise SpecError("uid, gid", "give both or neither (-1 and -1 clear them)")
     for name in ("uid", "gid"):

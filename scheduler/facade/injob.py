@@ -111,13 +111,13 @@ class InJobFacade:
             ids = [ids[0].split("_", 1)[0]]
         detail = f"submitted {origin}"
         await self._record(who, "sbatch", ",".join(ids), peer, detail, True, results[0].job_ids)
-        warnings = "".join(f"sbatch: warning: {w}\n" for w in read.warnings)
+        warnings = "".join(f"sbatch: warning: {w}\n" for w in read.warnings)  # stderr, as sbatch
         if read.parsable:
-            output = warnings + "".join(f"{i}\n" for i in ids)
+            output = "".join(f"{i}\n" for i in ids)
         else:
-            output = warnings + "".join(f"Submitted batch job {i}\n" for i in ids)
+            output = "".join(f"Submitted batch job {i}\n" for i in ids)
         wait_for = ids[0] if read.wait and ids else ""
-        return JobCommandReply(cmd.request_id, 0, output, wait_for=wait_for)
+        return JobCommandReply(cmd.request_id, 0, output, warnings, wait_for=wait_for)
 
     async def _waited(self, cmd: JobCommand, who: Principal) -> JobCommandReply:
         """Whether the job ``argv[0]`` that an sbatch --wait follows ended: ``ended`` with its
