@@ -64,7 +64,7 @@ def test_launch_on_a_down_engine_goes_back_to_pending(
 ) -> None:
     # slow heartbeats: the scheduler still thinks the engine is fine when the launch goes out
     # (the engine's stop, gsub and a pass fit well in one interval, also on a loaded machine)
-    config = config_file(cluster, heartbeat_interval=15, node_timeout=75)
+    config = config_file(cluster, heartbeat_interval=15, node_timeout=75, node_grace=300)
     cluster.start_scheduler("--config", config, "--open-registration")
     cluster.start_agent("n1", 1, "--docker-host", engine.url)
     name = cluster.node_name("n1")
